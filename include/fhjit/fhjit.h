@@ -1,0 +1,332 @@
+/* fhjit.h: the public C API of libfhjit, a JIT compiler for bound RNS
+ * expression graphs (the modular arithmetic of lattice FHE) to NVIDIA GPUs.
+ *
+ * Objects belong to a context (libgccjit's model): a graph and everything it
+ * hands out (names, printed text, compiled code) live until the graph or its
+ * context is destroyed. Every call reports a status; on failure the context
+ * records a message that says what, where and why (fhjit_last_error). No call
+ * exits or aborts on user error, and a failed call leaves the caller's data
+ * untouched. A context and its graphs are used by one thread at a time;
+ * separate contexts may be used from separate threads at once.
+ *
+ * Semantics of every operation: docs/semantics.md (SPEC.md restated). */
+#ifndef FHJIT_FHJIT_H
+#define FHJIT_FHJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FHJIT_API __attribute__((visibility("default")))
+#else
+#define FHJIT_API
+#endif
+
+#define FHJIT_VERSION_MAJOR 0
+#define FHJIT_VERSION_MINOR 1
+#define FHJIT_VERSION_PATCH 0
+#define FHJIT_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum fhjit_status {
+  FHJIT_OK = 0,
+  FHJIT_ERR_ARGUMENT,    /* null pointer, out-of-range argument, API misuse */
+  FHJIT_ERR_PARSE,       /* lexical or syntax error in .fh text */
+  FHJIT_ERR_TYPE,        /* operand kinds, component counts, domain facts */
+  FHJIT_ERR_SHAPE,       /* binding: the shape and stride rules */
+  FHJIT_ERR_MODULUS,     /* a modulus unfit for the radix or the NTT */
+  FHJIT_ERR_UNSUPPORTED, /* valid, but not compilable: refused with a reason */
+  FHJIT_ERR_LLVM,        /* LLVM rejected the module (reported, never a crash) */
+  FHJIT_ERR_TARGET,      /* unknown or unsupported GPU target */
+  FHJIT_ERR_NO_DRIVER,   /* no libcuda.so.1, no device, or a driver too old */
+  FHJIT_ERR_CUDA,        /* a CUDA driver call failed */
+  FHJIT_ERR_MEMORY,      /* host or device out of memory */
+  FHJIT_ERR_IO           /* file or cache I/O */
+} fhjit_status;
+
+typedef struct fhjit_context fhjit_context;
+typedef struct fhjit_graph fhjit_graph;
+
+/* Returns NULL only when the host is out of memory. */
+FHJIT_API fhjit_context *fhjit_context_create(void);
+/* Destroys every graph the context still owns. NULL is accepted. */
+FHJIT_API void fhjit_context_destroy(fhjit_context *ctx);
+/* The status and message of the last failed call ("" and FHJIT_OK when none). */
+FHJIT_API fhjit_status fhjit_last_status(const fhjit_context *ctx);
+FHJIT_API const char *fhjit_last_error(const fhjit_context *ctx);
+FHJIT_API void fhjit_clear_error(fhjit_context *ctx);
+FHJIT_API const char *fhjit_status_name(fhjit_status status);
+FHJIT_API const char *fhjit_version(void);
+
+/* ------------------------------------------------------------------ types */
+
+typedef int32_t fhjit_value; /* an SSA value of a graph: an id >= 0 */
+#define FHJIT_NO_VALUE ((fhjit_value)-1)
+#define FHJIT_UNKNOWN ((int64_t)-1) /* an extent left open until binding */
+#define FHJIT_MAX_BATCH 4
+
+typedef enum fhjit_radix {
+  FHJIT_R32 = 0, /* 32-bit words, R = 2^32, odd q < 2^30 */
+  FHJIT_R62 = 1  /* 64-bit words, R = 2^62, odd q < 2^60 */
+} fhjit_radix;
+
+typedef enum fhjit_domain {
+  FHJIT_DOMAIN_ANY = 0, /* not stated */
+  FHJIT_DOMAIN_COEF,    /* coefficient representation */
+  FHJIT_DOMAIN_NTT      /* evaluation (NTT) representation */
+} fhjit_domain;
+
+typedef enum fhjit_form {
+  FHJIT_FORM_ANY = 0, /* not stated */
+  FHJIT_FORM_STD,     /* standard residues */
+  FHJIT_FORM_MONT     /* Montgomery residues (x * R mod q) */
+} fhjit_form;
+
+typedef enum fhjit_kind {
+  FHJIT_KIND_POLY = 0, /* [C?, *batch, rows, n] residue polynomials */
+  FHJIT_KIND_KEY,      /* key-switch table [digits, 2, key_rows, n] */
+  FHJIT_KIND_TWIDDLE   /* NTT twiddle table [rows, n] */
+} fhjit_kind;
+
+typedef enum fhjit_compression {
+  FHJIT_CYCLIC = 0,     /* p[i mod u] */
+  FHJIT_CONTIGUOUS,     /* p[i / repeat] */
+  FHJIT_STRIDED_SPARSE  /* p[i / repeat] if i mod repeat == 0, else implicit */
+} fhjit_compression;
+
+/* A value's type: kind, shape and domain facts. Extents may be FHJIT_UNKNOWN
+ * in a graph until it is bound. */
+typedef struct fhjit_type {
+  fhjit_kind kind;
+  int32_t comps;  /* POLY: 0 = no component axis, else 1..3. KEY: 2. */
+  int32_t nbatch; /* POLY: number of batch axes, 0..FHJIT_MAX_BATCH */
+  int64_t batch[FHJIT_MAX_BATCH];
+  int64_t digits; /* KEY: number of digits */
+  int64_t rows;   /* limbs (KEY: key_rows) */
+  int64_t n;      /* last extent: N, or u for a compressed plaintext */
+  fhjit_domain domain;
+  fhjit_form form;
+} fhjit_type;
+
+/* Where the elements of an input live, in elements (not bytes) from the base
+ * pointer passed at run time. Element (c, b..., r, i) is at
+ *   offset + c*comp_stride + sum_a b_a*batch_stride[a] + r*row_stride
+ *          + i*index_stride            (+ d*digit_stride for KEY tables).
+ * Strides are non-negative; 0 broadcasts an axis. */
+typedef struct fhjit_layout {
+  int64_t offset;
+  int64_t comp_stride;
+  int64_t batch_stride[FHJIT_MAX_BATCH];
+  int64_t digit_stride;
+  int64_t row_stride;
+  int64_t index_stride;
+} fhjit_layout;
+
+/* The dense row-major layout of a concrete type ([C, *batch, rows, n]; KEY:
+ * [digits, 2, rows, n]). Returns FHJIT_ERR_ARGUMENT for unknown extents. */
+FHJIT_API fhjit_status fhjit_dense_layout(const fhjit_type *type,
+                                          fhjit_layout *out);
+/* Number of elements of a concrete type, or -1. */
+FHJIT_API int64_t fhjit_type_elements(const fhjit_type *type);
+
+/* ------------------------------------------------------------------ graphs */
+
+FHJIT_API fhjit_graph *fhjit_graph_create(fhjit_context *ctx, const char *name,
+                                          fhjit_radix radix);
+FHJIT_API void fhjit_graph_destroy(fhjit_graph *g);
+FHJIT_API fhjit_context *fhjit_graph_context(const fhjit_graph *g);
+FHJIT_API const char *fhjit_graph_name(const fhjit_graph *g);
+FHJIT_API fhjit_radix fhjit_graph_radix(const fhjit_graph *g);
+
+/* Optional moduli for tools such as test runners (kernels read moduli from
+ * the parameter table at run time). Checked against the radix. */
+FHJIT_API fhjit_status fhjit_graph_set_moduli(fhjit_graph *g,
+                                              const uint64_t *moduli,
+                                              int32_t count);
+FHJIT_API int32_t fhjit_graph_num_moduli(const fhjit_graph *g);
+FHJIT_API const uint64_t *fhjit_graph_moduli(const fhjit_graph *g);
+
+/* Builder. Each returns the new value, or FHJIT_NO_VALUE with the error
+ * recorded on the context. Operand checks that need no extents happen here;
+ * shape checks happen at fhjit_bind. */
+FHJIT_API fhjit_value fhjit_input(fhjit_graph *g, const char *name,
+                                  const fhjit_type *type);
+FHJIT_API fhjit_value fhjit_add(fhjit_graph *g, fhjit_value a, fhjit_value b);
+FHJIT_API fhjit_value fhjit_sub(fhjit_graph *g, fhjit_value a, fhjit_value b);
+FHJIT_API fhjit_value fhjit_add_lazy(fhjit_graph *g, fhjit_value a,
+                                     fhjit_value b);
+FHJIT_API fhjit_value fhjit_mul(fhjit_graph *g, fhjit_value a, fhjit_value b);
+FHJIT_API fhjit_value fhjit_neg(fhjit_graph *g, fhjit_value a);
+FHJIT_API fhjit_value fhjit_to_mont(fhjit_graph *g, fhjit_value a);
+FHJIT_API fhjit_value fhjit_from_mont(fhjit_graph *g, fhjit_value a);
+FHJIT_API fhjit_value fhjit_mul_plain(fhjit_graph *g, fhjit_value ct,
+                                      fhjit_value pt);
+FHJIT_API fhjit_value fhjit_add_plain(fhjit_graph *g, fhjit_value ct,
+                                      fhjit_value pt);
+/* `implicit` is FHJIT_NO_VALUE except for FHJIT_STRIDED_SPARSE, where it is
+ * the per-row value [..., rows, 1]. */
+FHJIT_API fhjit_value fhjit_mul_compressed(fhjit_graph *g, fhjit_value ct,
+                                           fhjit_value pt,
+                                           fhjit_compression layout,
+                                           fhjit_value implicit);
+/* domain: FHJIT_DOMAIN_COEF or FHJIT_DOMAIN_NTT (SPEC section 3). */
+FHJIT_API fhjit_value fhjit_add_compressed(fhjit_graph *g, fhjit_value ct,
+                                           fhjit_value pt,
+                                           fhjit_compression layout,
+                                           fhjit_value implicit,
+                                           fhjit_domain domain);
+FHJIT_API fhjit_value fhjit_keyswitch_digit_product(fhjit_graph *g,
+                                                    fhjit_value d,
+                                                    fhjit_value key,
+                                                    int64_t digit,
+                                                    int64_t row_start);
+FHJIT_API fhjit_value fhjit_extract(fhjit_graph *g, fhjit_value v,
+                                    int32_t component);
+FHJIT_API fhjit_value fhjit_pack(fhjit_graph *g, int32_t count,
+                                 const fhjit_value *parts);
+/* Marks v as a graph output under `name` (NULL: the value's own name). A
+ * value may be output under several names. */
+FHJIT_API fhjit_status fhjit_output(fhjit_graph *g, fhjit_value v,
+                                    const char *name);
+/* Renames a value (names appear in text, diagnostics and .npy files). */
+FHJIT_API fhjit_status fhjit_set_name(fhjit_graph *g, fhjit_value v,
+                                      const char *name);
+
+/* Queries. */
+FHJIT_API int32_t fhjit_num_values(const fhjit_graph *g);
+FHJIT_API int32_t fhjit_num_inputs(const fhjit_graph *g);
+FHJIT_API fhjit_value fhjit_input_value(const fhjit_graph *g, int32_t index);
+FHJIT_API const char *fhjit_value_name(const fhjit_graph *g, fhjit_value v);
+FHJIT_API fhjit_status fhjit_value_type(const fhjit_graph *g, fhjit_value v,
+                                        fhjit_type *out);
+/* Finds an input or value by name; FHJIT_NO_VALUE when absent (no error). */
+FHJIT_API fhjit_value fhjit_find_value(const fhjit_graph *g, const char *name);
+
+/* ----------------------------------------------------------------- binding */
+
+/* Gives input `v` concrete extents (type: NULL keeps the declared ones; kind,
+ * component count, batch rank and domain facts must match the declaration,
+ * known extents must be equal) and a physical layout (NULL: dense). */
+FHJIT_API fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v,
+                                        const fhjit_type *type,
+                                        const fhjit_layout *layout);
+/* Checks every shape rule and fixes every extent, the set of materialised
+ * results and the outputs' views. Inputs not given to fhjit_bind_input keep
+ * their declared extents (which must then be concrete) and a dense layout.
+ * Changing a graph after binding unbinds it. */
+FHJIT_API fhjit_status fhjit_bind(fhjit_graph *g);
+FHJIT_API int fhjit_is_bound(const fhjit_graph *g);
+
+/* Materialised results of a bound graph: the buffers a run writes, each dense
+ * [C, *batch, rows, n] with the value's full component count. */
+FHJIT_API int32_t fhjit_num_results(const fhjit_graph *g);
+FHJIT_API fhjit_status fhjit_result_type(const fhjit_graph *g, int32_t index,
+                                         fhjit_type *out);
+
+typedef struct fhjit_output_info {
+  const char *name;
+  fhjit_value value;
+  int32_t is_input_alias; /* 1: a view of input #source (no work, no copy) */
+  int32_t source;         /* input index, or result index */
+  int32_t component;      /* -1: the whole value; else the component viewed */
+  fhjit_type type;        /* the output's own type */
+  fhjit_layout layout;    /* its elements, relative to the source's base */
+} fhjit_output_info;
+
+FHJIT_API int32_t fhjit_num_outputs(const fhjit_graph *g);
+FHJIT_API fhjit_status fhjit_output_info_get(const fhjit_graph *g,
+                                             int32_t index,
+                                             fhjit_output_info *out);
+/* The input's bound type and layout. */
+FHJIT_API fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index,
+                                           fhjit_type *type,
+                                           fhjit_layout *layout);
+
+/* A 128-bit canonical hash of a bound graph, for compile caches: equal for
+ * the same graph however it was built or formatted; different for any
+ * difference of semantics, layout or radix. Names and moduli do not count. */
+FHJIT_API fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]);
+
+/* --------------------------------------------------------------------- text */
+
+/* Parses one graph from .fh text. filename is used in diagnostics
+ * (file:line:col, the source line and a caret). NULL on error. */
+FHJIT_API fhjit_graph *fhjit_parse(fhjit_context *ctx, const char *text,
+                                   size_t length, const char *filename);
+/* Canonical text; owned by the graph, valid until the next print or destroy.
+ * print(parse(print(g))) == print(g) byte for byte. */
+FHJIT_API const char *fhjit_print(fhjit_graph *g);
+/* Graphviz text, same ownership. */
+FHJIT_API const char *fhjit_print_dot(fhjit_graph *g);
+
+/* -------------------------------------------------------- RNS host helpers */
+
+/* Checks one modulus for the radix (odd, non-zero, below the radix limit)
+ * and, when ntt_n > 0, q = 1 mod 2*ntt_n. */
+FHJIT_API fhjit_status fhjit_check_modulus(fhjit_context *ctx,
+                                           fhjit_radix radix, uint64_t q,
+                                           int64_t ntt_n);
+/* Builds the [8, rows] parameter table of SPEC section 2 into `table`
+ * (uint32_t words for r32, uint64_t for r62), row r at table + r*pstride,
+ * pstride >= rows. n: the polynomial degree N (for row 7; 0 leaves it 0).
+ * ntt: non-zero to require q = 1 mod 2N. scale: D for row 6. */
+FHJIT_API fhjit_status fhjit_param_table(fhjit_context *ctx, fhjit_radix radix,
+                                         const uint64_t *moduli, int32_t rows,
+                                         int64_t n, int ntt, uint64_t scale,
+                                         void *table, int64_t pstride);
+/* psi of SPEC section 5 for q and N. */
+FHJIT_API fhjit_status fhjit_ntt_psi(fhjit_context *ctx, uint64_t q,
+                                     int64_t n, uint64_t *psi);
+/* Forward and inverse twiddle tables [rows, n] in Montgomery form (words of
+ * the radix). Either output may be NULL. */
+FHJIT_API fhjit_status fhjit_twiddle_tables(fhjit_context *ctx,
+                                            fhjit_radix radix,
+                                            const uint64_t *moduli,
+                                            int32_t rows, int64_t n,
+                                            void *fwd, void *inv);
+/* The `count` largest primes q < 2^bits with q = 1 mod m (m a power of two,
+ * m >= 2), in descending order; deterministic Miller-Rabin. */
+FHJIT_API fhjit_status fhjit_find_primes(fhjit_context *ctx, int bits,
+                                         uint64_t m, int32_t count,
+                                         uint64_t *out);
+FHJIT_API int fhjit_is_prime(uint64_t q);
+
+/* --------------------------------------------------------------- execution */
+
+/* The reference interpreter: SPEC semantics, plainly. Host buffers of the
+ * radix's word; inputs[i] is the base of input i (declaration order),
+ * results[k] the dense buffer of result k. */
+FHJIT_API fhjit_status fhjit_interpret(fhjit_graph *g, const void *params,
+                                       int64_t pstride,
+                                       const void *const *inputs,
+                                       void *const *results);
+
+typedef enum fhjit_emit_kind {
+  FHJIT_EMIT_LLVM = 0, /* LLVM IR before optimisation */
+  FHJIT_EMIT_LLVM_OPT, /* LLVM IR after default<O3> for the target */
+  FHJIT_EMIT_PTX       /* PTX from the NVPTX backend */
+} fhjit_emit_kind;
+
+/* Text of the GPU kernels of a bound graph for `arch` ("sm_90"; NULL: sm_90).
+ * Owned by the graph, valid until the next emit or destroy. */
+FHJIT_API const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind,
+                                 const char *arch);
+/* Supported GPU targets, NULL-terminated ("sm_70", ...). */
+FHJIT_API const char *const *fhjit_targets(void);
+
+/* Runs a bound graph on the host through LLVM's ORC JIT (the same lowering as
+ * the GPU path). Buffers as for fhjit_interpret. threads: 0 = automatic. */
+FHJIT_API fhjit_status fhjit_run_host(fhjit_graph *g, const void *params,
+                                      int64_t pstride,
+                                      const void *const *inputs,
+                                      void *const *results, int threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,402 @@
+/* bind.c: binding a graph to physical layouts. Fixes every extent, checks
+ * the shape rules of SPEC section 4 (each failure names the value and the
+ * rule), and decides what is materialised and what is an identity view. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+int64_t fhjit_type_elements(const fhjit_type *t) {
+  if (!t) return -1;
+  int64_t e = 1;
+  int64_t ext[8];
+  int k = 0;
+  if (t->kind == FHJIT_KIND_KEY) ext[k++] = t->digits;
+  if (t->comps > 0) ext[k++] = t->comps;
+  for (int a = 0; a < t->nbatch && t->kind == FHJIT_KIND_POLY; a++) ext[k++] = t->batch[a];
+  ext[k++] = t->rows;
+  ext[k++] = t->n;
+  for (int i = 0; i < k; i++) {
+    if (ext[i] < 1) return -1;
+    if (e > INT64_MAX / ext[i]) return -1;
+    e *= ext[i];
+  }
+  return e;
+}
+
+fhjit_status fhjit_dense_layout(const fhjit_type *t, fhjit_layout *out) {
+  if (!t || !out || fhjit_type_elements(t) < 0) return FHJIT_ERR_ARGUMENT;
+  memset(out, 0, sizeof *out);
+  int64_t s = 1;
+  out->index_stride = 1;
+  s = t->n;
+  out->row_stride = s;
+  s *= t->rows;
+  if (t->kind == FHJIT_KIND_POLY) {
+    for (int a = t->nbatch - 1; a >= 0; a--) {
+      out->batch_stride[a] = t->batch[a] == 1 ? 0 : s;
+      s *= t->batch[a];
+    }
+  }
+  if (t->comps > 0) {
+    out->comp_stride = t->comps == 1 ? 0 : s;
+    s *= t->comps;
+  }
+  if (t->kind == FHJIT_KIND_KEY) out->digit_stride = t->digits == 1 ? 0 : s;
+  return FHJIT_OK;
+}
+
+static int type_concrete(const fhjit_type *t) { return fhjit_type_elements(t) > 0; }
+
+static void describe_type(char *buf, size_t size, const fhjit_type *t) {
+  char batch[128] = "";
+  size_t used = 0;
+  for (int a = 0; a < t->nbatch && used < sizeof batch; a++)
+    used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%lld", a ? ", " : "",
+                             (long long)t->batch[a]);
+  if (t->kind == FHJIT_KIND_KEY)
+    snprintf(buf, size, "key<%lld, 2, %lld, %lld>", (long long)t->digits,
+             (long long)t->rows, (long long)t->n);
+  else if (t->kind == FHJIT_KIND_TWIDDLE)
+    snprintf(buf, size, "twiddles<%lld, %lld>", (long long)t->rows, (long long)t->n);
+  else if (t->comps)
+    snprintf(buf, size, "ct<%d, [%s], %lld, %lld>", t->comps, batch, (long long)t->rows,
+             (long long)t->n);
+  else
+    snprintf(buf, size, "pt<[%s], %lld, %lld>", batch, (long long)t->rows, (long long)t->n);
+}
+
+fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v, const fhjit_type *type,
+                              const fhjit_layout *layout) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!ir_valid_value(g, v) || g->nodes[v].op != IR_INPUT)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_bind_input: value %d is not an input of graph @%s", (int)v,
+                    g->name);
+  ir_node *n = &g->nodes[v];
+  const fhjit_type *d = &n->decl;
+  fhjit_type t = type ? *type : *d;
+  const char *rule = NULL;
+  if (t.kind != d->kind) rule = "its kind differs from the declaration";
+  else if (t.comps != d->comps) rule = "its component count differs from the declaration";
+  else if (t.nbatch != d->nbatch) rule = "its batch rank differs from the declaration";
+  else if ((t.domain != d->domain && d->domain) || (t.form != d->form && d->form))
+    rule = "its domain facts differ from the declaration";
+  else {
+    int64_t *te[6 + FHJIT_MAX_BATCH];
+    const int64_t *de[6 + FHJIT_MAX_BATCH];
+    int k = 0;
+    te[k] = &t.rows, de[k++] = &d->rows;
+    te[k] = &t.n, de[k++] = &d->n;
+    if (t.kind == FHJIT_KIND_KEY) te[k] = &t.digits, de[k++] = &d->digits;
+    for (int a = 0; a < t.nbatch; a++) te[k] = &t.batch[a], de[k++] = &d->batch[a];
+    for (int i = 0; i < k; i++) {
+      if (*de[i] != FHJIT_UNKNOWN && *te[i] != *de[i]) rule = "a declared extent differs";
+      if (*te[i] < 1) rule = "every extent must be known and >= 1";
+    }
+  }
+  if (!rule && fhjit_type_elements(&t) < 0) rule = "its element count overflows";
+  if (rule) {
+    char got[160], want[160];
+    describe_type(got, sizeof got, &t);
+    describe_type(want, sizeof want, d);
+    return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                       "binding input %%%s as %s: %s (declared %s)", n->name, got, rule, want);
+  }
+  fhjit_layout l;
+  if (layout) l = *layout;
+  else fhjit_dense_layout(&t, &l);
+  int64_t *strides[] = {&l.offset, &l.comp_stride, &l.digit_stride, &l.row_stride,
+                        &l.index_stride, &l.batch_stride[0], &l.batch_stride[1],
+                        &l.batch_stride[2], &l.batch_stride[3]};
+  for (size_t i = 0; i < sizeof strides / sizeof *strides; i++)
+    if (*strides[i] < 0)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "binding input %%%s: offsets and strides must be non-negative",
+                         n->name);
+  ir_unbind(g);
+  n->type = t;
+  n->type.domain = d->domain;
+  n->type.form = d->form;
+  n->layout = l;
+  n->has_layout = 1;
+  return FHJIT_OK;
+}
+
+/* Canonical form of a layout: axes of extent 1 and absent axes get stride 0,
+ * so equal views compare (and hash) equal. Also rejects layouts whose last
+ * element would overflow a 64-bit element offset. */
+static int canonical_layout(const fhjit_type *t, fhjit_layout *l) {
+  if (t->comps <= 1) l->comp_stride = 0;
+  if (t->kind != FHJIT_KIND_KEY || t->digits == 1) l->digit_stride = 0;
+  for (int a = 0; a < FHJIT_MAX_BATCH; a++)
+    if (a >= t->nbatch || t->batch[a] == 1) l->batch_stride[a] = 0;
+  if (t->rows == 1) l->row_stride = 0;
+  if (t->n == 1) l->index_stride = 0;
+  /* the largest offset must fit comfortably */
+  ir_u128 last = (ir_u128)l->offset;
+  last += (ir_u128)(t->comps > 0 ? t->comps - 1 : 0) * (uint64_t)l->comp_stride;
+  last += (ir_u128)(t->kind == FHJIT_KIND_KEY ? t->digits - 1 : 0) * (uint64_t)l->digit_stride;
+  for (int a = 0; a < t->nbatch; a++) last += (ir_u128)(t->batch[a] - 1) * (uint64_t)l->batch_stride[a];
+  last += (ir_u128)(t->rows - 1) * (uint64_t)l->row_stride;
+  last += (ir_u128)(t->n - 1) * (uint64_t)l->index_stride;
+  return last < ((ir_u128)1 << 62);
+}
+
+/* Right-aligned batch broadcast of `b` into `out` (extents equal or 1). */
+static fhjit_status broadcast_batch(fhjit_graph *g, const ir_node *user, fhjit_type *out,
+                                    const fhjit_type *b, const char *bname) {
+  int nb = out->nbatch > b->nbatch ? out->nbatch : b->nbatch;
+  int64_t merged[FHJIT_MAX_BATCH];
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - out->nbatch), ib = i - (nb - b->nbatch);
+    int64_t ea = ia >= 0 ? out->batch[ia] : 1, eb = ib >= 0 ? b->batch[ib] : 1;
+    if (ea != eb && ea != 1 && eb != 1)
+      return ir_error_at(g, user->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: batch axis %d of %%%s has extent %lld but the other "
+                         "operands have %lld; batch extents must be equal or 1",
+                         user->name, ir_op_name(user->op), i, bname, (long long)eb,
+                         (long long)ea);
+    merged[i] = ea == 1 ? eb : ea;
+  }
+  out->nbatch = nb;
+  for (int i = 0; i < FHJIT_MAX_BATCH; i++) out->batch[i] = i < nb ? merged[i] : 0;
+  return FHJIT_OK;
+}
+
+static fhjit_status same_extent(fhjit_graph *g, const ir_node *user, const char *what,
+                                const char *aname, int64_t a, const char *bname, int64_t b) {
+  if (a == b) return FHJIT_OK;
+  return ir_error_at(g, user->loc, FHJIT_ERR_SHAPE,
+                     "%%%s = %s: %s of %%%s is %lld but %s of %%%s is %lld; they must be "
+                     "equal",
+                     user->name, ir_op_name(user->op), what, aname, (long long)a, what, bname,
+                     (long long)b);
+}
+
+/* Fixes the concrete type of a computed node from its operands' types. */
+static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
+  const ir_node *a = &g->nodes[n->args[0]];
+  fhjit_type t = a->type;
+  t.domain = n->type.domain;
+  t.form = n->type.form;
+  fhjit_status st = FHJIT_OK;
+  switch (n->op) {
+  case IR_ADD: case IR_SUB: case IR_ADD_LAZY: case IR_MUL: {
+    const ir_node *b = &g->nodes[n->args[1]];
+    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, b->name, b->type.rows)) ||
+        (st = same_extent(g, n, "n", a->name, a->type.n, b->name, b->type.n)) ||
+        (st = broadcast_batch(g, n, &t, &b->type, b->name)))
+      return st;
+    t.comps = a->type.comps > b->type.comps ? a->type.comps : b->type.comps;
+    break;
+  }
+  case IR_NEG: case IR_TO_MONT: case IR_FROM_MONT:
+    break;
+  case IR_MUL_PLAIN: case IR_ADD_PLAIN: case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: {
+    const ir_node *p = &g->nodes[n->args[1]];
+    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, p->name, p->type.rows)) ||
+        (st = broadcast_batch(g, n, &t, &p->type, p->name)))
+      return st;
+    if (n->op == IR_MUL_PLAIN || n->op == IR_ADD_PLAIN) {
+      if ((st = same_extent(g, n, "n", a->name, a->type.n, p->name, p->type.n))) return st;
+    } else if (a->type.n % p->type.n != 0) {
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: the compressed plaintext %%%s has last extent u = %lld, "
+                         "which does not divide n = %lld",
+                         n->name, ir_op_name(n->op), p->name, (long long)p->type.n,
+                         (long long)a->type.n);
+    }
+    if (n->nargs == 3) {
+      const ir_node *im = &g->nodes[n->args[2]];
+      if ((st = same_extent(g, n, "rows", a->name, a->type.rows, im->name, im->type.rows)) ||
+          (st = broadcast_batch(g, n, &t, &im->type, im->name)))
+        return st;
+      if (im->type.n != 1)
+        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                           "%%%s = %s: the implicit operand %%%s must have last extent 1 "
+                           "(one value per row), not %lld",
+                           n->name, ir_op_name(n->op), im->name, (long long)im->type.n);
+    }
+    t.comps = a->type.comps;
+    break;
+  }
+  case IR_KS_DIGIT_PRODUCT: {
+    const ir_node *k = &g->nodes[n->args[1]];
+    if ((st = same_extent(g, n, "n", a->name, a->type.n, k->name, k->type.n))) return st;
+    if (n->attr[0] >= k->type.digits)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: digit %lld is out of range; the key %%%s has %lld digits",
+                         n->name, ir_op_name(n->op), (long long)n->attr[0], k->name,
+                         (long long)k->type.digits);
+    if (n->attr[1] + a->type.rows > k->type.rows)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: key rows %lld..%lld are out of range; the key %%%s has "
+                         "%lld rows",
+                         n->name, ir_op_name(n->op), (long long)n->attr[1],
+                         (long long)(n->attr[1] + a->type.rows - 1), k->name,
+                         (long long)k->type.rows);
+    t.comps = 2;
+    break;
+  }
+  case IR_EXTRACT:
+    if (n->attr[0] >= a->type.comps)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = extract: component %lld of %%%s is out of range (%d)",
+                         n->name, (long long)n->attr[0], a->name, a->type.comps);
+    t.comps = 0;
+    break;
+  case IR_PACK:
+    for (int i = 1; i < n->nargs; i++) {
+      const ir_node *b = &g->nodes[n->args[i]];
+      int same = b->type.rows == a->type.rows && b->type.n == a->type.n &&
+                 b->type.nbatch == a->type.nbatch;
+      for (int x = 0; same && x < a->type.nbatch; x++) same = b->type.batch[x] == a->type.batch[x];
+      if (!same) {
+        char ta[160], tb[160];
+        describe_type(ta, sizeof ta, &a->type);
+        describe_type(tb, sizeof tb, &b->type);
+        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                           "%%%s = pack: operands must have equal shapes, but %%%s is %s and "
+                           "%%%s is %s",
+                           n->name, a->name, ta, b->name, tb);
+      }
+    }
+    t.comps = n->nargs;
+    break;
+  default:
+    return ir_error_at(g, n->loc, FHJIT_ERR_ARGUMENT, "internal: unexpected op %d", (int)n->op);
+  }
+  n->type = t;
+  return FHJIT_OK;
+}
+
+static fhjit_status add_result(fhjit_graph *g, fhjit_value v, int32_t *index) {
+  if (g->result_of[v] >= 0) {
+    *index = g->result_of[v];
+    return FHJIT_OK;
+  }
+  ir_result *r = realloc(g->results, sizeof *r * (size_t)(g->nresults + 1));
+  if (!r) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+  g->results = r;
+  r[g->nresults] = (ir_result){.value = v, .type = g->nodes[v].type};
+  g->result_of[v] = g->nresults;
+  *index = g->nresults++;
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_bind(fhjit_graph *g) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  ir_unbind(g);
+  if (g->noutputs == 0)
+    return ir_error(g->ctx, FHJIT_ERR_TYPE, "error: graph @%s has no outputs", g->name);
+  fhjit_status st = FHJIT_OK;
+  for (int32_t i = 0; i < g->nnodes; i++) {
+    ir_node *n = &g->nodes[i];
+    if (n->op == IR_INPUT) {
+      if (!n->has_layout) {
+        if (!type_concrete(&n->decl))
+          return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                             "input %%%s has unknown extents ('?'); bind it with a concrete "
+                             "type first",
+                             n->name);
+        n->type = n->decl;
+        fhjit_dense_layout(&n->type, &n->layout);
+      }
+      if (!canonical_layout(&n->type, &n->layout))
+        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                           "input %%%s: its layout reaches past 2^62 elements", n->name);
+    } else if ((st = infer_node(g, n))) {
+      return st;
+    }
+  }
+  g->result_of = malloc(sizeof *g->result_of * (size_t)g->nnodes);
+  if (!g->result_of) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+  for (int32_t i = 0; i < g->nnodes; i++) g->result_of[i] = -1;
+  for (int32_t i = 0; i < g->noutputs; i++) {
+    ir_output *o = &g->outputs[i];
+    const ir_node *n = &g->nodes[o->value];
+    fhjit_value src = o->value;
+    o->component = -1;
+    if (n->op == IR_EXTRACT) {
+      src = n->args[0];
+      o->component = (int32_t)n->attr[0];
+    }
+    if (g->nodes[src].op == IR_INPUT) {
+      o->is_input_alias = 1;
+      o->source = g->nodes[src].input_index;
+    } else {
+      o->is_input_alias = 0;
+      if ((st = add_result(g, src, &o->source))) {
+        ir_unbind(g);
+        return st;
+      }
+    }
+  }
+  g->bound = 1;
+  return FHJIT_OK;
+}
+
+int fhjit_is_bound(const fhjit_graph *g) { return g && g->bound; }
+
+int32_t fhjit_num_results(const fhjit_graph *g) { return g && g->bound ? g->nresults : 0; }
+
+static fhjit_status need_bound(const fhjit_graph *g, const char *fn) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (call fhjit_bind)",
+                    fn, g->name);
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_result_type(const fhjit_graph *g, int32_t index, fhjit_type *out) {
+  fhjit_status st = need_bound(g, "fhjit_result_type");
+  if (st) return st;
+  if (!out || index < 0 || index >= g->nresults)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_result_type: result %d out of range (graph @%s has %d)",
+                    (int)index, g->name, (int)g->nresults);
+  *out = g->results[index].type;
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_output_info_get(const fhjit_graph *g, int32_t index, fhjit_output_info *out) {
+  fhjit_status st = need_bound(g, "fhjit_output_info_get");
+  if (st) return st;
+  if (!out || index < 0 || index >= g->noutputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_output_info_get: output %d out of range (graph @%s has %d)",
+                    (int)index, g->name, (int)g->noutputs);
+  const ir_output *o = &g->outputs[index];
+  memset(out, 0, sizeof *out);
+  out->name = o->name;
+  out->value = o->value;
+  out->is_input_alias = o->is_input_alias;
+  out->source = o->source;
+  out->component = o->component;
+  out->type = g->nodes[o->value].type;
+  fhjit_layout l;
+  if (o->is_input_alias) l = g->nodes[g->inputs[o->source]].layout;
+  else fhjit_dense_layout(&g->results[o->source].type, &l);
+  if (o->component >= 0) {
+    l.offset += o->component * l.comp_stride;
+    l.comp_stride = 0;
+  }
+  out->layout = l;
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index, fhjit_type *type,
+                                 fhjit_layout *layout) {
+  fhjit_status st = need_bound(g, "fhjit_input_binding");
+  if (st) return st;
+  if (index < 0 || index >= g->ninputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_input_binding: input %d out of range (graph @%s has %d)",
+                    (int)index, g->name, (int)g->ninputs);
+  const ir_node *n = &g->nodes[g->inputs[index]];
+  if (type) *type = n->type;
+  if (layout) *layout = n->layout;
+  return FHJIT_OK;
+}

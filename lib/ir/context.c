@@ -1,0 +1,78 @@
+/* context.c: the context object: graph ownership and the error record that
+ * every failing call leaves behind (libgccjit's style). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+fhjit_context *fhjit_context_create(void) {
+  fhjit_context *ctx = calloc(1, sizeof *ctx);
+  return ctx;
+}
+
+void fhjit_context_destroy(fhjit_context *ctx) {
+  if (!ctx) return;
+  while (ctx->graphs) fhjit_graph_destroy(ctx->graphs);
+  extern void rt_context_release(fhjit_context *ctx);
+  rt_context_release(ctx);
+  free(ctx->message);
+  free(ctx);
+}
+
+fhjit_status ir_verror(fhjit_context *ctx, fhjit_status status,
+                       const char *fmt, va_list ap) {
+  if (!ctx) return status;
+  ir_buf b = {0};
+  ir_buf_vprintf(&b, fmt, ap);
+  free(ctx->message);
+  ctx->message = b.data; /* NULL when out of memory: reported as "" */
+  ctx->status = status;
+  return status;
+}
+
+fhjit_status ir_error(fhjit_context *ctx, fhjit_status status,
+                      const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ir_verror(ctx, status, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+fhjit_status fhjit_last_status(const fhjit_context *ctx) {
+  return ctx ? ctx->status : FHJIT_ERR_ARGUMENT;
+}
+
+const char *fhjit_last_error(const fhjit_context *ctx) {
+  if (!ctx) return "fhjit: null context";
+  return ctx->message ? ctx->message : "";
+}
+
+void fhjit_clear_error(fhjit_context *ctx) {
+  if (!ctx) return;
+  free(ctx->message);
+  ctx->message = NULL;
+  ctx->status = FHJIT_OK;
+}
+
+const char *fhjit_status_name(fhjit_status status) {
+  switch (status) {
+  case FHJIT_OK: return "ok";
+  case FHJIT_ERR_ARGUMENT: return "invalid argument";
+  case FHJIT_ERR_PARSE: return "parse error";
+  case FHJIT_ERR_TYPE: return "type error";
+  case FHJIT_ERR_SHAPE: return "shape error";
+  case FHJIT_ERR_MODULUS: return "bad modulus";
+  case FHJIT_ERR_UNSUPPORTED: return "unsupported";
+  case FHJIT_ERR_LLVM: return "LLVM error";
+  case FHJIT_ERR_TARGET: return "bad target";
+  case FHJIT_ERR_NO_DRIVER: return "no CUDA driver";
+  case FHJIT_ERR_CUDA: return "CUDA error";
+  case FHJIT_ERR_MEMORY: return "out of memory";
+  case FHJIT_ERR_IO: return "I/O error";
+  }
+  return "unknown status";
+}
+
+const char *fhjit_version(void) { return FHJIT_VERSION_STRING; }

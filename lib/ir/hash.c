@@ -1,0 +1,93 @@
+/* hash.c: the canonical 128-bit hash of a bound graph, the key of compile
+ * caches. It covers what changes the generated code: radix, live ops and
+ * their attributes, concrete types, canonical input layouts, the outputs'
+ * structure. It ignores names, moduli, formatting and dead values. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* Two independent 64-bit FNV-1a style lanes with a final avalanche. */
+typedef struct hasher {
+  uint64_t a, b;
+} hasher;
+
+static void mix(hasher *h, uint64_t x) {
+  for (int i = 0; i < 8; i++) {
+    uint8_t byte = (uint8_t)(x >> (8 * i));
+    h->a = (h->a ^ byte) * UINT64_C(0x100000001b3);
+    h->b = (h->b ^ byte) * UINT64_C(0x9e3779b97f4a7c15);
+  }
+}
+
+static uint64_t finish(uint64_t x) {
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  x *= UINT64_C(0xc4ceb9fe1a85ec53);
+  x ^= x >> 33;
+  return x;
+}
+
+static void mix_type(hasher *h, const fhjit_type *t) {
+  mix(h, (uint64_t)t->kind);
+  mix(h, (uint64_t)t->comps);
+  mix(h, (uint64_t)t->nbatch);
+  for (int a = 0; a < t->nbatch; a++) mix(h, (uint64_t)t->batch[a]);
+  mix(h, (uint64_t)t->digits);
+  mix(h, (uint64_t)t->rows);
+  mix(h, (uint64_t)t->n);
+}
+
+fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
+  if (!g || !out) return FHJIT_ERR_ARGUMENT;
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_graph_hash: graph @%s is not bound (call fhjit_bind)", g->name);
+  /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
+  int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
+  if (!canon) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_graph_hash: out of memory");
+  for (int32_t i = 0; i < g->nnodes; i++) canon[i] = g->nodes[i].op == IR_INPUT;
+  for (int32_t i = 0; i < g->noutputs; i++) canon[g->outputs[i].value] = 1;
+  for (int32_t i = g->nnodes - 1; i >= 0; i--)
+    if (canon[i])
+      for (int k = 0; k < g->nodes[i].nargs; k++) canon[g->nodes[i].args[k]] = 1;
+  int32_t next = 0;
+  for (int32_t i = 0; i < g->nnodes; i++) canon[i] = canon[i] ? next++ : -1;
+
+  hasher h = {UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4)};
+  mix(&h, 0x66686a6974ULL); /* "fhjit" */
+  mix(&h, (uint64_t)g->radix);
+  for (int32_t i = 0; i < g->nnodes; i++) {
+    if (canon[i] < 0) continue;
+    const ir_node *n = &g->nodes[i];
+    mix(&h, (uint64_t)n->op);
+    mix(&h, (uint64_t)n->nargs);
+    for (int k = 0; k < n->nargs; k++) mix(&h, (uint64_t)canon[n->args[k]]);
+    mix(&h, (uint64_t)n->attr[0]);
+    mix(&h, (uint64_t)n->attr[1]);
+    mix_type(&h, &n->type);
+    if (n->op == IR_INPUT) {
+      mix(&h, (uint64_t)n->input_index);
+      const fhjit_layout *l = &n->layout;
+      mix(&h, (uint64_t)l->offset);
+      mix(&h, (uint64_t)l->comp_stride);
+      for (int a = 0; a < FHJIT_MAX_BATCH; a++) mix(&h, (uint64_t)l->batch_stride[a]);
+      mix(&h, (uint64_t)l->digit_stride);
+      mix(&h, (uint64_t)l->row_stride);
+      mix(&h, (uint64_t)l->index_stride);
+    }
+  }
+  mix(&h, (uint64_t)g->noutputs);
+  for (int32_t i = 0; i < g->noutputs; i++) {
+    const ir_output *o = &g->outputs[i];
+    mix(&h, (uint64_t)canon[o->value]);
+    mix(&h, (uint64_t)o->is_input_alias);
+    mix(&h, (uint64_t)o->source);
+    mix(&h, (uint64_t)(int64_t)o->component);
+  }
+  free(canon);
+  out[0] = finish(h.a);
+  out[1] = finish(h.b ^ h.a);
+  return FHJIT_OK;
+}

@@ -1,0 +1,50 @@
+/* lower.h: the lowering of bound graphs to LLVM IR (prefix lw_), and the
+ * description of compiled kernels that the runtime launches. The runtime
+ * knows nothing of graphs beyond this description. */
+#ifndef FHJIT_LOWER_H
+#define FHJIT_LOWER_H
+
+#include "ir/ir.h"
+
+/* What one kernel argument is, in order. */
+typedef enum lw_arg_kind {
+  LW_ARG_PARAMS = 0, /* pointer: the parameter table */
+  LW_ARG_PSTRIDE,    /* i64: its row stride in words */
+  LW_ARG_INPUT,      /* pointer: base of input #index */
+  LW_ARG_RESULT,     /* pointer: dense buffer of result #index */
+  LW_ARG_SCRATCH     /* pointer: scratch buffer #index (multi-kernel plans) */
+} lw_arg_kind;
+
+#define LW_MAX_ARGS 64
+#define LW_MAX_KERNELS 8
+
+typedef struct lw_arg {
+  lw_arg_kind kind;
+  int32_t index;
+} lw_arg;
+
+typedef struct lw_kernel {
+  char name[64];       /* symbol in the PTX */
+  uint32_t grid[3];    /* launch grid */
+  uint32_t block[3];   /* launch block */
+  uint32_t shared_bytes; /* dynamic shared memory */
+  int32_t nargs;
+  lw_arg args[LW_MAX_ARGS];
+} lw_kernel;
+
+/* A compiled GPU program: one PTX module, kernels launched in order on one
+ * stream, and the scratch buffers they need (bytes each). */
+typedef struct lw_program {
+  char *ptx; /* malloc'd, NUL-terminated */
+  int32_t nkernels;
+  lw_kernel kernels[LW_MAX_KERNELS];
+  int32_t nscratch;
+  int64_t scratch_bytes[LW_MAX_KERNELS];
+} lw_program;
+
+/* Bound graph -> PTX for `arch` ("sm_90"; NULL: sm_90). Errors are recorded
+ * on the graph's context. */
+fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out);
+void lw_program_free(lw_program *p);
+
+#endif
