@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test.sh: the README's test command. On a fresh Debian 12 machine it
+# installs the packages fhjit needs, builds, and runs every test: unit tests
+# (Check), lit + FileCheck tests (PTX checked with ptxas when the CUDA toolkit
+# is present), then the unit and lit suites again under ASan + UBSan, and a
+# short smoke run of the parser fuzz target. GPU tests skip without a driver.
+# Exits non-zero on any failure, and when no test ran.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+
+./scripts/install-deps.sh
+
+configure_build() { # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  ninja -C "$dir" -j "$JOBS"
+}
+
+run_ctest() { # dir, label description
+  ctest --test-dir "$1" --output-on-failure --no-tests=error -j "$JOBS"
+}
+
+mkdir -p build
+echo "== build (Debug, -Wall -Wextra -Werror) =="
+configure_build build/debug -DCMAKE_C_FLAGS=-Werror
+echo "== tests =="
+run_ctest build/debug
+
+echo "== build (ASan + UBSan) =="
+configure_build build/asan -DFHJIT_SANITIZE=ON
+echo "== tests under ASan + UBSan =="
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+FHJIT_RANDOM_GRAPHS=${FHJIT_RANDOM_GRAPHS_ASAN:-300} run_ctest build/asan
+
+if command -v clang >/dev/null; then
+  echo "== fuzz target smoke run (60 s) =="
+  CC=clang CXX=clang++ configure_build build/fuzz -DFHJIT_FUZZ=ON -DFHJIT_SANITIZE=ON -DFHJIT_TESTS=ON
+  ./scripts/fuzz.sh build/fuzz 60
+fi
+echo "== all tests passed =="
