@@ -29,6 +29,17 @@ configure_build build/debug -DCMAKE_C_FLAGS=-Werror
 echo "== tests =="
 run_ctest build/debug
 
+echo "== install; build and run examples/embed against the installed package =="
+cmake --install build/debug --prefix "$ROOT/build/prefix" >/dev/null
+cmake -S examples/embed -B build/embed-cmake -G Ninja -DCMAKE_PREFIX_PATH="$ROOT/build/prefix" >/dev/null
+ninja -C build/embed-cmake
+build/embed-cmake/embed
+PKG_CONFIG_PATH="$ROOT/build/prefix/lib/pkgconfig" \
+  cc -std=c11 -Wall -Wextra -Werror examples/embed/embed.c -o build/embed-pkgconfig \
+  $(PKG_CONFIG_PATH="$ROOT/build/prefix/lib/pkgconfig" pkg-config --cflags --libs fhjit) \
+  -Wl,-rpath,"$ROOT/build/prefix/lib"
+build/embed-pkgconfig
+
 echo "== build (ASan + UBSan) =="
 configure_build build/asan -DFHJIT_SANITIZE=ON
 echo "== tests under ASan + UBSan =="
