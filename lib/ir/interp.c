@@ -1,0 +1,331 @@
+/* interp.c: the reference interpreter (fhjit_interpret). It evaluates a bound
+ * graph on host buffers with the formulas of modarith.h, node by node, each
+ * computed value into a dense malloc'd temporary of its own concrete type
+ * ([max(C,1), *batch, rows, n], uint64_t words). Inputs are read in place
+ * through their bound layouts. Only when everything succeeded are the
+ * results copied out in the radix's word type, so a failure leaves the
+ * caller's buffers untouched (and results may alias inputs).
+ *
+ * It is deliberately plain: no fusion, no vectorisation. Every other
+ * execution path is tested against it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "ir/modarith.h"
+
+typedef struct interp {
+  fhjit_graph *g;
+  const void *const *inputs;
+  ir_modulus *mods;     /* one per limb (column of the parameter table) */
+  uint64_t **temp;      /* per node: dense value of a computed node, or NULL */
+  fhjit_layout *dense;  /* per node: the dense layout of temp[v] */
+  fhjit_status status;  /* the first failure while reading inputs */
+} interp;
+
+/* --------------------------------------------------------------- reading */
+
+/* Loads word `off` of input #index's buffer. */
+static uint64_t load_input(const interp *it, int32_t index, int64_t off) {
+  const void *base = it->inputs[index];
+  if (it->g->radix == FHJIT_R32) return ((const uint32_t *)base)[off];
+  return ((const uint64_t *)base)[off];
+}
+
+/* Every input element an operation reads must be lazy, [0, 2q) for the limb
+ * it is used with: the formulas of SPEC section 3 assume it (and the r32/r62
+ * products would overflow otherwise). The first violation is recorded. */
+static void check_lazy(interp *it, const ir_node *in, uint64_t x, int64_t limb,
+                       int64_t off) {
+  if (x < 2 * it->mods[limb].q || it->status) return;
+  it->status = ir_error_at(it->g, in->loc, FHJIT_ERR_ARGUMENT,
+                           "fhjit_interpret: input %%%s: the element at word offset %lld is "
+                           "%llu, not below 2q = %llu of limb %lld (inputs must be lazy)",
+                           in->name, (long long)off, (unsigned long long)x,
+                           (unsigned long long)(2 * it->mods[limb].q), (long long)limb);
+}
+
+/* The element of operand v that the consumer's element (c, bidx[0..nb), row,
+ * i) reads: a component axis of extent 1 or absent broadcasts; batch axes
+ * are right-aligned and extent 1 broadcasts. `limb` is the modulus the value
+ * is used with (the consumer's row). */
+static uint64_t read_elem(interp *it, fhjit_value v, int64_t c, const int64_t *bidx, int nb,
+                          int64_t row, int64_t i) {
+  const ir_node *n = &it->g->nodes[v];
+  const fhjit_type *t = &n->type;
+  int64_t b[FHJIT_MAX_BATCH] = {0};
+  int shift = nb - t->nbatch; /* >= 0: bind broadcast the consumer's batch */
+  for (int a = 0; a < t->nbatch; a++) b[a] = t->batch[a] == 1 ? 0 : bidx[a + shift];
+  int64_t cc = t->comps > 1 ? c : 0;
+  if (n->op == IR_INPUT) {
+    int64_t off = ir_layout_offset(&n->layout, t->nbatch, cc, b, row, i);
+    uint64_t x = load_input(it, n->input_index, off);
+    check_lazy(it, n, x, row, off);
+    return x;
+  }
+  return it->temp[v][ir_layout_offset(&it->dense[v], t->nbatch, cc, b, row, i)];
+}
+
+/* key[digit, comp, row_start + row, i] of a key-table input, used with the
+ * modulus of limb `row`. */
+static uint64_t read_key(interp *it, fhjit_value key, int64_t digit, int64_t comp,
+                         int64_t key_row, int64_t limb, int64_t i) {
+  const ir_node *n = &it->g->nodes[key];
+  const fhjit_layout *l = &n->layout;
+  int64_t off = l->offset + digit * l->digit_stride + comp * l->comp_stride +
+                key_row * l->row_stride + i * l->index_stride;
+  uint64_t x = load_input(it, n->input_index, off);
+  check_lazy(it, n, x, limb, off);
+  return x;
+}
+
+/* The expanded value e of a compressed plaintext at dense index i (SPEC
+ * section 3): cyclic p[i mod u]; contiguous p[i / repeat]; strided_sparse
+ * p[i / repeat] on multiples of repeat, else the row's implicit value. */
+static uint64_t expand_compressed(interp *it, const ir_node *n, int64_t n_dense,
+                                  const int64_t *bidx, int nb, int64_t row, int64_t i) {
+  fhjit_value pt = n->args[1];
+  int64_t u = it->g->nodes[pt].type.n, repeat = n_dense / u;
+  switch ((fhjit_compression)n->attr[0]) {
+  case FHJIT_CYCLIC: return read_elem(it, pt, 0, bidx, nb, row, i % u);
+  case FHJIT_CONTIGUOUS: return read_elem(it, pt, 0, bidx, nb, row, i / repeat);
+  case FHJIT_STRIDED_SPARSE:
+    if (i % repeat == 0) return read_elem(it, pt, 0, bidx, nb, row, i / repeat);
+    return read_elem(it, n->args[2], 0, bidx, nb, row, 0);
+  }
+  return 0; /* the builder admits only the three layouts */
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+/* Component c of node n at (bidx, row, i). */
+static uint64_t eval_elem(interp *it, const ir_node *n, int64_t c, const int64_t *bidx,
+                          int64_t row, int64_t i) {
+  const ir_modulus *m = &it->mods[row];
+  int nb = n->type.nbatch;
+#define ARG(k, comp) read_elem(it, n->args[k], (comp), bidx, nb, row, i)
+  switch (n->op) {
+  case IR_ADD: return ir_mod_add(m, ARG(0, c), ARG(1, c));
+  case IR_SUB: return ir_mod_sub(m, ARG(0, c), ARG(1, c));
+  case IR_ADD_LAZY: return ir_mod_add_lazy(m, ARG(0, c), ARG(1, c));
+  case IR_MUL: return ir_mod_mul(m, ARG(0, c), ARG(1, c));
+  case IR_NEG: return ir_mod_neg(m, ARG(0, c));
+  case IR_TO_MONT: return ir_mod_to_mont(m, ARG(0, c));
+  case IR_FROM_MONT: return ir_mod_from_mont(m, ARG(0, c));
+  /* Plaintext operands contribute their component 0. */
+  case IR_MUL_PLAIN: return ir_mod_mul(m, ARG(0, c), ARG(1, 0));
+  case IR_ADD_PLAIN: return c == 0 ? ir_mod_add_lazy(m, ARG(0, 0), ARG(1, 0)) : ARG(0, c);
+  case IR_MUL_COMPRESSED:
+    return ir_mod_mul(m, ARG(0, c), expand_compressed(it, n, n->type.n, bidx, nb, row, i));
+  case IR_ADD_COMPRESSED: {
+    if (c != 0) return ARG(0, c);
+    uint64_t e = expand_compressed(it, n, n->type.n, bidx, nb, row, i);
+    if (n->attr[1] == FHJIT_DOMAIN_COEF) e = ir_mod_from_mont(m, e);
+    return ir_mod_add(m, ARG(0, 0), e);
+  }
+  case IR_KS_DIGIT_PRODUCT:
+    return ir_mod_mul(m, ARG(0, 0),
+                      read_key(it, n->args[1], n->attr[0], c, n->attr[1] + row, row, i));
+  case IR_EXTRACT: return ARG(0, n->attr[0]);
+  case IR_PACK: return ARG(c, 0);
+  default: return 0; /* refused before evaluation */
+  }
+#undef ARG
+}
+
+/* Evaluates computed node v into a new dense temporary. */
+static fhjit_status eval_node(interp *it, fhjit_value v) {
+  const ir_node *n = &it->g->nodes[v];
+  const fhjit_type *t = &n->type;
+  int64_t total = fhjit_type_elements(t);
+  if (total < 0 || (uint64_t)total > SIZE_MAX / sizeof(uint64_t))
+    return ir_error_at(it->g, n->loc, FHJIT_ERR_MEMORY,
+                       "fhjit_interpret: %%%s is too large for host memory", n->name);
+  uint64_t *out = malloc(sizeof *out * (size_t)(total ? total : 1));
+  if (!out)
+    return ir_error_at(it->g, n->loc, FHJIT_ERR_MEMORY,
+                       "fhjit_interpret: out of memory for %%%s (%lld elements)", n->name,
+                       (long long)total);
+  fhjit_dense_layout(t, &it->dense[v]);
+  it->temp[v] = out;
+  /* Dense order: flat = (((c * batch...) * rows + row) * n + i). */
+  for (int64_t flat = 0; flat < total && !it->status; flat++) {
+    int64_t rest = flat, bidx[FHJIT_MAX_BATCH] = {0};
+    int64_t i = rest % t->n;
+    rest /= t->n;
+    int64_t row = rest % t->rows;
+    rest /= t->rows;
+    for (int a = t->nbatch - 1; a >= 0; a--) {
+      bidx[a] = rest % t->batch[a];
+      rest /= t->batch[a];
+    }
+    out[flat] = eval_elem(it, n, rest, bidx, row, i);
+  }
+  return it->status;
+}
+
+/* ------------------------------------------------------ parameter table */
+
+static uint64_t load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
+                           int64_t limb) {
+  int64_t off = r * pstride + limb;
+  if (radix == FHJIT_R32) return ((const uint32_t *)params)[off];
+  return ((const uint64_t *)params)[off];
+}
+
+/* Reads the moduli from the rows kernels read (0: 2q; 3, 4: k halves; 5:
+ * R^2 mod q) and checks that they are what SPEC section 2 says, so that a
+ * wrong table is reported instead of silently giving other numbers. */
+static fhjit_status read_params(interp *it, const void *params, int64_t pstride,
+                                int64_t limbs) {
+  fhjit_graph *g = it->g;
+  fhjit_radix radix = g->radix;
+  int w = ir_word_bits(radix), half = w / 2;
+  uint64_t rmask = (UINT64_C(1) << w) - 1;
+  for (int64_t j = 0; j < limbs; j++) {
+    uint64_t two_q = load_param(radix, params, pstride, 0, j);
+    uint64_t q = two_q / 2;
+    if ((two_q & 1) || q < 3 || (q & 1) == 0 || q >= ir_modulus_limit(radix))
+      return ir_error(g->ctx, FHJIT_ERR_MODULUS,
+                      "fhjit_interpret: graph @%s: parameter table column %lld: row 0 holds "
+                      "%llu, which is not 2q for an odd modulus 3 <= q < 2^%d",
+                      g->name, (long long)j, (unsigned long long)two_q, w == 32 ? 30 : 60);
+    uint64_t k = load_param(radix, params, pstride, 3, j) |
+                 (load_param(radix, params, pstride, 4, j) << half);
+    if (((k * q + 1) & rmask) != 0)
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                      "fhjit_interpret: graph @%s: parameter table column %lld: rows 3 and 4 "
+                      "do not hold k = -q^-1 mod 2^%d for q = %llu",
+                      g->name, (long long)j, w, (unsigned long long)q);
+    it->mods[j] = ir_modulus_make(radix, q);
+    uint64_t r2 = load_param(radix, params, pstride, 5, j);
+    if (r2 != it->mods[j].r2)
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                      "fhjit_interpret: graph @%s: parameter table column %lld: row 5 holds "
+                      "%llu, not R^2 mod q = %llu for q = %llu",
+                      g->name, (long long)j, (unsigned long long)r2,
+                      (unsigned long long)it->mods[j].r2, (unsigned long long)q);
+  }
+  return FHJIT_OK;
+}
+
+/* ------------------------------------------------------------------ entry */
+
+static void store_word(fhjit_radix radix, void *buf, int64_t i, uint64_t x) {
+  if (radix == FHJIT_R32) ((uint32_t *)buf)[i] = (uint32_t)x;
+  else ((uint64_t *)buf)[i] = x;
+}
+
+/* The operations eval_elem knows; any other (a later addition to ir.h) is
+ * refused rather than evaluated wrongly. */
+static int is_computable(ir_op op) {
+  switch (op) {
+  case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL: case IR_TO_MONT:
+  case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN: case IR_MUL_COMPRESSED:
+  case IR_ADD_COMPRESSED: case IR_KS_DIGIT_PRODUCT: case IR_EXTRACT: case IR_PACK:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride,
+                             const void *const *inputs, void *const *results) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  const char *fn = "fhjit_interpret";
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (call fhjit_bind)",
+                    fn, g->name);
+  if (!params)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null parameter table", fn,
+                    g->name);
+  if (g->ninputs > 0 && !inputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null input array", fn, g->name);
+  for (int32_t i = 0; i < g->ninputs; i++)
+    if (!inputs[i])
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null buffer for input %%%s",
+                      fn, g->name, g->nodes[g->inputs[i]].name);
+  if (g->nresults > 0 && !results)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null result array", fn,
+                    g->name);
+  for (int32_t k = 0; k < g->nresults; k++)
+    if (!results[k])
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                      "%s: graph @%s: null buffer for result #%d (%%%s)", fn, g->name, (int)k,
+                      g->nodes[g->results[k].value].name);
+
+  /* Live nodes: those the results depend on. Their rows fix how many
+   * columns of the parameter table are read. */
+  int32_t nn = g->nnodes;
+  char *live = calloc((size_t)(nn ? nn : 1), 1);
+  int32_t *last_use = malloc(sizeof *last_use * (size_t)(nn ? nn : 1));
+  interp it = {.g = g, .inputs = inputs};
+  it.temp = calloc((size_t)(nn ? nn : 1), sizeof *it.temp);
+  it.dense = calloc((size_t)(nn ? nn : 1), sizeof *it.dense);
+  fhjit_status st = FHJIT_OK;
+  if (!live || !last_use || !it.temp || !it.dense) {
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
+    goto done;
+  }
+  for (int32_t k = 0; k < g->nresults; k++) live[g->results[k].value] = 1;
+  int64_t limbs = 0;
+  for (int32_t v = nn - 1; v >= 0; v--) {
+    last_use[v] = -1;
+    if (!live[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    for (int a = 0; a < n->nargs; a++) live[n->args[a]] = 1;
+    if (n->type.kind == FHJIT_KIND_POLY && n->type.rows > limbs) limbs = n->type.rows;
+    if (n->op != IR_INPUT && !is_computable(n->op)) {
+      st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                       "%s: the interpreter does not know the operation of %%%s", fn, n->name);
+      goto done;
+    }
+  }
+  for (int32_t v = 0; v < nn; v++)
+    if (live[v])
+      for (int a = 0; a < g->nodes[v].nargs; a++) last_use[g->nodes[v].args[a]] = v;
+  if (pstride < limbs) {
+    st = ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                  "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph "
+                  "uses",
+                  fn, g->name, (long long)pstride, (long long)limbs);
+    goto done;
+  }
+  it.mods = malloc(sizeof *it.mods * (size_t)(limbs ? limbs : 1));
+  if (!it.mods) {
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
+    goto done;
+  }
+  if ((st = read_params(&it, params, pstride, limbs))) goto done;
+
+  for (int32_t v = 0; v < nn; v++) {
+    if (!live[v] || g->nodes[v].op == IR_INPUT) continue;
+    if ((st = eval_node(&it, v))) goto done;
+    /* Operands used for the last time can go (results are kept). */
+    for (int a = 0; a < g->nodes[v].nargs; a++) {
+      fhjit_value arg = g->nodes[v].args[a];
+      if (last_use[arg] == v && g->result_of[arg] < 0) {
+        free(it.temp[arg]);
+        it.temp[arg] = NULL;
+      }
+    }
+  }
+
+  /* Nothing failed: now, and only now, write the results. */
+  for (int32_t k = 0; k < g->nresults; k++) {
+    fhjit_value v = g->results[k].value;
+    int64_t total = fhjit_type_elements(&g->results[k].type);
+    for (int64_t e = 0; e < total; e++) store_word(g->radix, results[k], e, it.temp[v][e]);
+  }
+
+done:
+  if (it.temp)
+    for (int32_t v = 0; v < nn; v++) free(it.temp[v]);
+  free(it.temp);
+  free(it.dense);
+  free(it.mods);
+  free(live);
+  free(last_use);
+  return st;
+}
