@@ -49,22 +49,30 @@ fhjit_status fhjit_dense_layout(const fhjit_type *t, fhjit_layout *out) {
 
 static int type_concrete(const fhjit_type *t) { return fhjit_type_elements(t) > 0; }
 
+/* An extent as the text format spells it ('?' when unknown). */
+static const char *extent_text(char buf[24], int64_t e) {
+  if (e == FHJIT_UNKNOWN) return "?";
+  snprintf(buf, 24, "%lld", (long long)e);
+  return buf;
+}
+
 static void describe_type(char *buf, size_t size, const fhjit_type *t) {
-  char batch[128] = "";
+  char batch[128] = "", e0[24], e1[24], e2[24];
   size_t used = 0;
   for (int a = 0; a < t->nbatch && used < sizeof batch; a++)
-    used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%lld", a ? ", " : "",
-                             (long long)t->batch[a]);
+    used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%s", a ? ", " : "",
+                             extent_text(e0, t->batch[a]));
   if (t->kind == FHJIT_KIND_KEY)
-    snprintf(buf, size, "key<%lld, 2, %lld, %lld>", (long long)t->digits,
-             (long long)t->rows, (long long)t->n);
+    snprintf(buf, size, "key<%s, 2, %s, %s>", extent_text(e0, t->digits),
+             extent_text(e1, t->rows), extent_text(e2, t->n));
   else if (t->kind == FHJIT_KIND_TWIDDLE)
-    snprintf(buf, size, "twiddles<%lld, %lld>", (long long)t->rows, (long long)t->n);
+    snprintf(buf, size, "twiddles<%s, %s>", extent_text(e1, t->rows), extent_text(e2, t->n));
   else if (t->comps)
-    snprintf(buf, size, "ct<%d, [%s], %lld, %lld>", t->comps, batch, (long long)t->rows,
-             (long long)t->n);
+    snprintf(buf, size, "ct<%d, [%s], %s, %s>", t->comps, batch, extent_text(e1, t->rows),
+             extent_text(e2, t->n));
   else
-    snprintf(buf, size, "pt<[%s], %lld, %lld>", batch, (long long)t->rows, (long long)t->n);
+    snprintf(buf, size, "pt<[%s], %s, %s>", batch, extent_text(e1, t->rows),
+             extent_text(e2, t->n));
 }
 
 fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v, const fhjit_type *type,

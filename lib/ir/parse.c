@@ -1,0 +1,953 @@
+/* parse.c: the reader of the .fh text format (fhjit_parse), grammar in
+ * docs/format.md. A small lexer and a recursive-descent parser that builds
+ * the graph through the public builder API, so text and C API share every
+ * type, shape and modulus check. Before each builder call the parser points
+ * g->cur_loc at the construct being built, which makes builder and binder
+ * errors come out as "file:line:col: error: ..." with the source line and a
+ * caret, like the lexical and syntax errors found here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+/* ------------------------------------------------------------------ lexer */
+
+typedef enum tok_kind {
+  T_EOF = 0,
+  T_WORD,   /* [A-Za-z0-9_.]+: keywords, numbers, output names */
+  T_VALUE,  /* %name; text holds the name without '%' */
+  T_GLOBAL, /* @name; text holds the name without '@' */
+  T_QUOTED, /* @"..."; text holds the body between the quotes, undecoded */
+  T_EQ,
+  T_COMMA,
+  T_LPAREN,
+  T_RPAREN,
+  T_LT,
+  T_GT,
+  T_LBRACK,
+  T_RBRACK,
+  T_LBRACE,
+  T_RBRACE,
+  T_QUESTION
+} tok_kind;
+
+typedef struct token {
+  tok_kind kind;
+  const char *text; /* into the parser's copy of the source */
+  size_t len;
+  ir_loc loc; /* of the token's first character (the sigil, if any) */
+} token;
+
+/* A name the text has defined, for resolving operands. */
+typedef struct symbol {
+  const char *name; /* into the source copy; NULL marks a free slot */
+  size_t len;
+  fhjit_value value;
+  ir_loc loc;
+} symbol;
+
+typedef struct parser {
+  fhjit_context *ctx;
+  const char *src; /* malloc'd NUL-terminated copy of the text */
+  size_t len;
+  size_t pos;
+  int32_t line;
+  size_t line_start;
+  token tok; /* the lookahead */
+  fhjit_graph *g; /* NULL until the header has been read */
+  fhjit_graph diag; /* stands in for g in diagnostics before g exists */
+  int failed;
+  symbol *syms; /* open-addressing table, a power-of-two size */
+  size_t nsyms, syms_cap;
+} parser;
+
+static int is_name_char(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '.';
+}
+
+static int is_hex(int c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Records the first error (later ones are consequences) and returns -1. */
+static int fail_at(parser *p, ir_loc loc, fhjit_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail_at(parser *p, ir_loc loc, fhjit_status st, const char *fmt, ...) {
+  if (p->failed) return -1;
+  p->failed = 1;
+  ir_buf b = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  ir_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  ir_error_at(p->g ? p->g : &p->diag, loc, st, "%s", b.data ? b.data : "out of memory");
+  ir_buf_free(&b);
+  return -1;
+}
+
+/* The builder already recorded the message; just stop. */
+static int fail_recorded(parser *p) {
+  p->failed = 1;
+  return -1;
+}
+
+static ir_loc loc_here(const parser *p) {
+  return (ir_loc){p->line, (int32_t)(p->pos - p->line_start + 1)};
+}
+
+/* Reads the next token into p->tok. Returns -1 on a lexical error. */
+static int next(parser *p) {
+  const char *s = p->src;
+  for (;;) {
+    if (p->pos >= p->len) break;
+    char c = s[p->pos];
+    if (c == '\n') {
+      p->pos++;
+      p->line++;
+      p->line_start = p->pos;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      p->pos++;
+    } else if (c == '/' && p->pos + 1 < p->len && s[p->pos + 1] == '/') {
+      while (p->pos < p->len && s[p->pos] != '\n') {
+        /* A NUL would cut the source line shown under later diagnostics. */
+        if (s[p->pos] == 0)
+          return fail_at(p, loc_here(p), FHJIT_ERR_PARSE, "NUL byte in a comment");
+        p->pos++;
+      }
+    } else {
+      break;
+    }
+  }
+  token t = {.loc = loc_here(p), .text = s + p->pos};
+  if (p->pos >= p->len) {
+    t.kind = T_EOF;
+    p->tok = t;
+    return 0;
+  }
+  unsigned char c = (unsigned char)s[p->pos];
+  if (is_name_char(c)) {
+    size_t b = p->pos;
+    while (p->pos < p->len && is_name_char(s[p->pos])) p->pos++;
+    t.kind = T_WORD;
+    t.len = p->pos - b;
+  } else if (c == '%' || c == '@') {
+    p->pos++;
+    if (c == '@' && p->pos < p->len && s[p->pos] == '"') {
+      size_t b = ++p->pos;
+      for (;;) {
+        if (p->pos >= p->len || s[p->pos] == '\n')
+          return fail_at(p, t.loc, FHJIT_ERR_PARSE, "unterminated quoted name");
+        char q = s[p->pos];
+        if (q == '"') break;
+        if (q == 0) return fail_at(p, loc_here(p), FHJIT_ERR_PARSE, "NUL byte in a quoted name");
+        if (q == '\\') {
+          ir_loc eloc = loc_here(p);
+          char e = p->pos + 1 < p->len ? s[p->pos + 1] : 0;
+          if (e == '"' || e == '\\') {
+            p->pos += 2;
+          } else if (e == 'x' && p->pos + 3 < p->len && is_hex(s[p->pos + 2]) &&
+                     is_hex(s[p->pos + 3]) && !(s[p->pos + 2] == '0' && s[p->pos + 3] == '0')) {
+            p->pos += 4;
+          } else {
+            return fail_at(p, eloc, FHJIT_ERR_PARSE,
+                           "invalid escape in a quoted name (use \\\", \\\\ or \\xHH, not \\x00)");
+          }
+        } else {
+          p->pos++;
+        }
+      }
+      t.kind = T_QUOTED;
+      t.text = s + b;
+      t.len = p->pos - b;
+      p->pos++; /* the closing quote */
+    } else {
+      size_t b = p->pos;
+      while (p->pos < p->len && is_name_char(s[p->pos])) p->pos++;
+      if (p->pos == b)
+        return fail_at(p, t.loc, FHJIT_ERR_PARSE,
+                       "expected a name after '%c' (letters, digits, '_' and '.')", c);
+      t.kind = c == '%' ? T_VALUE : T_GLOBAL;
+      t.text = s + b;
+      t.len = p->pos - b;
+    }
+  } else {
+    static const char punct[] = "=,()<>[]{}?";
+    static const tok_kind kinds[] = {T_EQ,     T_COMMA,  T_LPAREN, T_RPAREN,
+                                     T_LT,     T_GT,     T_LBRACK, T_RBRACK,
+                                     T_LBRACE, T_RBRACE, T_QUESTION};
+    const char *at = c ? strchr(punct, c) : NULL;
+    if (!at) {
+      if (c == '/')
+        return fail_at(p, t.loc, FHJIT_ERR_PARSE, "unexpected '/' (comments start with //)");
+      if (c >= 0x21 && c < 0x7f)
+        return fail_at(p, t.loc, FHJIT_ERR_PARSE, "unexpected character '%c'", c);
+      return fail_at(p, t.loc, FHJIT_ERR_PARSE, "unexpected byte 0x%02x", c);
+    }
+    t.kind = kinds[at - punct];
+    t.len = 1;
+    p->pos++;
+  }
+  p->tok = t;
+  return 0;
+}
+
+/* ------------------------------------------------------------ token tests */
+
+static int tok_is(const token *t, const char *word) {
+  return t->kind == T_WORD && strlen(word) == t->len && memcmp(t->text, word, t->len) == 0;
+}
+
+/* "'text'" of the lookahead for messages, cut at 40 characters. */
+static const char *tok_desc(const token *t, char *buf, size_t size) {
+  switch (t->kind) {
+  case T_EOF: return "end of file";
+  case T_VALUE: snprintf(buf, size, "'%%%.*s'", (int)(t->len > 40 ? 40 : t->len), t->text); break;
+  case T_GLOBAL: snprintf(buf, size, "'@%.*s'", (int)(t->len > 40 ? 40 : t->len), t->text); break;
+  case T_QUOTED: snprintf(buf, size, "a quoted name"); break;
+  default: snprintf(buf, size, "'%.*s'", (int)(t->len > 40 ? 40 : t->len), t->text); break;
+  }
+  return buf;
+}
+
+static int expected(parser *p, const char *what) {
+  char d[64];
+  return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "expected %s, found %s", what,
+                 tok_desc(&p->tok, d, sizeof d));
+}
+
+/* Consumes a token of `kind` (spelled `what` in messages). */
+static int expect(parser *p, tok_kind kind, const char *what) {
+  if (p->tok.kind != kind) return expected(p, what);
+  return next(p);
+}
+
+/* A decimal number in [0, max]. */
+static int parse_number(parser *p, uint64_t max, const char *what, uint64_t *out) {
+  const token *t = &p->tok;
+  if (t->kind != T_WORD || t->text[0] < '0' || t->text[0] > '9') return expected(p, what);
+  uint64_t v = 0;
+  for (size_t i = 0; i < t->len; i++) {
+    char c = t->text[i];
+    if (c < '0' || c > '9') {
+      char d[64];
+      return fail_at(p, t->loc, FHJIT_ERR_PARSE, "%s is not a decimal number",
+                     tok_desc(t, d, sizeof d));
+    }
+    unsigned digit = (unsigned)(c - '0');
+    if (v > (max - digit) / 10) {
+      char d[64];
+      return fail_at(p, t->loc, FHJIT_ERR_PARSE, "number %s is out of range (%s is at most %llu)",
+                     tok_desc(t, d, sizeof d), what, (unsigned long long)max);
+    }
+    v = v * 10 + digit;
+  }
+  *out = v;
+  return next(p);
+}
+
+static int parse_int64(parser *p, const char *what, int64_t *out) {
+  uint64_t v;
+  if (parse_number(p, INT64_MAX, what, &v)) return -1;
+  *out = (int64_t)v;
+  return 0;
+}
+
+/* ----------------------------------------------------------------- symbols */
+
+static size_t name_hash(const char *s, size_t n) {
+  size_t h = 1469598103934665603u;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+  return h;
+}
+
+static symbol *sym_find(parser *p, const char *name, size_t len) {
+  if (!p->syms_cap) return NULL;
+  size_t mask = p->syms_cap - 1;
+  for (size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    symbol *s = &p->syms[i];
+    if (!s->name) return NULL;
+    if (s->len == len && memcmp(s->name, name, len) == 0) return s;
+  }
+}
+
+static int sym_add(parser *p, const token *t, fhjit_value v) {
+  if (2 * (p->nsyms + 1) > p->syms_cap) {
+    size_t cap = p->syms_cap ? 2 * p->syms_cap : 64;
+    symbol *old = p->syms;
+    size_t old_cap = p->syms_cap;
+    p->syms = calloc(cap, sizeof *p->syms);
+    if (!p->syms) {
+      p->syms = old;
+      return fail_at(p, t->loc, FHJIT_ERR_MEMORY, "out of memory");
+    }
+    p->syms_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i].name) {
+        size_t j = name_hash(old[i].name, old[i].len) & (cap - 1);
+        while (p->syms[j].name) j = (j + 1) & (cap - 1);
+        p->syms[j] = old[i];
+      }
+    free(old);
+  }
+  size_t j = name_hash(t->text, t->len) & (p->syms_cap - 1);
+  while (p->syms[j].name) j = (j + 1) & (p->syms_cap - 1);
+  p->syms[j] = (symbol){.name = t->text, .len = t->len, .value = v, .loc = t->loc};
+  p->nsyms++;
+  return 0;
+}
+
+/* Resolves the lookahead %name to a defined value and consumes it. */
+static int parse_operand(parser *p, fhjit_value *out, ir_loc *loc) {
+  if (p->tok.kind != T_VALUE) return expected(p, "an operand ('%name')");
+  symbol *s = sym_find(p, p->tok.text, p->tok.len);
+  if (!s)
+    return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "use of undefined value %%%.*s",
+                   (int)p->tok.len, p->tok.text);
+  *out = s->value;
+  if (loc) *loc = p->tok.loc;
+  return next(p);
+}
+
+/* A malloc'd copy of a token's text (a name). */
+static char *tok_strdup(parser *p, const token *t) {
+  char *s = malloc(t->len + 1);
+  if (!s) {
+    fail_at(p, t->loc, FHJIT_ERR_MEMORY, "out of memory");
+    return NULL;
+  }
+  memcpy(s, t->text, t->len);
+  s[t->len] = 0;
+  return s;
+}
+
+/* Decodes the body of @"..." (escapes were validated by the lexer). */
+static char *decode_quoted(parser *p, const token *t) {
+  char *s = malloc(t->len + 1);
+  if (!s) {
+    fail_at(p, t->loc, FHJIT_ERR_MEMORY, "out of memory");
+    return NULL;
+  }
+  size_t o = 0;
+  for (size_t i = 0; i < t->len; i++) {
+    char c = t->text[i];
+    if (c == '\\' && t->text[i + 1] == 'x') {
+      char hex[3] = {t->text[i + 2], t->text[i + 3], 0};
+      s[o++] = (char)strtol(hex, NULL, 16);
+      i += 3;
+    } else if (c == '\\') {
+      s[o++] = t->text[++i];
+    } else {
+      s[o++] = c;
+    }
+  }
+  s[o] = 0;
+  return s;
+}
+
+/* ------------------------------------------------------------------- types */
+
+static int parse_extent(parser *p, const char *what, int64_t *out) {
+  if (p->tok.kind == T_QUESTION) {
+    *out = FHJIT_UNKNOWN;
+    return next(p);
+  }
+  if (p->tok.kind != T_WORD || p->tok.text[0] < '0' || p->tok.text[0] > '9') {
+    char w[96];
+    snprintf(w, sizeof w, "%s (a number or '?')", what);
+    return expected(p, w);
+  }
+  return parse_int64(p, what, out);
+}
+
+/* ct<C, [batch...], rows, n> | pt<[batch...], rows, n> | key<digits, 2, rows, n>
+ * | twiddles<rows, n>, the kind word being the lookahead. */
+static int parse_type(parser *p, fhjit_type *t) {
+  memset(t, 0, sizeof *t);
+  const token kw = p->tok;
+  int is_ct = tok_is(&kw, "ct"), is_pt = tok_is(&kw, "pt"), is_key = tok_is(&kw, "key"),
+      is_tw = tok_is(&kw, "twiddles");
+  if (!is_ct && !is_pt && !is_key && !is_tw)
+    return expected(p, "a type (ct<...>, pt<...>, key<...> or twiddles<...>)");
+  if (next(p) || expect(p, T_LT, "'<'")) return -1;
+  t->kind = is_key ? FHJIT_KIND_KEY : is_tw ? FHJIT_KIND_TWIDDLE : FHJIT_KIND_POLY;
+  if (is_ct || is_key) {
+    if (is_key && (parse_extent(p, "the number of digits", &t->digits) ||
+                   expect(p, T_COMMA, "','")))
+      return -1;
+    if (p->tok.kind == T_QUESTION)
+      return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE,
+                     "the component count is part of the type and cannot be '?'");
+    ir_loc cloc = p->tok.loc;
+    uint64_t c;
+    if (parse_number(p, INT32_MAX, "the component count", &c)) return -1;
+    if (is_ct && (c < 1 || c > 3))
+      return fail_at(p, cloc, FHJIT_ERR_TYPE,
+                     "a ciphertext has 1 to 3 components, not %llu (pt<...> has none)",
+                     (unsigned long long)c);
+    t->comps = (int32_t)c;
+    if (expect(p, T_COMMA, "','")) return -1;
+  }
+  if (is_ct || is_pt) {
+    if (expect(p, T_LBRACK, "'[' (the batch axes, '[]' for none)")) return -1;
+    while (p->tok.kind != T_RBRACK) {
+      if (t->nbatch == FHJIT_MAX_BATCH)
+        return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "too many batch axes (at most %d)",
+                       FHJIT_MAX_BATCH);
+      if (parse_extent(p, "a batch extent", &t->batch[t->nbatch])) return -1;
+      t->nbatch++;
+      if (p->tok.kind == T_COMMA) {
+        if (next(p)) return -1;
+      } else if (p->tok.kind != T_RBRACK) {
+        return expected(p, "',' or ']'");
+      }
+    }
+    if (next(p) || expect(p, T_COMMA, "','")) return -1;
+  }
+  if (parse_extent(p, is_key ? "the key rows" : "the rows", &t->rows) ||
+      expect(p, T_COMMA, "','") || parse_extent(p, "n", &t->n) ||
+      expect(p, T_GT, "'>'"))
+    return -1;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- clauses */
+
+/* A clause name(...) after an operation or input; the lookahead is the word. */
+typedef enum clause {
+  C_LAYOUT = 1 << 0,
+  C_IMPLICIT = 1 << 1,
+  C_DOMAIN = 1 << 2,
+  C_DIGIT = 1 << 3,
+  C_ROW_START = 1 << 4,
+  C_STRIDES = 1 << 5,
+  C_OFFSET = 1 << 6
+} clause;
+
+static const struct {
+  clause c;
+  const char *name, *hint; /* hint: what goes between the parentheses */
+} clause_names[] = {{C_LAYOUT, "layout", "cyclic|contiguous|strided_sparse"},
+                    {C_IMPLICIT, "implicit", "%value"},
+                    {C_DOMAIN, "domain", "coef|ntt"},
+                    {C_DIGIT, "digit", "N"},
+                    {C_ROW_START, "row_start", "N"},
+                    {C_STRIDES, "strides", "s, ..."},
+                    {C_OFFSET, "offset", "N"}};
+
+static void list_clauses(char *buf, size_t size, unsigned allowed) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (size_t i = 0; i < sizeof clause_names / sizeof *clause_names; i++)
+    if ((allowed & clause_names[i].c) && used < size)
+      used += (size_t)snprintf(buf + used, size - used, "%s%s(%s)", used ? ", " : "",
+                               clause_names[i].name, clause_names[i].hint);
+}
+
+/* Identifies the clause word in the lookahead; checks it is allowed and new. */
+static int clause_word(parser *p, const char *context, unsigned allowed, unsigned *seen,
+                       clause *out) {
+  for (size_t i = 0; i < sizeof clause_names / sizeof *clause_names; i++) {
+    if (!tok_is(&p->tok, clause_names[i].name) || !(allowed & clause_names[i].c)) continue;
+    clause c = clause_names[i].c;
+    if (*seen & c)
+      return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "%s(...) is given twice",
+                     clause_names[i].name);
+    *seen |= c;
+    *out = c;
+    return next(p);
+  }
+  char list[256], d[64];
+  list_clauses(list, sizeof list, allowed);
+  if (!allowed)
+    return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE,
+                   "unexpected %s after %s (expected a new definition, 'output' or '}')",
+                   tok_desc(&p->tok, d, sizeof d), context);
+  return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "unexpected %s after %s (expected %s)",
+                 tok_desc(&p->tok, d, sizeof d), context, list);
+}
+
+static int parse_compression(parser *p, fhjit_compression *out) {
+  if (tok_is(&p->tok, "cyclic")) *out = FHJIT_CYCLIC;
+  else if (tok_is(&p->tok, "contiguous")) *out = FHJIT_CONTIGUOUS;
+  else if (tok_is(&p->tok, "strided_sparse")) *out = FHJIT_STRIDED_SPARSE;
+  else return expected(p, "a compression layout (cyclic, contiguous or strided_sparse)");
+  return next(p);
+}
+
+static int parse_domain_word(parser *p, fhjit_domain *out) {
+  if (tok_is(&p->tok, "coef")) *out = FHJIT_DOMAIN_COEF;
+  else if (tok_is(&p->tok, "ntt")) *out = FHJIT_DOMAIN_NTT;
+  else return expected(p, "a domain (coef or ntt)");
+  return next(p);
+}
+
+/* ------------------------------------------------------------------ inputs */
+
+/* The axes of a type in stride order, for strides(...). */
+static int layout_axes(const fhjit_type *t, int64_t **slots, fhjit_layout *l, char *names,
+                       size_t size) {
+  int k = 0;
+  size_t used = 0;
+#define AXIS(ptr, label)                                                                    \
+  do {                                                                                      \
+    slots[k++] = (ptr);                                                                     \
+    used += (size_t)snprintf(names + used, used < size ? size - used : 0, "%s%s",          \
+                             used ? ", " : "", (label));                                    \
+  } while (0)
+  if (t->kind == FHJIT_KIND_KEY) AXIS(&l->digit_stride, "digit");
+  if (t->comps > 0) AXIS(&l->comp_stride, "component");
+  if (t->kind == FHJIT_KIND_POLY)
+    for (int a = 0; a < t->nbatch; a++) AXIS(&l->batch_stride[a], "batch");
+  AXIS(&l->row_stride, "row");
+  AXIS(&l->index_stride, "index");
+#undef AXIS
+  return k;
+}
+
+/* %name = input TYPE [coef|ntt] [std|mont] [strides(s, ...)] [offset(k)] */
+static int parse_input(parser *p, const token *name) {
+  ir_loc type_loc = p->tok.loc;
+  fhjit_type t;
+  if (parse_type(p, &t)) return -1;
+  int have_domain = 0, have_form = 0;
+  unsigned seen = 0;
+  int64_t strides[2 + FHJIT_MAX_BATCH + 2];
+  int nstrides = 0;
+  ir_loc strides_loc = {0, 0};
+  int64_t offset = 0;
+  while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
+    ir_loc wloc = p->tok.loc;
+    if (tok_is(&p->tok, "coef") || tok_is(&p->tok, "ntt")) {
+      if (have_domain++)
+        return fail_at(p, wloc, FHJIT_ERR_PARSE, "the domain of %%%.*s is given twice",
+                       (int)name->len, name->text);
+      if (parse_domain_word(p, &t.domain)) return -1;
+      continue;
+    }
+    if (tok_is(&p->tok, "std") || tok_is(&p->tok, "mont")) {
+      if (have_form++)
+        return fail_at(p, wloc, FHJIT_ERR_PARSE, "the form of %%%.*s is given twice",
+                       (int)name->len, name->text);
+      t.form = tok_is(&p->tok, "std") ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+      if (next(p)) return -1;
+      continue;
+    }
+    if (!tok_is(&p->tok, "strides") && !tok_is(&p->tok, "offset")) {
+      char d[64];
+      return fail_at(p, wloc, FHJIT_ERR_PARSE,
+                     "unexpected %s after the input type (expected coef, ntt, std, mont, "
+                     "strides(...) or offset(...))",
+                     tok_desc(&p->tok, d, sizeof d));
+    }
+    clause c;
+    if (clause_word(p, "the input type", C_STRIDES | C_OFFSET, &seen, &c) ||
+        expect(p, T_LPAREN, "'('"))
+      return -1;
+    if (c == C_OFFSET) {
+      if (parse_int64(p, "the offset", &offset)) return -1;
+    } else {
+      strides_loc = wloc;
+      for (;;) {
+        int64_t s;
+        ir_loc sloc = p->tok.loc;
+        if (parse_int64(p, "a stride", &s)) return -1;
+        if (nstrides == (int)(sizeof strides / sizeof *strides))
+          return fail_at(p, sloc, FHJIT_ERR_PARSE, "too many strides");
+        strides[nstrides++] = s;
+        if (p->tok.kind != T_COMMA) break;
+        if (next(p)) return -1;
+      }
+    }
+    if (expect(p, T_RPAREN, "')'")) return -1;
+  }
+  char *cname = tok_strdup(p, name);
+  if (!cname) return -1;
+  p->g->cur_loc = type_loc;
+  fhjit_value v = fhjit_input(p->g, cname, &t);
+  free(cname);
+  if (v == FHJIT_NO_VALUE) return fail_recorded(p);
+  if (sym_add(p, name, v)) return -1;
+  if (!seen) return 0;
+
+  /* A layout in the text is the input's binding, given as fhjit_bind_input
+   * would be, so the binder checks it. */
+  fhjit_layout l;
+  memset(&l, 0, sizeof l);
+  if (!(seen & C_STRIDES)) {
+    /* offset(k) alone: dense strides, which need concrete extents. */
+    if (fhjit_dense_layout(&t, &l) != FHJIT_OK) {
+      if (fhjit_bind_input(p->g, v, NULL, NULL) != FHJIT_OK) return fail_recorded(p);
+      return fail_at(p, type_loc, FHJIT_ERR_SHAPE, "input %%%.*s: no dense layout",
+                     (int)name->len, name->text);
+    }
+  } else {
+    int64_t *slots[2 + FHJIT_MAX_BATCH + 2];
+    char names[128];
+    int want = layout_axes(&t, slots, &l, names, sizeof names);
+    if (nstrides != want)
+      return fail_at(p, strides_loc, FHJIT_ERR_PARSE,
+                     "strides(...) of %%%.*s needs %d strides (%s), not %d", (int)name->len,
+                     name->text, want, names, nstrides);
+    for (int i = 0; i < want; i++) *slots[i] = strides[i];
+  }
+  l.offset = offset;
+  p->g->cur_loc = type_loc;
+  if (fhjit_bind_input(p->g, v, NULL, &l) != FHJIT_OK) return fail_recorded(p);
+  return 0;
+}
+
+/* ------------------------------------------------------------- operations */
+
+enum { A_PACK = -1 }; /* arity of pack: the builder checks the count */
+
+static const struct op_syntax {
+  const char *name;
+  ir_op op;
+  int arity;
+  unsigned clauses;  /* allowed */
+  unsigned required; /* of those */
+} op_table[] = {
+    {"add", IR_ADD, 2, 0, 0},
+    {"sub", IR_SUB, 2, 0, 0},
+    {"neg", IR_NEG, 1, 0, 0},
+    {"add_lazy", IR_ADD_LAZY, 2, 0, 0},
+    {"mul", IR_MUL, 2, 0, 0},
+    {"to_mont", IR_TO_MONT, 1, 0, 0},
+    {"from_mont", IR_FROM_MONT, 1, 0, 0},
+    {"mul_plain", IR_MUL_PLAIN, 2, 0, 0},
+    {"add_plain", IR_ADD_PLAIN, 2, 0, 0},
+    {"mul_compressed", IR_MUL_COMPRESSED, 2, C_LAYOUT | C_IMPLICIT, C_LAYOUT},
+    {"add_compressed", IR_ADD_COMPRESSED, 2, C_LAYOUT | C_IMPLICIT | C_DOMAIN,
+     C_LAYOUT | C_DOMAIN},
+    {"keyswitch_digit_product", IR_KS_DIGIT_PRODUCT, 2, C_DIGIT | C_ROW_START,
+     C_DIGIT | C_ROW_START},
+    {"extract", IR_EXTRACT, 1, 0, 0},
+    {"pack", IR_PACK, A_PACK, 0, 0},
+};
+
+/* %name = OP operands clauses */
+static int parse_op(parser *p, const token *name) {
+  const token opw = p->tok;
+  const struct op_syntax *syn = NULL;
+  for (size_t i = 0; i < sizeof op_table / sizeof *op_table; i++)
+    if (tok_is(&opw, op_table[i].name)) syn = &op_table[i];
+  if (!syn) {
+    char d[64];
+    if (opw.kind != T_WORD) return expected(p, "an operation or 'input'");
+    return fail_at(p, opw.loc, FHJIT_ERR_PARSE, "unknown operation %s",
+                   tok_desc(&opw, d, sizeof d));
+  }
+  if (next(p)) return -1;
+
+  fhjit_value *args = NULL;
+  int nargs = 0, cap = 0, rc = -1;
+  int64_t component = 0;
+  for (;;) {
+    fhjit_value v;
+    if (parse_operand(p, &v, NULL)) goto done;
+    if (nargs == cap) {
+      cap = cap ? 2 * cap : 4;
+      fhjit_value *a = realloc(args, sizeof *a * (size_t)cap);
+      if (!a) {
+        fail_at(p, opw.loc, FHJIT_ERR_MEMORY, "out of memory");
+        goto done;
+      }
+      args = a;
+    }
+    args[nargs++] = v;
+    if (syn->op == IR_EXTRACT) {
+      uint64_t c;
+      if (expect(p, T_LBRACK, "'[' (extract %v[component])") ||
+          parse_number(p, INT32_MAX, "the component index", &c) ||
+          expect(p, T_RBRACK, "']'"))
+        goto done;
+      component = (int64_t)c;
+      break;
+    }
+    if (p->tok.kind != T_COMMA) break;
+    if (next(p)) goto done;
+  }
+  if (syn->arity != A_PACK && nargs != syn->arity) {
+    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", syn->name,
+            syn->arity, syn->arity == 1 ? "" : "s", nargs);
+    goto done;
+  }
+
+  unsigned seen = 0;
+  fhjit_compression layout = FHJIT_CYCLIC;
+  fhjit_value implicit = FHJIT_NO_VALUE;
+  fhjit_domain domain = FHJIT_DOMAIN_ANY;
+  int64_t digit = 0, row_start = 0;
+  char context[64];
+  snprintf(context, sizeof context, "the operands of %s", syn->name);
+  while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
+    clause c;
+    if (clause_word(p, context, syn->clauses, &seen, &c) ||
+        expect(p, T_LPAREN, "'('"))
+      goto done;
+    int bad = 0;
+    switch (c) {
+    case C_LAYOUT: bad = parse_compression(p, &layout); break;
+    case C_IMPLICIT: bad = parse_operand(p, &implicit, NULL); break;
+    case C_DOMAIN: bad = parse_domain_word(p, &domain); break;
+    case C_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
+    case C_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
+    default: bad = -1; break;
+    }
+    if (bad || expect(p, T_RPAREN, "')'")) goto done;
+  }
+  unsigned missing = syn->required & ~seen;
+  if (missing) {
+    char list[256];
+    list_clauses(list, sizeof list, missing);
+    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s needs %s", syn->name, list);
+    goto done;
+  }
+
+  fhjit_graph *g = p->g;
+  g->cur_loc = opw.loc;
+  fhjit_value v = FHJIT_NO_VALUE;
+  switch (syn->op) {
+  case IR_ADD: v = fhjit_add(g, args[0], args[1]); break;
+  case IR_SUB: v = fhjit_sub(g, args[0], args[1]); break;
+  case IR_NEG: v = fhjit_neg(g, args[0]); break;
+  case IR_ADD_LAZY: v = fhjit_add_lazy(g, args[0], args[1]); break;
+  case IR_MUL: v = fhjit_mul(g, args[0], args[1]); break;
+  case IR_TO_MONT: v = fhjit_to_mont(g, args[0]); break;
+  case IR_FROM_MONT: v = fhjit_from_mont(g, args[0]); break;
+  case IR_MUL_PLAIN: v = fhjit_mul_plain(g, args[0], args[1]); break;
+  case IR_ADD_PLAIN: v = fhjit_add_plain(g, args[0], args[1]); break;
+  case IR_MUL_COMPRESSED: v = fhjit_mul_compressed(g, args[0], args[1], layout, implicit); break;
+  case IR_ADD_COMPRESSED:
+    v = fhjit_add_compressed(g, args[0], args[1], layout, implicit, domain);
+    break;
+  case IR_KS_DIGIT_PRODUCT:
+    v = fhjit_keyswitch_digit_product(g, args[0], args[1], digit, row_start);
+    break;
+  case IR_EXTRACT: v = fhjit_extract(g, args[0], (int32_t)component); break;
+  case IR_PACK: v = fhjit_pack(g, nargs, args); break;
+  default: break;
+  }
+  if (v == FHJIT_NO_VALUE) {
+    fail_recorded(p);
+    goto done;
+  }
+  char *cname = tok_strdup(p, name);
+  if (!cname) goto done;
+  g->cur_loc = name->loc;
+  fhjit_status st = fhjit_set_name(g, v, cname);
+  free(cname);
+  if (st != FHJIT_OK) {
+    fail_recorded(p);
+    goto done;
+  }
+  rc = sym_add(p, name, v);
+done:
+  free(args);
+  return rc;
+}
+
+/* %name = input ... | %name = OP ... */
+static int parse_definition(parser *p) {
+  const token name = p->tok;
+  symbol *prev = sym_find(p, name.text, name.len);
+  if (prev)
+    return fail_at(p, name.loc, FHJIT_ERR_PARSE,
+                   "redefinition of %%%.*s (first defined at line %d, column %d)",
+                   (int)name.len, name.text, (int)prev->loc.line, (int)prev->loc.col);
+  if (next(p) || expect(p, T_EQ, "'=' after the value name")) return -1;
+  if (tok_is(&p->tok, "input")) {
+    if (next(p)) return -1;
+    return parse_input(p, &name);
+  }
+  return parse_op(p, &name);
+}
+
+/* Whether v is a polynomial value (outputs of tables are refused by the
+ * builder; its message should point at the value). */
+static int g_node_kind_poly(const fhjit_graph *g, fhjit_value v) {
+  return ir_valid_value(g, v) && g->nodes[v].type.kind == FHJIT_KIND_POLY;
+}
+
+/* output %value [as name] */
+static int parse_output(parser *p) {
+  if (next(p)) return -1;
+  fhjit_value v;
+  ir_loc vloc;
+  if (parse_operand(p, &v, &vloc)) return -1;
+  char *oname = NULL;
+  ir_loc loc = vloc;
+  if (tok_is(&p->tok, "as")) {
+    if (next(p)) return -1;
+    if (p->tok.kind == T_VALUE)
+      return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE,
+                     "an output name is written without '%%' (output %%value as name)");
+    if (p->tok.kind != T_WORD) return expected(p, "an output name after 'as'");
+    /* Errors about the name (used twice) point at it; those about the value
+     * (a table) at the value. */
+    if (g_node_kind_poly(p->g, v)) loc = p->tok.loc;
+    oname = tok_strdup(p, &p->tok);
+    if (!oname || next(p)) {
+      free(oname);
+      return -1;
+    }
+  }
+  p->g->cur_loc = loc;
+  fhjit_status st = fhjit_output(p->g, v, oname);
+  free(oname);
+  return st == FHJIT_OK ? 0 : fail_recorded(p);
+}
+
+/* ------------------------------------------------------------------ graph */
+
+static int parse_moduli(parser *p, uint64_t **moduli, ir_loc **locs, int32_t *count) {
+  if (expect(p, T_LPAREN, "'('")) return -1;
+  int32_t cap = 0;
+  for (;;) {
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 8;
+      uint64_t *m = realloc(*moduli, sizeof *m * (size_t)cap);
+      if (m) *moduli = m;
+      ir_loc *l = realloc(*locs, sizeof *l * (size_t)cap);
+      if (l) *locs = l;
+      if (!m || !l) return fail_at(p, p->tok.loc, FHJIT_ERR_MEMORY, "out of memory");
+    }
+    (*locs)[*count] = p->tok.loc;
+    if (parse_number(p, UINT64_MAX, "a modulus", &(*moduli)[*count])) return -1;
+    ++*count;
+    if (p->tok.kind != T_COMMA) break;
+    if (next(p)) return -1;
+  }
+  return expect(p, T_RPAREN, "')'");
+}
+
+static int parse_graph(parser *p, const char *filename) {
+  if (next(p)) return -1;
+  if (!tok_is(&p->tok, "graph")) return expected(p, "'graph' (a file holds one graph)");
+  if (next(p)) return -1;
+  char *name = NULL;
+  uint64_t *moduli = NULL;
+  ir_loc *mlocs = NULL;
+  int32_t nmoduli = 0;
+  int rc = -1;
+  if (p->tok.kind == T_GLOBAL) name = tok_strdup(p, &p->tok);
+  else if (p->tok.kind == T_QUOTED) name = decode_quoted(p, &p->tok);
+  else {
+    expected(p, "the graph name ('@name')");
+    goto done;
+  }
+  if (!name || next(p)) goto done;
+  if (!tok_is(&p->tok, "radix")) {
+    expected(p, "'radix' (radix(r32) or radix(r62))");
+    goto done;
+  }
+  if (next(p) || expect(p, T_LPAREN, "'('")) goto done;
+  fhjit_radix radix;
+  if (tok_is(&p->tok, "r32")) radix = FHJIT_R32;
+  else if (tok_is(&p->tok, "r62")) radix = FHJIT_R62;
+  else {
+    expected(p, "a radix (r32 or r62)");
+    goto done;
+  }
+  if (next(p) || expect(p, T_RPAREN, "')'")) goto done;
+  if (tok_is(&p->tok, "moduli")) {
+    if (next(p) || parse_moduli(p, &moduli, &mlocs, &nmoduli)) goto done;
+  }
+  if (p->tok.kind != T_LBRACE) {
+    expected(p, nmoduli ? "'{'" : "'moduli(...)' or '{'");
+    goto done;
+  }
+  ir_loc brace = p->tok.loc;
+
+  fhjit_graph *g = fhjit_graph_create(p->ctx, name, radix);
+  if (!g) {
+    p->failed = 1;
+    goto done;
+  }
+  p->g = g;
+  g->filename = ir_strdup(&g->arena, filename);
+  g->source = ir_strndup(&g->arena, p->src, p->len);
+  if (!g->filename || !g->source) {
+    fail_at(p, brace, FHJIT_ERR_MEMORY, "out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < nmoduli; i++) {
+    fhjit_status st = fhjit_check_modulus(p->ctx, radix, moduli[i], 0);
+    if (st != FHJIT_OK) {
+      /* The check's message is copied: fail_at replaces it. */
+      char *why = strdup(fhjit_last_error(p->ctx));
+      fail_at(p, mlocs[i], st, "%s", why ? why : "bad modulus");
+      free(why);
+      goto done;
+    }
+  }
+  if (nmoduli) {
+    g->cur_loc = mlocs[0];
+    if (fhjit_graph_set_moduli(g, moduli, nmoduli) != FHJIT_OK) {
+      fail_recorded(p);
+      goto done;
+    }
+  }
+  if (next(p)) goto done;
+  for (;;) {
+    if (p->tok.kind == T_RBRACE) break;
+    if (p->tok.kind == T_VALUE) {
+      if (parse_definition(p)) goto done;
+    } else if (tok_is(&p->tok, "output")) {
+      if (parse_output(p)) goto done;
+    } else if (p->tok.kind == T_EOF) {
+      fail_at(p, brace, FHJIT_ERR_PARSE, "the '{' of graph @%s is never closed", g->name);
+      goto done;
+    } else {
+      expected(p, "a definition ('%name = ...'), 'output' or '}'");
+      goto done;
+    }
+  }
+  if (next(p)) goto done;
+  if (p->tok.kind != T_EOF) {
+    expected(p, "the end of the file after the graph's '}' (a file holds one graph)");
+    goto done;
+  }
+  rc = 0;
+done:
+  free(name);
+  free(moduli);
+  free(mlocs);
+  return rc;
+}
+
+fhjit_graph *fhjit_parse(fhjit_context *ctx, const char *text, size_t length,
+                         const char *filename) {
+  if (!ctx) return NULL;
+  if (!text && length) {
+    ir_error(ctx, FHJIT_ERR_ARGUMENT, "fhjit_parse: null text");
+    return NULL;
+  }
+  if (!filename || !*filename) filename = "<input>";
+  parser p = {.ctx = ctx, .len = length, .line = 1};
+  char *src = malloc(length + 1);
+  if (!src) {
+    ir_error(ctx, FHJIT_ERR_MEMORY, "fhjit_parse: out of memory");
+    return NULL;
+  }
+  if (length) memcpy(src, text, length);
+  src[length] = 0;
+  p.src = src;
+  p.diag.ctx = ctx;
+  p.diag.filename = filename;
+  p.diag.source = src;
+  p.diag.name = "?";
+  int rc = parse_graph(&p, filename);
+  free(p.syms);
+  free(src);
+  if (rc != 0) {
+    if (!p.failed) ir_error(ctx, FHJIT_ERR_PARSE, "%s: error: parse failed", filename);
+    fhjit_graph_destroy(p.g);
+    return NULL;
+  }
+  /* Later builder calls through the C API are not from this text. */
+  p.g->cur_loc = (ir_loc){0, 0};
+  return p.g;
+}

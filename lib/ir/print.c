@@ -1,0 +1,247 @@
+/* print.c: the canonical .fh text of a graph (fhjit_print) and its Graphviz
+ * rendering (fhjit_print_dot). The text is what fhjit_parse reads back into
+ * an equivalent graph, with one fixed spelling per construct, so that
+ * print(parse(print(g))) == print(g) byte for byte. Grammar: docs/format.md. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static int plain_name(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == '.'))
+      return 0;
+  return 1;
+}
+
+/* @name, or @"..." for names the C API allowed but the word syntax cannot
+ * spell (spaces, quotes, bytes outside printable ASCII). */
+static void print_graph_name(ir_buf *b, const char *name) {
+  if (plain_name(name)) {
+    ir_buf_printf(b, "@%s", name);
+    return;
+  }
+  ir_buf_put(b, "@\"", 2);
+  for (const unsigned char *s = (const unsigned char *)name; *s; s++) {
+    if (*s == '"' || *s == '\\') ir_buf_printf(b, "\\%c", *s);
+    else if (*s < 0x20 || *s >= 0x7f) ir_buf_printf(b, "\\x%02x", *s);
+    else ir_buf_put(b, (const char *)s, 1);
+  }
+  ir_buf_put(b, "\"", 1);
+}
+
+static void print_extent(ir_buf *b, int64_t e) {
+  if (e == FHJIT_UNKNOWN) ir_buf_put(b, "?", 1);
+  else ir_buf_printf(b, "%" PRId64, e);
+}
+
+/* The type and its domain facts: `ct<2, [4, ?], 2, 4096> ntt mont`. */
+static void print_type(ir_buf *b, const fhjit_type *t) {
+  switch (t->kind) {
+  case FHJIT_KIND_KEY:
+    ir_buf_put(b, "key<", 4);
+    print_extent(b, t->digits);
+    ir_buf_printf(b, ", %d, ", (int)t->comps);
+    break;
+  case FHJIT_KIND_TWIDDLE:
+    ir_buf_put(b, "twiddles<", 9);
+    break;
+  default:
+    if (t->comps > 0) ir_buf_printf(b, "ct<%d, [", (int)t->comps);
+    else ir_buf_put(b, "pt<[", 4);
+    for (int a = 0; a < t->nbatch; a++) {
+      if (a) ir_buf_put(b, ", ", 2);
+      print_extent(b, t->batch[a]);
+    }
+    ir_buf_put(b, "], ", 3);
+    break;
+  }
+  print_extent(b, t->rows);
+  ir_buf_put(b, ", ", 2);
+  print_extent(b, t->n);
+  ir_buf_put(b, ">", 1);
+  if (t->domain != FHJIT_DOMAIN_ANY) ir_buf_printf(b, " %s", ir_domain_name(t->domain));
+  if (t->form != FHJIT_FORM_ANY) ir_buf_printf(b, " %s", ir_form_name(t->form));
+}
+
+/* The binder's canonical form of a layout (bind.c): axes of extent 1 and
+ * absent axes have stride 0. Applied to both sides before comparing with the
+ * dense layout, and to what is printed, so printing is idempotent. */
+static void canonical_layout(const fhjit_type *t, fhjit_layout *l) {
+  if (t->comps <= 1) l->comp_stride = 0;
+  if (t->kind != FHJIT_KIND_KEY || t->digits == 1) l->digit_stride = 0;
+  for (int a = 0; a < FHJIT_MAX_BATCH; a++)
+    if (t->kind != FHJIT_KIND_POLY || a >= t->nbatch || t->batch[a] == 1) l->batch_stride[a] = 0;
+  if (t->rows == 1) l->row_stride = 0;
+  if (t->n == 1) l->index_stride = 0;
+}
+
+/* `strides(...)` in type order and `offset(k)`, when the input's binding is
+ * not the dense layout (an input without one is bound densely). */
+static void print_layout(ir_buf *b, const ir_node *n) {
+  if (!n->has_layout) return;
+  const fhjit_type *t = &n->type;
+  fhjit_layout l = n->layout, dense;
+  if (fhjit_dense_layout(t, &dense) != FHJIT_OK) return;
+  canonical_layout(t, &l);
+  canonical_layout(t, &dense);
+  dense.offset = l.offset;
+  if (memcmp(&l, &dense, sizeof l) != 0) {
+    ir_buf_put(b, " strides(", 9);
+    int k = 0;
+#define STRIDE(v) ir_buf_printf(b, "%s%" PRId64, k++ ? ", " : "", (int64_t)(v))
+    if (t->kind == FHJIT_KIND_KEY) STRIDE(l.digit_stride);
+    if (t->comps > 0) STRIDE(l.comp_stride);
+    if (t->kind == FHJIT_KIND_POLY)
+      for (int a = 0; a < t->nbatch; a++) STRIDE(l.batch_stride[a]);
+    STRIDE(l.row_stride);
+    STRIDE(l.index_stride);
+#undef STRIDE
+    ir_buf_put(b, ")", 1);
+  }
+  if (l.offset) ir_buf_printf(b, " offset(%" PRId64 ")", l.offset);
+}
+
+static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
+  ir_buf_printf(b, "  %%%s = %s ", n->name, ir_op_name(n->op));
+  if (n->op == IR_INPUT) {
+    /* A bound input shows its bound extents: the layout refers to them. */
+    print_type(b, n->has_layout ? &n->type : &n->decl);
+    print_layout(b, n);
+    ir_buf_put(b, "\n", 1);
+    return;
+  }
+  int shown = n->op == IR_MUL_COMPRESSED || n->op == IR_ADD_COMPRESSED ? 2 : n->nargs;
+  for (int i = 0; i < shown; i++)
+    ir_buf_printf(b, "%s%%%s", i ? ", " : "", g->nodes[n->args[i]].name);
+  switch (n->op) {
+  case IR_EXTRACT:
+    ir_buf_printf(b, "[%" PRId64 "]", n->attr[0]);
+    break;
+  case IR_MUL_COMPRESSED:
+  case IR_ADD_COMPRESSED:
+    ir_buf_printf(b, " layout(%s)", ir_compression_name((fhjit_compression)n->attr[0]));
+    if (n->nargs == 3) ir_buf_printf(b, " implicit(%%%s)", g->nodes[n->args[2]].name);
+    if (n->op == IR_ADD_COMPRESSED)
+      ir_buf_printf(b, " domain(%s)", ir_domain_name((fhjit_domain)n->attr[1]));
+    break;
+  case IR_KS_DIGIT_PRODUCT:
+    ir_buf_printf(b, " digit(%" PRId64 ") row_start(%" PRId64 ")", n->attr[0], n->attr[1]);
+    break;
+  default:
+    break;
+  }
+  ir_buf_put(b, "\n", 1);
+}
+
+/* Hands a finished buffer to the graph (freeing the old text) or reports. */
+static const char *keep(fhjit_graph *g, ir_buf *b, char **slot, const char *fn) {
+  if (b->failed || !b->data) {
+    ir_buf_free(b);
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: graph @%s: out of memory", fn, g->name);
+    return NULL;
+  }
+  free(*slot);
+  *slot = b->data;
+  return *slot;
+}
+
+const char *fhjit_print(fhjit_graph *g) {
+  if (!g) return NULL;
+  ir_buf b = {0};
+  ir_buf_put(&b, "graph ", 6);
+  print_graph_name(&b, g->name);
+  ir_buf_printf(&b, " radix(%s)", ir_radix_name(g->radix));
+  if (g->nmoduli > 0) {
+    ir_buf_put(&b, " moduli(", 8);
+    for (int32_t i = 0; i < g->nmoduli; i++)
+      ir_buf_printf(&b, "%s%" PRIu64, i ? ", " : "", g->moduli[i]);
+    ir_buf_put(&b, ")", 1);
+  }
+  ir_buf_put(&b, " {\n", 3);
+  for (int32_t i = 0; i < g->nnodes; i++) print_node(&b, g, &g->nodes[i]);
+  for (int32_t i = 0; i < g->noutputs; i++) {
+    const ir_output *o = &g->outputs[i];
+    const char *vname = g->nodes[o->value].name;
+    ir_buf_printf(&b, "  output %%%s", vname);
+    if (strcmp(o->name, vname) != 0) ir_buf_printf(&b, " as %s", o->name);
+    ir_buf_put(&b, "\n", 1);
+  }
+  ir_buf_put(&b, "}\n", 2);
+  return keep(g, &b, &g->printed, "fhjit_print");
+}
+
+/* ------------------------------------------------------------------- dot */
+
+/* Text inside a double-quoted DOT string: newlines become DOT's "\n",
+ * other control bytes '?'. */
+static void dot_escape(ir_buf *b, const char *s) {
+  for (; *s; s++) {
+    if (*s == '\n') ir_buf_put(b, "\\n", 2);
+    else if (*s == '"' || *s == '\\') ir_buf_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20 || *s == 0x7f) ir_buf_put(b, "?", 1);
+    else ir_buf_put(b, s, 1);
+  }
+}
+
+const char *fhjit_print_dot(fhjit_graph *g) {
+  if (!g) return NULL;
+  ir_buf b = {0}, label = {0};
+  ir_buf_put(&b, "digraph \"", 9);
+  dot_escape(&b, g->name);
+  ir_buf_printf(&b, "\" {\n  label=\"@");
+  dot_escape(&b, g->name);
+  ir_buf_printf(&b, " radix(%s)%s\";\n  labelloc=t;\n", ir_radix_name(g->radix),
+                g->bound ? " (bound)" : "");
+  ir_buf_put(&b, "  node [shape=box, fontname=\"monospace\"];\n", 42);
+  for (int32_t i = 0; i < g->nnodes; i++) {
+    const ir_node *n = &g->nodes[i];
+    /* The label: what the text says, then the (inferred or bound) type. */
+    label.len = 0;
+    if (label.data) label.data[0] = 0;
+    ir_buf_printf(&label, "%%%s = %s", n->name, ir_op_name(n->op));
+    switch (n->op) {
+    case IR_EXTRACT: ir_buf_printf(&label, " [%" PRId64 "]", n->attr[0]); break;
+    case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED:
+      ir_buf_printf(&label, " %s", ir_compression_name((fhjit_compression)n->attr[0]));
+      if (n->op == IR_ADD_COMPRESSED)
+        ir_buf_printf(&label, " %s", ir_domain_name((fhjit_domain)n->attr[1]));
+      break;
+    case IR_KS_DIGIT_PRODUCT:
+      ir_buf_printf(&label, " digit %" PRId64 " row_start %" PRId64, n->attr[0], n->attr[1]);
+      break;
+    default: break;
+    }
+    ir_buf_put(&label, "\n", 1);
+    print_type(&label, &n->type);
+    ir_buf_printf(&b, "  v%d [label=\"", (int)i);
+    dot_escape(&b, label.data ? label.data : "");
+    ir_buf_printf(&b, "\"%s];\n",
+                  n->op == IR_INPUT ? ", shape=invhouse, style=filled, fillcolor=\"#dde8f5\""
+                  : n->op == IR_EXTRACT || n->op == IR_PACK ? ", style=dashed"
+                                                            : "");
+  }
+  for (int32_t i = 0; i < g->nnodes; i++) {
+    const ir_node *n = &g->nodes[i];
+    for (int k = 0; k < n->nargs; k++) {
+      ir_buf_printf(&b, "  v%d -> v%d", (int)n->args[k], (int)i);
+      /* Operand order matters for sub, the plaintext ops and key switching. */
+      if (n->nargs > 1 && n->op != IR_ADD && n->op != IR_ADD_LAZY && n->op != IR_MUL)
+        ir_buf_printf(&b, " [label=\"%d\"]", k);
+      ir_buf_put(&b, ";\n", 2);
+    }
+  }
+  for (int32_t i = 0; i < g->noutputs; i++) {
+    const ir_output *o = &g->outputs[i];
+    ir_buf_printf(&b, "  out%d [label=\"output ", (int)i);
+    dot_escape(&b, o->name);
+    ir_buf_printf(&b, "\", shape=house, style=filled, fillcolor=\"#f5e6d3\"];\n");
+    ir_buf_printf(&b, "  v%d -> out%d;\n", (int)o->value, (int)i);
+  }
+  ir_buf_put(&b, "}\n", 2);
+  ir_buf_free(&label);
+  return keep(g, &b, &g->printed_dot, "fhjit_print_dot");
+}
