@@ -8,4 +8,49 @@
 uint64_t tu_rand(uint64_t *state);
 /* Uniform in [0, bound). */
 uint64_t tu_below(uint64_t *state, uint64_t bound);
+
+/* ---- exact references for SPEC sections 2-3 (added by the arithmetic tests).
+ * Computed independently of lib/ir/modarith.h: no Montgomery constant k, no
+ * REDC formula; only __int128 remainders and the characterisation below. */
+#include "fhjit/fhjit.h"
+
+typedef unsigned __int128 tu_u128;
+
+/* a*b mod q and a^e mod q, by plain 128-bit remainders (q >= 1). */
+uint64_t tu_mulmod(uint64_t a, uint64_t b, uint64_t q);
+uint64_t tu_powmod(uint64_t a, uint64_t e, uint64_t q);
+/* w = 32 or 62, R = 2^w. */
+int tu_word_bits(fhjit_radix radix);
+/* R^-1 mod q for odd q, as ((q+1)/2)^w (2^-1 = (q+1)/2). */
+uint64_t tu_rinv(fhjit_radix radix, uint64_t q);
+/* R^2 mod q, as 2^(2w) mod q. */
+uint64_t tu_r2(fhjit_radix radix, uint64_t q);
+/* The exact REDC(t) representative of SPEC section 2, characterised without
+ * the algorithm: REDC(t) = (t + m q) / R with the unique m in [0, R) making
+ * the division exact, i.e. the unique u = t R^-1 (mod q) with
+ * ceil(t/R) <= u < ceil(t/R) + q; r32 then subtracts q once if u >= q. */
+uint64_t tu_redc(fhjit_radix radix, uint64_t q, tu_u128 t);
+
+/* The pointwise operations of SPEC section 3, restated: add/sub/neg give the
+ * canonical residue, add_lazy the residue of a+b mod 2q, and mul/to_mont/
+ * from_mont the REDC representative of a*b, a*(R^2 mod q), a. */
+typedef enum tu_op {
+  TU_ADD, TU_SUB, TU_NEG, TU_ADD_LAZY, TU_MUL, TU_TO_MONT, TU_FROM_MONT, TU_NUM_OPS
+} tu_op;
+uint64_t tu_ref(fhjit_radix radix, tu_op op, uint64_t q, uint64_t a, uint64_t b);
+const char *tu_op_name(tu_op op);
+
+/* A random lazy value in [0, 2q), one time in eight one of the edges
+ * 0, 1, q-1, q, q+1, 2q-2, 2q-1. */
+uint64_t tu_lazy(uint64_t *state, uint64_t q);
+
+/* Trial division (for numbers up to about 2^44). */
+int tu_is_prime_trial(uint64_t n);
+
+/* A POLY type: comps (0 = no axis), nbatch batch extents, rows, n. */
+fhjit_type tu_poly(int comps, int nbatch, const int64_t *batch, int64_t rows, int64_t n);
+/* A KEY type [digits, 2, rows, n]. */
+fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n);
+/* Does haystack contain needle? (for error-message checks; NULL-safe) */
+int tu_contains(const char *haystack, const char *needle);
 #endif
