@@ -1,0 +1,1239 @@
+/* randgraph.c: the random graph generator, input/parameter set-up, the
+ * independent reference evaluator and the result comparison of randgraph.h.
+ *
+ * Graphs are built through the public builder API only (so the generator
+ * also exercises the builder's checks), but the reference evaluator and the
+ * descriptions walk the internal node array (lib/ir/ir.h) to stay
+ * independent of the text printer and of the interpreter. */
+#include "randgraph.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "testutil.h"
+
+#define RG_MAX_POOL 512
+
+static void rg_fail(char *err, size_t errsize, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void rg_fail(char *err, size_t errsize, const char *fmt, ...) {
+  if (!err || !errsize) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errsize, fmt, ap);
+  va_end(ap);
+}
+
+void rg_default_config(rg_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->min_ops = 1;
+  cfg->max_ops = 40;
+  cfg->radix = -1;
+  cfg->max_rows = 4;
+  cfg->max_batch_rank = 3;
+  cfg->odd_n = 1;
+  cfg->domain_facts = 25;
+  cfg->strided_layouts = 70;
+  cfg->op_mask = 0;
+}
+
+/* ---------------------------------------------------------------- moduli */
+
+static int contains(const uint64_t *v, int32_t n, uint64_t x) {
+  for (int32_t i = 0; i < n; i++)
+    if (v[i] == x) return 1;
+  return 0;
+}
+
+void rg_random_moduli(uint64_t *state, fhjit_radix radix, int32_t rows, uint64_t *out) {
+  uint64_t limit = ir_modulus_limit(radix);
+  int bits = radix == FHJIT_R32 ? 30 : 60;
+  static const uint64_t spec32[] = {268369921u, 134176769u};
+  static const uint64_t spec62[] = {UINT64_C(1152921504606748673), UINT64_C(576460752303423649)};
+  static const uint64_t tiny[] = {3, 5, 7, 11, 13, 17, 97, 65537};
+  for (int32_t r = 0; r < rows; r++) {
+    uint64_t q = 0;
+    while (q == 0 || contains(out, r, q)) {
+      switch (tu_below(state, 6)) {
+      case 0: { /* NTT-friendly primes near the limit (q = 1 mod 2^18) */
+        uint64_t primes[8];
+        fhjit_context *ctx = fhjit_context_create();
+        if (ctx && fhjit_find_primes(ctx, bits, UINT64_C(1) << 18, 8, primes) == FHJIT_OK)
+          q = primes[tu_below(state, 8)];
+        else
+          q = radix == FHJIT_R32 ? spec32[0] : spec62[0];
+        fhjit_context_destroy(ctx);
+        break;
+      }
+      case 1:
+        q = radix == FHJIT_R32 ? spec32[tu_below(state, 2)] : spec62[tu_below(state, 2)];
+        break;
+      case 2: /* odd, within 2^12 of the limit: the largest representatives */
+        q = (limit - 1 - 2 * tu_below(state, 2048)) | 1;
+        break;
+      case 3: /* odd, anywhere below the limit */
+        q = tu_below(state, limit - 3) | 1;
+        break;
+      case 4: /* far below: 8 to 20 bits */
+        q = (tu_below(state, UINT64_C(1) << (8 + tu_below(state, 13)))) | 1;
+        break;
+      default:
+        q = tiny[tu_below(state, sizeof tiny / sizeof *tiny)];
+        break;
+      }
+      if (q < 3 || q >= limit) q = 0;
+    }
+    out[r] = q;
+  }
+}
+
+/* ------------------------------------------------------------- generator */
+
+typedef struct pool_val {
+  fhjit_value v;
+  int comps;
+  int nb;
+  int64_t batch[FHJIT_MAX_BATCH];
+  int64_t n; /* N for main values; u (compressed plaintexts) or 1 (implicit) otherwise */
+  int is_input;
+  int uses;
+} pool_val;
+
+typedef struct key_val {
+  fhjit_value v;
+  int64_t digits, rows;
+} key_val;
+
+typedef struct gen {
+  fhjit_graph *g;
+  uint64_t rng;
+  const rg_config *cfg;
+  int32_t rows;
+  int64_t n;
+  int nbg;
+  int64_t gb[FHJIT_MAX_BATCH];
+  pool_val vals[RG_MAX_POOL];
+  int nvals;
+  key_val keys[8];
+  int nkeys;
+  int ops, target_ops;
+  int ninputs;
+  int failed;
+  char *err;
+  size_t errsize;
+} gen;
+
+static uint64_t rnd(gen *G, uint64_t bound) { return tu_below(&G->rng, bound); }
+static int chance(gen *G, int percent) { return (int)rnd(G, 100) < percent; }
+
+static void gen_fail(gen *G, const char *what) {
+  if (G->failed) return;
+  G->failed = 1;
+  rg_fail(G->err, G->errsize, "randgraph: %s failed unexpectedly: %s", what,
+          fhjit_last_error(fhjit_graph_context(G->g)));
+}
+
+/* Fills `l` with a random layout for concrete type t: a random nesting
+ * order of the axes, gaps between blocks, interleaving, broadcast (stride 0)
+ * axes, junk strides on extent-1 axes (bind canonicalises them), an offset. */
+static void random_layout(gen *G, const fhjit_type *t, fhjit_layout *l) {
+  memset(l, 0, sizeof *l);
+  int64_t ext[8];
+  int64_t *stride[8];
+  int bcast_pct[8];
+  int k = 0;
+  if (t->kind == FHJIT_KIND_KEY) ext[k] = t->digits, stride[k] = &l->digit_stride, bcast_pct[k++] = 10;
+  if (t->comps > 0) ext[k] = t->comps, stride[k] = &l->comp_stride, bcast_pct[k++] = 15;
+  for (int a = 0; a < t->nbatch; a++)
+    ext[k] = t->batch[a], stride[k] = &l->batch_stride[a], bcast_pct[k++] = 12;
+  ext[k] = t->rows, stride[k] = &l->row_stride, bcast_pct[k++] = 5;
+  ext[k] = t->n, stride[k] = &l->index_stride, bcast_pct[k++] = 4;
+  int order[8];
+  for (int i = 0; i < k; i++) order[i] = i;
+  if (chance(G, 40))
+    for (int i = k - 1; i > 0; i--) {
+      int j = (int)rnd(G, (uint64_t)i + 1), tmp = order[i];
+      order[i] = order[j];
+      order[j] = tmp;
+    }
+  int64_t cur = chance(G, 25) ? 2 + (int64_t)rnd(G, 2) : 1;
+  for (int pos = k - 1; pos >= 0; pos--) {
+    int a = order[pos];
+    if (ext[a] == 1) {
+      *stride[a] = chance(G, 50) ? (int64_t)rnd(G, 100) : 0;
+      continue;
+    }
+    if (chance(G, bcast_pct[a])) {
+      *stride[a] = 0;
+      continue;
+    }
+    *stride[a] = cur;
+    cur = cur * ext[a] + (chance(G, 30) ? 1 + (int64_t)rnd(G, 5) : 0);
+  }
+  l->offset = chance(G, 50) ? (int64_t)rnd(G, 24) : 0;
+}
+
+/* Declares an input of type t (sometimes with open extents that binding
+ * closes) and binds it, with a random layout per the configuration. */
+static fhjit_value make_input(gen *G, const char *name, fhjit_type t) {
+  fhjit_type decl = t;
+  int open = chance(G, 20);
+  if (open) {
+    if (chance(G, 50)) decl.rows = FHJIT_UNKNOWN;
+    if (chance(G, 50)) decl.n = FHJIT_UNKNOWN;
+    for (int a = 0; a < decl.nbatch; a++)
+      if (chance(G, 50)) decl.batch[a] = FHJIT_UNKNOWN;
+    if (t.kind == FHJIT_KIND_KEY && chance(G, 50)) decl.digits = FHJIT_UNKNOWN;
+  }
+  fhjit_value v = fhjit_input(G->g, name, &decl);
+  if (v == FHJIT_NO_VALUE) {
+    gen_fail(G, "fhjit_input");
+    return v;
+  }
+  int strided = chance(G, G->cfg->strided_layouts);
+  if (open || strided) {
+    fhjit_layout l;
+    if (strided) random_layout(G, &t, &l);
+    if (fhjit_bind_input(G->g, v, open ? &t : NULL, strided ? &l : NULL) != FHJIT_OK) {
+      gen_fail(G, "fhjit_bind_input");
+      return FHJIT_NO_VALUE;
+    }
+  }
+  G->ninputs++;
+  return v;
+}
+
+static void random_batch(gen *G, int *nb, int64_t *batch) {
+  *nb = G->nbg == 0 ? 0 : chance(G, 60) ? G->nbg : (int)rnd(G, (uint64_t)G->nbg + 1);
+  for (int a = 0; a < *nb; a++) {
+    int64_t e = G->gb[G->nbg - *nb + a];
+    batch[a] = (e > 1 && chance(G, 25)) ? 1 : e;
+  }
+}
+
+/* A new polynomial input in the pool. shape_of >= 0 copies that value's
+ * batch shape; facts: may state a domain and form. */
+static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts) {
+  if (G->nvals >= RG_MAX_POOL) {
+    G->failed = 1;
+    rg_fail(G->err, G->errsize, "randgraph: value pool overflow");
+    return -1;
+  }
+  pool_val *p = &G->vals[G->nvals];
+  memset(p, 0, sizeof *p);
+  if (shape_of >= 0) {
+    p->nb = G->vals[shape_of].nb;
+    memcpy(p->batch, G->vals[shape_of].batch, sizeof p->batch);
+  } else {
+    random_batch(G, &p->nb, p->batch);
+  }
+  p->comps = comps;
+  p->n = n;
+  p->is_input = 1;
+  fhjit_type t = {.kind = FHJIT_KIND_POLY, .comps = comps, .nbatch = p->nb, .rows = G->rows, .n = n};
+  memcpy(t.batch, p->batch, sizeof t.batch);
+  if (facts && chance(G, G->cfg->domain_facts)) {
+    t.domain = (fhjit_domain)rnd(G, 3);
+    t.form = (fhjit_form)rnd(G, 3);
+  }
+  char name[32];
+  snprintf(name, sizeof name, "x%d", G->ninputs);
+  p->v = make_input(G, name, t);
+  if (p->v == FHJIT_NO_VALUE) return -1;
+  return G->nvals++;
+}
+
+static int new_key(gen *G, int64_t min_rows) {
+  if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) {
+    for (int i = 0; i < G->nkeys; i++)
+      if (G->keys[i].rows >= min_rows) return i;
+  }
+  if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) return -1;
+  key_val *k = &G->keys[G->nkeys];
+  k->digits = 1 + (int64_t)rnd(G, 3);
+  k->rows = min_rows + (int64_t)rnd(G, 3);
+  fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = k->digits, .rows = k->rows,
+                  .n = G->n};
+  char name[32];
+  snprintf(name, sizeof name, "key%d", G->nkeys);
+  k->v = make_input(G, name, t);
+  if (k->v == FHJIT_NO_VALUE) return -1;
+  return G->nkeys++;
+}
+
+static fhjit_type type_of(gen *G, int idx) {
+  fhjit_type t;
+  memset(&t, 0, sizeof t);
+  if (fhjit_value_type(G->g, G->vals[idx].v, &t) != FHJIT_OK) gen_fail(G, "fhjit_value_type");
+  return t;
+}
+
+static int domains_compatible(fhjit_domain a, fhjit_domain b) { return !a || !b || a == b; }
+static int forms_compatible(fhjit_form a, fhjit_form b) { return !a || !b || a == b; }
+
+/* What an operand must satisfy. */
+typedef struct req {
+  int64_t n;
+  int comps_lo, comps_hi;
+  int with;          /* pool index whose component count it must broadcast with, or -1 */
+  int with_form;     /* forms must be compatible with `with` */
+  int with_domain;   /* pool index whose domain it must be compatible with, or -1 */
+  fhjit_domain avoid; /* a stated domain it must not have (0: none) */
+  int same_shape;    /* pool index whose batch shape it must equal, or -1 */
+} req;
+
+static req any_main(gen *G) {
+  return (req){.n = G->n, .comps_lo = 0, .comps_hi = 3, .with = -1, .with_domain = -1,
+               .same_shape = -1};
+}
+
+static int satisfies(gen *G, int idx, const req *r) {
+  const pool_val *p = &G->vals[idx];
+  if (p->n != r->n || p->comps < r->comps_lo || p->comps > r->comps_hi) return 0;
+  fhjit_type t = type_of(G, idx);
+  if (r->avoid && t.domain == r->avoid) return 0;
+  if (r->with >= 0) {
+    const pool_val *w = &G->vals[r->with];
+    if (!(p->comps <= 1 || w->comps <= 1 || p->comps == w->comps)) return 0;
+    if (r->with_form && !forms_compatible(t.form, type_of(G, r->with).form)) return 0;
+  }
+  if (r->with_domain >= 0 && !domains_compatible(t.domain, type_of(G, r->with_domain).domain))
+    return 0;
+  if (r->same_shape >= 0) {
+    const pool_val *s = &G->vals[r->same_shape];
+    if (p->nb != s->nb || memcmp(p->batch, s->batch, sizeof p->batch) != 0) return 0;
+  }
+  return 1;
+}
+
+/* Picks an operand: usually a recent value (deep DAGs), sometimes any; a
+ * fresh input when nothing fits or by chance. */
+static int pick(gen *G, const req *r) {
+  int cand[RG_MAX_POOL], nc = 0;
+  for (int i = 0; i < G->nvals; i++)
+    if (satisfies(G, i, r)) cand[nc++] = i;
+  if (G->failed) return -1;
+  if (nc == 0 || chance(G, 12)) {
+    int comps = r->comps_lo + (int)rnd(G, (uint64_t)(r->comps_hi - r->comps_lo + 1));
+    if (r->with >= 0 && comps > 1 && G->vals[r->with].comps > 1) comps = G->vals[r->with].comps;
+    return new_poly_input(G, comps, r->n, r->same_shape, 0);
+  }
+  if (nc > 4 && chance(G, 55)) return cand[nc - 1 - (int)rnd(G, 4)];
+  return cand[rnd(G, (uint64_t)nc)];
+}
+
+static void merge_shape(const pool_val *a, const pool_val *b, pool_val *out) {
+  int nb = a->nb > b->nb ? a->nb : b->nb;
+  int64_t merged[FHJIT_MAX_BATCH] = {0};
+  for (int i = 0; i < nb; i++) {
+    int ia = i - (nb - a->nb), ib = i - (nb - b->nb);
+    int64_t ea = ia >= 0 ? a->batch[ia] : 1, eb = ib >= 0 ? b->batch[ib] : 1;
+    merged[i] = ea > eb ? ea : eb;
+  }
+  out->nb = nb;
+  memcpy(out->batch, merged, sizeof merged);
+}
+
+/* Records a new computed value; shape from `shape_a` merged with `shape_b`. */
+static int push_value(gen *G, fhjit_value v, const char *what, int comps, int64_t n,
+                      int shape_a, int shape_b) {
+  if (v == FHJIT_NO_VALUE) {
+    gen_fail(G, what);
+    return -1;
+  }
+  if (G->nvals >= RG_MAX_POOL) {
+    G->failed = 1;
+    rg_fail(G->err, G->errsize, "randgraph: value pool overflow");
+    return -1;
+  }
+  pool_val *p = &G->vals[G->nvals];
+  memset(p, 0, sizeof *p);
+  p->v = v;
+  p->comps = comps;
+  p->n = n;
+  if (shape_b >= 0) merge_shape(&G->vals[shape_a], &G->vals[shape_b], p);
+  else {
+    p->nb = G->vals[shape_a].nb;
+    memcpy(p->batch, G->vals[shape_a].batch, sizeof p->batch);
+  }
+  G->ops++;
+  return G->nvals++;
+}
+
+static void use(gen *G, int idx) {
+  if (idx >= 0) G->vals[idx].uses++;
+}
+
+static int max_i(int a, int b) { return a > b ? a : b; }
+
+/* A compressed plaintext of last extent u, or an implicit operand (u = 1):
+ * usually an input, sometimes computed from inputs of that extent. */
+static int plain_world_value(gen *G, int64_t u, int ct) {
+  req r = {.n = u, .comps_lo = 0, .comps_hi = chance(G, 80) ? 0 : 2, .with = -1,
+           .with_domain = ct, .same_shape = -1};
+  if (G->ops + 2 < G->target_ops && chance(G, 20)) {
+    int a = pick(G, &r);
+    if (a < 0) return -1;
+    req rb = r;
+    rb.with = a;
+    rb.with_form = 1;
+    rb.with_domain = a;
+    int b = pick(G, &rb);
+    if (b < 0) return -1;
+    if (!domains_compatible(type_of(G, b).domain, type_of(G, ct).domain)) return a;
+    fhjit_value v;
+    const char *what;
+    switch (rnd(G, 3)) {
+    case 0: v = fhjit_add(G->g, G->vals[a].v, G->vals[b].v), what = "add"; break;
+    case 1: v = fhjit_mul(G->g, G->vals[a].v, G->vals[b].v), what = "mul"; break;
+    default: v = fhjit_neg(G->g, G->vals[a].v), what = "neg", b = -1; break;
+    }
+    use(G, a);
+    use(G, b);
+    return push_value(G, v, what, b >= 0 ? max_i(G->vals[a].comps, G->vals[b].comps) : G->vals[a].comps,
+                      u, a, b);
+  }
+  return pick(G, &r);
+}
+
+static const ir_op all_ops[] = {IR_ADD, IR_SUB, IR_NEG, IR_ADD_LAZY, IR_MUL, IR_TO_MONT,
+                                IR_FROM_MONT, IR_MUL_PLAIN, IR_ADD_PLAIN, IR_MUL_COMPRESSED,
+                                IR_ADD_COMPRESSED, IR_KS_DIGIT_PRODUCT, IR_EXTRACT, IR_PACK};
+
+/* Adds one random op (and whatever inputs it needs). */
+static void random_op(gen *G) {
+  ir_op ops[sizeof all_ops / sizeof *all_ops];
+  int nops = 0;
+  for (size_t i = 0; i < sizeof all_ops / sizeof *all_ops; i++)
+    if (!G->cfg->op_mask || (G->cfg->op_mask & (1u << all_ops[i]))) ops[nops++] = all_ops[i];
+  if (nops == 0) ops[nops++] = IR_ADD;
+  ir_op op = ops[rnd(G, (uint64_t)nops)];
+  req r = any_main(G);
+  switch (op) {
+  case IR_ADD: case IR_SUB: case IR_ADD_LAZY: case IR_MUL: {
+    int a = pick(G, &r);
+    if (a < 0) return;
+    req rb = r;
+    rb.with = a;
+    rb.with_form = op != IR_MUL;
+    rb.with_domain = a;
+    int b = pick(G, &rb);
+    if (b < 0) return;
+    if (chance(G, 50)) {
+      int t = a;
+      a = b;
+      b = t;
+    }
+    fhjit_value va = G->vals[a].v, vb = G->vals[b].v, v;
+    if (op == IR_ADD) v = fhjit_add(G->g, va, vb);
+    else if (op == IR_SUB) v = fhjit_sub(G->g, va, vb);
+    else if (op == IR_ADD_LAZY) v = fhjit_add_lazy(G->g, va, vb);
+    else v = fhjit_mul(G->g, va, vb);
+    use(G, a);
+    use(G, b);
+    push_value(G, v, ir_op_name(op), max_i(G->vals[a].comps, G->vals[b].comps), G->n, a, b);
+    return;
+  }
+  case IR_NEG: case IR_TO_MONT: case IR_FROM_MONT: {
+    int a = pick(G, &r);
+    if (a < 0) return;
+    fhjit_value v = op == IR_NEG       ? fhjit_neg(G->g, G->vals[a].v)
+                    : op == IR_TO_MONT ? fhjit_to_mont(G->g, G->vals[a].v)
+                                       : fhjit_from_mont(G->g, G->vals[a].v);
+    use(G, a);
+    push_value(G, v, ir_op_name(op), G->vals[a].comps, G->n, a, -1);
+    return;
+  }
+  case IR_MUL_PLAIN: case IR_ADD_PLAIN: {
+    if (op == IR_ADD_PLAIN) r.avoid = FHJIT_DOMAIN_COEF;
+    int ct = pick(G, &r);
+    if (ct < 0) return;
+    req rp = r;
+    rp.with_domain = ct;
+    if (chance(G, 70)) rp.comps_hi = 0;
+    int pt = pick(G, &rp);
+    if (pt < 0) return;
+    fhjit_value v = op == IR_MUL_PLAIN ? fhjit_mul_plain(G->g, G->vals[ct].v, G->vals[pt].v)
+                                       : fhjit_add_plain(G->g, G->vals[ct].v, G->vals[pt].v);
+    use(G, ct);
+    use(G, pt);
+    push_value(G, v, ir_op_name(op), G->vals[ct].comps, G->n, ct, pt);
+    return;
+  }
+  case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: {
+    fhjit_domain dom = chance(G, 50) ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
+    if (op == IR_ADD_COMPRESSED) r.avoid = dom == FHJIT_DOMAIN_COEF ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+    int ct = pick(G, &r);
+    if (ct < 0) return;
+    /* u: a divisor of n (n itself sometimes: repeat 1) */
+    int64_t divs[64];
+    int nd = 0;
+    for (int64_t d = 1; d <= G->n && nd < 64; d++)
+      if (G->n % d == 0 && (d < G->n || G->n == 1 || chance(G, 15))) divs[nd++] = d;
+    int64_t u = divs[rnd(G, (uint64_t)nd)];
+    fhjit_compression layout = (fhjit_compression)rnd(G, 3);
+    int pt = plain_world_value(G, u, ct);
+    if (pt < 0) return;
+    if (op == IR_ADD_COMPRESSED && dom == FHJIT_DOMAIN_NTT &&
+        type_of(G, pt).domain == FHJIT_DOMAIN_COEF)
+      dom = FHJIT_DOMAIN_ANY; /* decided below: fall back to a coef-domain add */
+    int im = -1;
+    if (layout == FHJIT_STRIDED_SPARSE) {
+      im = plain_world_value(G, 1, ct);
+      if (im < 0) return;
+    }
+    fhjit_value imv = im >= 0 ? G->vals[im].v : FHJIT_NO_VALUE, v;
+    if (op == IR_MUL_COMPRESSED) {
+      v = fhjit_mul_compressed(G->g, G->vals[ct].v, G->vals[pt].v, layout, imv);
+    } else {
+      if (dom == FHJIT_DOMAIN_ANY) {
+        if (type_of(G, ct).domain == FHJIT_DOMAIN_NTT) { /* neither domain fits: plain mul */
+          v = fhjit_mul_compressed(G->g, G->vals[ct].v, G->vals[pt].v, layout, imv);
+          op = IR_MUL_COMPRESSED;
+        } else {
+          dom = FHJIT_DOMAIN_COEF;
+          v = fhjit_add_compressed(G->g, G->vals[ct].v, G->vals[pt].v, layout, imv, dom);
+        }
+      } else {
+        v = fhjit_add_compressed(G->g, G->vals[ct].v, G->vals[pt].v, layout, imv, dom);
+      }
+    }
+    use(G, ct);
+    use(G, pt);
+    use(G, im);
+    int idx = push_value(G, v, ir_op_name(op), G->vals[ct].comps, G->n, ct, pt);
+    if (idx >= 0 && im >= 0) merge_shape(&G->vals[idx], &G->vals[im], &G->vals[idx]);
+    return;
+  }
+  case IR_KS_DIGIT_PRODUCT: {
+    r.comps_hi = 0;
+    int d = pick(G, &r);
+    if (d < 0) return;
+    int k = -1;
+    for (int i = 0; i < G->nkeys && k < 0; i++)
+      if (G->keys[i].rows >= G->rows && chance(G, 70)) k = i;
+    if (k < 0) k = new_key(G, G->rows);
+    if (k < 0) return;
+    const key_val *kv = &G->keys[k];
+    int64_t digit = (int64_t)rnd(G, (uint64_t)kv->digits);
+    int64_t row_start = (int64_t)rnd(G, (uint64_t)(kv->rows - G->rows + 1));
+    fhjit_value v = fhjit_keyswitch_digit_product(G->g, G->vals[d].v, kv->v, digit, row_start);
+    use(G, d);
+    push_value(G, v, "keyswitch_digit_product", 2, G->n, d, -1);
+    return;
+  }
+  case IR_EXTRACT: {
+    r.comps_lo = 1;
+    int a = pick(G, &r);
+    if (a < 0) return;
+    int32_t j = (int32_t)rnd(G, (uint64_t)G->vals[a].comps);
+    fhjit_value v = fhjit_extract(G->g, G->vals[a].v, j);
+    use(G, a);
+    push_value(G, v, "extract", 0, G->n, a, -1);
+    return;
+  }
+  case IR_PACK: {
+    r.comps_hi = 0;
+    int parts[3];
+    int count = chance(G, 60) ? 2 : 3;
+    parts[0] = pick(G, &r);
+    if (parts[0] < 0) return;
+    for (int i = 1; i < count; i++) {
+      req rp = r;
+      rp.same_shape = parts[0];
+      parts[i] = -1;
+      for (int tries = 0; tries < 4 && parts[i] < 0; tries++) {
+        int c = pick(G, &rp);
+        if (c < 0) return;
+        int ok = 1;
+        for (int j = 0; j < i; j++)
+          ok &= domains_compatible(type_of(G, c).domain, type_of(G, parts[j]).domain);
+        if (ok) parts[i] = c;
+      }
+      if (parts[i] < 0) parts[i] = new_poly_input(G, 0, G->n, parts[0], 0);
+      if (parts[i] < 0) return;
+    }
+    fhjit_value vs[3];
+    for (int i = 0; i < count; i++) vs[i] = G->vals[parts[i]].v, use(G, parts[i]);
+    fhjit_value v = fhjit_pack(G->g, count, vs);
+    push_value(G, v, "pack", count, G->n, parts[0], -1);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+static void add_output(gen *G, int idx, int *nout) {
+  char name[32];
+  snprintf(name, sizeof name, "out%d", *nout);
+  if (fhjit_output(G->g, G->vals[idx].v, name) != FHJIT_OK) {
+    gen_fail(G, "fhjit_output");
+    return;
+  }
+  (*nout)++;
+}
+
+fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config *cfg,
+                             char *err, size_t errsize) {
+  rg_config def;
+  if (!cfg) {
+    rg_default_config(&def);
+    cfg = &def;
+  }
+  gen *G = calloc(1, sizeof *G);
+  if (!G) {
+    rg_fail(err, errsize, "randgraph: out of memory");
+    return NULL;
+  }
+  G->rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 0x1234567;
+  G->cfg = cfg;
+  G->err = err;
+  G->errsize = errsize;
+  fhjit_radix radix = cfg->radix >= 0 ? (fhjit_radix)cfg->radix : (fhjit_radix)rnd(G, 2);
+  char gname[48];
+  snprintf(gname, sizeof gname, "rand%llu", (unsigned long long)seed);
+  G->g = fhjit_graph_create(ctx, gname, radix);
+  if (!G->g) {
+    rg_fail(err, errsize, "randgraph: fhjit_graph_create: %s", fhjit_last_error(ctx));
+    free(G);
+    return NULL;
+  }
+  int max_rows = cfg->max_rows < 1 ? 1 : cfg->max_rows > RG_MAX_ROWS ? RG_MAX_ROWS : cfg->max_rows;
+  G->rows = 1 + (int32_t)rnd(G, (uint64_t)max_rows);
+  static const int64_t pow2_n[] = {1, 2, 4, 8, 16, 32};
+  static const int64_t odd_n[] = {3, 6, 12, 24};
+  G->n = (cfg->odd_n && chance(G, 20)) ? odd_n[rnd(G, 4)] : pow2_n[rnd(G, 6)];
+  int max_rank = cfg->max_batch_rank < 0 ? 0 : cfg->max_batch_rank > 3 ? 3 : cfg->max_batch_rank;
+  G->nbg = (int)rnd(G, (uint64_t)max_rank + 1);
+  for (int a = 0; a < G->nbg; a++) G->gb[a] = 1 + (int64_t)rnd(G, 3);
+
+  uint64_t moduli[RG_MAX_ROWS];
+  rg_random_moduli(&G->rng, radix, G->rows, moduli);
+  if (fhjit_graph_set_moduli(G->g, moduli, G->rows) != FHJIT_OK) gen_fail(G, "fhjit_graph_set_moduli");
+
+  int min_ops = cfg->min_ops < 1 ? 1 : cfg->min_ops;
+  int max_ops = cfg->max_ops < min_ops ? min_ops : cfg->max_ops;
+  /* Small graphs are the common case in a differential test: favour them. */
+  int span = max_ops - min_ops + 1;
+  G->target_ops = min_ops + (int)(chance(G, 50) ? rnd(G, (uint64_t)(span < 8 ? span : 8))
+                                                : rnd(G, (uint64_t)span));
+  int reserve = G->target_ops >= 4 ? 2 : 0; /* room for output extracts */
+  for (int i = 0, n0 = 1 + (int)rnd(G, 3); i < n0 && !G->failed; i++)
+    new_poly_input(G, (int)rnd(G, 4), G->n, -1, 1);
+  while (!G->failed && G->ops < G->target_ops - reserve) random_op(G);
+
+  /* Outputs: every sink, some intermediates, input aliases, extracts of
+   * inputs and of computed values, and one value under two names. */
+  int nout = 0;
+  for (int i = 0; i < G->nvals && !G->failed; i++) {
+    const pool_val *p = &G->vals[i];
+    if (p->is_input || p->n != G->n) continue;
+    if (p->uses == 0 || chance(G, 15)) add_output(G, i, &nout);
+  }
+  if (!G->failed && chance(G, 30)) {
+    int ins[RG_MAX_POOL], ni = 0;
+    for (int i = 0; i < G->nvals; i++)
+      if (G->vals[i].is_input && G->vals[i].n == G->n) ins[ni++] = i;
+    if (ni) add_output(G, ins[rnd(G, (uint64_t)ni)], &nout);
+  }
+  for (int want_input = 1; want_input >= 0 && !G->failed; want_input--) {
+    if (G->ops >= max_ops || !chance(G, 30)) continue;
+    int cands[RG_MAX_POOL], nc = 0;
+    for (int i = 0; i < G->nvals; i++)
+      if (G->vals[i].is_input == want_input && G->vals[i].comps > 0 && G->vals[i].n == G->n)
+        cands[nc++] = i;
+    if (!nc) continue;
+    int a = cands[rnd(G, (uint64_t)nc)];
+    fhjit_value v = fhjit_extract(G->g, G->vals[a].v, (int32_t)rnd(G, (uint64_t)G->vals[a].comps));
+    int idx = push_value(G, v, "extract", 0, G->n, a, -1);
+    if (idx >= 0) add_output(G, idx, &nout);
+  }
+  if (!G->failed && nout > 0 && chance(G, 30)) {
+    char name[32];
+    snprintf(name, sizeof name, "out%d", nout++);
+    /* the value of a random earlier output, again */
+    int32_t k = (int32_t)rnd(G, (uint64_t)fhjit_num_outputs(G->g));
+    fhjit_value v = G->g->outputs[k].value;
+    if (fhjit_output(G->g, v, name) != FHJIT_OK) gen_fail(G, "fhjit_output (twice)");
+  }
+  if (!G->failed && nout == 0) add_output(G, 0, &nout);
+  if (!G->failed && fhjit_bind(G->g) != FHJIT_OK) gen_fail(G, "fhjit_bind");
+  fhjit_graph *g = G->g;
+  int failed = G->failed;
+  free(G);
+  if (failed) {
+    fhjit_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* ------------------------------------------------------ element iteration */
+
+/* Axes of a concrete type in storage order (outermost first), with their
+ * role, so that loops can find the row of each element. */
+enum { AX_DIGIT, AX_COMP, AX_BATCH, AX_ROW, AX_INDEX };
+
+typedef struct axes {
+  int k;
+  int64_t ext[8], stride[8];
+  int role[8];
+} axes;
+
+static void axes_of(const fhjit_type *t, const fhjit_layout *l, axes *ax) {
+  int k = 0;
+  if (t->kind == FHJIT_KIND_KEY) {
+    ax->ext[k] = t->digits, ax->stride[k] = l->digit_stride, ax->role[k++] = AX_DIGIT;
+    ax->ext[k] = 2, ax->stride[k] = l->comp_stride, ax->role[k++] = AX_COMP;
+  } else {
+    if (t->comps > 0) ax->ext[k] = t->comps, ax->stride[k] = l->comp_stride, ax->role[k++] = AX_COMP;
+    for (int a = 0; a < t->nbatch; a++)
+      ax->ext[k] = t->batch[a], ax->stride[k] = l->batch_stride[a], ax->role[k++] = AX_BATCH;
+  }
+  ax->ext[k] = t->rows, ax->stride[k] = l->row_stride, ax->role[k++] = AX_ROW;
+  ax->ext[k] = t->n, ax->stride[k] = l->index_stride, ax->role[k++] = AX_INDEX;
+  ax->k = k;
+}
+
+static int64_t axes_words(const axes *ax, int64_t offset) {
+  int64_t w = offset + 1;
+  for (int i = 0; i < ax->k; i++) w += (ax->ext[i] - 1) * ax->stride[i];
+  return w;
+}
+
+/* Calls fn(offset, row, ctx) for every logical element. */
+static void for_each(const axes *ax, int64_t offset,
+                     void (*fn)(int64_t off, int64_t row, void *arg), void *arg) {
+  int64_t idx[8] = {0};
+  int64_t total = 1;
+  for (int i = 0; i < ax->k; i++) total *= ax->ext[i];
+  for (int64_t e = 0; e < total; e++) {
+    int64_t off = offset, row = 0;
+    for (int i = 0; i < ax->k; i++) {
+      off += idx[i] * ax->stride[i];
+      if (ax->role[i] == AX_ROW) row = idx[i];
+    }
+    fn(off, row, arg);
+    for (int i = ax->k - 1; i >= 0; i--) {
+      if (++idx[i] < ax->ext[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- cases */
+
+static uint64_t poison_word(fhjit_radix radix) {
+  return radix == FHJIT_R32 ? UINT64_C(0x7EADBEEF) : UINT64_C(0x7EADBEEFDEADBEEF);
+}
+
+static void put(fhjit_radix radix, void *buf, int64_t i, uint64_t x) {
+  if (radix == FHJIT_R32) ((uint32_t *)buf)[i] = (uint32_t)x;
+  else ((uint64_t *)buf)[i] = x;
+}
+
+static uint64_t get(fhjit_radix radix, const void *buf, int64_t i) {
+  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
+}
+
+typedef struct bound_arg {
+  uint64_t *bound;
+  const uint64_t *row_bound; /* 2q of the limb each row is read with */
+} bound_arg;
+
+static void note_bound(int64_t off, int64_t row, void *arg) {
+  bound_arg *b = arg;
+  uint64_t want = b->row_bound[row];
+  if (b->bound[off] == 0 || want < b->bound[off]) b->bound[off] = want;
+}
+
+void rg_case_free(rg_case *c) {
+  if (!c) return;
+  for (int32_t i = 0; i < c->ninputs; i++) {
+    if (c->inputs) free(c->inputs[i]);
+    if (c->slot_bound) free(c->slot_bound[i]);
+    if (c->input_copy) free(c->input_copy[i]);
+  }
+  free(c->inputs);
+  free(c->slot_bound);
+  free(c->input_copy);
+  free(c->input_words);
+  free(c->result_words);
+  free(c->params);
+  memset(c, 0, sizeof *c);
+}
+
+void rg_case_snapshot(rg_case *c) {
+  size_t word = ir_word_size(c->radix);
+  for (int32_t i = 0; i < c->ninputs; i++)
+    memcpy(c->input_copy[i], c->inputs[i], word * (size_t)c->input_words[i]);
+}
+
+int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t seed,
+                 int edge_percent, char *err, size_t errsize) {
+  memset(c, 0, sizeof *c);
+  fhjit_context *ctx = fhjit_graph_context(g);
+  if (!fhjit_is_bound(g)) {
+    rg_fail(err, errsize, "rg_case_init: graph @%s is not bound", fhjit_graph_name(g));
+    return -1;
+  }
+  c->g = g;
+  c->radix = fhjit_graph_radix(g);
+  c->ninputs = fhjit_num_inputs(g);
+  c->nresults = fhjit_num_results(g);
+  /* rows and n: those of the polynomial inputs and results (largest n:
+   * compressed plaintexts and implicit operands are narrower) */
+  for (int32_t i = 0; i < c->ninputs; i++) {
+    fhjit_type t;
+    fhjit_input_binding(g, i, &t, NULL);
+    if (t.kind == FHJIT_KIND_POLY) {
+      if (t.rows > c->rows) c->rows = (int32_t)t.rows;
+      if (t.n > c->n) c->n = t.n;
+    }
+  }
+  for (int32_t i = 0; i < c->nresults; i++) {
+    fhjit_type t;
+    fhjit_result_type(g, i, &t);
+    if (t.rows > c->rows) c->rows = (int32_t)t.rows;
+    if (t.n > c->n) c->n = t.n;
+  }
+  if (c->rows < 1 || c->rows > RG_MAX_ROWS) {
+    rg_fail(err, errsize, "rg_case_init: %d rows is outside 1..%d", (int)c->rows, RG_MAX_ROWS);
+    return -1;
+  }
+  if (!moduli) {
+    if (fhjit_graph_num_moduli(g) != c->rows) {
+      rg_fail(err, errsize, "rg_case_init: graph has %d moduli for %d rows",
+              (int)fhjit_graph_num_moduli(g), (int)c->rows);
+      return -1;
+    }
+    moduli = fhjit_graph_moduli(g);
+  }
+  memcpy(c->moduli, moduli, sizeof *moduli * (size_t)c->rows);
+  uint64_t rng = seed * UINT64_C(0xD1B54A32D192ED03) + 77;
+  size_t word = ir_word_size(c->radix);
+
+  /* A parameter table with a row stride wider than rows, padding poisoned. */
+  c->pstride = c->rows + (int64_t)tu_below(&rng, 3);
+  c->params = malloc(word * 8 * (size_t)c->pstride);
+  c->inputs = calloc((size_t)c->ninputs + 1, sizeof *c->inputs);
+  c->slot_bound = calloc((size_t)c->ninputs + 1, sizeof *c->slot_bound);
+  c->input_copy = calloc((size_t)c->ninputs + 1, sizeof *c->input_copy);
+  c->input_words = calloc((size_t)c->ninputs + 1, sizeof *c->input_words);
+  c->result_words = calloc((size_t)c->nresults + 1, sizeof *c->result_words);
+  if (!c->params || !c->inputs || !c->slot_bound || !c->input_copy || !c->input_words ||
+      !c->result_words)
+    goto oom;
+  for (int64_t i = 0; i < 8 * c->pstride; i++) put(c->radix, c->params, i, poison_word(c->radix));
+  int64_t table_n = (c->n & (c->n - 1)) == 0 ? c->n : 0; /* row 7 needs N^-1: unused here */
+  if (fhjit_param_table(ctx, c->radix, c->moduli, c->rows, table_n, 0, 1, c->params,
+                        c->pstride) != FHJIT_OK) {
+    rg_fail(err, errsize, "rg_case_init: fhjit_param_table: %s", fhjit_last_error(ctx));
+    rg_case_free(c);
+    return -1;
+  }
+  uint64_t min2q = UINT64_MAX;
+  for (int32_t r = 0; r < c->rows; r++)
+    if (2 * c->moduli[r] < min2q) min2q = 2 * c->moduli[r];
+
+  for (int32_t i = 0; i < c->ninputs; i++) {
+    fhjit_type t;
+    fhjit_layout l;
+    fhjit_input_binding(g, i, &t, &l);
+    axes ax;
+    axes_of(&t, &l, &ax);
+    int64_t words = axes_words(&ax, l.offset);
+    c->input_words[i] = words;
+    c->inputs[i] = malloc(word * (size_t)words);
+    c->input_copy[i] = malloc(word * (size_t)words);
+    c->slot_bound[i] = calloc((size_t)words, sizeof **c->slot_bound);
+    uint64_t *row_bound = malloc(sizeof *row_bound * (size_t)(t.rows > 0 ? t.rows : 1));
+    if (!c->inputs[i] || !c->input_copy[i] || !c->slot_bound[i] || !row_bound) {
+      free(row_bound);
+      goto oom;
+    }
+    for (int64_t r = 0; r < t.rows; r++)
+      row_bound[r] = t.kind == FHJIT_KIND_KEY ? 0 : 2 * c->moduli[r < c->rows ? r : 0];
+    if (t.kind == FHJIT_KIND_KEY) {
+      /* key row k is read with limb k - row_start by each digit product */
+      fhjit_value kv = fhjit_input_value(g, i);
+      for (int32_t v = 0; v < g->nnodes; v++) {
+        const ir_node *n = &g->nodes[v];
+        if (n->op != IR_KS_DIGIT_PRODUCT || n->args[1] != kv) continue;
+        int64_t rs = n->attr[1], dr = g->nodes[n->args[0]].type.rows;
+        for (int64_t r = 0; r < dr && rs + r < t.rows; r++) {
+          uint64_t b = 2 * c->moduli[r];
+          if (row_bound[rs + r] == 0 || b < row_bound[rs + r]) row_bound[rs + r] = b;
+        }
+      }
+      for (int64_t r = 0; r < t.rows; r++)
+        if (row_bound[r] == 0) row_bound[r] = min2q;
+    }
+    bound_arg ba = {c->slot_bound[i], row_bound};
+    for_each(&ax, l.offset, note_bound, &ba);
+    free(row_bound);
+    for (int64_t w = 0; w < words; w++) {
+      uint64_t b = c->slot_bound[i][w], x;
+      if (b == 0) x = poison_word(c->radix);
+      else if ((int)tu_below(&rng, 100) < edge_percent) {
+        uint64_t q = b / 2;
+        const uint64_t edges[] = {0, 1, q - 1, q, q + 1, 2 * q - 2, 2 * q - 1};
+        x = edges[tu_below(&rng, 7)];
+      } else {
+        x = tu_below(&rng, b);
+      }
+      put(c->radix, c->inputs[i], w, x);
+    }
+  }
+  for (int32_t k = 0; k < c->nresults; k++) {
+    fhjit_type t;
+    fhjit_result_type(g, k, &t);
+    c->result_words[k] = fhjit_type_elements(&t);
+  }
+  rg_case_snapshot(c);
+  return 0;
+oom:
+  rg_fail(err, errsize, "rg_case_init: out of memory");
+  rg_case_free(c);
+  return -1;
+}
+
+int64_t rg_input_offset(const rg_case *c, int32_t index, int64_t comp, const int64_t *batch,
+                        int64_t row, int64_t i) {
+  fhjit_type t;
+  fhjit_layout l;
+  fhjit_input_binding(c->g, index, &t, &l);
+  if (t.kind == FHJIT_KIND_KEY)
+    return l.offset + (comp / 2) * l.digit_stride + (comp % 2) * l.comp_stride +
+           row * l.row_stride + i * l.index_stride;
+  int64_t zero[FHJIT_MAX_BATCH] = {0};
+  return ir_layout_offset(&l, t.nbatch, comp, batch ? batch : zero, row, i);
+}
+
+int rg_set_word(rg_case *c, int32_t index, int64_t offset, uint64_t value) {
+  uint64_t b = c->slot_bound[index][offset];
+  if (b == 0 || value >= b) return 0;
+  put(c->radix, c->inputs[index], offset, value);
+  return 1;
+}
+
+uint64_t rg_get_word(const rg_case *c, int32_t index, int64_t offset) {
+  return get(c->radix, c->inputs[index], offset);
+}
+
+void **rg_alloc_results(const rg_case *c, uint64_t poison) {
+  void **res = calloc((size_t)c->nresults + 1, sizeof *res);
+  if (!res) return NULL;
+  size_t word = ir_word_size(c->radix);
+  for (int32_t k = 0; k < c->nresults; k++) {
+    res[k] = malloc(word * (size_t)c->result_words[k]);
+    if (!res[k]) {
+      rg_free_results(c, res);
+      return NULL;
+    }
+    for (int64_t i = 0; i < c->result_words[k]; i++) put(c->radix, res[k], i, poison);
+  }
+  return res;
+}
+
+void rg_free_results(const rg_case *c, void **results) {
+  if (!results) return;
+  for (int32_t k = 0; k < c->nresults; k++) free(results[k]);
+  free(results);
+}
+
+/* ------------------------------------------------------ reference evaluator */
+
+/* Per-limb constants, computed here from q alone. */
+typedef struct ref_mod {
+  uint64_t q, k, r2;
+} ref_mod;
+
+static ref_mod ref_mod_make(fhjit_radix radix, uint64_t q) {
+  int w = ir_word_bits(radix);
+  /* q^-1 mod 2^64 by Newton's iteration (6 steps: 3 -> 96 correct bits) */
+  uint64_t inv = q;
+  for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
+  uint64_t mask = (UINT64_C(1) << w) - 1;
+  uint64_t r1 = (uint64_t)(((unsigned __int128)1 << w) % q);
+  return (ref_mod){q, (0 - inv) & mask, (uint64_t)(((unsigned __int128)r1 * r1) % q)};
+}
+
+static uint64_t ref_redc(fhjit_radix radix, const ref_mod *m, unsigned __int128 t) {
+  if (radix == FHJIT_R32) {
+    uint64_t mm = ((uint64_t)t * m->k) & 0xFFFFFFFFu;
+    uint64_t u = (uint64_t)((t + (unsigned __int128)mm * m->q) >> 32);
+    return u >= m->q ? u - m->q : u;
+  }
+  uint64_t mm = ((uint64_t)t * m->k) & ((UINT64_C(1) << 62) - 1);
+  return (uint64_t)((t + (unsigned __int128)mm * m->q) >> 62);
+}
+
+static uint64_t ref_mul(fhjit_radix radix, const ref_mod *m, uint64_t a, uint64_t b) {
+  return ref_redc(radix, m, (unsigned __int128)a * b);
+}
+
+static uint64_t ref_add(const ref_mod *m, uint64_t a, uint64_t b) {
+  uint64_t s = a + b;
+  if (s >= 2 * m->q) s -= 2 * m->q;
+  if (s >= m->q) s -= m->q;
+  return s;
+}
+
+static uint64_t ref_add_lazy(const ref_mod *m, uint64_t a, uint64_t b) {
+  uint64_t s = a + b;
+  return s >= 2 * m->q ? s - 2 * m->q : s;
+}
+
+static uint64_t ref_sub(const ref_mod *m, uint64_t a, uint64_t b) {
+  int64_t d = (int64_t)a - (int64_t)b;
+  if (d < 0) d += (int64_t)(2 * m->q);
+  if (d >= (int64_t)m->q) d -= (int64_t)m->q;
+  return (uint64_t)d;
+}
+
+static uint64_t ref_neg(const ref_mod *m, uint64_t a) {
+  uint64_t c = a >= m->q ? a - m->q : a;
+  return c == 0 ? 0 : m->q - c;
+}
+
+typedef struct ref_state {
+  const rg_case *c;
+  fhjit_graph *g;
+  ref_mod mods[RG_MAX_ROWS];
+  uint64_t **val;       /* per node: dense tensor of its type */
+  fhjit_layout *dense;  /* per node */
+} ref_state;
+
+/* Operand v as read by a consumer element (c, bidx[nb], row, i), broadcast
+ * per SPEC section 3. */
+static uint64_t ref_read(const ref_state *s, fhjit_value v, int64_t c, const int64_t *bidx,
+                         int nb, int64_t row, int64_t i) {
+  const fhjit_type *t = &s->g->nodes[v].type;
+  int64_t b[FHJIT_MAX_BATCH] = {0};
+  for (int a = 0; a < t->nbatch; a++) b[a] = t->batch[a] == 1 ? 0 : bidx[a + nb - t->nbatch];
+  return s->val[v][ir_layout_offset(&s->dense[v], t->nbatch, t->comps > 1 ? c : 0, b, row, i)];
+}
+
+static uint64_t ref_elem(const ref_state *s, const ir_node *n, int64_t c, const int64_t *bidx,
+                         int64_t row, int64_t i) {
+  fhjit_radix radix = s->c->radix;
+  const ref_mod *m = &s->mods[row];
+  int nb = n->type.nbatch;
+  uint64_t x = n->nargs > 0 ? ref_read(s, n->args[0], c, bidx, nb, row, i) : 0;
+  switch (n->op) {
+  case IR_ADD: return ref_add(m, x, ref_read(s, n->args[1], c, bidx, nb, row, i));
+  case IR_SUB: return ref_sub(m, x, ref_read(s, n->args[1], c, bidx, nb, row, i));
+  case IR_ADD_LAZY: return ref_add_lazy(m, x, ref_read(s, n->args[1], c, bidx, nb, row, i));
+  case IR_MUL: return ref_mul(radix, m, x, ref_read(s, n->args[1], c, bidx, nb, row, i));
+  case IR_NEG: return ref_neg(m, x);
+  case IR_TO_MONT: return ref_mul(radix, m, x, m->r2);
+  case IR_FROM_MONT: return ref_mul(radix, m, x, 1);
+  case IR_MUL_PLAIN: return ref_mul(radix, m, x, ref_read(s, n->args[1], 0, bidx, nb, row, i));
+  case IR_ADD_PLAIN:
+    return c == 0 ? ref_add_lazy(m, x, ref_read(s, n->args[1], 0, bidx, nb, row, i)) : x;
+  case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: {
+    int64_t u = s->g->nodes[n->args[1]].type.n, repeat = n->type.n / u, e;
+    uint64_t ev;
+    switch ((fhjit_compression)n->attr[0]) {
+    case FHJIT_CYCLIC: e = i % u; ev = ref_read(s, n->args[1], 0, bidx, nb, row, e); break;
+    case FHJIT_CONTIGUOUS: e = i / repeat; ev = ref_read(s, n->args[1], 0, bidx, nb, row, e); break;
+    default:
+      ev = i % repeat == 0 ? ref_read(s, n->args[1], 0, bidx, nb, row, i / repeat)
+                           : ref_read(s, n->args[2], 0, bidx, nb, row, 0);
+      break;
+    }
+    if (n->op == IR_MUL_COMPRESSED) return ref_mul(radix, m, x, ev);
+    if (c != 0) return x;
+    if (n->attr[1] == FHJIT_DOMAIN_COEF) return ref_add(m, x, ref_mul(radix, m, ev, 1));
+    return ref_add(m, x, ev);
+  }
+  case IR_KS_DIGIT_PRODUCT: {
+    fhjit_value kv = n->args[1];
+    const fhjit_layout *kl = &s->dense[kv];
+    uint64_t kx = s->val[kv][n->attr[0] * kl->digit_stride + c * kl->comp_stride +
+                             (n->attr[1] + row) * kl->row_stride + i * kl->index_stride];
+    return ref_mul(radix, m, x, kx);
+  }
+  case IR_EXTRACT: return ref_read(s, n->args[0], n->attr[0], bidx, nb, row, i);
+  case IR_PACK: return ref_read(s, n->args[c], 0, bidx, nb, row, i);
+  default: return 0;
+  }
+}
+
+typedef struct copy_arg {
+  const rg_case *c;
+  const void *src;
+  uint64_t *dst;
+  int64_t next;
+} copy_arg;
+
+static void copy_in(int64_t off, int64_t row, void *arg) {
+  (void)row;
+  copy_arg *a = arg;
+  a->dst[a->next++] = get(a->c->radix, a->src, off);
+}
+
+int rg_reference(const rg_case *c, void *const *results, char *err, size_t errsize) {
+  fhjit_graph *g = c->g;
+  ref_state s = {.c = c, .g = g};
+  for (int32_t r = 0; r < c->rows; r++) s.mods[r] = ref_mod_make(c->radix, c->moduli[r]);
+  s.val = calloc((size_t)g->nnodes, sizeof *s.val);
+  s.dense = calloc((size_t)g->nnodes, sizeof *s.dense);
+  int rc = 0;
+  if (!s.val || !s.dense) {
+    rc = -1;
+    rg_fail(err, errsize, "rg_reference: out of memory");
+  }
+  for (int32_t v = 0; v < g->nnodes && rc == 0; v++) {
+    const ir_node *n = &g->nodes[v];
+    const fhjit_type *t = &n->type;
+    int64_t count = fhjit_type_elements(t);
+    s.val[v] = malloc(sizeof **s.val * (size_t)(count > 0 ? count : 1));
+    if (!s.val[v] || fhjit_dense_layout(t, &s.dense[v]) != FHJIT_OK) {
+      rc = -1;
+      rg_fail(err, errsize, "rg_reference: cannot allocate value %%%s", n->name);
+      break;
+    }
+    if (n->op == IR_INPUT) {
+      /* dense copy, in the row-major order of the dense layout */
+      axes ax;
+      axes_of(t, &n->layout, &ax);
+      copy_arg a = {c, c->inputs[n->input_index], s.val[v], 0};
+      for_each(&ax, n->layout.offset, copy_in, &a);
+      continue;
+    }
+    int64_t comps = t->comps > 0 ? t->comps : 1, nbe = 1;
+    for (int a = 0; a < t->nbatch; a++) nbe *= t->batch[a];
+    for (int64_t cc = 0; cc < comps; cc++)
+      for (int64_t be = 0; be < nbe; be++) {
+        int64_t bidx[FHJIT_MAX_BATCH] = {0}, rest = be;
+        for (int a = t->nbatch - 1; a >= 0; a--) bidx[a] = rest % t->batch[a], rest /= t->batch[a];
+        for (int64_t r = 0; r < t->rows; r++)
+          for (int64_t i = 0; i < t->n; i++)
+            s.val[v][ir_layout_offset(&s.dense[v], t->nbatch, cc, bidx, r, i)] =
+                ref_elem(&s, n, cc, bidx, r, i);
+      }
+  }
+  for (int32_t k = 0; k < c->nresults && rc == 0; k++) {
+    fhjit_value v = g->results[k].value;
+    for (int64_t i = 0; i < c->result_words[k]; i++) put(c->radix, results[k], i, s.val[v][i]);
+  }
+  for (int32_t v = 0; s.val && v < g->nnodes; v++) free(s.val[v]);
+  free(s.val);
+  free(s.dense);
+  return rc;
+}
+
+/* -------------------------------------------------------------- reports */
+
+static void describe_type(ir_buf *b, const fhjit_type *t) {
+  if (t->kind == FHJIT_KIND_KEY) {
+    ir_buf_printf(b, "key<%lld, 2, %lld, %lld>", (long long)t->digits, (long long)t->rows,
+                  (long long)t->n);
+    return;
+  }
+  ir_buf_printf(b, "%s<", t->comps ? "ct" : "pt");
+  if (t->comps) ir_buf_printf(b, "%d, ", t->comps);
+  ir_buf_printf(b, "[");
+  for (int a = 0; a < t->nbatch; a++) ir_buf_printf(b, "%s%lld", a ? ", " : "", (long long)t->batch[a]);
+  ir_buf_printf(b, "], %lld, %lld>", (long long)t->rows, (long long)t->n);
+  if (t->domain || t->form)
+    ir_buf_printf(b, " %s %s", ir_domain_name(t->domain), ir_form_name(t->form));
+}
+
+char *rg_describe(const rg_case *c) {
+  fhjit_graph *g = c->g;
+  ir_buf b = {0};
+  const char *text = fhjit_print(g);
+  fhjit_clear_error(fhjit_graph_context(g));
+  ir_buf_printf(&b, "graph @%s, radix %s, rows %d, n %lld, moduli", g->name,
+                ir_radix_name(c->radix), (int)c->rows, (long long)c->n);
+  for (int32_t r = 0; r < c->rows; r++) ir_buf_printf(&b, " %llu", (unsigned long long)c->moduli[r]);
+  ir_buf_printf(&b, ", pstride %lld\n", (long long)c->pstride);
+  if (text) ir_buf_printf(&b, "%s", text);
+  ir_buf_printf(&b, "nodes:\n");
+  for (int32_t v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    ir_buf_printf(&b, "  %%%s = %s", n->name, ir_op_name(n->op));
+    for (int a = 0; a < n->nargs; a++) ir_buf_printf(&b, "%s%%%s", a ? ", " : " ", g->nodes[n->args[a]].name);
+    if (n->op == IR_MUL_COMPRESSED || n->op == IR_ADD_COMPRESSED)
+      ir_buf_printf(&b, " [%s%s%s]", ir_compression_name((fhjit_compression)n->attr[0]),
+                    n->op == IR_ADD_COMPRESSED ? " " : "",
+                    n->op == IR_ADD_COMPRESSED ? ir_domain_name((fhjit_domain)n->attr[1]) : "");
+    if (n->op == IR_KS_DIGIT_PRODUCT)
+      ir_buf_printf(&b, " [digit %lld, row_start %lld]", (long long)n->attr[0], (long long)n->attr[1]);
+    if (n->op == IR_EXTRACT) ir_buf_printf(&b, " [%lld]", (long long)n->attr[0]);
+    ir_buf_printf(&b, " : ");
+    describe_type(&b, &n->type);
+    if (n->op == IR_INPUT) {
+      const fhjit_layout *l = &n->layout;
+      ir_buf_printf(&b, " layout{off %lld, comp %lld, digit %lld, batch [%lld %lld %lld %lld], "
+                        "row %lld, index %lld}",
+                    (long long)l->offset, (long long)l->comp_stride, (long long)l->digit_stride,
+                    (long long)l->batch_stride[0], (long long)l->batch_stride[1],
+                    (long long)l->batch_stride[2], (long long)l->batch_stride[3],
+                    (long long)l->row_stride, (long long)l->index_stride);
+    }
+    if (g->result_of && g->result_of[v] >= 0) ir_buf_printf(&b, " (result #%d)", (int)g->result_of[v]);
+    ir_buf_printf(&b, "\n");
+  }
+  for (int32_t o = 0; o < g->noutputs; o++)
+    ir_buf_printf(&b, "  output %s = %%%s\n", g->outputs[o].name, g->nodes[g->outputs[o].value].name);
+  if (!b.data) return NULL;
+  return b.data;
+}
+
+int64_t rg_compare(const rg_case *c, void *const *a, const char *a_name, void *const *b,
+                   const char *b_name, char *report, size_t size) {
+  int64_t bad = 0;
+  int32_t first_k = -1;
+  int64_t first_i = 0;
+  for (int32_t k = 0; k < c->nresults; k++)
+    for (int64_t i = 0; i < c->result_words[k]; i++)
+      if (get(c->radix, a[k], i) != get(c->radix, b[k], i)) {
+        if (first_k < 0) first_k = k, first_i = i;
+        bad++;
+      }
+  if (bad == 0 || !report || !size) return bad;
+  const fhjit_graph *g = c->g;
+  const ir_result *res = &g->results[first_k];
+  const fhjit_type *t = &res->type;
+  int64_t rest = first_i, i = rest % t->n, row;
+  rest /= t->n;
+  row = rest % t->rows;
+  rest /= t->rows;
+  int64_t bidx[FHJIT_MAX_BATCH] = {0};
+  for (int x = t->nbatch - 1; x >= 0; x--) bidx[x] = rest % t->batch[x], rest /= t->batch[x];
+  char coords[160];
+  int used = snprintf(coords, sizeof coords, "[");
+  if (t->comps) used += snprintf(coords + used, sizeof coords - (size_t)used, "c=%lld, ", (long long)rest);
+  for (int x = 0; x < t->nbatch; x++)
+    used += snprintf(coords + used, sizeof coords - (size_t)used, "b%d=%lld, ", x, (long long)bidx[x]);
+  snprintf(coords + used, sizeof coords - (size_t)used, "row=%lld, i=%lld]", (long long)row, (long long)i);
+  char *desc = rg_describe(c);
+  snprintf(report, size,
+           "%lld of the result words differ between %s and %s; first: result #%d (value %%%s) "
+           "element %s (word %lld): %s %llu, %s %llu (q = %llu)\n%s",
+           (long long)bad, a_name, b_name, (int)first_k, g->nodes[res->value].name, coords,
+           (long long)first_i, a_name, (unsigned long long)get(c->radix, a[first_k], first_i),
+           b_name, (unsigned long long)get(c->radix, b[first_k], first_i),
+           (unsigned long long)c->moduli[row], desc ? desc : "");
+  free(desc);
+  return bad;
+}
+
+int rg_check_inputs(const rg_case *c, const char *backend, char *err, size_t errsize) {
+  size_t word = ir_word_size(c->radix);
+  for (int32_t i = 0; i < c->ninputs; i++)
+    if (memcmp(c->inputs[i], c->input_copy[i], word * (size_t)c->input_words[i]) != 0) {
+      rg_fail(err, errsize, "%s modified input #%d (%%%s) of graph @%s", backend, (int)i,
+              fhjit_value_name(c->g, fhjit_input_value(c->g, i)), fhjit_graph_name(c->g));
+      return -1;
+    }
+  return 0;
+}
