@@ -669,6 +669,11 @@ static int parse_op(parser *p, const token *name) {
     if (p->tok.kind != T_COMMA) break;
     if (next(p)) goto done;
   }
+  if (syn->arity != A_PACK && nargs < syn->arity && p->tok.kind == T_VALUE) {
+    fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "expected ',' before %%%.*s (%s takes %d operands)",
+            (int)p->tok.len, p->tok.text, syn->name, syn->arity);
+    goto done;
+  }
   if (syn->arity != A_PACK && nargs != syn->arity) {
     fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", syn->name,
             syn->arity, syn->arity == 1 ? "" : "s", nargs);
