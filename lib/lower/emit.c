@@ -1,0 +1,95 @@
+/* emit.c: the GPU path: bound graph -> LLVM IR -> default<O3> -> PTX through
+ * the NVPTX back end, for fhjit_emit (text for tools) and lw_compile_ptx (the
+ * program the runtime launches). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lw_llvm.h"
+#include "nvptx/nvptx.h"
+
+const char *const *fhjit_targets(void) { return nv_target_names(); }
+
+/* Compiles g for arch up to `kind` and returns that stage's text (malloc'd). */
+static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
+                                lw_plan *plan, char **text) {
+  *text = NULL;
+  const nv_target *t = nv_find_target(g->ctx, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  fhjit_status st = lw_plan_graph(g, plan);
+  if (st) return st;
+  nv_init();
+  LLVMTargetMachineRef tm = nv_gpu_machine(g->ctx, t);
+  if (!tm) return FHJIT_ERR_LLVM;
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef m = NULL;
+  if ((st = lw_build(g, plan, LW_GPU, c, &m))) goto done;
+  nv_prepare_module(m, tm);
+  char what[160];
+  snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
+  if ((st = nv_verify(g->ctx, m, what))) goto done;
+  if (kind == FHJIT_EMIT_LLVM) {
+    *text = nv_module_text(m);
+    goto text_done;
+  }
+  if ((st = nv_optimize(g->ctx, m, tm, "default<O3>"))) goto done;
+  if (kind == FHJIT_EMIT_LLVM_OPT) {
+    *text = nv_module_text(m);
+    goto text_done;
+  }
+  st = nv_emit_ptx(g->ctx, m, tm, text);
+  goto done;
+text_done:
+  if (!*text) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory for module text");
+done:
+  if (m) LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  return st;
+}
+
+const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind, const char *arch) {
+  if (!g) return NULL;
+  if (kind != FHJIT_EMIT_LLVM && kind != FHJIT_EMIT_LLVM_OPT && kind != FHJIT_EMIT_PTX) {
+    ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_emit: unknown emit kind %d", (int)kind);
+    return NULL;
+  }
+  lw_plan plan;
+  char *text;
+  if (compile_gpu(g, arch, kind, &plan, &text)) return NULL;
+  free(g->emitted);
+  g->emitted = text;
+  return text;
+}
+
+fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_compile_ptx: null program");
+  memset(out, 0, sizeof *out);
+  lw_plan plan;
+  char *ptx;
+  fhjit_status st = compile_gpu(g, arch, FHJIT_EMIT_PTX, &plan, &ptx);
+  if (st) return st;
+  out->ptx = ptx;
+  if (g->nresults == 0) return FHJIT_OK; /* only identity views: nothing to launch */
+  lw_kernel *k = &out->kernels[0];
+  out->nkernels = 1;
+  snprintf(k->name, sizeof k->name, "%s", plan.name);
+  k->grid[0] = (uint32_t)((plan.groups + LW_BLOCK - 1) / LW_BLOCK);
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = LW_BLOCK;
+  k->block[1] = k->block[2] = 1;
+  k->nargs = lw_num_args(g);
+  k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
+  k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  for (int32_t j = 0; j < g->ninputs; j++) k->args[2 + j] = (lw_arg){LW_ARG_INPUT, j};
+  for (int32_t r = 0; r < g->nresults; r++)
+    k->args[2 + g->ninputs + r] = (lw_arg){LW_ARG_RESULT, r};
+  return FHJIT_OK;
+}
+
+void lw_program_free(lw_program *p) {
+  if (!p) return;
+  free(p->ptx);
+  memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,195 @@
+/* host.c: the host path (fhjit_run_host). The same lowering as the GPU
+ * kernel, for the host triple, optimised with default<O2> and compiled by
+ * LLVM's ORC LLJIT; the compiled function is cached on the graph (dropped on
+ * unbind) and the index space is split across pthreads when it is large. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "lower/lw_llvm.h"
+#include "nvptx/nvptx.h"
+
+typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
+
+typedef struct lw_host {
+  LLVMOrcLLJITRef jit;
+  lw_host_fn fn; /* NULL when the graph has no results */
+  lw_plan plan;
+} lw_host;
+
+static void host_free(void *p) {
+  lw_host *h = p;
+  if (!h) return;
+  if (h->jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
+    if (err) LLVMConsumeError(err);
+  }
+  free(h);
+}
+
+static fhjit_status jit_error(fhjit_graph *g, const char *what, LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err);
+  fhjit_status st = ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: %s: %s", g->name, what,
+                             msg ? msg : "");
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+/* Builds, optimises and JIT-compiles the host function of g. */
+static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
+  *out = NULL;
+  lw_host *h = calloc(1, sizeof *h);
+  if (!h) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  fhjit_status st = lw_plan_graph(g, &h->plan);
+  if (st) {
+    free(h);
+    return st;
+  }
+  if (g->nresults == 0) { /* nothing to compute */
+    *out = h;
+    return FHJIT_OK;
+  }
+  LLVMTargetMachineRef tm = nv_host_machine(g->ctx);
+  if (!tm) {
+    free(h);
+    return FHJIT_ERR_LLVM;
+  }
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef m = NULL;
+  LLVMErrorRef err = NULL;
+  if ((st = lw_build(g, &h->plan, LW_HOST, c, &m))) goto fail;
+  nv_prepare_module(m, tm);
+  char what[128];
+  snprintf(what, sizeof what, "graph @%s (host)", g->name);
+  if ((st = nv_verify(g->ctx, m, what))) goto fail;
+  if ((st = nv_optimize(g->ctx, m, tm, "default<O2>"))) goto fail;
+  if ((err = LLVMOrcCreateLLJIT(&h->jit, NULL))) {
+    st = jit_error(g, "creating the host JIT", err);
+    goto fail;
+  }
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
+  m = NULL; /* owned by tsm now */
+  if ((err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm))) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    st = jit_error(g, "adding the module to the host JIT", err);
+    goto fail;
+  }
+  char sym[96];
+  snprintf(sym, sizeof sym, "%s_host_packed", h->plan.name);
+  LLVMOrcExecutorAddress addr = 0;
+  if ((err = LLVMOrcLLJITLookup(h->jit, &addr, sym))) {
+    st = jit_error(g, "compiling the host function", err);
+    goto fail;
+  }
+  h->fn = (lw_host_fn)(uintptr_t)addr;
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMDisposeTargetMachine(tm);
+  *out = h;
+  return FHJIT_OK;
+fail:
+  if (m) LLVMDisposeModule(m);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMDisposeTargetMachine(tm);
+  host_free(h);
+  return st;
+}
+
+typedef struct chunk {
+  lw_host_fn fn;
+  const uint64_t *slots;
+  int64_t begin, end;
+} chunk;
+
+static void *run_chunk(void *p) {
+  chunk *c = p;
+  c->fn(c->slots, c->begin, c->end);
+  return NULL;
+}
+
+fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
+                            const void *const *inputs, void *const *results, int threads) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  const char *fn = "fhjit_run_host";
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (call fhjit_bind)",
+                    fn, g->name);
+  if (threads < 0)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: negative thread count %d", fn,
+                    g->name, threads);
+  if (!params)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null parameter table", fn,
+                    g->name);
+  if (g->ninputs > 0 && !inputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null input array", fn, g->name);
+  for (int32_t i = 0; i < g->ninputs; i++)
+    if (!inputs[i])
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null buffer for input %%%s",
+                      fn, g->name, g->nodes[g->inputs[i]].name);
+  if (g->nresults > 0 && !results)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null result array", fn,
+                    g->name);
+  int64_t limbs = 0;
+  for (int32_t k = 0; k < g->nresults; k++) {
+    if (!results[k])
+      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                      "%s: graph @%s: null buffer for result #%d (%%%s)", fn, g->name, (int)k,
+                      g->nodes[g->results[k].value].name);
+    if (g->results[k].type.rows > limbs) limbs = g->results[k].type.rows;
+  }
+  if (pstride < limbs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",
+                    fn, g->name, (long long)pstride, (long long)limbs);
+  if (!g->compiled || g->free_compiled != host_free) {
+    lw_host *h;
+    fhjit_status st = host_compile(g, &h);
+    if (st) return st;
+    if (g->compiled && g->free_compiled) g->free_compiled(g->compiled);
+    g->compiled = h;
+    g->free_compiled = host_free;
+  }
+  lw_host *h = g->compiled;
+  if (!h->fn) return FHJIT_OK;
+
+  int32_t nargs = lw_num_args(g);
+  uint64_t *slots = malloc(sizeof *slots * (size_t)nargs);
+  if (!slots) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
+  slots[0] = (uint64_t)(uintptr_t)params;
+  slots[1] = (uint64_t)pstride;
+  for (int32_t i = 0; i < g->ninputs; i++) slots[2 + i] = (uint64_t)(uintptr_t)inputs[i];
+  for (int32_t k = 0; k < g->nresults; k++)
+    slots[2 + g->ninputs + k] = (uint64_t)(uintptr_t)results[k];
+
+  int64_t groups = h->plan.groups;
+  int64_t want = threads;
+  if (want == 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    want = h->plan.work / 65536;
+    if (want > cores) want = cores;
+  }
+  if (want > groups) want = groups;
+  if (want > 256) want = 256;
+  if (want < 1) want = 1;
+  chunk parts[256];
+  pthread_t tids[256];
+  int started[256] = {0};
+  for (int64_t t = 0; t < want; t++)
+    parts[t] = (chunk){h->fn, slots, groups * t / want, groups * (t + 1) / want};
+  /* Threads that fail to start leave their chunk to this thread. */
+  for (int64_t t = 1; t < want; t++)
+    started[t] = pthread_create(&tids[t], NULL, run_chunk, &parts[t]) == 0;
+  run_chunk(&parts[0]);
+  for (int64_t t = 1; t < want; t++) {
+    if (started[t]) pthread_join(tids[t], NULL);
+    else run_chunk(&parts[t]);
+  }
+  free(slots);
+  return FHJIT_OK;
+}

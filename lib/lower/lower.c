@@ -1,0 +1,1011 @@
+/* lower.c: a bound graph -> one fused LLVM function, target-neutral. Each
+ * thread (GPU) or loop iteration (host) handles one group of `vec`
+ * consecutive elements of one row; every node needed by a result is
+ * evaluated once per element, its components and lanes as separate SSA values
+ * in registers, and each materialised component element is stored once.
+ *
+ * Coefficient indices: values are normally evaluated at the element's own
+ * index i, but a compressed plaintext is read at i mod u or i / repeat (and a
+ * strided_sparse implicit value at 0). Such operands, even computed ones, are
+ * evaluated in an "index context" of their own: a node needed in several
+ * contexts is evaluated once in each. Contexts form a tree rooted at the main
+ * one; each knows its per-lane indices and whether they are all equal
+ * (uniform: one scalar load) or consecutive from a multiple of vec (contig:
+ * one vector load where the layout allows). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/lw_llvm.h"
+
+int lw_force_idx64;
+
+/* ------------------------------------------------------------------ plan */
+
+static int nc_of(const ir_node *n) { return n->type.comps > 1 ? n->type.comps : 1; }
+
+fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "error: graph @%s is not bound (call fhjit_bind before compiling)", g->name);
+  memset(p, 0, sizeof *p);
+  /* Kernel symbol: "fhjit_" + the graph name with anything PTX does not allow
+   * in identifiers replaced by '_'. */
+  snprintf(p->name, sizeof p->name, "fhjit_%s", g->name);
+  for (char *s = p->name; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+      *s = '_';
+  if (g->nresults == 0) {
+    p->vec = 1;
+    p->idx_bits = 32;
+    return FHJIT_OK;
+  }
+  const fhjit_type *t0 = &g->results[0].type;
+  p->rows = t0->rows;
+  p->n = t0->n;
+  int nb = 0;
+  for (int32_t r = 0; r < g->nresults; r++)
+    if (g->results[r].type.nbatch > nb) nb = g->results[r].type.nbatch;
+  p->nbatch = nb;
+  for (int a = 0; a < nb; a++) p->batch[a] = 1;
+  for (int32_t r = 0; r < g->nresults; r++) {
+    const fhjit_type *t = &g->results[r].type;
+    const char *vname = g->nodes[g->results[r].value].name;
+    if (t->rows != p->rows || t->n != p->n)
+      return ir_error_at(g, g->nodes[g->results[r].value].loc, FHJIT_ERR_UNSUPPORTED,
+                         "outputs %%%s ([rows %lld, n %lld]) and %%%s ([rows %lld, n %lld]) "
+                         "differ in rows or n; one fused kernel walks one index space, so "
+                         "compile them as separate graphs",
+                         g->nodes[g->results[0].value].name, (long long)p->rows,
+                         (long long)p->n, vname, (long long)t->rows, (long long)t->n);
+    for (int a = 0; a < t->nbatch; a++) {
+      int w = a + nb - t->nbatch; /* right-aligned */
+      int64_t e = t->batch[a];
+      if (e == 1) continue;
+      if (p->batch[w] != 1 && p->batch[w] != e)
+        return ir_error_at(g, g->nodes[g->results[r].value].loc, FHJIT_ERR_UNSUPPORTED,
+                           "output %%%s has batch extent %lld on an axis where another "
+                           "output has %lld; the outputs of one kernel must have batch "
+                           "extents that are equal or 1",
+                           vname, (long long)e, (long long)p->batch[w]);
+      p->batch[w] = e;
+    }
+  }
+  ir_u128 work = (ir_u128)p->rows * (uint64_t)p->n;
+  for (int a = 0; a < nb; a++) work *= (uint64_t)p->batch[a];
+  if (work >= ((ir_u128)1 << 62))
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s: the index space has too many elements", g->name);
+  p->work = (int64_t)work;
+  int v = g->radix == FHJIT_R32 ? 4 : 2;
+  p->vec = p->n % v == 0 ? v : 1;
+  p->groups = p->work / p->vec;
+  p->idx_bits = (p->work < ((int64_t)1 << 31) && !lw_force_idx64) ? 32 : 64;
+  if ((p->groups + LW_BLOCK - 1) / LW_BLOCK > INT32_MAX)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s: %lld elements need more blocks than a launch grid has",
+                    g->name, (long long)p->work);
+  if (lw_num_args(g) > LW_MAX_ARGS)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s has %d inputs and %d results; a kernel takes at most %d "
+                    "pointers",
+                    g->name, (int)g->ninputs, (int)g->nresults, LW_MAX_ARGS - 2);
+  return FHJIT_OK;
+}
+
+/* ---------------------------------------------------------- index contexts */
+
+typedef enum ictx_kind { IX_MAIN = 0, IX_CYCLIC, IX_CONTIG, IX_ZERO } ictx_kind;
+
+typedef struct ictx {
+  ictx_kind kind;
+  int parent;
+  int64_t param;   /* u (cyclic) or repeat (contig) */
+  uint8_t *need;   /* [node * 3 + comp] */
+  LLVMValueRef *val; /* [(node * 3 + comp) * LW_VMAX + lane] */
+  LLVMValueRef idx[LW_VMAX]; /* per-lane coefficient index (index type) */
+  int uniform, contig;
+} ictx;
+
+/* ------------------------------------------------------------ the builder */
+
+enum { H_ADD, H_SUB, H_NEG, H_ADD_LAZY, H_REDC, H_MUL, H_COUNT };
+
+typedef struct lw {
+  fhjit_graph *g;
+  const lw_plan *p;
+  lw_target target;
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMTypeRef word, dword, i1, i32, i64, idxt, ptr, vect, voidt;
+  int wbits;
+  unsigned vec_align;
+  LLVMValueRef helper[H_COUNT];
+  LLVMTypeRef helper_ty[H_COUNT];
+  /* the body function and its arguments */
+  LLVMValueRef fn, params, pstride, *inputs, *results;
+  LLVMValueRef row, i, coord[FHJIT_MAX_BATCH]; /* index type; coord NULL = 0 */
+  LLVMValueRef row64, coord64[FHJIT_MAX_BATCH];
+  LLVMValueRef q2, q, k, r2; /* per-row constants, loaded at first use */
+  ictx *ctx;
+  int nctx, ctx_cap;
+  fhjit_status st;
+} lw;
+
+static fhjit_status oom(lw *L) {
+  if (!L->st) L->st = ir_error(L->g->ctx, FHJIT_ERR_MEMORY, "error: out of memory while lowering graph @%s", L->g->name);
+  return L->st;
+}
+
+static LLVMValueRef cw(lw *L, uint64_t x) { return LLVMConstInt(L->word, x, 0); }
+static LLVMValueRef ci64(lw *L, int64_t x) { return LLVMConstInt(L->i64, (uint64_t)x, 0); }
+static LLVMValueRef cidx(lw *L, int64_t x) { return LLVMConstInt(L->idxt, (uint64_t)x, 0); }
+
+static void add_fn_attr(lw *L, LLVMValueRef fn, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->c, kind, 0));
+}
+
+static void add_param_attr(lw *L, LLVMValueRef fn, unsigned param, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(L->c, kind, 0));
+}
+
+/* ------------------------------------------------ modular arithmetic helpers */
+
+/* The formulas of SPEC sections 2-3 as small internal always-inline functions,
+ * one set per radix; conditional subtractions are selects (branch-free). */
+static LLVMValueRef csub(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef bound, const char *name) {
+  LLVMValueRef ge = LLVMBuildICmp(b, LLVMIntUGE, x, bound, "");
+  LLVMValueRef d = LLVMBuildSub(b, x, bound, "");
+  return LLVMBuildSelect(b, ge, d, x, name);
+}
+
+static LLVMValueRef helper(lw *L, int h) {
+  if (L->helper[h]) return L->helper[h];
+  static const char *const names[H_COUNT] = {"add", "sub", "neg", "add_lazy", "redc", "mul"};
+  char fname[64];
+  snprintf(fname, sizeof fname, "fhjit.%s.%s", L->wbits == 32 ? "r32" : "r62", names[h]);
+  LLVMTypeRef W = L->word;
+  LLVMTypeRef args[4] = {W, W, W, W};
+  unsigned nargs = 4;
+  switch (h) {
+  case H_NEG: nargs = 2; break;                     /* a, q */
+  case H_ADD_LAZY: nargs = 3; break;                /* a, b, 2q */
+  case H_REDC: args[0] = L->dword; nargs = 3; break; /* t, q, k */
+  default: break;                                   /* a, b, q, 2q | a, b, q, k */
+  }
+  LLVMTypeRef fty = LLVMFunctionType(W, args, nargs, 0);
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  add_fn_attr(L, fn, "alwaysinline");
+  add_fn_attr(L, fn, "nounwind");
+  L->helper[h] = fn;
+  L->helper_ty[h] = fty;
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(L->c);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(L->c, fn, "entry"));
+  LLVMValueRef a0 = LLVMGetParam(fn, 0), a1 = LLVMGetParam(fn, 1);
+  LLVMValueRef a2 = nargs > 2 ? LLVMGetParam(fn, 2) : NULL, a3 = nargs > 3 ? LLVMGetParam(fn, 3) : NULL;
+  LLVMValueRef r = NULL;
+  switch (h) {
+  case H_ADD: { /* s = a+b; if s >= 2q: s -= 2q; if s >= q: s -= q */
+    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
+    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "q2", 2);
+    LLVMValueRef s = LLVMBuildAdd(b, a0, a1, "s");
+    r = csub(b, csub(b, s, a3, "s1"), a2, "r");
+    break;
+  }
+  case H_SUB: { /* d = a-b (signed); if d < 0: d += 2q; if d >= q: d -= q */
+    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
+    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "q2", 2);
+    LLVMValueRef d = LLVMBuildSub(b, a0, a1, "d");
+    LLVMValueRef negative = LLVMBuildICmp(b, LLVMIntSLT, d, LLVMConstInt(W, 0, 0), "neg");
+    LLVMValueRef up = LLVMBuildAdd(b, d, a3, "");
+    d = LLVMBuildSelect(b, negative, up, d, "d1");
+    r = csub(b, d, a2, "r");
+    break;
+  }
+  case H_NEG: { /* c = a >= q ? a-q : a; c == 0 ? 0 : q-c */
+    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "q", 1);
+    LLVMValueRef cc = csub(b, a0, a1, "c");
+    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, cc, LLVMConstInt(W, 0, 0), "");
+    LLVMValueRef qc = LLVMBuildSub(b, a1, cc, "");
+    r = LLVMBuildSelect(b, zero, LLVMConstInt(W, 0, 0), qc, "r");
+    break;
+  }
+  case H_ADD_LAZY: { /* s = a+b; if s >= 2q: s -= 2q */
+    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1), LLVMSetValueName2(a2, "q2", 2);
+    r = csub(b, LLVMBuildAdd(b, a0, a1, "s"), a2, "r");
+    break;
+  }
+  case H_REDC: {
+    LLVMSetValueName2(a0, "t", 1), LLVMSetValueName2(a1, "q", 1), LLVMSetValueName2(a2, "k", 1);
+    LLVMTypeRef D = L->dword;
+    LLVMValueRef lo = LLVMBuildTrunc(b, a0, W, "lo");
+    LLVMValueRef m = LLVMBuildMul(b, lo, a2, "m");
+    if (L->wbits != 32) /* r62: m = (low64(t) * k) mod 2^62 */
+      m = LLVMBuildAnd(b, m, LLVMConstInt(W, (UINT64_C(1) << 62) - 1, 0), "m62");
+    LLVMValueRef mq = LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, D, ""), LLVMBuildZExt(b, a1, D, ""), "mq");
+    LLVMValueRef sum = LLVMBuildAdd(b, a0, mq, "");
+    LLVMValueRef u = LLVMBuildLShr(b, sum, LLVMConstInt(D, L->wbits == 32 ? 32 : 62, 0), "");
+    u = LLVMBuildTrunc(b, u, W, "u");
+    /* r32 is canonical (one subtraction); r62 stays lazy (none). */
+    r = L->wbits == 32 ? csub(b, u, a1, "r") : u;
+    break;
+  }
+  case H_MUL: {
+    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
+    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "k", 1);
+    LLVMValueRef t = LLVMBuildNUWMul(b, LLVMBuildZExt(b, a0, L->dword, ""),
+                                     LLVMBuildZExt(b, a1, L->dword, ""), "t");
+    LLVMValueRef redc = helper(L, H_REDC);
+    LLVMValueRef cargs[3] = {t, a2, a3};
+    r = LLVMBuildCall2(b, L->helper_ty[H_REDC], redc, cargs, 3, "r");
+    break;
+  }
+  }
+  LLVMBuildRet(b, r);
+  LLVMDisposeBuilder(b);
+  return fn;
+}
+
+static LLVMValueRef call_helper(lw *L, int h, LLVMValueRef *args, const char *name) {
+  LLVMValueRef fn = helper(L, h);
+  unsigned n = LLVMCountParams(fn);
+  return LLVMBuildCall2(L->b, L->helper_ty[h], fn, args, n, name);
+}
+
+/* ------------------------------------------------------ per-row constants */
+
+static LLVMValueRef param_row(lw *L, int r, const char *name) {
+  LLVMValueRef off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), L->row64, "");
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(L->b, L->word, L->params, &off, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(L->b, L->word, ptr, name);
+  LLVMSetAlignment(v, (unsigned)(L->wbits == 32 ? 4 : 8));
+  return v;
+}
+
+static LLVMValueRef get_q2(lw *L) {
+  if (!L->q2) L->q2 = param_row(L, 0, "q2");
+  return L->q2;
+}
+static LLVMValueRef get_q(lw *L) {
+  if (!L->q) L->q = LLVMBuildLShr(L->b, get_q2(L), cw(L, 1), "q");
+  return L->q;
+}
+static LLVMValueRef get_k(lw *L) {
+  if (!L->k) {
+    LLVMValueRef lo = param_row(L, 3, "k.lo"), hi = param_row(L, 4, "k.hi");
+    hi = LLVMBuildShl(L->b, hi, cw(L, (uint64_t)(L->wbits / 2)), "");
+    L->k = LLVMBuildOr(L->b, lo, hi, "k");
+  }
+  return L->k;
+}
+static LLVMValueRef get_r2(lw *L) {
+  if (!L->r2) L->r2 = param_row(L, 5, "r2");
+  return L->r2;
+}
+
+/* -------------------------------------------------------- index contexts */
+
+static int add_ctx(lw *L, ictx_kind kind, int parent, int64_t param) {
+  for (int x = 0; x < L->nctx; x++)
+    if (L->ctx[x].kind == kind && (kind == IX_ZERO || (L->ctx[x].parent == parent && L->ctx[x].param == param)))
+      return x;
+  if (L->nctx == L->ctx_cap) {
+    int cap = L->ctx_cap ? L->ctx_cap * 2 : 4;
+    ictx *n = realloc(L->ctx, sizeof *n * (size_t)cap);
+    if (!n) return oom(L), -1;
+    L->ctx = n;
+    L->ctx_cap = cap;
+  }
+  ictx *x = &L->ctx[L->nctx];
+  memset(x, 0, sizeof *x);
+  x->kind = kind;
+  x->parent = parent;
+  x->param = param;
+  size_t nn = (size_t)L->g->nnodes;
+  x->need = calloc(nn * 3, 1);
+  x->val = calloc(nn * 3 * LW_VMAX, sizeof *x->val);
+  if (!x->need || !x->val) {
+    free(x->need);
+    free(x->val);
+    return oom(L), -1;
+  }
+  return L->nctx++;
+}
+
+/* The context a compressed plaintext of op node n is read in, from x. */
+static int child_ctx(lw *L, int x, const ir_node *n, int64_t u) {
+  if (L->ctx[x].kind == IX_ZERO || u == 1) return add_ctx(L, IX_ZERO, 0, 0);
+  int64_t repeat = n->type.n / u;
+  if (repeat == 1) return x;
+  if (n->attr[0] == FHJIT_CYCLIC) return add_ctx(L, IX_CYCLIC, x, u);
+  return add_ctx(L, IX_CONTIG, x, repeat);
+}
+
+static void need(lw *L, int x, fhjit_value v, int c) {
+  if (x >= 0) L->ctx[x].need[(size_t)v * 3 + (size_t)c] = 1;
+}
+
+/* Marks what component c of node v in context x reads. */
+static void mark_operands(lw *L, int x, fhjit_value v, int c) {
+  const ir_node *n = &L->g->nodes[v];
+  const fhjit_graph *g = L->g;
+#define COMP_OF(arg, comp) (nc_of(&g->nodes[arg]) > 1 ? (comp) : 0)
+  switch (n->op) {
+  case IR_INPUT: break;
+  case IR_ADD: case IR_SUB: case IR_ADD_LAZY: case IR_MUL:
+    need(L, x, n->args[0], COMP_OF(n->args[0], c));
+    need(L, x, n->args[1], COMP_OF(n->args[1], c));
+    break;
+  case IR_NEG: case IR_TO_MONT: case IR_FROM_MONT:
+    need(L, x, n->args[0], COMP_OF(n->args[0], c));
+    break;
+  case IR_MUL_PLAIN:
+    need(L, x, n->args[0], COMP_OF(n->args[0], c));
+    need(L, x, n->args[1], 0);
+    break;
+  case IR_ADD_PLAIN:
+    need(L, x, n->args[0], COMP_OF(n->args[0], c));
+    if (c == 0) need(L, x, n->args[1], 0);
+    break;
+  case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: {
+    need(L, x, n->args[0], COMP_OF(n->args[0], c));
+    if (n->op == IR_ADD_COMPRESSED && c != 0) break;
+    int64_t u = g->nodes[n->args[1]].type.n;
+    need(L, child_ctx(L, x, n, u), n->args[1], 0);
+    if (n->attr[0] == FHJIT_STRIDED_SPARSE && n->type.n / u > 1 && L->ctx[x].kind != IX_ZERO)
+      need(L, add_ctx(L, IX_ZERO, 0, 0), n->args[2], 0);
+    break;
+  }
+  case IR_KS_DIGIT_PRODUCT: need(L, x, n->args[0], 0); break;
+  case IR_EXTRACT: need(L, x, n->args[0], COMP_OF(n->args[0], (int)n->attr[0])); break;
+  case IR_PACK: need(L, x, n->args[c], 0); break;
+  default: break;
+  }
+#undef COMP_OF
+}
+
+/* Per-lane indices of context x from its parent's. */
+static void index_ctx(lw *L, ictx *x) {
+  int V = L->p->vec;
+  LLVMBuilderRef b = L->b;
+  if (x->kind == IX_MAIN) {
+    for (int l = 0; l < V; l++) x->idx[l] = l ? LLVMBuildNUWAdd(b, L->i, cidx(L, l), "") : L->i;
+    x->uniform = V == 1;
+    x->contig = 1;
+    return;
+  }
+  if (x->kind == IX_ZERO) {
+    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, 0);
+    x->uniform = x->contig = 1;
+    return;
+  }
+  const ictx *p = &L->ctx[x->parent];
+  LLVMValueRef k = cidx(L, x->param);
+  int cyclic = x->kind == IX_CYCLIC;
+  if (p->uniform) {
+    LLVMValueRef v = cyclic ? LLVMBuildURem(b, p->idx[0], k, "") : LLVMBuildUDiv(b, p->idx[0], k, "");
+    for (int l = 0; l < V; l++) x->idx[l] = v;
+    x->uniform = x->contig = 1;
+  } else if (p->contig && cyclic && x->param % V == 0) {
+    /* (i + l) mod u = (i mod u) + l when vec divides both i and u */
+    x->idx[0] = LLVMBuildURem(b, p->idx[0], k, "");
+    for (int l = 1; l < V; l++) x->idx[l] = LLVMBuildNUWAdd(b, x->idx[0], cidx(L, l), "");
+    x->contig = 1;
+  } else if (p->contig && cyclic && V % x->param == 0) {
+    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, l % x->param);
+  } else if (p->contig && !cyclic && x->param % V == 0) {
+    /* (i + l) / repeat = i / repeat when vec divides both i and repeat */
+    LLVMValueRef v = LLVMBuildUDiv(b, p->idx[0], k, "");
+    for (int l = 0; l < V; l++) x->idx[l] = v;
+    x->uniform = x->contig = 1;
+  } else {
+    for (int l = 0; l < V; l++)
+      x->idx[l] = cyclic ? LLVMBuildURem(b, p->idx[l], k, "") : LLVMBuildUDiv(b, p->idx[l], k, "");
+  }
+}
+
+/* --------------------------------------------------------------- loads */
+
+static LLVMValueRef *slot(lw *L, int x, fhjit_value v, int c) {
+  return &L->ctx[x].val[((size_t)v * 3 + (size_t)c) * LW_VMAX];
+}
+
+static LLVMValueRef to64(lw *L, LLVMValueRef v) {
+  if (L->p->idx_bits == 64) return v;
+  if (LLVMIsAConstantInt(v)) return ci64(L, (int64_t)LLVMConstIntGetZExtValue(v));
+  return LLVMBuildZExt(L->b, v, L->i64, "");
+}
+
+/* Element offset of the row and batch part of an input view (NULL: 0);
+ * *aligned tells whether every stride in it is a multiple of vec. */
+static LLVMValueRef view_offset(lw *L, const ir_node *in, int use_batch, int *aligned) {
+  const fhjit_layout *l = &in->layout;
+  int V = L->p->vec;
+  LLVMValueRef off = NULL;
+  *aligned = 1;
+  if (in->type.rows > 1 && l->row_stride) {
+    off = LLVMBuildNUWMul(L->b, L->row64, ci64(L, l->row_stride), "");
+    if (l->row_stride % V) *aligned = 0;
+  }
+  if (use_batch) {
+    int shift = L->p->nbatch - in->type.nbatch;
+    for (int a = 0; a < in->type.nbatch; a++) {
+      if (in->type.batch[a] == 1 || !l->batch_stride[a] || shift < 0) continue;
+      LLVMValueRef t = LLVMBuildNUWMul(L->b, L->coord64[a + shift], ci64(L, l->batch_stride[a]), "");
+      off = off ? LLVMBuildNUWAdd(L->b, off, t, "") : t;
+      if (l->batch_stride[a] % V) *aligned = 0;
+    }
+  }
+  return off;
+}
+
+/* Loads lanes of input #index at element konst + var + idx[l] * stride (idx
+ * of context x) into out[]. */
+static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, int aligned,
+                       int64_t stride, const ictx *x, const char *name, LLVMValueRef *out) {
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec;
+  unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
+  LLVMValueRef base = L->inputs[index];
+  LLVMValueRef fixed = ci64(L, konst);
+  if (var) fixed = konst ? LLVMBuildNUWAdd(b, var, fixed, "") : var;
+  if (stride == 0 || x->uniform) {
+    LLVMValueRef off = fixed;
+    if (stride) off = LLVMBuildNUWAdd(b, off, LLVMBuildNUWMul(b, to64(L, x->idx[0]), ci64(L, stride), ""), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMSetAlignment(v, walign);
+    for (int l = 0; l < V; l++) out[l] = v;
+    return;
+  }
+  if (V > 1 && x->contig && stride == 1 && aligned && konst % V == 0) {
+    LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, to64(L, x->idx[0]), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMSetAlignment(v, L->vec_align);
+    for (int l = 0; l < V; l++) out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), name);
+    return;
+  }
+  for (int l = 0; l < V; l++) {
+    LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, LLVMBuildNUWMul(b, to64(L, x->idx[l]), ci64(L, stride), ""), "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMSetAlignment(v, walign);
+    out[l] = v;
+  }
+}
+
+static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out) {
+  const fhjit_layout *l = &in->layout;
+  int64_t konst = l->offset + (in->type.comps > 1 ? c * l->comp_stride : 0);
+  int aligned;
+  LLVMValueRef var = view_offset(L, in, 1, &aligned);
+  char name[80];
+  snprintf(name, sizeof name, "%s.c%d", in->name, c);
+  load_lanes(L, in->input_index, konst, var, aligned, in->type.n > 1 ? l->index_stride : 0,
+             &L->ctx[x], name, out);
+}
+
+/* ------------------------------------------------------------ evaluation */
+
+/* out[l] = helper(args[j][l]...) with lanes whose operands equal lane 0's
+ * sharing its value. */
+static void lanes_op(lw *L, int h, int nargs, LLVMValueRef *const *args, const char *name,
+                     LLVMValueRef *out) {
+  int V = L->p->vec;
+  for (int l = 0; l < V; l++) {
+    int same = l > 0;
+    for (int j = 0; j < nargs && same; j++) same = args[j][l] == args[j][0];
+    if (same) {
+      out[l] = out[0];
+      continue;
+    }
+    LLVMValueRef a[4];
+    for (int j = 0; j < nargs; j++) a[j] = args[j][l];
+    out[l] = call_helper(L, h, a, name);
+  }
+}
+
+static void op_mul(lw *L, LLVMValueRef *a, LLVMValueRef *bv, const char *name, LLVMValueRef *out) {
+  LLVMValueRef qv[LW_VMAX], kv[LW_VMAX];
+  for (int l = 0; l < L->p->vec; l++) qv[l] = get_q(L), kv[l] = get_k(L);
+  LLVMValueRef *args[4] = {a, bv, qv, kv};
+  lanes_op(L, H_MUL, 4, args, name, out);
+}
+
+static void op_redc(lw *L, LLVMValueRef *a, const char *name, LLVMValueRef *out) {
+  LLVMValueRef t[LW_VMAX], qv[LW_VMAX], kv[LW_VMAX];
+  for (int l = 0; l < L->p->vec; l++) {
+    qv[l] = get_q(L), kv[l] = get_k(L);
+    t[l] = (l && a[l] == a[0]) ? t[0] : LLVMBuildZExt(L->b, a[l], L->dword, "");
+  }
+  LLVMValueRef *args[3] = {t, qv, kv};
+  lanes_op(L, H_REDC, 3, args, name, out);
+}
+
+static void op_addsub(lw *L, int h, LLVMValueRef *a, LLVMValueRef *bv, const char *name,
+                      LLVMValueRef *out) {
+  LLVMValueRef qv[LW_VMAX], q2v[LW_VMAX];
+  for (int l = 0; l < L->p->vec; l++) q2v[l] = get_q2(L), qv[l] = h == H_ADD_LAZY ? NULL : get_q(L);
+  if (h == H_ADD_LAZY) {
+    LLVMValueRef *args[3] = {a, bv, q2v};
+    lanes_op(L, h, 3, args, name, out);
+  } else {
+    LLVMValueRef *args[4] = {a, bv, qv, q2v};
+    lanes_op(L, h, 4, args, name, out);
+  }
+}
+
+/* Expanded compressed plaintext e of op node n in context x. */
+static void expand(lw *L, int x, const ir_node *n, LLVMValueRef *out) {
+  const fhjit_graph *g = L->g;
+  int V = L->p->vec;
+  int64_t u = g->nodes[n->args[1]].type.n, repeat = n->type.n / u;
+  int cx = child_ctx(L, x, n, u);
+  LLVMValueRef *pv = slot(L, cx, n->args[1], 0);
+  if (n->attr[0] != FHJIT_STRIDED_SPARSE || repeat == 1 || L->ctx[x].kind == IX_ZERO) {
+    /* every index hits p (for ZERO: index 0 is a multiple of repeat) */
+    for (int l = 0; l < V; l++) out[l] = pv[l];
+    return;
+  }
+  LLVMValueRef *iv = slot(L, add_ctx(L, IX_ZERO, 0, 0), n->args[2], 0);
+  const ictx *c = &L->ctx[x];
+  LLVMValueRef rk = cidx(L, repeat);
+  for (int l = 0; l < V; l++) {
+    int known = -1; /* 1: p, 0: implicit, -1: decided at run time */
+    if (c->contig && !c->uniform) {
+      if (V % repeat == 0) known = l % repeat == 0;
+      else if (repeat % V == 0 && l > 0) known = 0;
+    }
+    if (known >= 0) {
+      out[l] = known ? pv[l] : iv[l];
+      continue;
+    }
+    if (l > 0 && c->uniform) {
+      out[l] = out[0];
+      continue;
+    }
+    LLVMValueRef rem = LLVMBuildURem(L->b, c->idx[l], rk, "");
+    LLVMValueRef hit = LLVMBuildICmp(L->b, LLVMIntEQ, rem, cidx(L, 0), "");
+    out[l] = LLVMBuildSelect(L->b, hit, pv[l], iv[l], "e");
+  }
+}
+
+static void emit_value(lw *L, int x, fhjit_value v, int c) {
+  const fhjit_graph *g = L->g;
+  const ir_node *n = &g->nodes[v];
+  LLVMValueRef *out = slot(L, x, v, c);
+  int V = L->p->vec;
+  char name[80];
+  snprintf(name, sizeof name, "%s.c%d", n->name, c);
+#define ARG(k, comp) slot(L, x, n->args[k], nc_of(&g->nodes[n->args[k]]) > 1 ? (comp) : 0)
+  switch (n->op) {
+  case IR_INPUT: load_input(L, x, n, c, out); break;
+  case IR_ADD: op_addsub(L, H_ADD, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_SUB: op_addsub(L, H_SUB, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_ADD_LAZY: op_addsub(L, H_ADD_LAZY, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_MUL: op_mul(L, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_NEG: {
+    LLVMValueRef qv[LW_VMAX];
+    for (int l = 0; l < V; l++) qv[l] = get_q(L);
+    LLVMValueRef *args[2] = {ARG(0, c), qv};
+    lanes_op(L, H_NEG, 2, args, name, out);
+    break;
+  }
+  case IR_TO_MONT: {
+    LLVMValueRef r2[LW_VMAX];
+    for (int l = 0; l < V; l++) r2[l] = get_r2(L);
+    op_mul(L, ARG(0, c), r2, name, out);
+    break;
+  }
+  case IR_FROM_MONT: op_redc(L, ARG(0, c), name, out); break;
+  case IR_MUL_PLAIN: op_mul(L, ARG(0, c), ARG(1, 0), name, out); break;
+  case IR_ADD_PLAIN:
+    if (c == 0) op_addsub(L, H_ADD_LAZY, ARG(0, 0), ARG(1, 0), name, out);
+    else memcpy(out, ARG(0, c), sizeof *out * (size_t)V);
+    break;
+  case IR_MUL_COMPRESSED: {
+    LLVMValueRef e[LW_VMAX];
+    expand(L, x, n, e);
+    op_mul(L, ARG(0, c), e, name, out);
+    break;
+  }
+  case IR_ADD_COMPRESSED: {
+    if (c != 0) {
+      memcpy(out, ARG(0, c), sizeof *out * (size_t)V);
+      break;
+    }
+    LLVMValueRef e[LW_VMAX], f[LW_VMAX];
+    expand(L, x, n, e);
+    if (n->attr[1] == FHJIT_DOMAIN_COEF) {
+      op_redc(L, e, "e.std", f);
+      memcpy(e, f, sizeof e);
+    }
+    op_addsub(L, H_ADD, ARG(0, 0), e, name, out);
+    break;
+  }
+  case IR_KS_DIGIT_PRODUCT: {
+    const ir_node *key = &g->nodes[n->args[1]];
+    const fhjit_layout *kl = &key->layout;
+    int64_t konst = kl->offset + n->attr[0] * kl->digit_stride + c * kl->comp_stride +
+                    n->attr[1] * kl->row_stride;
+    int aligned;
+    LLVMValueRef var = view_offset(L, key, 0, &aligned);
+    LLVMValueRef kv[LW_VMAX];
+    char kname[80];
+    snprintf(kname, sizeof kname, "%s.d%lld.c%d", key->name, (long long)n->attr[0], c);
+    load_lanes(L, key->input_index, konst, var, aligned, key->type.n > 1 ? kl->index_stride : 0,
+               &L->ctx[x], kname, kv);
+    op_mul(L, ARG(0, 0), kv, name, out);
+    break;
+  }
+  case IR_EXTRACT: memcpy(out, ARG(0, (int)n->attr[0]), sizeof *out * (size_t)V); break;
+  case IR_PACK: memcpy(out, slot(L, x, n->args[c], 0), sizeof *out * (size_t)V); break;
+  default:
+    if (!L->st)
+      L->st = ir_error_at(L->g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                          "%%%s: the lowering does not know operation %s", n->name,
+                          ir_op_name(n->op));
+    for (int l = 0; l < V; l++) out[l] = LLVMGetUndef(L->word);
+  }
+#undef ARG
+}
+
+/* ---------------------------------------------------------------- body */
+
+/* Splits the group's first element into (batch coordinates, row, i). */
+static void decompose(lw *L, LLVMValueRef group) {
+  const lw_plan *p = L->p;
+  LLVMBuilderRef b = L->b;
+  LLVMValueRef off = p->vec > 1 ? LLVMBuildNUWMul(b, group, cidx(L, p->vec), "offset") : group;
+  int outer = -1; /* the outermost walk axis of extent > 1 */
+  for (int a = 0; a < p->nbatch; a++)
+    if (p->batch[a] > 1) {
+      outer = a;
+      break;
+    }
+  int only_row = outer < 0;
+  L->i = LLVMBuildURem(b, off, cidx(L, p->n), "i");
+  LLVMValueRef rest = LLVMBuildUDiv(b, off, cidx(L, p->n), "");
+  if (p->rows == 1) L->row = cidx(L, 0);
+  else if (only_row) L->row = rest;
+  else {
+    L->row = LLVMBuildURem(b, rest, cidx(L, p->rows), "row");
+    rest = LLVMBuildUDiv(b, rest, cidx(L, p->rows), "");
+  }
+  for (int a = p->nbatch - 1; a >= 0; a--) {
+    L->coord[a] = NULL;
+    if (p->batch[a] == 1) continue;
+    char name[16];
+    snprintf(name, sizeof name, "b%d", a);
+    if (a == outer) {
+      L->coord[a] = rest;
+    } else {
+      L->coord[a] = LLVMBuildURem(b, rest, cidx(L, p->batch[a]), name);
+      rest = LLVMBuildUDiv(b, rest, cidx(L, p->batch[a]), "");
+    }
+  }
+  L->row64 = to64(L, L->row);
+  for (int a = 0; a < p->nbatch; a++)
+    L->coord64[a] = L->coord[a] ? to64(L, L->coord[a]) : ci64(L, 0);
+}
+
+static void store_results(lw *L) {
+  const fhjit_graph *g = L->g;
+  const lw_plan *p = L->p;
+  LLVMBuilderRef b = L->b;
+  int V = p->vec;
+  unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
+  for (int32_t r = 0; r < g->nresults; r++) {
+    const fhjit_type *t = &g->results[r].type;
+    fhjit_value v = g->results[r].value;
+    fhjit_layout dl;
+    fhjit_dense_layout(t, &dl);
+    /* A result broadcast along a walk axis is stored by coordinate 0 only. */
+    LLVMValueRef cond = NULL;
+    int shift = p->nbatch - t->nbatch;
+    LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, L->row64, ci64(L, p->n), ""), to64(L, L->i), "");
+    for (int a = 0; a < p->nbatch; a++) {
+      if (!L->coord[a]) continue;
+      int ra = a - shift;
+      if (ra < 0 || t->batch[ra] == 1) {
+        LLVMValueRef z = LLVMBuildICmp(b, LLVMIntEQ, L->coord[a], cidx(L, 0), "");
+        cond = cond ? LLVMBuildAnd(b, cond, z, "") : z;
+      } else {
+        off = LLVMBuildNUWAdd(b, off, LLVMBuildNUWMul(b, L->coord64[a], ci64(L, dl.batch_stride[ra]), ""), "");
+      }
+    }
+    LLVMBasicBlockRef next = NULL;
+    if (cond) {
+      LLVMBasicBlockRef store = LLVMAppendBasicBlockInContext(L->c, L->fn, "store");
+      next = LLVMAppendBasicBlockInContext(L->c, L->fn, "next");
+      LLVMBuildCondBr(b, cond, store, next);
+      LLVMPositionBuilderAtEnd(b, store);
+    }
+    for (int c = 0; c < nc_of(&g->nodes[v]); c++) {
+      LLVMValueRef *val = slot(L, 0, v, c);
+      LLVMValueRef o = c ? LLVMBuildNUWAdd(b, off, ci64(L, c * dl.comp_stride), "") : off;
+      LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, L->word, L->results[r], &o, 1, "");
+      LLVMValueRef st;
+      if (V > 1) {
+        LLVMValueRef vec = LLVMGetUndef(L->vect);
+        for (int l = 0; l < V; l++)
+          vec = LLVMBuildInsertElement(b, vec, val[l], LLVMConstInt(L->i32, (uint64_t)l, 0), "");
+        st = LLVMBuildStore(b, vec, ptr);
+        LLVMSetAlignment(st, L->vec_align);
+      } else {
+        st = LLVMBuildStore(b, val[0], ptr);
+        LLVMSetAlignment(st, walign);
+      }
+    }
+    if (cond) {
+      LLVMBuildBr(b, next);
+      LLVMPositionBuilderAtEnd(b, next);
+    }
+  }
+}
+
+/* The reverse pass marks what each context needs, the forward pass emits it
+ * in SSA order (operands, including those of child contexts, have smaller ids). */
+static void emit_body(lw *L) {
+  fhjit_graph *g = L->g;
+  if (add_ctx(L, IX_MAIN, -1, 0) < 0) return;
+  for (int32_t r = 0; r < g->nresults; r++) {
+    fhjit_value v = g->results[r].value;
+    for (int c = 0; c < nc_of(&g->nodes[v]); c++) need(L, 0, v, c);
+  }
+  for (fhjit_value v = g->nnodes - 1; v >= 0 && !L->st; v--)
+    for (int x = 0; x < L->nctx; x++)
+      for (int c = 0; c < 3; c++)
+        if (L->ctx[x].need[(size_t)v * 3 + (size_t)c]) mark_operands(L, x, v, c);
+  if (L->st) return;
+  for (int x = 0; x < L->nctx; x++) index_ctx(L, &L->ctx[x]);
+  for (fhjit_value v = 0; v < g->nnodes; v++)
+    for (int x = 0; x < L->nctx; x++)
+      for (int c = 0; c < 3; c++)
+        if (L->ctx[x].need[(size_t)v * 3 + (size_t)c]) emit_value(L, x, v, c);
+  if (L->st) return;
+  store_results(L);
+}
+
+/* ----------------------------------------------------------- functions */
+
+/* Parameter types and attributes shared by the body, the kernel and the host
+ * function: (params, pstride, inputs..., results...). */
+static void arg_types(lw *L, LLVMTypeRef *types) {
+  int32_t n = lw_num_args(L->g);
+  for (int32_t j = 0; j < n; j++) types[j] = j == 1 ? L->i64 : L->ptr;
+}
+
+static void set_arg_attrs(lw *L, LLVMValueRef fn) {
+  fhjit_graph *g = L->g;
+  int32_t n = lw_num_args(g);
+  for (int32_t j = 0; j < n; j++) {
+    if (j == 1) continue;
+    add_param_attr(L, fn, (unsigned)j, "noalias");
+    add_param_attr(L, fn, (unsigned)j, "nocapture");
+    add_param_attr(L, fn, (unsigned)j, j < 2 + g->ninputs ? "readonly" : "writeonly");
+  }
+}
+
+static void name_args(lw *L, LLVMValueRef fn) {
+  fhjit_graph *g = L->g;
+  LLVMSetValueName2(LLVMGetParam(fn, 0), "params", 6);
+  LLVMSetValueName2(LLVMGetParam(fn, 1), "pstride", 7);
+  char name[96];
+  for (int32_t j = 0; j < g->ninputs; j++) {
+    snprintf(name, sizeof name, "in.%s", g->nodes[g->inputs[j]].name);
+    LLVMSetValueName2(LLVMGetParam(fn, (unsigned)(2 + j)), name, strlen(name));
+  }
+  for (int32_t r = 0; r < g->nresults; r++) {
+    snprintf(name, sizeof name, "out.%s", g->nodes[g->results[r].value].name);
+    LLVMSetValueName2(LLVMGetParam(fn, (unsigned)(2 + g->ninputs + r)), name, strlen(name));
+  }
+}
+
+static LLVMValueRef build_body(lw *L) {
+  fhjit_graph *g = L->g;
+  int32_t n = lw_num_args(g);
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1));
+  L->inputs = malloc(sizeof *L->inputs * (size_t)(g->ninputs + 1));
+  L->results = malloc(sizeof *L->results * (size_t)(g->nresults + 1));
+  if (!types || !L->inputs || !L->results) {
+    free(types);
+    oom(L);
+    return NULL;
+  }
+  arg_types(L, types);
+  types[n] = L->idxt;
+  char fname[96];
+  snprintf(fname, sizeof fname, "%s.body", L->p->name);
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(L->voidt, types, (unsigned)n + 1, 0));
+  free(types);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  add_fn_attr(L, fn, "alwaysinline");
+  add_fn_attr(L, fn, "nounwind");
+  set_arg_attrs(L, fn);
+  name_args(L, fn);
+  LLVMSetValueName2(LLVMGetParam(fn, (unsigned)n), "group", 5);
+  L->fn = fn;
+  L->params = LLVMGetParam(fn, 0);
+  L->pstride = LLVMGetParam(fn, 1);
+  for (int32_t j = 0; j < g->ninputs; j++) L->inputs[j] = LLVMGetParam(fn, (unsigned)(2 + j));
+  for (int32_t r = 0; r < g->nresults; r++)
+    L->results[r] = LLVMGetParam(fn, (unsigned)(2 + g->ninputs + r));
+  LLVMPositionBuilderAtEnd(L->b, LLVMAppendBasicBlockInContext(L->c, fn, "entry"));
+  decompose(L, LLVMGetParam(fn, (unsigned)n));
+  emit_body(L);
+  LLVMBuildRetVoid(L->b);
+  return fn;
+}
+
+static LLVMValueRef sreg(lw *L, const char *name) {
+  LLVMValueRef fn = LLVMGetNamedFunction(L->m, name);
+  LLVMTypeRef fty = LLVMFunctionType(L->i32, NULL, 0, 0);
+  if (!fn) {
+    fn = LLVMAddFunction(L->m, name, fty);
+    add_fn_attr(L, fn, "nounwind");
+  }
+  return LLVMBuildCall2(L->b, fty, fn, NULL, 0, "");
+}
+
+/* Forwards the wrapper's first lw_num_args arguments and `group` to the body. */
+static void call_body(lw *L, LLVMValueRef body, LLVMValueRef *args, LLVMValueRef group) {
+  int32_t n = lw_num_args(L->g);
+  args[n] = group;
+  LLVMBuildCall2(L->b, LLVMGlobalGetValueType(body), body, args, (unsigned)n + 1, "");
+}
+
+static void build_kernel(lw *L, LLVMValueRef body) {
+  fhjit_graph *g = L->g;
+  int32_t n = lw_num_args(g);
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)n);
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(n + 1));
+  if (!types || !args) {
+    free(types);
+    free(args);
+    oom(L);
+    return;
+  }
+  arg_types(L, types);
+  LLVMValueRef fn = LLVMAddFunction(L->m, L->p->name, LLVMFunctionType(L->voidt, types, (unsigned)n, 0));
+  free(types);
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  add_fn_attr(L, fn, "nounwind");
+  set_arg_attrs(L, fn);
+  name_args(L, fn);
+  for (int32_t j = 0; j < n; j++) args[j] = LLVMGetParam(fn, (unsigned)j);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(L->c, fn, "entry");
+  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(L->c, fn, "work");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->c, fn, "done");
+  LLVMPositionBuilderAtEnd(L->b, entry);
+  LLVMValueRef ctaid = sreg(L, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+  LLVMValueRef ntid = sreg(L, "llvm.nvvm.read.ptx.sreg.ntid.x");
+  LLVMValueRef tid = sreg(L, "llvm.nvvm.read.ptx.sreg.tid.x");
+  if (L->p->idx_bits == 64) {
+    ctaid = LLVMBuildZExt(L->b, ctaid, L->i64, "");
+    ntid = LLVMBuildZExt(L->b, ntid, L->i64, "");
+    tid = LLVMBuildZExt(L->b, tid, L->i64, "");
+  }
+  /* groups < 2^31 in the 32-bit case, so grid*block < 2^32: no wrap-around */
+  LLVMValueRef group = LLVMBuildNUWAdd(L->b, LLVMBuildNUWMul(L->b, ctaid, ntid, ""), tid, "group");
+  LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntULT, group, cidx(L, L->p->groups), "");
+  LLVMBuildCondBr(L->b, inside, work, done);
+  LLVMPositionBuilderAtEnd(L->b, work);
+  call_body(L, body, args, group);
+  LLVMBuildBr(L->b, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
+  LLVMBuildRetVoid(L->b);
+  free(args);
+  /* Launch bounds, before any pass runs (added later they are dropped). */
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(L->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(LLVMConstInt(L->i32, LW_BLOCK, 0))};
+  LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, md, 3)));
+}
+
+static void build_host(lw *L, LLVMValueRef body) {
+  fhjit_graph *g = L->g;
+  int32_t n = lw_num_args(g);
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 2));
+  LLVMValueRef *args = malloc(sizeof *args * (size_t)(n + 2));
+  if (!types || !args) {
+    free(types);
+    free(args);
+    oom(L);
+    return;
+  }
+  arg_types(L, types);
+  types[n] = types[n + 1] = L->i64;
+  char fname[96];
+  snprintf(fname, sizeof fname, "%s_host", L->p->name);
+  LLVMTypeRef fty = LLVMFunctionType(L->voidt, types, (unsigned)n + 2, 0);
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, fty);
+  add_fn_attr(L, fn, "nounwind");
+  set_arg_attrs(L, fn);
+  name_args(L, fn);
+  LLVMValueRef begin = LLVMGetParam(fn, (unsigned)n), end = LLVMGetParam(fn, (unsigned)n + 1);
+  LLVMSetValueName2(begin, "begin", 5);
+  LLVMSetValueName2(end, "end", 3);
+  for (int32_t j = 0; j < n; j++) args[j] = LLVMGetParam(fn, (unsigned)j);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(L->c, fn, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(L->c, fn, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->c, fn, "done");
+  LLVMPositionBuilderAtEnd(L->b, entry);
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, begin, end, ""), loop, done);
+  LLVMPositionBuilderAtEnd(L->b, loop);
+  LLVMValueRef phi = LLVMBuildPhi(L->b, L->i64, "g");
+  LLVMValueRef group = L->p->idx_bits == 64 ? phi : LLVMBuildTrunc(L->b, phi, L->idxt, "");
+  call_body(L, body, args, group);
+  LLVMValueRef nextg = LLVMBuildNSWAdd(L->b, phi, ci64(L, 1), "");
+  LLVMValueRef in_vals[2] = {begin, nextg};
+  LLVMBasicBlockRef in_bbs[2] = {entry, loop};
+  LLVMAddIncoming(phi, in_vals, in_bbs, 2);
+  LLVMBuildCondBr(L->b, LLVMBuildICmp(L->b, LLVMIntSLT, nextg, end, ""), loop, done);
+  LLVMPositionBuilderAtEnd(L->b, done);
+  LLVMBuildRetVoid(L->b);
+
+  /* The packed entry: slot j holds argument j (pointer or i64). */
+  snprintf(fname, sizeof fname, "%s_host_packed", L->p->name);
+  LLVMTypeRef ptypes[3] = {L->ptr, L->i64, L->i64};
+  LLVMValueRef pk = LLVMAddFunction(L->m, fname, LLVMFunctionType(L->voidt, ptypes, 3, 0));
+  add_fn_attr(L, pk, "nounwind");
+  LLVMPositionBuilderAtEnd(L->b, LLVMAppendBasicBlockInContext(L->c, pk, "entry"));
+  LLVMValueRef slots = LLVMGetParam(pk, 0);
+  for (int32_t j = 0; j < n; j++) {
+    LLVMValueRef idx = ci64(L, j);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(L->b, L->i64, slots, &idx, 1, "");
+    args[j] = LLVMBuildLoad2(L->b, types[j], p, "");
+    LLVMSetAlignment(args[j], 8);
+  }
+  args[n] = LLVMGetParam(pk, 1);
+  args[n + 1] = LLVMGetParam(pk, 2);
+  LLVMBuildCall2(L->b, fty, fn, args, (unsigned)n + 2, "");
+  LLVMBuildRetVoid(L->b);
+  free(types);
+  free(args);
+}
+
+fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target, LLVMContextRef c,
+                      LLVMModuleRef *out) {
+  *out = NULL;
+  lw L = {.g = g, .p = plan, .target = target, .c = c};
+  L.m = LLVMModuleCreateWithNameInContext(plan->name, c);
+  L.b = LLVMCreateBuilderInContext(c);
+  L.wbits = g->radix == FHJIT_R32 ? 32 : 62;
+  L.word = g->radix == FHJIT_R32 ? LLVMInt32TypeInContext(c) : LLVMInt64TypeInContext(c);
+  L.dword = g->radix == FHJIT_R32 ? LLVMInt64TypeInContext(c) : LLVMIntTypeInContext(c, 128);
+  L.i1 = LLVMInt1TypeInContext(c);
+  L.i32 = LLVMInt32TypeInContext(c);
+  L.i64 = LLVMInt64TypeInContext(c);
+  L.idxt = plan->idx_bits == 64 ? L.i64 : L.i32;
+  L.voidt = LLVMVoidTypeInContext(c);
+  L.ptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0); /* global memory on the GPU */
+  L.vect = LLVMVectorType(L.word, (unsigned)(plan->vec > 1 ? plan->vec : 2));
+  /* The GPU ABI requires 16-byte aligned bases; host buffers need only be
+   * word-aligned, and unaligned vector accesses cost nothing there. */
+  L.vec_align = target == LW_GPU ? 16u : (unsigned)(L.wbits == 32 ? 4 : 8);
+  if (g->nresults > 0) {
+    LLVMValueRef body = build_body(&L);
+    if (!L.st && body) {
+      if (target == LW_GPU) build_kernel(&L, body);
+      else build_host(&L, body);
+    }
+  }
+  for (int x = 0; x < L.nctx; x++) {
+    free(L.ctx[x].need);
+    free(L.ctx[x].val);
+  }
+  free(L.ctx);
+  free(L.inputs);
+  free(L.results);
+  LLVMDisposeBuilder(L.b);
+  if (L.st) {
+    LLVMDisposeModule(L.m);
+    return L.st;
+  }
+  *out = L.m;
+  return FHJIT_OK;
+}

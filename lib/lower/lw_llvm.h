@@ -1,0 +1,51 @@
+/* lw_llvm.h: internal interface of the lowering (prefix lw_) between the
+ * target-neutral graph -> LLVM IR builder (lower.c), the GPU path (emit.c)
+ * and the host JIT (host.c). Not seen by the runtime (see lower.h). */
+#ifndef FHJIT_LW_LLVM_H
+#define FHJIT_LW_LLVM_H
+
+#include <llvm-c/Core.h>
+
+#include "lower/lower.h"
+
+#define LW_BLOCK 256 /* threads per block of the fused kernel */
+#define LW_VMAX 4    /* most elements one thread handles */
+
+typedef enum lw_target { LW_GPU = 0, LW_HOST } lw_target;
+
+/* The compile-time facts of a bound graph's fused kernel: the index space it
+ * walks and how it is cut into per-thread groups of `vec` elements. */
+typedef struct lw_plan {
+  char name[64]; /* kernel symbol (PTX identifier) */
+  int vec;       /* elements per thread: 16 bytes of words when n % vec == 0, else 1 */
+  int idx_bits;  /* 32 when every index of the walk fits 31 bits, else 64 */
+  int nbatch;    /* the walk's batch axes: the broadcast of the results' */
+  int64_t batch[FHJIT_MAX_BATCH];
+  int64_t rows, n;
+  int64_t work;   /* prod(batch) * rows * n */
+  int64_t groups; /* work / vec */
+} lw_plan;
+
+/* Test hook: when non-zero, plans use 64-bit indexing even for small walks
+ * (so the 64-bit path is exercised without 2^31-element buffers). */
+extern int lw_force_idx64;
+
+/* Checks that the graph is bound and compilable as one fused kernel and
+ * computes its plan. Errors: FHJIT_ERR_ARGUMENT (unbound), _UNSUPPORTED. */
+fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *plan);
+
+/* Builds the module of the fused kernel in context c (not yet verified or
+ * optimised; triple and data layout are the caller's). For LW_GPU it holds
+ * the kernel `plan->name` (PTX kernel calling convention, launch bounds);
+ * for LW_HOST the functions `<name>_host(args..., i64 begin, i64 end)` and
+ * `<name>_host_packed(ptr slots, i64 begin, i64 end)` (slot j holds argument
+ * j as 64 bits). */
+fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                      LLVMContextRef c, LLVMModuleRef *out);
+
+/* Number of kernel arguments: params, pstride, inputs, results. */
+static inline int32_t lw_num_args(const fhjit_graph *g) {
+  return 2 + g->ninputs + g->nresults;
+}
+
+#endif

@@ -1,0 +1,58 @@
+/* nvptx.h: LLVM set-up and the NVPTX back end (prefix nv_): one-time,
+ * thread-safe LLVM initialisation, the table of supported GPU targets, target
+ * machines for a GPU target or the host, the optimisation pipeline, and PTX
+ * emission. Every compilation owns its LLVMContextRef and target machine, so
+ * compilations may run on several threads at once. */
+#ifndef FHJIT_NVPTX_H
+#define FHJIT_NVPTX_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "ir/ir.h"
+
+/* A supported GPU target and the PTX ISA version its code is emitted for. */
+typedef struct nv_target {
+  const char *arch;    /* "sm_90" */
+  const char *feature; /* "+ptx78": the lowest PTX ISA LLVM 19 allows for arch */
+  int ptx_version;     /* 78 */
+} nv_target;
+
+#define NV_TRIPLE "nvptx64-nvidia-cuda"
+
+/* Initialises the NVPTX and native targets once (pthread_once). Returns 0 when
+ * the native target could not be initialised (the host JIT is then refused);
+ * the NVPTX target is always linked in. */
+int nv_init(void);
+
+/* The target for `arch` (NULL: sm_90), or NULL after recording
+ * FHJIT_ERR_TARGET with the list of supported targets on ctx. */
+const nv_target *nv_find_target(fhjit_context *ctx, const char *arch);
+/* NULL-terminated list of supported arch names (fhjit_targets). */
+const char *const *nv_target_names(void);
+
+/* A target machine for a GPU target / for the host (CPU and features of this
+ * machine). NULL after recording FHJIT_ERR_LLVM on ctx. Dispose with
+ * LLVMDisposeTargetMachine. */
+LLVMTargetMachineRef nv_gpu_machine(fhjit_context *ctx, const nv_target *t);
+LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx);
+
+/* Sets the module's triple and data layout from the target machine. */
+void nv_prepare_module(LLVMModuleRef m, LLVMTargetMachineRef tm);
+
+/* LLVMVerifyModule; FHJIT_ERR_LLVM with LLVM's message on failure. */
+fhjit_status nv_verify(fhjit_context *ctx, LLVMModuleRef m, const char *what);
+
+/* Runs a new-pass-manager pipeline ("default<O3>") with the target's
+ * analyses. FHJIT_ERR_LLVM with LLVM's message on failure. */
+fhjit_status nv_optimize(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+                         const char *pipeline);
+
+/* Module text (LLVMPrintModuleToString), malloc'd; NULL when out of memory. */
+char *nv_module_text(LLVMModuleRef m);
+
+/* PTX of an optimised module, malloc'd and NUL-terminated. */
+fhjit_status nv_emit_ptx(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+                         char **ptx);
+
+#endif
