@@ -1,0 +1,351 @@
+/* cache.c: the on-disk kernel cache and the serialised kernel description.
+ * One file per key: a header (magic, format version, sizes, checksum), the
+ * key text, the PTX, the cubin and the description. Files are written to a
+ * temporary name and renamed into place, so readers in other threads or
+ * processes see a whole entry or none; whatever fails a check (short file,
+ * bad checksum, other key, bad description) is reported as corrupt and the
+ * caller rebuilds and overwrites it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+
+#define RT_DISK_MAGIC "FHJITKC1"
+#define RT_DISK_FORMAT 1u
+#define RT_DISK_HEADER 48
+#define RT_DISK_MAX_FILE ((uint64_t)1 << 30)
+#define RT_DESC_MAGIC 0x4450574cu /* "LWPD" */
+
+/* ---------------------------------------------------------------- checksum */
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 32;
+  x *= UINT64_C(0xd6e8feb86659fd93);
+  x ^= x >> 32;
+  x *= UINT64_C(0xd6e8feb86659fd93);
+  x ^= x >> 32;
+  return x;
+}
+
+uint64_t rt_checksum(uint64_t seed, const void *data, size_t size) {
+  const unsigned char *p = data;
+  uint64_t h = mix64(seed ^ UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)size);
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ mix64(w)) * UINT64_C(0x9fb21c651e98df25) + 0x632be59bd9b4e019u;
+  }
+  uint64_t tail = 0;
+  for (size_t k = 0; i + k < size; k++) tail |= (uint64_t)p[i + k] << (8 * k);
+  h = (h ^ mix64(tail + 1)) * UINT64_C(0x9fb21c651e98df25);
+  return mix64(h);
+}
+
+/* ------------------------------------------------------------- description */
+
+static void put32(ir_buf *b, uint32_t v) { ir_buf_put(b, (const char *)&v, 4); }
+static void put64(ir_buf *b, uint64_t v) { ir_buf_put(b, (const char *)&v, 8); }
+
+void rt_desc_write(ir_buf *out, const lw_program *p) {
+  put32(out, RT_DESC_MAGIC);
+  put32(out, (uint32_t)p->nkernels);
+  put32(out, (uint32_t)p->nscratch);
+  for (int32_t k = 0; k < p->nkernels; k++) {
+    const lw_kernel *kd = &p->kernels[k];
+    char name[sizeof kd->name];
+    memset(name, 0, sizeof name);
+    strncpy(name, kd->name, sizeof name - 1);
+    ir_buf_put(out, name, sizeof name);
+    for (int i = 0; i < 3; i++) put32(out, kd->grid[i]);
+    for (int i = 0; i < 3; i++) put32(out, kd->block[i]);
+    put32(out, kd->shared_bytes);
+    put32(out, (uint32_t)kd->nargs);
+    for (int32_t a = 0; a < kd->nargs; a++) {
+      put32(out, (uint32_t)kd->args[a].kind);
+      put32(out, (uint32_t)kd->args[a].index);
+    }
+  }
+  for (int32_t s = 0; s < p->nscratch; s++) put64(out, (uint64_t)p->scratch_bytes[s]);
+}
+
+typedef struct reader {
+  const unsigned char *p;
+  size_t left;
+  int bad;
+} reader;
+
+static uint32_t get32(reader *r) {
+  uint32_t v = 0;
+  if (r->left < 4) {
+    r->bad = 1;
+    return 0;
+  }
+  memcpy(&v, r->p, 4);
+  r->p += 4;
+  r->left -= 4;
+  return v;
+}
+
+static uint64_t get64(reader *r) {
+  uint64_t v = 0;
+  if (r->left < 8) {
+    r->bad = 1;
+    return 0;
+  }
+  memcpy(&v, r->p, 8);
+  r->p += 8;
+  r->left -= 8;
+  return v;
+}
+
+int rt_desc_read(const void *data, size_t size, lw_program *out) {
+  reader r = {data, size, 0};
+  memset(out, 0, sizeof *out);
+  if (get32(&r) != RT_DESC_MAGIC) return 0;
+  uint32_t nk = get32(&r), ns = get32(&r);
+  if (r.bad || nk > LW_MAX_KERNELS || ns > LW_MAX_KERNELS) return 0;
+  out->nkernels = (int32_t)nk;
+  out->nscratch = (int32_t)ns;
+  for (uint32_t k = 0; k < nk; k++) {
+    lw_kernel *kd = &out->kernels[k];
+    if (r.left < sizeof kd->name) return 0;
+    memcpy(kd->name, r.p, sizeof kd->name);
+    r.p += sizeof kd->name;
+    r.left -= sizeof kd->name;
+    if (!memchr(kd->name, 0, sizeof kd->name) || !kd->name[0]) return 0;
+    for (int i = 0; i < 3; i++) kd->grid[i] = get32(&r);
+    for (int i = 0; i < 3; i++) kd->block[i] = get32(&r);
+    kd->shared_bytes = get32(&r);
+    uint32_t na = get32(&r);
+    if (r.bad || na > LW_MAX_ARGS) return 0;
+    kd->nargs = (int32_t)na;
+    for (uint32_t a = 0; a < na; a++) {
+      uint32_t kind = get32(&r), index = get32(&r);
+      if (kind > LW_ARG_SCRATCH || index > INT32_MAX) return 0;
+      kd->args[a].kind = (lw_arg_kind)kind;
+      kd->args[a].index = (int32_t)index;
+    }
+    for (int i = 0; i < 3; i++)
+      if (kd->grid[i] == 0 || kd->block[i] == 0) return 0;
+  }
+  for (uint32_t s = 0; s < ns; s++) {
+    uint64_t bytes = get64(&r);
+    if (bytes == 0 || bytes > (uint64_t)INT64_MAX) return 0;
+    out->scratch_bytes[s] = (int64_t)bytes;
+  }
+  return !r.bad && r.left == 0;
+}
+
+/* -------------------------------------------------------------- directory */
+
+char *rt_disk_dir(void) {
+  const char *off = getenv("FHJIT_CACHE");
+  if (off && (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "no") ||
+              !strcasecmp(off, "false")))
+    return NULL;
+  ir_buf b = {0};
+  const char *dir = getenv("FHJIT_CACHE_DIR");
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  const char *home = getenv("HOME");
+  if (dir && *dir) ir_buf_printf(&b, "%s", dir);
+  else if (xdg && xdg[0] == '/') ir_buf_printf(&b, "%s/fhjit", xdg);
+  else if (home && *home) ir_buf_printf(&b, "%s/.cache/fhjit", home);
+  else return NULL;
+  if (b.failed) {
+    ir_buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+/* mkdir -p, private to the user: cached code is executable material. */
+static int make_dirs(const char *path) {
+  char *p = strdup(path);
+  if (!p) return 0;
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = 0;
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
+      free(p);
+      return 0;
+    }
+    *s = '/';
+  }
+  int ok = mkdir(p, 0700) == 0 || errno == EEXIST;
+  free(p);
+  return ok;
+}
+
+static char *entry_path(const char *dir, const char *key) {
+  ir_buf b = {0};
+  size_t n = strlen(key);
+  ir_buf_printf(&b, "%s/k-%016llx%016llx.fhk", dir,
+                (unsigned long long)rt_checksum(1, key, n), (unsigned long long)rt_checksum(2, key, n));
+  if (b.failed) {
+    ir_buf_free(&b);
+    return NULL;
+  }
+  return b.data;
+}
+
+/* ------------------------------------------------------------------ entries */
+
+void rt_disk_entry_free(rt_disk_entry *e) {
+  free(e->ptx);
+  free(e->cubin);
+  memset(e, 0, sizeof *e);
+}
+
+static uint64_t payload_checksum(const unsigned char *header_sizes, const unsigned char *payload,
+                                 size_t size) {
+  /* The sizes are covered too, so a header changed in place is caught. */
+  uint64_t seed = rt_checksum(RT_DISK_FORMAT, header_sizes, 32);
+  return rt_checksum(seed, payload, size);
+}
+
+rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out) {
+  memset(out, 0, sizeof *out);
+  char *path = entry_path(dir, key);
+  if (!path) return RT_DISK_MISS;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  free(path);
+  if (fd < 0) return RT_DISK_MISS;
+  rt_disk_result res = RT_DISK_CORRUPT;
+  unsigned char *data = NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < RT_DISK_HEADER || (uint64_t)st.st_size > RT_DISK_MAX_FILE)
+    goto done;
+  size_t size = (size_t)st.st_size;
+  data = malloc(size);
+  if (!data) goto done;
+  for (size_t got = 0; got < size;) {
+    ssize_t n = read(fd, data + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) goto done;
+    got += (size_t)n;
+  }
+  if (memcmp(data, RT_DISK_MAGIC, 8) != 0) goto done;
+  uint32_t format, key_len;
+  uint64_t ptx_len, cubin_len, desc_len, sum;
+  memcpy(&format, data + 8, 4);
+  memcpy(&key_len, data + 12, 4);
+  memcpy(&ptx_len, data + 16, 8);
+  memcpy(&cubin_len, data + 24, 8);
+  memcpy(&desc_len, data + 32, 8);
+  memcpy(&sum, data + 40, 8);
+  uint64_t body = size - RT_DISK_HEADER;
+  if (format != RT_DISK_FORMAT || key_len > body || ptx_len > body || cubin_len > body ||
+      desc_len > body || (uint64_t)key_len + ptx_len + cubin_len + desc_len != body)
+    goto done;
+  const unsigned char *p = data + RT_DISK_HEADER;
+  if (payload_checksum(data + 8, p, body) != sum) goto done;
+  if (key_len != strlen(key) || memcmp(p, key, key_len) != 0) goto done;
+  p += key_len;
+  out->ptx = malloc(ptx_len + 1);
+  out->cubin = malloc(cubin_len ? cubin_len : 1);
+  if (!out->ptx || !out->cubin) goto done;
+  memcpy(out->ptx, p, ptx_len);
+  out->ptx[ptx_len] = 0;
+  out->ptx_size = ptx_len;
+  p += ptx_len;
+  memcpy(out->cubin, p, cubin_len);
+  out->cubin_size = cubin_len;
+  p += cubin_len;
+  if (!rt_desc_read(p, desc_len, &out->desc)) goto done;
+  res = RT_DISK_HIT;
+done:
+  if (res != RT_DISK_HIT) rt_disk_entry_free(out);
+  free(data);
+  close(fd);
+  return res;
+}
+
+static int write_all(int fd, const void *data, size_t size) {
+  const char *p = data;
+  while (size) {
+    ssize_t n = write(fd, p, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    p += n;
+    size -= (size_t)n;
+  }
+  return 1;
+}
+
+int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_size,
+                  const void *cubin, size_t cubin_size, const lw_program *desc, char *why,
+                  size_t why_size) {
+  static unsigned long counter;
+  int ok = 0;
+  char *path = NULL, *tmp = NULL;
+  ir_buf body = {0}, tmpname = {0};
+  int fd = -1;
+  if (!make_dirs(dir)) {
+    snprintf(why, why_size, "cannot create the cache directory %s: %s", dir, strerror(errno));
+    goto done;
+  }
+  path = entry_path(dir, key);
+  size_t key_len = strlen(key);
+  ir_buf_put(&body, key, key_len);
+  ir_buf_put(&body, ptx, ptx_size);
+  ir_buf_put(&body, cubin, cubin_size);
+  size_t before_desc = body.len;
+  rt_desc_write(&body, desc);
+  if (!path || body.failed) {
+    snprintf(why, why_size, "out of memory");
+    goto done;
+  }
+  unsigned char header[RT_DISK_HEADER];
+  uint32_t format = RT_DISK_FORMAT, kl = (uint32_t)key_len;
+  uint64_t pl = ptx_size, cl = cubin_size, dl = body.len - before_desc;
+  memcpy(header, RT_DISK_MAGIC, 8);
+  memcpy(header + 8, &format, 4);
+  memcpy(header + 12, &kl, 4);
+  memcpy(header + 16, &pl, 8);
+  memcpy(header + 24, &cl, 8);
+  memcpy(header + 32, &dl, 8);
+  uint64_t sum = payload_checksum(header + 8, (const unsigned char *)body.data, body.len);
+  memcpy(header + 40, &sum, 8);
+  unsigned long serial = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+  ir_buf_printf(&tmpname, "%s/.tmp-%ld-%lu-%lx", dir, (long)getpid(), serial,
+                (unsigned long)pthread_self());
+  if (tmpname.failed) {
+    snprintf(why, why_size, "out of memory");
+    goto done;
+  }
+  tmp = tmpname.data;
+  fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    snprintf(why, why_size, "cannot create %s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  if (!write_all(fd, header, sizeof header) || !write_all(fd, body.data, body.len)) {
+    snprintf(why, why_size, "cannot write %s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  if (close(fd) != 0) {
+    fd = -1;
+    snprintf(why, why_size, "cannot write %s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  fd = -1;
+  if (rename(tmp, path) != 0) {
+    snprintf(why, why_size, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+    goto done;
+  }
+  ok = 1;
+done:
+  if (fd >= 0) close(fd);
+  if (!ok && tmp) unlink(tmp);
+  ir_buf_free(&tmpname);
+  ir_buf_free(&body);
+  free(path);
+  return ok;
+}

@@ -1,0 +1,650 @@
+/* compile.c: from a bound graph to kernels loaded in a CUDA context. The
+ * per-fhjit-context state holds the loaded kernels (the in-memory cache,
+ * keyed by graph hash, target and CUDA context); a miss tries the disk cache
+ * (a cubin, loaded in microseconds), then compiles: lw_compile_ptx, the
+ * driver's JIT linker (its error log becomes the message), cuModuleLoadData.
+ * A mutex per fhjit context makes compiles from several threads safe. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/runtime.h"
+
+#ifndef FHJIT_LLVM_VERSION
+#define FHJIT_LLVM_VERSION "unknown"
+#endif
+
+rt_lower_fn rt_lower = lw_compile_ptx;
+
+/* ------------------------------------------------------------------- state */
+
+static pthread_mutex_t state_create_lock = PTHREAD_MUTEX_INITIALIZER;
+
+rt_state *rt_state_get(fhjit_context *ctx) {
+  pthread_mutex_lock(&state_create_lock);
+  rt_state *st = ctx->runtime;
+  if (!st && (st = calloc(1, sizeof *st))) {
+    pthread_mutex_init(&st->lock, NULL);
+    ctx->runtime = st;
+  }
+  pthread_mutex_unlock(&state_create_lock);
+  return st;
+}
+
+/* Unloads a kernel's module and scratch in its own context. Skipped when the
+ * context is gone (its handles died with it). */
+static void kernel_free(fhjit_cuda_kernel *k, const rt_driver *d) {
+  if (d && (k->module || k->prog.nscratch)) {
+    unsigned long long id = 0;
+    if (d->cuCtxGetId(k->cuctx, &id) == CUDA_SUCCESS && id == k->cuctx_id &&
+        d->cuCtxPushCurrent(k->cuctx) == CUDA_SUCCESS) {
+      if (k->module) d->cuModuleUnload(k->module);
+      for (int32_t s = 0; s < k->prog.nscratch; s++)
+        if (k->scratch[s]) d->cuMemFree(k->scratch[s]);
+      CUcontext popped;
+      d->cuCtxPopCurrent(&popped);
+    }
+  }
+  rt_kernel_free_abi(k);
+  free(k->prog.ptx);
+  free(k);
+}
+
+/* The driver without recording anything: release paths run after errors. */
+static const rt_driver *driver_quiet(void) {
+  fhjit_context scratch = {0};
+  const rt_driver *d = rt_driver_get(&scratch, "release");
+  free(scratch.message);
+  return d;
+}
+
+void rt_context_release(fhjit_context *ctx) {
+  rt_state *st = ctx ? ctx->runtime : NULL;
+  if (!st) return;
+  const rt_driver *d = st->kernels ? driver_quiet() : NULL;
+  while (st->kernels) {
+    fhjit_cuda_kernel *k = st->kernels;
+    st->kernels = k->next;
+    kernel_free(k, d);
+  }
+  pthread_mutex_destroy(&st->lock);
+  free(st);
+  ctx->runtime = NULL;
+}
+
+fhjit_status fhjit_cuda_release_context(fhjit_context *ctx, fhjit_cuda_context cuctx) {
+  if (!ctx) return FHJIT_ERR_ARGUMENT;
+  if (!cuctx)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "fhjit_cuda_release_context: null CUDA context");
+  rt_state *st = ctx->runtime;
+  if (!st) return FHJIT_OK;
+  const rt_driver *d = rt_driver_get(ctx, "fhjit_cuda_release_context");
+  if (!d) return FHJIT_ERR_NO_DRIVER;
+  pthread_mutex_lock(&st->lock);
+  for (fhjit_cuda_kernel **p = &st->kernels; *p;) {
+    fhjit_cuda_kernel *k = *p;
+    if (k->cuctx == (CUcontext)cuctx) {
+      *p = k->next;
+      kernel_free(k, d);
+    } else {
+      p = &k->next;
+    }
+  }
+  pthread_mutex_unlock(&st->lock);
+  return FHJIT_OK;
+}
+
+/* --------------------------------------------------------------------- ABI */
+
+/* Element span [lo, hi) of a bound input from its base. 0 on overflow. */
+static int layout_span(const fhjit_type *t, const fhjit_layout *l, int64_t *lo, int64_t *hi) {
+  int64_t ext[3 + FHJIT_MAX_BATCH + 1], str[3 + FHJIT_MAX_BATCH + 1];
+  int k = 0;
+  if (t->kind == FHJIT_KIND_KEY) {
+    ext[k] = t->digits, str[k++] = l->digit_stride;
+    ext[k] = 2, str[k++] = l->comp_stride;
+  } else if (t->kind == FHJIT_KIND_POLY) {
+    if (t->comps > 0) ext[k] = t->comps, str[k++] = l->comp_stride;
+    for (int a = 0; a < t->nbatch; a++) ext[k] = t->batch[a], str[k++] = l->batch_stride[a];
+  }
+  ext[k] = t->rows, str[k++] = l->row_stride;
+  ext[k] = t->n, str[k++] = l->index_stride;
+  ir_u128 far = (ir_u128)(uint64_t)l->offset;
+  for (int i = 0; i < k; i++) {
+    if (ext[i] < 1 || str[i] < 0) return 0;
+    far += (ir_u128)(uint64_t)(ext[i] - 1) * (uint64_t)str[i];
+  }
+  if (l->offset < 0 || far >= (ir_u128)INT64_MAX) return 0;
+  *lo = l->offset;
+  *hi = (int64_t)far + 1;
+  return 1;
+}
+
+static int layout_equal(const fhjit_layout *a, const fhjit_layout *b) {
+  if (a->offset != b->offset || a->comp_stride != b->comp_stride ||
+      a->digit_stride != b->digit_stride || a->row_stride != b->row_stride ||
+      a->index_stride != b->index_stride)
+    return 0;
+  for (int i = 0; i < FHJIT_MAX_BATCH; i++)
+    if (a->batch_stride[i] != b->batch_stride[i]) return 0;
+  return 1;
+}
+
+static int graph_usable(fhjit_graph *g, const char *what) {
+  if (!g) return 0;
+  if (!g->bound) {
+    ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (call fhjit_bind)", what,
+             g->name);
+    return 0;
+  }
+  return 1;
+}
+
+fhjit_status fhjit_cuda_input_bytes(const fhjit_graph *g, int32_t index, size_t *bytes) {
+  if (!g || !bytes) return FHJIT_ERR_ARGUMENT;
+  if (!graph_usable((fhjit_graph *)g, "fhjit_cuda_input_bytes")) return FHJIT_ERR_ARGUMENT;
+  if (index < 0 || index >= g->ninputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_cuda_input_bytes: graph @%s has no input #%d (it has %d)", g->name,
+                    (int)index, (int)g->ninputs);
+  const ir_node *n = &g->nodes[g->inputs[index]];
+  int64_t lo, hi;
+  if (!layout_span(&n->type, &n->layout, &lo, &hi) ||
+      (uint64_t)hi > SIZE_MAX / ir_word_size(g->radix))
+    return ir_error(g->ctx, FHJIT_ERR_SHAPE, "fhjit_cuda_input_bytes: input %%%s spans too many bytes",
+                    n->name);
+  *bytes = (size_t)hi * ir_word_size(g->radix);
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_cuda_result_bytes(const fhjit_graph *g, int32_t index, size_t *bytes) {
+  if (!g || !bytes) return FHJIT_ERR_ARGUMENT;
+  if (!graph_usable((fhjit_graph *)g, "fhjit_cuda_result_bytes")) return FHJIT_ERR_ARGUMENT;
+  if (index < 0 || index >= g->nresults)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_cuda_result_bytes: graph @%s has no result #%d (it has %d)", g->name,
+                    (int)index, (int)g->nresults);
+  int64_t e = fhjit_type_elements(&g->results[index].type);
+  if (e < 1 || (uint64_t)e > SIZE_MAX / ir_word_size(g->radix))
+    return ir_error(g->ctx, FHJIT_ERR_SHAPE, "fhjit_cuda_result_bytes: result #%d is too large",
+                    (int)index);
+  *bytes = (size_t)e * ir_word_size(g->radix);
+  return FHJIT_OK;
+}
+
+/* Ops whose result element depends only on the operands' elements at the
+ * same coordinates: a thread that reads its elements before it writes may
+ * then overwrite an input it alone reads. Anything else (NTT anchors and
+ * whatever comes later) forbids in-place. */
+static int op_pointwise(ir_op op) {
+  switch (op) {
+  case IR_INPUT: case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL:
+  case IR_TO_MONT: case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN:
+  case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: case IR_KS_DIGIT_PRODUCT:
+  case IR_EXTRACT: case IR_PACK:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+void rt_kernel_free_abi(fhjit_cuda_kernel *k) {
+  for (int32_t i = 0; k->inputs && i < k->ninputs; i++) free(k->inputs[i].name);
+  for (int32_t i = 0; k->results && i < k->nresults; i++) {
+    free(k->results[i].name);
+    free(k->results[i].reads);
+  }
+  free(k->inputs);
+  free(k->results);
+  free(k->graph_name);
+  k->inputs = k->results = NULL;
+  k->graph_name = NULL;
+}
+
+fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k) {
+  size_t ws = ir_word_size(g->radix);
+  k->radix = g->radix;
+  k->ninputs = g->ninputs;
+  k->nresults = g->nresults;
+  k->inputs = calloc((size_t)g->ninputs + 1, sizeof *k->inputs);
+  k->results = calloc((size_t)g->nresults + 1, sizeof *k->results);
+  k->graph_name = strdup(g->name);
+  if (!k->inputs || !k->results || !k->graph_name) goto oom;
+  k->param_rows = 1;
+  for (int32_t i = 0; i < g->ninputs; i++) {
+    const ir_node *n = &g->nodes[g->inputs[i]];
+    rt_buffer *b = &k->inputs[i];
+    int64_t lo, hi;
+    if (!(b->name = strdup(n->name))) goto oom;
+    if (!layout_span(&n->type, &n->layout, &lo, &hi) || (uint64_t)hi > UINT64_MAX / ws)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE, "input %%%s: its layout spans too many bytes",
+                         n->name);
+    b->lo = (uint64_t)lo * ws;
+    b->hi = (uint64_t)hi * ws;
+    b->type = n->type;
+    fhjit_layout dense;
+    b->inplace_ok = n->type.kind == FHJIT_KIND_POLY &&
+                    fhjit_dense_layout(&n->type, &dense) == FHJIT_OK &&
+                    layout_equal(&dense, &n->layout);
+    if (n->type.kind == FHJIT_KIND_POLY && n->type.rows > k->param_rows)
+      k->param_rows = n->type.rows;
+  }
+  unsigned char *cone = malloc((size_t)g->nnodes + 1);
+  if (!cone) goto oom;
+  for (int32_t r = 0; r < g->nresults; r++) {
+    rt_buffer *b = &k->results[r];
+    b->type = g->results[r].type;
+    b->name = strdup(g->nodes[g->results[r].value].name);
+    b->reads = calloc((size_t)g->ninputs + 1, 1);
+    if (!b->name || !b->reads) {
+      free(cone);
+      goto oom;
+    }
+    /* operands precede their users: one backward sweep finds the cone */
+    memset(cone, 0, (size_t)g->nnodes);
+    cone[g->results[r].value] = 1;
+    for (int32_t v = g->results[r].value; v >= 0; v--)
+      if (cone[v])
+        for (int a = 0; a < g->nodes[v].nargs; a++) cone[g->nodes[v].args[a]] = 1;
+    for (int32_t i = 0; i < g->ninputs; i++) b->reads[i] = cone[g->inputs[i]];
+    int64_t e = fhjit_type_elements(&b->type);
+    if (e < 1 || (uint64_t)e > UINT64_MAX / ws) {
+      free(cone);
+      return ir_error(g->ctx, FHJIT_ERR_SHAPE, "result %%%s is too large", b->name);
+    }
+    b->lo = 0;
+    b->hi = (uint64_t)e * ws;
+    if (b->type.rows > k->param_rows) k->param_rows = b->type.rows;
+  }
+  free(cone);
+  k->pointwise = 1;
+  for (int32_t i = 0; i < g->nnodes; i++)
+    if (!op_pointwise(g->nodes[i].op)) k->pointwise = 0;
+  return FHJIT_OK;
+oom:
+  return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+}
+
+/* Checks a program against the graph's ABI before anything launches it: a
+ * stale or hostile cache entry must not index out of the argument arrays. */
+static const char *program_problem(const fhjit_cuda_kernel *k, const lw_program *p) {
+  if (p->nkernels < 0 || p->nkernels > LW_MAX_KERNELS) return "a bad kernel count";
+  if (p->nscratch < 0 || p->nscratch > LW_MAX_KERNELS) return "a bad scratch count";
+  for (int32_t i = 0; i < p->nkernels; i++) {
+    const lw_kernel *kd = &p->kernels[i];
+    if (!memchr(kd->name, 0, sizeof kd->name) || !kd->name[0]) return "a kernel without a name";
+    if (kd->nargs < 0 || kd->nargs > LW_MAX_ARGS) return "a bad argument count";
+    for (int d = 0; d < 3; d++)
+      if (!kd->grid[d] || !kd->block[d]) return "an empty launch grid or block";
+    for (int32_t a = 0; a < kd->nargs; a++) {
+      int32_t idx = kd->args[a].index;
+      switch (kd->args[a].kind) {
+      case LW_ARG_PARAMS: case LW_ARG_PSTRIDE: break;
+      case LW_ARG_INPUT: if (idx < 0 || idx >= k->ninputs) return "an input index out of range"; break;
+      case LW_ARG_RESULT: if (idx < 0 || idx >= k->nresults) return "a result index out of range"; break;
+      case LW_ARG_SCRATCH: if (idx < 0 || idx >= p->nscratch) return "a scratch index out of range"; break;
+      default: return "an unknown argument kind";
+      }
+    }
+  }
+  for (int32_t s = 0; s < p->nscratch; s++)
+    if (p->scratch_bytes[s] < 1) return "an empty scratch buffer";
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ target */
+
+/* "sm_90" -> 90, "sm_90a" -> 90 with *suffix = 'a'; 0 when malformed. */
+static int parse_sm(const char *t, char *suffix) {
+  if (strncmp(t, "sm_", 3) != 0) return 0;
+  const char *p = t + 3;
+  int cc = 0, digits = 0;
+  while (*p >= '0' && *p <= '9' && digits < 4) cc = cc * 10 + (*p++ - '0'), digits++;
+  if (digits < 2 || cc < 10) return 0;
+  *suffix = 0;
+  if (*p == 'a' || *p == 'f') *suffix = *p++;
+  return *p ? 0 : cc;
+}
+
+static void list_targets(char *buf, size_t size, const char *const *ts) {
+  size_t used = 0;
+  buf[0] = 0;
+  for (int i = 0; ts[i] && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "", ts[i]);
+}
+
+/* The PTX target: the caller's, or the device's, or the newest supported
+ * one the device can run (PTX is forward-compatible; 'a' targets are not). */
+static fhjit_status choose_target(fhjit_context *ctx, const char *what, const char *asked,
+                                  int dev_cc, char out[16]) {
+  const char *const *ts = fhjit_targets();
+  int nts = 0;
+  while (ts && ts[nts]) nts++;
+  char list[512];
+  if (nts) list_targets(list, sizeof list, ts);
+  if (asked) {
+    char suffix;
+    int cc = parse_sm(asked, &suffix);
+    if (!cc || strlen(asked) >= 16)
+      return ir_error(ctx, FHJIT_ERR_TARGET, "%s: target \"%s\" is not of the form sm_XX", what,
+                      asked);
+    int listed = !nts;
+    for (int i = 0; i < nts; i++) listed |= !strcmp(ts[i], asked);
+    if (!listed)
+      return ir_error(ctx, FHJIT_ERR_TARGET, "%s: target %s is not supported (fhjit_targets: %s)",
+                      what, asked, list);
+    if (cc > dev_cc || (suffix && cc != dev_cc))
+      return ir_error(ctx, FHJIT_ERR_TARGET,
+                      "%s: target %s cannot run on the device, which is sm_%d", what, asked,
+                      dev_cc);
+    snprintf(out, 16, "%s", asked);
+    return FHJIT_OK;
+  }
+  char own[16];
+  snprintf(own, sizeof own, "sm_%d", dev_cc);
+  int best = -1, best_cc = 0;
+  for (int i = 0; i < nts; i++) {
+    char suffix;
+    int cc = parse_sm(ts[i], &suffix);
+    if (!strcmp(ts[i], own)) {
+      best = i;
+      break;
+    }
+    if (cc && !suffix && cc <= dev_cc && cc > best_cc) best = i, best_cc = cc;
+  }
+  if (!nts) { /* fhjit_targets() lists nothing: let the lowering judge */
+    snprintf(out, 16, "%s", own);
+    return FHJIT_OK;
+  }
+  if (best < 0)
+    return ir_error(ctx, FHJIT_ERR_TARGET,
+                    "%s: the device is %s, older than every target fhjit supports (%s)", what, own,
+                    list);
+  snprintf(out, 16, "%s", ts[best]);
+  return FHJIT_OK;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static fhjit_status link_ptx(fhjit_context *ctx, const rt_driver *d, const char *what,
+                             const char *gname, const char *target, const char *ptx,
+                             void **cubin_out, size_t *cubin_size) {
+  char errlog[16384] = "", infolog[4096] = "";
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {errlog, (void *)(uintptr_t)sizeof errlog, infolog,
+                  (void *)(uintptr_t)sizeof infolog};
+  CUlinkState link = NULL;
+  CUresult r = d->cuLinkCreate(4, opts, vals, &link);
+  if (r != CUDA_SUCCESS)
+    return rt_cuda_error(ctx, d, r, "cuLinkCreate_v2", "%s: graph @%s", what, gname);
+  const char *call = "cuLinkAddData_v2";
+  r = d->cuLinkAddData(link, CU_JIT_INPUT_PTX, (void *)ptx, strlen(ptx) + 1, gname, 0, NULL, NULL);
+  void *cubin = NULL;
+  size_t size = 0;
+  if (r == CUDA_SUCCESS) {
+    call = "cuLinkComplete";
+    r = d->cuLinkComplete(link, &cubin, &size);
+  }
+  fhjit_status s = FHJIT_OK;
+  if (r != CUDA_SUCCESS) {
+    char why[256];
+    errlog[sizeof errlog - 1] = 0;
+    rt_cuda_describe(d, r, why, sizeof why);
+    s = ir_error(ctx, r == CUDA_ERROR_OUT_OF_MEMORY ? FHJIT_ERR_MEMORY : FHJIT_ERR_CUDA,
+                 "%s: the CUDA driver could not compile the PTX of graph @%s for %s: %s failed: "
+                 "%s%s%s",
+                 what, gname, target, call, why, errlog[0] ? "\ndriver log:\n" : "", errlog);
+  } else if (!cubin || !size || !(*cubin_out = malloc(size))) {
+    s = ir_error(ctx, FHJIT_ERR_MEMORY, "%s: graph @%s: no memory for the cubin", what, gname);
+  } else {
+    memcpy(*cubin_out, cubin, size);
+    *cubin_size = size;
+  }
+  d->cuLinkDestroy(link);
+  return s;
+}
+
+/* Loads the cubin into the current context: module, functions, scratch. On
+ * failure everything loaded so far is released. */
+static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const char *what,
+                                const char *gname, fhjit_cuda_kernel *k, const void *cubin) {
+  CUresult r = d->cuModuleLoadData(&k->module, cubin);
+  if (r != CUDA_SUCCESS) {
+    k->module = NULL;
+    return rt_cuda_error(ctx, d, r, "cuModuleLoadData", "%s: graph @%s: cannot load the cubin",
+                         what, gname);
+  }
+  fhjit_status s = FHJIT_OK;
+  for (int32_t i = 0; i < k->prog.nkernels && s == FHJIT_OK; i++) {
+    const lw_kernel *kd = &k->prog.kernels[i];
+    r = d->cuModuleGetFunction(&k->funcs[i], k->module, kd->name);
+    if (r != CUDA_SUCCESS) {
+      s = rt_cuda_error(ctx, d, r, "cuModuleGetFunction", "%s: graph @%s: kernel %s", what, gname,
+                        kd->name);
+    } else if (kd->shared_bytes > 48 * 1024) {
+      r = d->cuFuncSetAttribute(k->funcs[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                (int)kd->shared_bytes);
+      if (r != CUDA_SUCCESS)
+        s = rt_cuda_error(ctx, d, r, "cuFuncSetAttribute",
+                          "%s: graph @%s: kernel %s needs %u bytes of shared memory", what, gname,
+                          kd->name, kd->shared_bytes);
+    }
+  }
+  for (int32_t i = 0; i < k->prog.nscratch && s == FHJIT_OK; i++) {
+    r = d->cuMemAlloc(&k->scratch[i], (size_t)k->prog.scratch_bytes[i]);
+    if (r != CUDA_SUCCESS) {
+      k->scratch[i] = 0;
+      s = rt_cuda_error(ctx, d, r, "cuMemAlloc_v2",
+                        "%s: graph @%s: cannot allocate scratch buffer #%d of %lld bytes", what,
+                        gname, (int)i, (long long)k->prog.scratch_bytes[i]);
+    }
+  }
+  if (s != FHJIT_OK) {
+    for (int32_t i = 0; i < k->prog.nscratch; i++)
+      if (k->scratch[i]) d->cuMemFree(k->scratch[i]), k->scratch[i] = 0;
+    d->cuModuleUnload(k->module);
+    k->module = NULL;
+  }
+  return s;
+}
+
+/* ----------------------------------------------------------------- compile */
+
+static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_driver *d,
+                                         const fhjit_cuda_options *o, CUcontext cuctx,
+                                         const char *what, fhjit_cuda_compile_info *info) {
+  fhjit_context *ctx = g->ctx;
+  double t0 = rt_now_ms();
+  unsigned long long id = 0;
+  CUresult r = d->cuCtxGetId(cuctx, &id);
+  if (r != CUDA_SUCCESS) {
+    rt_cuda_error(ctx, d, r, "cuCtxGetId", "%s: cannot identify the current CUDA context", what);
+    return NULL;
+  }
+  CUdevice dev;
+  int major = 0, minor = 0;
+  if ((r = d->cuCtxGetDevice(&dev)) != CUDA_SUCCESS ||
+      (r = d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev)) !=
+          CUDA_SUCCESS ||
+      (r = d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev)) !=
+          CUDA_SUCCESS) {
+    rt_cuda_error(ctx, d, r, "cuDeviceGetAttribute", "%s: cannot read the device's compute capability",
+                  what);
+    return NULL;
+  }
+  int dev_cc = major * 10 + minor;
+  char target[16];
+  if (choose_target(ctx, what, o ? o->target : NULL, dev_cc, target) != FHJIT_OK) return NULL;
+  uint64_t hash[2];
+  if (fhjit_graph_hash(g, hash) != FHJIT_OK) return NULL;
+
+  for (fhjit_cuda_kernel **p = &st->kernels; *p;) {
+    fhjit_cuda_kernel *k = *p;
+    if (k->cuctx == cuctx && k->cuctx_id != id) { /* a destroyed context's address reused */
+      *p = k->next;
+      kernel_free(k, NULL);
+      continue;
+    }
+    if (k->cuctx == cuctx && k->hash[0] == hash[0] && k->hash[1] == hash[1] &&
+        !strcmp(k->target, target)) {
+      if (info) {
+        *info = k->info;
+        info->source = FHJIT_CUDA_FROM_MEMORY;
+        info->disk_rejected = info->disk_written = 0;
+        info->lower_ms = info->link_ms = info->load_ms = info->disk_ms = 0;
+        info->total_ms = rt_now_ms() - t0;
+      }
+      return k;
+    }
+    p = &k->next;
+  }
+
+  fhjit_cuda_kernel *k = calloc(1, sizeof *k);
+  if (!k) {
+    ir_error(ctx, FHJIT_ERR_MEMORY, "%s: out of memory", what);
+    return NULL;
+  }
+  k->ctx = ctx;
+  k->hash[0] = hash[0], k->hash[1] = hash[1];
+  snprintf(k->target, sizeof k->target, "%s", target);
+  k->cuctx = cuctx;
+  k->cuctx_id = id;
+  fhjit_cuda_compile_info ci = {0};
+  snprintf(ci.target, sizeof ci.target, "%s", target);
+  if (rt_describe_abi(g, k) != FHJIT_OK) goto fail;
+
+  char key[384];
+  snprintf(key, sizeof key,
+           "fhjit-kernel 1|fhjit %s|llvm %s|driver %d|target %s|device sm_%d|graph %016llx%016llx",
+           FHJIT_VERSION_STRING, FHJIT_LLVM_VERSION, d->version, target, dev_cc,
+           (unsigned long long)hash[0], (unsigned long long)hash[1]);
+  char *dir = (o && (o->flags & FHJIT_CUDA_NO_DISK_CACHE)) ? NULL : rt_disk_dir();
+
+  int loaded = 0;
+  if (dir) {
+    double td = rt_now_ms();
+    rt_disk_entry e;
+    rt_disk_result dr = rt_disk_load(dir, key, &e);
+    ci.disk_ms += rt_now_ms() - td;
+    if (dr == RT_DISK_HIT && !program_problem(k, &e.desc)) {
+      k->prog = e.desc;
+      double tl = rt_now_ms();
+      if (load_module(ctx, d, what, g->name, k, e.cubin) == FHJIT_OK) {
+        loaded = 1;
+        ci.source = FHJIT_CUDA_FROM_DISK;
+      } else {
+        /* checksummed but unloadable (a changed driver?): rebuild quietly */
+        fhjit_clear_error(ctx);
+        ci.disk_rejected = 1;
+      }
+      ci.load_ms += rt_now_ms() - tl;
+    } else if (dr != RT_DISK_MISS) {
+      ci.disk_rejected = 1;
+    }
+    rt_disk_entry_free(&e);
+  }
+  if (!loaded) {
+    memset(&k->prog, 0, sizeof k->prog);
+    double tl = rt_now_ms();
+    lw_program prog;
+    memset(&prog, 0, sizeof prog);
+    fhjit_status s = rt_lower(g, target, &prog);
+    ci.lower_ms = rt_now_ms() - tl;
+    if (s != FHJIT_OK) {
+      lw_program_free(&prog);
+      free(dir);
+      goto fail;
+    }
+    const char *problem = program_problem(k, &prog);
+    if (!problem && prog.nkernels > 0 && !prog.ptx) problem = "kernels but no PTX";
+    if (problem) {
+      ir_error(ctx, FHJIT_ERR_LLVM, "%s: graph @%s: the lowering produced %s", what, g->name,
+               problem);
+      lw_program_free(&prog);
+      free(dir);
+      goto fail;
+    }
+    k->prog = prog;
+    k->prog.ptx = NULL; /* ownership of the text stays with `prog` below */
+    void *cubin = NULL;
+    size_t cubin_size = 0;
+    if (prog.nkernels > 0) {
+      double tk = rt_now_ms();
+      s = link_ptx(ctx, d, what, g->name, target, prog.ptx, &cubin, &cubin_size);
+      ci.link_ms = rt_now_ms() - tk;
+      if (s == FHJIT_OK) {
+        tk = rt_now_ms();
+        s = load_module(ctx, d, what, g->name, k, cubin);
+        ci.load_ms = rt_now_ms() - tk;
+      }
+      if (s == FHJIT_OK && dir) {
+        char why[512];
+        tk = rt_now_ms();
+        /* A cache that cannot be written only costs time: not an error. */
+        ci.disk_written = rt_disk_store(dir, key, prog.ptx, strlen(prog.ptx), cubin, cubin_size,
+                                        &prog, why, sizeof why);
+        ci.disk_ms += rt_now_ms() - tk;
+      }
+    }
+    free(cubin);
+    lw_program_free(&prog);
+    if (s != FHJIT_OK) {
+      free(dir);
+      goto fail;
+    }
+    ci.source = FHJIT_CUDA_COMPILED;
+  }
+  free(dir);
+  ci.nkernels = k->prog.nkernels;
+  for (int32_t i = 0; i < k->prog.nscratch; i++) ci.scratch_bytes += k->prog.scratch_bytes[i];
+  ci.total_ms = rt_now_ms() - t0;
+  k->info = ci;
+  k->next = st->kernels;
+  st->kernels = k;
+  if (info) *info = ci;
+  return k;
+fail:
+  kernel_free(k, NULL);
+  return NULL;
+}
+
+fhjit_cuda_kernel *rt_compile(fhjit_graph *g, const fhjit_cuda_options *o, CUcontext cuctx,
+                              const rt_driver *d, const char *what,
+                              fhjit_cuda_compile_info *info) {
+  rt_state *st = rt_state_get(g->ctx);
+  if (!st) {
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", what);
+    return NULL;
+  }
+  pthread_mutex_lock(&st->lock);
+  fhjit_cuda_kernel *k = compile_locked(st, g, d, o, cuctx, what, info);
+  pthread_mutex_unlock(&st->lock);
+  return k;
+}
+
+fhjit_cuda_kernel *fhjit_cuda_compile(fhjit_graph *g, const fhjit_cuda_options *o,
+                                      fhjit_cuda_compile_info *info) {
+  const char *what = "fhjit_cuda_compile";
+  if (!graph_usable(g, what)) return NULL;
+  const rt_driver *d = rt_driver_get(g->ctx, what);
+  if (!d) return NULL;
+  CUcontext cuctx;
+  if (rt_current_context(g->ctx, d, o ? o->device : 0, what, &cuctx) != FHJIT_OK) return NULL;
+  return rt_compile(g, o, cuctx, d, what, info);
+}
+
+const fhjit_cuda_compile_info *fhjit_cuda_kernel_info(const fhjit_cuda_kernel *k) {
+  return k ? &k->info : NULL;
+}
+
+fhjit_cuda_context fhjit_cuda_kernel_context(const fhjit_cuda_kernel *k) {
+  return k ? (fhjit_cuda_context)k->cuctx : NULL;
+}
+
+int32_t fhjit_cuda_scratch_count(const fhjit_cuda_kernel *k) { return k ? k->prog.nscratch : 0; }
+
+int64_t fhjit_cuda_scratch_size(const fhjit_cuda_kernel *k, int32_t index) {
+  if (!k || index < 0 || index >= k->prog.nscratch) return -1;
+  return k->prog.scratch_bytes[index];
+}

@@ -1,0 +1,177 @@
+/* runtime.h: internals of the CUDA runtime (prefix rt_): the driver loader,
+ * the per-context state with its kernel cache, the disk cache, and the
+ * serialised kernel description. Public side: include/fhjit/fhjit_cuda.h. */
+#ifndef FHJIT_RUNTIME_H
+#define FHJIT_RUNTIME_H
+
+#include <pthread.h>
+
+#include "fhjit/fhjit_cuda.h"
+#include "ir/ir.h"
+#include "lower/lower.h"
+#include "runtime/cuda_api.h"
+
+/* ------------------------------------------------------------------ driver */
+
+/* The driver's entry points, resolved once per process by versioned name. */
+typedef struct rt_driver {
+  void *handle;
+  int version; /* cuDriverGetVersion: 1000 * major + 10 * minor */
+  PFN_cuInit cuInit;
+  PFN_cuDriverGetVersion cuDriverGetVersion;
+  PFN_cuGetErrorString cuGetErrorString;
+  PFN_cuGetErrorName cuGetErrorName;
+  PFN_cuDeviceGet cuDeviceGet;
+  PFN_cuDeviceGetCount cuDeviceGetCount;
+  PFN_cuDeviceGetAttribute cuDeviceGetAttribute;
+  PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
+  PFN_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease;
+  PFN_cuCtxGetCurrent cuCtxGetCurrent;
+  PFN_cuCtxSetCurrent cuCtxSetCurrent;
+  PFN_cuCtxPushCurrent_v2 cuCtxPushCurrent;
+  PFN_cuCtxPopCurrent_v2 cuCtxPopCurrent;
+  PFN_cuCtxGetDevice cuCtxGetDevice;
+  PFN_cuCtxGetId cuCtxGetId;
+  PFN_cuStreamGetCtx cuStreamGetCtx;
+  PFN_cuMemAlloc_v2 cuMemAlloc;
+  PFN_cuMemFree_v2 cuMemFree;
+  PFN_cuMemcpyHtoD_v2 cuMemcpyHtoD;
+  PFN_cuMemcpyDtoH_v2 cuMemcpyDtoH;
+  PFN_cuPointerGetAttributes cuPointerGetAttributes;
+  PFN_cuLinkCreate_v2 cuLinkCreate;
+  PFN_cuLinkAddData_v2 cuLinkAddData;
+  PFN_cuLinkComplete cuLinkComplete;
+  PFN_cuLinkDestroy cuLinkDestroy;
+  PFN_cuModuleLoadData cuModuleLoadData;
+  PFN_cuModuleUnload cuModuleUnload;
+  PFN_cuModuleGetFunction cuModuleGetFunction;
+  PFN_cuFuncSetAttribute cuFuncSetAttribute;
+  PFN_cuLaunchKernel cuLaunchKernel;
+} rt_driver;
+
+/* The driver, opened at the first call (pthread_once); NULL with the reason
+ * recorded on ctx as FHJIT_ERR_NO_DRIVER. `what` names the caller. */
+const rt_driver *rt_driver_get(fhjit_context *ctx, const char *what);
+
+/* "CUDA_ERROR_X (n): description" of a driver status. */
+void rt_cuda_describe(const rt_driver *d, CUresult r, char *buf, size_t size);
+/* Records a failed driver call: "<what>: <call> failed: CUDA_ERROR_X (n): text"
+ * as FHJIT_ERR_MEMORY for CUDA_ERROR_OUT_OF_MEMORY, else FHJIT_ERR_CUDA. */
+fhjit_status rt_cuda_error(fhjit_context *ctx, const rt_driver *d, CUresult r,
+                           const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* ------------------------------------------------------ kernel description */
+
+/* The serialised form of an lw_program without its PTX (the disk cache
+ * stores it next to the PTX and cubin). rt_desc_read checks every field. */
+void rt_desc_write(ir_buf *out, const lw_program *p);
+int rt_desc_read(const void *data, size_t size, lw_program *out);
+
+/* ------------------------------------------------------------ disk cache */
+
+/* The cache directory ($FHJIT_CACHE_DIR, $XDG_CACHE_HOME/fhjit or
+ * ~/.cache/fhjit), malloc'd; NULL when the cache is off (FHJIT_CACHE=0) or
+ * there is no home. */
+char *rt_disk_dir(void);
+
+typedef struct rt_disk_entry {
+  char *ptx;          /* malloc'd, NUL-terminated */
+  size_t ptx_size;    /* without the NUL */
+  void *cubin;        /* malloc'd */
+  size_t cubin_size;
+  lw_program desc;    /* desc.ptx is NULL */
+} rt_disk_entry;
+
+typedef enum rt_disk_result {
+  RT_DISK_MISS = 0, /* no entry */
+  RT_DISK_HIT,      /* a complete, consistent entry for `key` */
+  RT_DISK_CORRUPT   /* an entry was there but fails a check: rebuild it */
+} rt_disk_result;
+
+/* The file of `key` (a printable string naming everything the code depends
+ * on) under dir. */
+rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out);
+/* Writes an entry atomically (temporary file renamed into place). Failure is
+ * not an error of the compile: returns 0 and leaves a reason in why. */
+int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_size,
+                  const void *cubin, size_t cubin_size, const lw_program *desc,
+                  char *why, size_t why_size);
+void rt_disk_entry_free(rt_disk_entry *e);
+/* A 64-bit checksum of bytes (word-wise multiply-xorshift). */
+uint64_t rt_checksum(uint64_t seed, const void *data, size_t size);
+
+/* ------------------------------------------------------ per-context state */
+
+/* One buffer of a graph's ABI, for pointer validation. */
+typedef struct rt_buffer {
+  char *name;      /* the value's name (from the graph that compiled it) */
+  uint64_t lo, hi; /* bytes from the base the layout touches: [lo, hi) */
+  int inplace_ok;  /* input only: bound densely, so a result of its type may
+                      share its buffer */
+  unsigned char *reads; /* result only: reads[i] = 1 when the result's value
+                           is computed from input i */
+  fhjit_type type;
+} rt_buffer;
+
+struct fhjit_cuda_kernel {
+  fhjit_context *ctx;
+  fhjit_cuda_kernel *next;
+  uint64_t hash[2];
+  char *graph_name; /* of the graph that compiled it, for messages */
+  char target[16];
+  CUcontext cuctx;
+  unsigned long long cuctx_id; /* tells a destroyed context from a new one at
+                                  the same address */
+  CUmodule module;
+  lw_program prog; /* prog.ptx is NULL once loaded */
+  CUfunction funcs[LW_MAX_KERNELS];
+  CUdeviceptr scratch[LW_MAX_KERNELS];
+  fhjit_radix radix;
+  int32_t ninputs, nresults;
+  rt_buffer *inputs, *results;
+  int64_t param_rows;  /* columns of the parameter table */
+  int pointwise;       /* in-place allowed: one kernel of pointwise ops */
+  fhjit_cuda_compile_info info;
+};
+
+/* A primary context fhjit retained: once per process, held until exit. */
+typedef struct rt_primary {
+  CUdevice device;
+  CUcontext cuctx;
+} rt_primary;
+
+typedef struct rt_state {
+  pthread_mutex_t lock; /* around the kernel list: compiles from several threads */
+  fhjit_cuda_kernel *kernels;
+} rt_state;
+
+/* The fhjit context's runtime state, created on first use; NULL on OOM. */
+rt_state *rt_state_get(fhjit_context *ctx);
+void rt_context_release(fhjit_context *ctx);
+
+/* Makes sure the calling thread has a current CUDA context (the primary
+ * context of `device` when it has none) and returns it. */
+fhjit_status rt_current_context(fhjit_context *ctx, const rt_driver *d, int32_t device,
+                                const char *what, CUcontext *out);
+
+/* Compiles g (or finds it in the caches) for CUDA context cuctx, which is
+ * current on the calling thread. NULL with the error recorded. */
+fhjit_cuda_kernel *rt_compile(fhjit_graph *g, const fhjit_cuda_options *o, CUcontext cuctx,
+                              const rt_driver *d, const char *what,
+                              fhjit_cuda_compile_info *info);
+
+/* Where programs come from: lw_compile_ptx, replaced by unit tests that
+ * bring hand-written PTX. */
+typedef fhjit_status (*rt_lower_fn)(fhjit_graph *g, const char *arch, lw_program *out);
+extern rt_lower_fn rt_lower;
+
+/* The graph's values that the runtime launches (inputs and results), and
+ * whether it may run in place. Used when a kernel is created. */
+fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k);
+void rt_kernel_free_abi(fhjit_cuda_kernel *k);
+
+/* Monotonic milliseconds. */
+double rt_now_ms(void);
+
+#endif
