@@ -1,0 +1,109 @@
+/* ntt.h: lowering of the negacyclic NTT (SPEC section 5) to LLVM IR loop
+ * nests (prefix lw_ntt_): the schedule (how the logN stages are cut into
+ * kernels, shared-memory passes and per-thread register butterflies), the
+ * target-neutral IR builder, the PTX entry that fills an lw_program for the
+ * runtime, and a host entry that JIT-compiles the same IR and runs it.
+ *
+ * Schedule. Index i of a row is split as i = i1 * N2 + i2 (N = N1 * N2).
+ * Forward (Cooley-Tukey) stages 0..log N1 - 1 only mix i1 bits: kernel 1
+ * runs them on the N2 columns (C consecutive columns per block, so every
+ * global access is a contiguous run of C words); stages log N1.. mix i2 bits
+ * within a contiguous chunk of N2: kernel 2 runs them in shared memory, C
+ * chunks per block. The inverse (Gentleman-Sande) runs the same two kernels
+ * in the other order. N <= 2^12 runs in one kernel (whole rows per block).
+ * Inside a kernel, each of the block's threads holds E = 2^log_e words in
+ * registers and applies up to log_e stages to them ("a pass"); passes are
+ * separated by barriers and exchange data through shared memory. Radix-2
+ * butterflies give the same bits under any grouping of stages, so every
+ * plan computes exactly SPEC's representatives.
+ *
+ * A kernel is a list of phases separated by barriers. On the GPU a phase is
+ * run by the block's threads (tid from the special registers, bar.sync
+ * between phases, shared memory in addrspace(3)); on the host the same phase
+ * body is wrapped in a loop over thread ids, inside a loop over blocks, and
+ * shared memory is a buffer the caller passes. */
+#ifndef FHJIT_LOWER_NTT_H
+#define FHJIT_LOWER_NTT_H
+
+#include <llvm-c/Core.h>
+
+#include "ir/ntt.h"
+#include "lower/lw_llvm.h"
+
+#define LW_NTT_MAX_PASSES 8
+
+/* One kernel of a plan. */
+typedef struct lw_ntt_kplan {
+  int cols;       /* 1: sub-transforms are columns (stride N/M); 0: contiguous chunks */
+  int m;          /* log2 of the local transform length M */
+  int log_c;      /* C = 2^log_c sub-transforms per block */
+  int log_e;      /* E = 2^log_e words per thread */
+  int log_subs;   /* sub-transforms per row: N / M = 2^log_subs */
+  int npass;
+  int pass_b[LW_NTT_MAX_PASSES]; /* pass j covers local bits [b, b + e) */
+  int pass_e[LW_NTT_MAX_PASSES];
+  int staged_load;  /* global -> shared copy before the first pass */
+  int staged_store; /* shared -> global copy after the last pass */
+  int pre, post;    /* this kernel applies the kind's pre step / post step */
+  int in_place;     /* source and destination are the same buffer */
+  int pad_shift;    /* chunk kernels: shared index k + (k >> pad_shift) */
+  uint32_t threads; /* per block */
+  int64_t blocks;   /* grid */
+  uint32_t smem_words;
+} lw_ntt_kplan;
+
+typedef struct lw_ntt_plan {
+  fhjit_radix radix;
+  ir_ntt_kind kind;
+  int log_n;
+  int64_t rows;       /* limbs: the modulus of batch-row r is params column r % rows */
+  int64_t batch_rows; /* rows of the whole [.., rows, N] extent: prod(batch) * rows */
+  int nkernels;
+  lw_ntt_kplan k[2];
+} lw_ntt_plan;
+
+/* Chooses the schedule for one transform over [batch_rows, N] words. The
+ * same plan serves the GPU and the host. Errors: FHJIT_ERR_UNSUPPORTED (N
+ * outside 2^4..2^17, too many rows for one launch grid). */
+fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                              int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *out);
+
+/* A one-line description of a plan ("2 kernels: cols M=2^8 C=16 E=8 passes
+ * 3+3+2 | chunks ..."), for diagnostics and benches. */
+void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size);
+
+/* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every
+ * kernel takes (params, i64 pstride, twiddles, src, dst): twiddles a dense
+ * [rows, N] table, src and dst dense [batch_rows, N]; kernel 1 of a
+ * two-kernel plan works in place on dst. For LW_GPU each is a PTX kernel
+ * with launch bounds; for LW_HOST each is "<prefix>_k<j>_host" with the
+ * extra arguments (i64 block_begin, i64 block_end, ptr shared) and runs
+ * every thread of blocks [block_begin, block_end). */
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target target,
+                          const char *prefix, LLVMContextRef c, LLVMModuleRef m);
+
+/* PTX and launch description of a standalone NTT: kernel arguments are
+ * PARAMS, PSTRIDE, INPUT 1 (the twiddle table), then src and dst: INPUT 0
+ * (the data) and RESULT 0 for the first kernel, RESULT 0 twice for the
+ * second. arch: NULL means sm_90. */
+fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,
+                                lw_program *out);
+
+/* LLVM IR text of a plan's module (kind: FHJIT_EMIT_LLVM, _LLVM_OPT or
+ * _PTX), malloc'd. */
+fhjit_status lw_ntt_emit_text(fhjit_context *ctx, const lw_ntt_plan *p, fhjit_emit_kind kind,
+                              const char *arch, char **text);
+
+/* Host path: the plan's kernels JIT-compiled for this machine. */
+typedef struct lw_ntt_host lw_ntt_host;
+
+fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt_host **out);
+void lw_ntt_host_destroy(lw_ntt_host *h);
+/* Runs the transform: twiddles dense [rows, N], in and out dense
+ * [batch_rows, N] words of the radix, distinct buffers. threads: worker
+ * threads, 0 = automatic. */
+fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
+                             int64_t pstride, const void *twiddles, const void *in, void *out,
+                             int threads);
+
+#endif

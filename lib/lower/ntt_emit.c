@@ -1,0 +1,967 @@
+/* ntt_emit.c: the NTT of SPEC section 5 as LLVM IR loop nests (see ntt.h
+ * for the schedule): plan choice, the phase bodies, GPU kernels and host
+ * functions around them, PTX, and the host JIT that runs the same IR.
+ *
+ * Products by a twiddle (or another per-row constant) w use the constant
+ * precomputed from w, which leaves SPEC's REDC result unchanged:
+ *   r62: m = (lo64(w*x) * k) mod 2^62 = (x * (w*k mod 2^62)) mod 2^62, so
+ *        with wk4 = w * (4k) mod 2^64, m4 = x * wk4 mod 2^64 = 4m exactly.
+ *        u = (w*x + m*q) >> 62 = hi64(4w * x) + hi64(m4 * q) + c, where the
+ *        carry c of the low 62-bit halves is 1 exactly when they are not
+ *        both zero (their sum is 0 mod 2^62), that is when m != 0 (k is odd,
+ *        so m = 0 iff w*x = 0 mod 2^62). One mul.lo and two mul.hi.
+ *   r32: the same with 32-bit halves (m = x * (w*k mod 2^32), no scaling),
+ *        then the canonical subtraction of q.
+ * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "lower/ntt.h"
+#include "nvptx/nvptx.h"
+
+/* ------------------------------------------------------------------ plan */
+
+/* Pass list for M = 2^m, E = 2^log_e: full passes first in processing order
+ * (forward: from the top bits down; inverse: from the bottom bits up). */
+static void plan_passes(lw_ntt_kplan *k, int forward) {
+  int m = k->m, e = k->log_e;
+  k->npass = (m + e - 1) / e;
+  int b = forward ? m : 0;
+  for (int j = 0; j < k->npass; j++) {
+    int ej = j < k->npass - 1 ? e : m - e * (k->npass - 1);
+    k->pass_e[j] = ej;
+    if (forward) b -= ej;
+    k->pass_b[j] = b;
+    if (!forward) b += ej;
+  }
+}
+
+static int ilog2_u64(uint64_t x) {
+  int l = 0;
+  while ((UINT64_C(1) << l) < x) l++;
+  return l;
+}
+
+/* Shared words of one sub-transform row in a chunk kernel (with padding). */
+static int64_t chunk_stride(const lw_ntt_kplan *k) {
+  int64_t mlen = INT64_C(1) << k->m;
+  return mlen + (k->pad_shift ? (mlen >> k->pad_shift) : 0);
+}
+
+static void finish_kernel(lw_ntt_kplan *k, int forward, fhjit_radix radix, int64_t batch_rows) {
+  if (k->log_e > k->m) k->log_e = k->m;
+  plan_passes(k, forward);
+  k->threads = (uint32_t)1 << (k->log_c + k->m - k->log_e);
+  int64_t per_row = INT64_C(1) << k->log_subs;
+  k->blocks = batch_rows * per_row / (INT64_C(1) << k->log_c);
+  if (k->cols) {
+    k->staged_load = k->staged_store = 0;
+    k->pad_shift = 0;
+    k->smem_words = (uint32_t)1 << (k->log_c + k->m);
+  } else {
+    /* The pass touching the top bits is coalesced straight from/to global
+     * memory; the one touching the bottom bits goes through shared memory. */
+    k->staged_load = !forward;
+    k->staged_store = forward;
+    k->pad_shift = radix == FHJIT_R32 ? 5 : 4;
+    k->smem_words = (uint32_t)(chunk_stride(k) << k->log_c);
+  }
+}
+
+fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                              int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
+  memset(p, 0, sizeof *p);
+  if (log_n < IR_NTT_MIN_LOG || log_n > IR_NTT_MAX_LOG)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: NTT size N = 2^%d is outside the supported 2^%d .. 2^%d", log_n,
+                    IR_NTT_MIN_LOG, IR_NTT_MAX_LOG);
+  if ((unsigned)kind >= IR_NTT_NUM_KINDS || (radix != FHJIT_R32 && radix != FHJIT_R62))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT: unknown kind %d or radix %d",
+                    (int)kind, (int)radix);
+  if (rows < 1 || batch_rows < rows || batch_rows % rows)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: NTT: %lld batch rows is not a positive multiple of %lld rows",
+                    (long long)batch_rows, (long long)rows);
+  if (batch_rows > (INT64_C(1) << 40) >> log_n)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: NTT over %lld rows of 2^%d words is too large for one launch grid",
+                    (long long)batch_rows, log_n);
+  p->radix = radix;
+  p->kind = kind;
+  p->log_n = log_n;
+  p->rows = rows;
+  p->batch_rows = batch_rows;
+  int fwd = ir_ntt_is_forward(kind);
+  /* r62 butterflies are bound by 64-bit products: 8 words per thread keeps
+   * registers (and so occupancy) reasonable; r32 is bound by memory and
+   * takes 16 words per thread, one pass fewer through shared memory. */
+  int log_e = radix == FHJIT_R32 ? 4 : 3;
+  /* C words of a column run: 128 bytes. */
+  int log_cols = radix == FHJIT_R32 ? 5 : 4;
+  if (log_n <= 12) {
+    p->nkernels = 1;
+    lw_ntt_kplan *k = &p->k[0];
+    k->cols = 0;
+    k->m = log_n;
+    k->log_e = log_e < log_n ? log_e : log_n;
+    k->log_subs = 0;
+    /* whole rows per block: about 256 threads, C dividing batch_rows */
+    int log_c = 8 - (log_n - k->log_e);
+    if (log_c < 0) log_c = 0;
+    while (log_c > 0 && batch_rows % (INT64_C(1) << log_c)) log_c--;
+    k->log_c = log_c;
+    k->pre = k->post = 1;
+    finish_kernel(k, fwd, radix, batch_rows);
+    return FHJIT_OK;
+  }
+  p->nkernels = 2;
+  int m_chunk = (log_n + 1) / 2, m_col = log_n - m_chunk;
+  lw_ntt_kplan col = {0}, chunk = {0};
+  col.cols = 1;
+  col.m = m_col;
+  col.log_e = log_e;
+  col.log_subs = m_chunk;
+  col.log_c = log_cols;
+  chunk.cols = 0;
+  chunk.m = m_chunk;
+  chunk.log_e = log_e;
+  chunk.log_subs = m_col;
+  chunk.log_c = 8 - (m_chunk - log_e); /* about 256 threads */
+  if (chunk.log_c < 0) chunk.log_c = 0;
+  if (chunk.log_c > m_col) chunk.log_c = m_col;
+  finish_kernel(&col, fwd, radix, batch_rows);
+  finish_kernel(&chunk, fwd, radix, batch_rows);
+  if (fwd) {
+    p->k[0] = col, p->k[1] = chunk;
+  } else {
+    p->k[0] = chunk, p->k[1] = col;
+  }
+  p->k[0].pre = 1;
+  p->k[1].post = 1;
+  p->k[1].in_place = 1;
+  return FHJIT_OK;
+}
+
+void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
+  size_t used = 0;
+  used += (size_t)snprintf(buf, size, "%d kernel%s:", p->nkernels, p->nkernels > 1 ? "s" : "");
+  for (int j = 0; j < p->nkernels && used < size; j++) {
+    const lw_ntt_kplan *k = &p->k[j];
+    used += (size_t)snprintf(buf + used, size - used, "%s %s M=2^%d C=%d E=%d T=%u passes ",
+                             j ? " |" : "", k->cols ? "cols" : "chunks", k->m, 1 << k->log_c,
+                             1 << k->log_e, k->threads);
+    for (int i = 0; i < k->npass && used < size; i++)
+      used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? "+" : "", k->pass_e[i]);
+    if (used < size)
+      used += (size_t)snprintf(buf + used, size - used, " grid %lld smem %u B",
+                               (long long)k->blocks,
+                               k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
+  }
+}
+
+/* ----------------------------------------------------------- the emitter */
+
+typedef struct ne {
+  fhjit_context *ctx;
+  const lw_ntt_plan *P;
+  const lw_ntt_kplan *K;
+  lw_target target;
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMTypeRef W, D, i1, i32, i64, gptr, sptr, voidt, vecW;
+  int wbits; /* 32 or 64: the word type's width */
+  int V;     /* words of one 16-byte vector */
+  LLVMValueRef fn;
+  LLVMValueRef params, pstride, tw, src, dst, smem;
+  LLVMValueRef barrier_fn;
+  LLVMTypeRef barrier_ty;
+} ne;
+
+/* Per-row constants of the thread's row. */
+typedef struct rowc {
+  LLVMValueRef batch_row, row; /* i64 */
+  LLVMValueRef q, q2, k4;      /* words; k4 = 4k mod 2^64 (r62) or k (r32) */
+  LLVMValueRef twrow;          /* pointer to the row's twiddles */
+} rowc;
+
+/* A constant multiplier w with its precomputed Montgomery constant. */
+typedef struct mconst {
+  LLVMValueRef w4, wk4; /* r62: 4w and w*4k mod 2^64; r32: w and w*k mod 2^32 */
+} mconst;
+
+static LLVMValueRef cw(ne *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
+static LLVMValueRef c32(ne *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); }
+static LLVMValueRef c64(ne *E, uint64_t x) { return LLVMConstInt(E->i64, x, 0); }
+static unsigned walign(ne *E) { return (unsigned)(E->wbits / 8); }
+
+static void fn_attr(ne *E, LLVMValueRef fn, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(E->c, kind, 0));
+}
+
+static void param_attr(ne *E, LLVMValueRef fn, unsigned param, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(E->c, kind, 0));
+}
+
+static LLVMValueRef intrinsic(ne *E, const char *name, LLVMTypeRef *fty) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, NULL, 0);
+  *fty = LLVMIntrinsicGetType(E->c, id, NULL, 0);
+  return fn;
+}
+
+static LLVMValueRef sreg(ne *E, const char *name) {
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(E, name, &fty);
+  return LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
+}
+
+static LLVMValueRef load(ne *E, LLVMTypeRef ty, LLVMValueRef base, LLVMValueRef idx,
+                         unsigned align, const char *name) {
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, E->W, base, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(E->b, ty, p, name);
+  LLVMSetAlignment(v, align);
+  return v;
+}
+
+static void store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx, unsigned align) {
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, E->W, base, &idx, 1, "");
+  LLVMSetAlignment(LLVMBuildStore(E->b, v, p), align);
+}
+
+/* ------------------------------------------------------------ arithmetic */
+
+static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
+  LLVMValueRef ge = LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, "");
+  return LLVMBuildSelect(E->b, ge, LLVMBuildSub(E->b, x, bound, ""), x, "");
+}
+
+/* High word of the double-word product a*b (mul.hi on the GPU). */
+static LLVMValueRef mulhi(ne *E, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef p = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, a, E->D, ""),
+                                   LLVMBuildZExt(E->b, b, E->D, ""), "");
+  p = LLVMBuildLShr(E->b, p, LLVMConstInt(E->D, (uint64_t)E->wbits, 0), "");
+  return LLVMBuildTrunc(E->b, p, E->W, "");
+}
+
+static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
+  mconst mc;
+  if (E->wbits == 64) {
+    mc.w4 = LLVMBuildShl(E->b, w, cw(E, 2), "w4");
+    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk4");
+  } else {
+    mc.w4 = w;
+    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk");
+  }
+  return mc;
+}
+
+/* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
+ * canonical. w_is_one: REDC(x * 1), where the first high product is 0. */
+static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
+                               int w_is_one) {
+  LLVMValueRef m4 = LLVMBuildMul(E->b, x, mc->wk4, "m");
+  LLVMValueRef h2 = mulhi(E, m4, r->q);
+  LLVMValueRef carry = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""),
+                                     E->W, "");
+  LLVMValueRef u = LLVMBuildNUWAdd(E->b, h2, carry, "");
+  if (!w_is_one) u = LLVMBuildNUWAdd(E->b, mulhi(E, mc->w4, x), u, "u");
+  return E->wbits == 32 ? csub(E, u, r->q) : u;
+}
+
+static LLVMValueRef lazyadd(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
+  return csub(E, LLVMBuildNUWAdd(E->b, a, b, ""), r->q2);
+}
+
+/* lazyadd(a, 2q - b) */
+static LLVMValueRef lazysub(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
+  return lazyadd(E, r, a, LLVMBuildNUWSub(E->b, r->q2, b, ""));
+}
+
+/* ------------------------------------------------------------- row data */
+
+static LLVMValueRef param_word(ne *E, int prow, LLVMValueRef row, const char *name) {
+  LLVMValueRef idx = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, E->pstride, c64(E, (uint64_t)prow), ""),
+                                     row, "");
+  return load(E, E->W, E->params, idx, walign(E), name);
+}
+
+static rowc row_consts(ne *E, LLVMValueRef batch_row) {
+  rowc r;
+  r.batch_row = batch_row;
+  r.row = E->P->rows == 1 ? c64(E, 0)
+                          : (E->P->rows == E->P->batch_rows
+                                 ? batch_row
+                                 : LLVMBuildURem(E->b, batch_row, c64(E, (uint64_t)E->P->rows), "row"));
+  r.q2 = param_word(E, 0, r.row, "q2");
+  r.q = LLVMBuildLShr(E->b, r.q2, cw(E, 1), "q");
+  LLVMValueRef klo = param_word(E, 3, r.row, "k.lo"), khi = param_word(E, 4, r.row, "k.hi");
+  LLVMValueRef k = LLVMBuildOr(E->b, klo, LLVMBuildShl(E->b, khi, cw(E, (uint64_t)(E->wbits == 64 ? 31 : 16)), ""), "k");
+  r.k4 = E->wbits == 64 ? LLVMBuildShl(E->b, k, cw(E, 2), "k4") : k;
+  LLVMValueRef off = LLVMBuildNUWMul(E->b, r.row, c64(E, UINT64_C(1) << E->P->log_n), "");
+  r.twrow = LLVMBuildInBoundsGEP2(E->b, E->W, E->tw, &off, 1, "twrow");
+  return r;
+}
+
+/* The kind's pre step on a loaded word (coef-std: to_mont). */
+static LLVMValueRef pre_step(ne *E, const rowc *r, const mconst *r2, LLVMValueRef x) {
+  if (E->P->kind != IR_NTT_STD_TO_NTT) return x;
+  return redc_const(E, r, r2, x, 0);
+}
+
+static mconst pre_const(ne *E, const rowc *r) {
+  mconst mc = {0};
+  if (E->P->kind == IR_NTT_STD_TO_NTT) mc = make_const(E, r, param_word(E, 5, r->row, "r2"));
+  return mc;
+}
+
+/* The kind's post step before a store: times N^-1 R; coef-std also REDC(v*1)
+ * and the canonical subtraction. */
+static LLVMValueRef post_step(ne *E, const rowc *r, const mconst *ninv, LLVMValueRef v) {
+  if (ir_ntt_is_forward(E->P->kind)) return v;
+  v = redc_const(E, r, ninv, v, 0);
+  if (E->P->kind == IR_NTT_TO_STD) {
+    mconst one = {cw(E, E->wbits == 64 ? 4 : 1), r->k4};
+    v = csub(E, redc_const(E, r, &one, v, 1), r->q);
+  }
+  return v;
+}
+
+static mconst post_const(ne *E, const rowc *r) {
+  mconst mc = {0};
+  if (!ir_ntt_is_forward(E->P->kind)) mc = make_const(E, r, param_word(E, 7, r->row, "ninv"));
+  return mc;
+}
+
+/* -------------------------------------------------------- thread layout */
+
+/* Where register r of a thread lives in a pass: the pass bits, then extra
+ * bits for a short pass (nearest below the pass first, so threads keep
+ * sharing twiddles), and the thread's own index u deposited in the rest. */
+typedef struct passmap {
+  int rpos[16]; /* local bit of register bit j */
+  int nupos;
+  int upos[24]; /* local bits filled by u, ascending */
+  uint32_t kconst[1 << 5]; /* local position bits contributed by register r */
+} passmap;
+
+static void make_passmap(const lw_ntt_kplan *k, int j, passmap *pm) {
+  int b = k->pass_b[j], e = k->pass_e[j], le = k->log_e;
+  int used[32] = {0};
+  for (int i = 0; i < e; i++) pm->rpos[i] = b + i, used[b + i] = 1;
+  int n = e;
+  for (int d = 1; n < le; d++) {
+    if (b - d >= 0 && !used[b - d]) pm->rpos[n++] = b - d, used[b - d] = 1;
+    if (n < le && b + e - 1 + d < k->m && !used[b + e - 1 + d])
+      pm->rpos[n++] = b + e - 1 + d, used[b + e - 1 + d] = 1;
+  }
+  pm->nupos = 0;
+  for (int bit = 0; bit < k->m; bit++)
+    if (!used[bit]) pm->upos[pm->nupos++] = bit;
+  for (uint32_t r = 0; r < (1u << le); r++) {
+    uint32_t kc = 0;
+    for (int i = 0; i < le; i++) kc |= ((r >> i) & 1u) << pm->rpos[i];
+    pm->kconst[r] = kc;
+  }
+}
+
+/* Scatters the bits of u (i32) to the positions pm->upos (runs at a time). */
+static LLVMValueRef deposit_u(ne *E, const passmap *pm, LLVMValueRef u) {
+  LLVMValueRef k = c32(E, 0);
+  for (int i = 0; i < pm->nupos;) {
+    int len = 1;
+    while (i + len < pm->nupos && pm->upos[i + len] == pm->upos[i] + len) len++;
+    LLVMValueRef part = i ? LLVMBuildLShr(E->b, u, c32(E, (uint64_t)i), "") : u;
+    if (i + len < pm->nupos) part = LLVMBuildAnd(E->b, part, c32(E, (1u << len) - 1), "");
+    if (pm->upos[i]) part = LLVMBuildShl(E->b, part, c32(E, (uint64_t)pm->upos[i]), "");
+    k = LLVMBuildOr(E->b, k, part, "");
+    i += len;
+  }
+  return k;
+}
+
+/* The thread's place in the block: sub-transform c, index u within it, and
+ * the global facts of its sub-transform. */
+typedef struct place {
+  LLVMValueRef c, u;       /* i32 */
+  LLVMValueRef batch_row;  /* i64 */
+  LLVMValueRef gbase;      /* i64: global word offset of local position 0 */
+  LLVMValueRef tw_base;    /* i64: twiddle root of the sub-transform */
+  LLVMValueRef sbase;      /* i32: shared word index of local position 0 */
+} place;
+
+static place thread_place(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  place p;
+  int log_u = k->m - k->log_e;
+  int64_t n = INT64_C(1) << E->P->log_n;
+  if (k->cols) {
+    p.c = LLVMBuildAnd(b, tid, c32(E, (1u << k->log_c) - 1), "c");
+    p.u = LLVMBuildLShr(b, tid, c32(E, (uint64_t)k->log_c), "u");
+    int log_bpr = k->log_subs - k->log_c; /* blocks per row */
+    p.batch_row = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "brow");
+    LLVMValueRef col0 = LLVMBuildShl(b, LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), ""),
+                                     c64(E, (uint64_t)k->log_c), "");
+    LLVMValueRef col = LLVMBuildNUWAdd(b, col0, LLVMBuildZExt(b, p.c, E->i64, ""), "col");
+    p.gbase = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, p.batch_row, c64(E, (uint64_t)n), ""), col, "gbase");
+    p.tw_base = c64(E, 1);
+    p.sbase = p.c;
+  } else {
+    p.u = LLVMBuildAnd(b, tid, c32(E, (1u << log_u) - 1), "u");
+    p.c = LLVMBuildLShr(b, tid, c32(E, (uint64_t)log_u), "c");
+    LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                      LLVMBuildZExt(b, p.c, E->i64, ""), "gs");
+    p.batch_row = LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow");
+    p.gbase = LLVMBuildShl(b, gs, c64(E, (uint64_t)k->m), "gbase");
+    LLVMValueRef sub = LLVMBuildAnd(b, gs, c64(E, (UINT64_C(1) << k->log_subs) - 1), "sub");
+    p.tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs), sub, "twbase");
+    p.sbase = LLVMBuildNUWMul(b, p.c, c32(E, (uint64_t)chunk_stride(k)), "");
+  }
+  return p;
+}
+
+/* Global offset (from gbase) and shared index of local position kpos (i32). */
+static LLVMValueRef goff(ne *E, const place *p, LLVMValueRef kpos) {
+  LLVMValueRef k64 = LLVMBuildZExt(E->b, kpos, E->i64, "");
+  if (E->K->cols) k64 = LLVMBuildShl(E->b, k64, c64(E, (uint64_t)E->K->log_subs), "");
+  return LLVMBuildNUWAdd(E->b, p->gbase, k64, "");
+}
+
+static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
+  LLVMBuilderRef b = E->b;
+  if (E->K->cols) /* [M][C]: consecutive columns are consecutive words */
+    return LLVMBuildNUWAdd(b, LLVMBuildShl(b, kpos, c32(E, (uint64_t)E->K->log_c), ""), p->sbase, "");
+  LLVMValueRef padded = LLVMBuildNUWAdd(b, kpos, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)E->K->pad_shift), ""), "");
+  return LLVMBuildNUWAdd(b, p->sbase, padded, "");
+}
+
+/* --------------------------------------------------------------- phases */
+
+/* Cache of the twiddle constants of one pass, by table index offset. */
+typedef struct twcache {
+  int n;
+  int beta[64];
+  uint32_t key[64];
+  mconst mc[64];
+} twcache;
+
+static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  int nr = 1 << k->log_e;
+  passmap pm;
+  make_passmap(k, j, &pm);
+  place p = thread_place(E, tid, blk);
+  rowc r = row_consts(E, p.batch_row);
+  LLVMValueRef ku = deposit_u(E, &pm, p.u);
+  LLVMValueRef x[16], kpos[16];
+  for (int i = 0; i < nr; i++)
+    kpos[i] = pm.kconst[i] ? LLVMBuildOr(b, ku, c32(E, pm.kconst[i]), "") : ku;
+
+  int direct_load = j == 0 && !k->staged_load;
+  int direct_store = j == k->npass - 1 && !k->staged_store;
+  if (direct_load) {
+    mconst pre = {0};
+    if (k->pre) pre = pre_const(E, &r);
+    for (int i = 0; i < nr; i++) {
+      x[i] = load(E, E->W, E->src, goff(E, &p, kpos[i]), walign(E), "x");
+      if (k->pre) x[i] = pre_step(E, &r, &pre, x[i]);
+    }
+  } else {
+    for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx(E, &p, kpos[i]), walign(E), "x");
+  }
+
+  /* Stages of the pass, each butterfly on registers lo and hi = lo | bit. */
+  twcache tc;
+  tc.n = 0;
+  int e = k->pass_e[j], b0 = k->pass_b[j];
+  for (int s = 0; s < e; s++) {
+    int rb = fwd ? e - 1 - s : s;   /* register bit of this stage */
+    int beta = b0 + rb;             /* local bit */
+    LLVMValueRef base = LLVMBuildNUWAdd(
+        b, LLVMBuildShl(b, p.tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
+        LLVMBuildZExt(b, LLVMBuildLShr(b, ku, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twi");
+    for (int lo = 0; lo < nr; lo++) {
+      if (lo & (1 << rb)) continue;
+      int hi = lo | (1 << rb);
+      uint32_t key = pm.kconst[lo] >> (beta + 1);
+      mconst *mc = NULL;
+      for (int t = 0; t < tc.n; t++)
+        if (tc.beta[t] == beta && tc.key[t] == key) mc = &tc.mc[t];
+      if (!mc) {
+        LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base;
+        LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
+        tc.beta[tc.n] = beta;
+        tc.key[tc.n] = key;
+        tc.mc[tc.n] = make_const(E, &r, w);
+        mc = &tc.mc[tc.n++];
+      }
+      if (fwd) {
+        LLVMValueRef pr = redc_const(E, &r, mc, x[hi], 0);
+        LLVMValueRef a = x[lo];
+        x[lo] = lazyadd(E, &r, a, pr);
+        x[hi] = lazysub(E, &r, a, pr);
+      } else {
+        LLVMValueRef a = x[lo], c = x[hi];
+        x[lo] = lazyadd(E, &r, a, c);
+        x[hi] = redc_const(E, &r, mc, lazysub(E, &r, a, c), 0);
+      }
+    }
+  }
+
+  if (direct_store) {
+    mconst post = {0};
+    if (k->post) post = post_const(E, &r);
+    for (int i = 0; i < nr; i++) {
+      LLVMValueRef v = k->post ? post_step(E, &r, &post, x[i]) : x[i];
+      store(E, v, E->dst, goff(E, &p, kpos[i]), walign(E));
+    }
+  } else {
+    for (int i = 0; i < nr; i++) store(E, x[i], E->smem, sidx(E, &p, kpos[i]), walign(E));
+  }
+}
+
+/* Staged copy between global memory and shared memory for chunk kernels:
+ * the block's C chunks are C*M consecutive words, read or written in 16-byte
+ * vectors by consecutive threads. */
+static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int V = E->V;
+  int64_t per_block = INT64_C(1) << (k->log_c + k->m);
+  int64_t T = k->threads;
+  int groups = (int)(per_block / (T * V));
+  LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
+  /* all chunks of a block in one row unless whole rows are packed per block */
+  int one_row = k->log_c <= k->log_subs;
+  rowc r0 = {0};
+  mconst mc0 = {0};
+  int step = is_load ? k->pre : k->post;
+  if (one_row && step) {
+    r0 = row_consts(E, LLVMBuildLShr(b, gblock, c64(E, (uint64_t)E->P->log_n), "brow"));
+    mc0 = is_load ? pre_const(E, &r0) : post_const(E, &r0);
+  }
+  for (int g = 0; g < groups; g++) {
+    /* element e = (tid + g*T) * V: chunk c = e >> m, position e & (M-1) */
+    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
+                                  c32(E, (uint64_t)ilog2_u64((uint64_t)V)), "e");
+    LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
+    LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
+    LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
+    LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), "");
+    rowc r = r0;
+    mconst mc = mc0;
+    if (!one_row && step) {
+      LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                        LLVMBuildZExt(b, c, E->i64, ""), "");
+      r = row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
+      mc = is_load ? pre_const(E, &r) : post_const(E, &r);
+    }
+    LLVMValueRef vals[4];
+    if (!is_load) {
+      for (int v = 0; v < V; v++) {
+        LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
+        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
+        vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
+        if (step) vals[v] = post_step(E, &r, &mc, vals[v]);
+      }
+      LLVMValueRef vec = LLVMGetUndef(E->vecW);
+      for (int v = 0; v < V; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
+      store(E, vec, E->dst, gi, E->target == LW_GPU ? 16u : walign(E));
+    } else {
+      LLVMValueRef vec = load(E, E->vecW, E->src, gi, E->target == LW_GPU ? 16u : walign(E), "xv");
+      for (int v = 0; v < V; v++) {
+        LLVMValueRef x = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x");
+        if (step) x = pre_step(E, &r, &mc, x);
+        LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
+        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
+        store(E, x, E->smem, si, walign(E));
+      }
+    }
+  }
+}
+
+/* Phase ph of the kernel: [staged load] passes... [staged store]. */
+static int num_phases(const lw_ntt_kplan *k) { return k->npass + k->staged_load + k->staged_store; }
+
+static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  if (k->staged_load) {
+    if (ph == 0) {
+      emit_staged(E, 1, tid, blk);
+      return;
+    }
+    ph--;
+  }
+  if (ph < k->npass) emit_pass(E, ph, tid, blk);
+  else emit_staged(E, 0, tid, blk);
+}
+
+/* ------------------------------------------------------------ functions */
+
+/* (params, pstride, tw, src, dst) with their attributes. */
+static void kernel_params(ne *E, LLVMValueRef fn, int nbase) {
+  const char *names[5] = {"params", "pstride", "twiddles", "src", "dst"};
+  for (int j = 0; j < 5; j++) LLVMSetValueName2(LLVMGetParam(fn, (unsigned)j), names[j], strlen(names[j]));
+  for (int j = 0; j < nbase; j++) {
+    if (j == 1) continue;
+    param_attr(E, fn, (unsigned)j, "nocapture");
+    if (j <= 2 || !E->K->in_place) param_attr(E, fn, (unsigned)j, "noalias");
+    if (j <= 2 || (j == 3 && !E->K->in_place)) param_attr(E, fn, (unsigned)j, "readonly");
+  }
+  E->params = LLVMGetParam(fn, 0);
+  E->pstride = LLVMGetParam(fn, 1);
+  E->tw = LLVMGetParam(fn, 2);
+  E->src = LLVMGetParam(fn, 3);
+  E->dst = LLVMGetParam(fn, 4);
+}
+
+static void build_gpu_kernel(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[5] = {E->gptr, E->i64, E->gptr, E->gptr, E->gptr};
+  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, 5, 0));
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn, 5);
+  E->fn = fn;
+  /* shared memory: a static array of the kernel */
+  char sname[96];
+  snprintf(sname, sizeof sname, "%s.smem", name);
+  LLVMTypeRef arr = LLVMArrayType2(E->W, k->smem_words);
+  LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
+  LLVMSetInitializer(sm, LLVMGetUndef(arr));
+  LLVMSetLinkage(sm, LLVMInternalLinkage);
+  LLVMSetAlignment(sm, 16);
+  E->smem = sm;
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
+  LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
+  for (int ph = 0; ph < num_phases(k); ph++) {
+    if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+    emit_phase(E, ph, tid, blk);
+  }
+  LLVMBuildRetVoid(E->b);
+  /* launch bounds, before any pass runs (added later they are dropped) */
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
+  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+}
+
+/* A counted loop: returns the induction variable; close with loop_end. */
+typedef struct loop {
+  LLVMBasicBlockRef head, body;
+  LLVMValueRef iv;
+} loop;
+
+static loop loop_begin(ne *E, LLVMValueRef begin, LLVMTypeRef ty, const char *name) {
+  loop L;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
+  L.body = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
+  LLVMBuildBr(E->b, L.body);
+  LLVMPositionBuilderAtEnd(E->b, L.body);
+  L.iv = LLVMBuildPhi(E->b, ty, name);
+  LLVMAddIncoming(L.iv, &begin, &pre, 1);
+  L.head = L.body;
+  return L;
+}
+
+static void loop_end(ne *E, loop *L, LLVMValueRef end, const char *name) {
+  LLVMValueRef next = LLVMBuildNUWAdd(E->b, L->iv, LLVMConstInt(LLVMTypeOf(L->iv), 1, 0), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
+  LLVMAddIncoming(L->iv, &next, &latch, 1);
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, next, end, ""), L->head, after);
+  LLVMPositionBuilderAtEnd(E->b, after);
+}
+
+static void build_host_fn(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[8] = {E->gptr, E->i64, E->gptr, E->gptr, E->gptr, E->i64, E->i64, E->sptr};
+  char fname[96];
+  snprintf(fname, sizeof fname, "%s_host", name);
+  LLVMValueRef fn = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, types, 8, 0));
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn, 5);
+  param_attr(E, fn, 7, "noalias");
+  E->fn = fn;
+  E->smem = LLVMGetParam(fn, 7);
+  LLVMValueRef begin = LLVMGetParam(fn, 5), end = LLVMGetParam(fn, 6);
+  LLVMSetValueName2(begin, "block_begin", 11);
+  LLVMSetValueName2(end, "block_end", 9);
+  LLVMSetValueName2(E->smem, "shared", 6);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E->c, fn, "entry");
+  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, fn, "work");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, fn, "done");
+  LLVMPositionBuilderAtEnd(E->b, entry);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, begin, end, ""), work, done);
+  LLVMPositionBuilderAtEnd(E->b, work);
+  loop blk = loop_begin(E, begin, E->i64, "block");
+  for (int ph = 0; ph < num_phases(k); ph++) {
+    /* a phase for every thread of the block before the next phase starts:
+     * the loop boundary is the barrier */
+    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    emit_phase(E, ph, t.iv, blk.iv);
+    loop_end(E, &t, c32(E, k->threads), "phase_done");
+  }
+  loop_end(E, &blk, end, "blocks_done");
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+  LLVMBuildRetVoid(E->b);
+}
+
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target target,
+                          const char *prefix, LLVMContextRef c, LLVMModuleRef m) {
+  ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m};
+  E.b = LLVMCreateBuilderInContext(c);
+  E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
+  E.W = LLVMIntTypeInContext(c, (unsigned)E.wbits);
+  E.D = LLVMIntTypeInContext(c, (unsigned)E.wbits * 2);
+  E.i1 = LLVMInt1TypeInContext(c);
+  E.i32 = LLVMInt32TypeInContext(c);
+  E.i64 = LLVMInt64TypeInContext(c);
+  E.voidt = LLVMVoidTypeInContext(c);
+  E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
+  E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
+  E.V = 16 / (E.wbits / 8);
+  E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
+  if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
+  for (int j = 0; j < p->nkernels; j++) {
+    E.K = &p->k[j];
+    char name[96];
+    snprintf(name, sizeof name, "%s_k%d", prefix, j);
+    if (target == LW_GPU) build_gpu_kernel(&E, name);
+    else build_host_fn(&E, name);
+  }
+  LLVMDisposeBuilder(E.b);
+  return FHJIT_OK;
+}
+
+/* ------------------------------------------------------- standalone GPU */
+
+static void plan_prefix(const lw_ntt_plan *p, char *buf, size_t size) {
+  static const char *const kinds[] = {"fwd_std", "fwd_mont", "inv_mont", "inv_std"};
+  snprintf(buf, size, "fhjit_ntt_%s_%s_n%d", ir_radix_name(p->radix), kinds[p->kind], p->log_n);
+}
+
+/* Builds, verifies and optimises the module of a plan for the GPU; *ptx
+ * (optional) receives the PTX, *text (optional) the requested text. */
+static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,
+                               fhjit_emit_kind kind, char **text, char **ptx) {
+  const nv_target *t = nv_find_target(ctx, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  LLVMTargetMachineRef tm = nv_gpu_machine(ctx, t);
+  if (!tm) return FHJIT_ERR_LLVM;
+  LLVMContextRef c = LLVMContextCreate();
+  char prefix[40];
+  plan_prefix(p, prefix, sizeof prefix);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
+  nv_prepare_module(m, tm);
+  fhjit_status st = lw_ntt_build(ctx, p, LW_GPU, prefix, c, m);
+  if (!st) st = nv_verify(ctx, m, prefix);
+  if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
+    st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  if (!st && (ptx || kind != FHJIT_EMIT_LLVM)) st = nv_optimize(ctx, m, tm, "default<O3>");
+  if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
+    st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  if (!st && (ptx || (text && kind == FHJIT_EMIT_PTX))) {
+    char *out = NULL;
+    st = nv_emit_ptx(ctx, m, tm, &out);
+    if (!st) {
+      if (ptx) *ptx = out;
+      if (text && kind == FHJIT_EMIT_PTX) {
+        if (ptx) *text = strdup(out);
+        else *text = out;
+      }
+    }
+  }
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  return st;
+}
+
+fhjit_status lw_ntt_emit_text(fhjit_context *ctx, const lw_ntt_plan *p, fhjit_emit_kind kind,
+                              const char *arch, char **text) {
+  *text = NULL;
+  return gpu_module(ctx, p, arch, kind, text, NULL);
+}
+
+fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,
+                                lw_program *out) {
+  memset(out, 0, sizeof *out);
+  fhjit_status st = gpu_module(ctx, p, arch, FHJIT_EMIT_PTX, NULL, &out->ptx);
+  if (st) return st;
+  char prefix[40];
+  plan_prefix(p, prefix, sizeof prefix);
+  out->nkernels = p->nkernels;
+  for (int j = 0; j < p->nkernels; j++) {
+    lw_kernel *k = &out->kernels[j];
+    snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
+    k->grid[0] = (uint32_t)p->k[j].blocks;
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = p->k[j].threads;
+    k->block[1] = k->block[2] = 1;
+    k->shared_bytes = 0; /* static shared memory only */
+    k->nargs = 5;
+    k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
+    k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};
+    k->args[2] = (lw_arg){LW_ARG_INPUT, 1};
+    k->args[3] = j == 0 ? (lw_arg){LW_ARG_INPUT, 0} : (lw_arg){LW_ARG_RESULT, 0};
+    k->args[4] = (lw_arg){LW_ARG_RESULT, 0};
+  }
+  return FHJIT_OK;
+}
+
+/* ------------------------------------------------------------ host JIT */
+
+typedef void (*host_fn)(const void *params, int64_t pstride, const void *tw, const void *src,
+                        void *dst, int64_t begin, int64_t end, void *shared);
+
+struct lw_ntt_host {
+  lw_ntt_plan plan;
+  LLVMOrcLLJITRef jit;
+  host_fn fn[2];
+};
+
+static fhjit_status orc_error(fhjit_context *ctx, LLVMErrorRef err, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: host JIT: %s: %s", what, msg ? msg : "");
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+void lw_ntt_host_destroy(lw_ntt_host *h) {
+  if (!h) return;
+  if (h->jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
+    if (err) LLVMConsumeError(err);
+  }
+  free(h);
+}
+
+fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt_host **out) {
+  *out = NULL;
+  LLVMTargetMachineRef tm = nv_host_machine(ctx);
+  if (!tm) return FHJIT_ERR_LLVM;
+  lw_ntt_host *h = calloc(1, sizeof *h);
+  if (!h) {
+    LLVMDisposeTargetMachine(tm);
+    return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  }
+  h->plan = *p;
+  char prefix[40];
+  plan_prefix(p, prefix, sizeof prefix);
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
+  nv_prepare_module(m, tm);
+  fhjit_status st = lw_ntt_build(ctx, p, LW_HOST, prefix, c, m);
+  if (!st) st = nv_verify(ctx, m, prefix);
+  if (!st) st = nv_optimize(ctx, m, tm, "default<O2>");
+  LLVMDisposeTargetMachine(tm);
+  LLVMErrorRef err = NULL;
+  if (!st) {
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    err = LLVMOrcCreateLLJIT(&h->jit, jb);
+    if (err) {
+      h->jit = NULL;
+      st = orc_error(ctx, err, "creating the JIT");
+    }
+  }
+  if (!st) {
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
+    m = NULL; /* owned by the JIT from here on */
+    err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm);
+    if (err) {
+      LLVMOrcDisposeThreadSafeModule(tsm);
+      st = orc_error(ctx, err, "adding the module");
+    }
+  }
+  for (int j = 0; !st && j < p->nkernels; j++) {
+    char name[96];
+    snprintf(name, sizeof name, "%s_k%d_host", prefix, j);
+    LLVMOrcExecutorAddress addr = 0;
+    err = LLVMOrcLLJITLookup(h->jit, &addr, name);
+    if (err) st = orc_error(ctx, err, "looking up the kernel");
+    else h->fn[j] = (host_fn)(uintptr_t)addr;
+  }
+  if (m) LLVMDisposeModule(m);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  if (st) {
+    lw_ntt_host_destroy(h);
+    return st;
+  }
+  *out = h;
+  return FHJIT_OK;
+}
+
+typedef struct host_job {
+  host_fn fn;
+  const void *params, *tw, *src;
+  void *dst;
+  int64_t pstride, begin, end;
+  size_t shared_bytes;
+  int failed;
+} host_job;
+
+static void *host_worker(void *arg) {
+  host_job *j = arg;
+  void *shared = malloc(j->shared_bytes);
+  if (!shared) {
+    j->failed = 1;
+    return NULL;
+  }
+  j->fn(j->params, j->pstride, j->tw, j->src, j->dst, j->begin, j->end, shared);
+  free(shared);
+  return NULL;
+}
+
+fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
+                             int64_t pstride, const void *twiddles, const void *in, void *out,
+                             int threads) {
+  if (!h || !params || !twiddles || !in || !out)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT host run: null argument");
+  if (in == out)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: NTT host run: in and out must be distinct buffers");
+  const lw_ntt_plan *p = &h->plan;
+  if (threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
+  }
+  size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
+  for (int j = 0; j < p->nkernels; j++) {
+    const lw_ntt_kplan *k = &p->k[j];
+    int64_t nt = threads < k->blocks ? threads : k->blocks;
+    host_job jobs[64];
+    pthread_t tids[64];
+    int started[64] = {0};
+    if (nt > 64) nt = 64;
+    const void *src = j == 0 ? in : out;
+    for (int64_t t = 0; t < nt; t++)
+      jobs[t] = (host_job){h->fn[j], params, twiddles, src, out, pstride,
+                           k->blocks * t / nt, k->blocks * (t + 1) / nt,
+                           (size_t)k->smem_words * ws, 0};
+    int failed = 0;
+    for (int64_t t = 1; t < nt; t++) started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;
+    host_worker(&jobs[0]);
+    for (int64_t t = 1; t < nt; t++) {
+      if (started[t]) pthread_join(tids[t], NULL);
+      else host_worker(&jobs[t]);
+    }
+    for (int64_t t = 0; t < nt; t++) failed |= jobs[t].failed;
+    if (failed) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: NTT host run: out of memory");
+  }
+  return FHJIT_OK;
+}

@@ -1,0 +1,217 @@
+/* test_ntt_emit.c: the generated NTT kernels (lib/lower/ntt_emit.c) run on
+ * the host through the JIT, bit for bit against the reference of
+ * lib/ir/ntt_ref.c (itself checked against direct evaluation in
+ * test_ntt_ref.c): all four transforms, both radices, N = 2^4 .. 2^17,
+ * several rows and batches, moduli near each radix limit and far below,
+ * random and edge inputs. Also the plans' invariants, and that the GPU
+ * module builds, verifies and yields PTX with shared memory, bar.sync and
+ * mul.hi. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ntt.h"
+#include "lower/ntt.h"
+#include "testutil.h"
+
+/* Moduli (q = 1 mod 2^18) for rows: near the limit, far below, between. */
+static void moduli_for(fhjit_radix radix, int rows, uint64_t *q) {
+  const uint64_t m18 = UINT64_C(1) << 18;
+  int near_bits = radix == FHJIT_R32 ? 30 : 60;
+  int far_bits = radix == FHJIT_R32 ? 20 : 22;
+  int mid_bits = radix == FHJIT_R32 ? 26 : 45;
+  uint64_t p[2];
+  for (int r = 0; r < rows; r++) {
+    int which = r % 4;
+    int bits = which == 0 ? near_bits : which == 1 ? far_bits : which == 2 ? mid_bits : near_bits;
+    ck_assert_int_eq(fhjit_find_primes(NULL, bits, m18, which == 3 ? 2 : 1, p), FHJIT_OK);
+    q[r] = which == 3 ? p[1] : p[0];
+  }
+}
+
+static uint64_t get_word(fhjit_radix radix, const void *buf, size_t i) {
+  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
+}
+
+static void put_word(fhjit_radix radix, void *buf, size_t i, uint64_t x) {
+  if (radix == FHJIT_R32) ((uint32_t *)buf)[i] = (uint32_t)x;
+  else ((uint64_t *)buf)[i] = x;
+}
+
+/* Runs one configuration on the host and compares with the reference;
+ * returns the number of rows checked. */
+static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
+                         uint64_t seed, int input_pattern) {
+  fhjit_context *ctx = fhjit_context_create();
+  int64_t n = INT64_C(1) << logn, brows = (int64_t)rows * batch;
+  size_t ws = radix == FHJIT_R32 ? 4 : 8;
+  uint64_t q[8];
+  moduli_for(radix, rows, q);
+  void *params = malloc(8 * ws * (size_t)rows);
+  void *tw = malloc(ws * (size_t)(rows * n));
+  void *in = malloc(ws * (size_t)(brows * n)), *out = malloc(ws * (size_t)(brows * n));
+  uint64_t *row = malloc(8 * (size_t)n), *twrow = malloc(8 * (size_t)n);
+  ck_assert(params && tw && in && out && row && twrow);
+  ck_assert_int_eq(fhjit_param_table(ctx, radix, q, rows, n, 1, 1, params, rows), FHJIT_OK);
+  int fwd = ir_ntt_is_forward(kind);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, radix, q, rows, n, fwd ? tw : NULL, fwd ? NULL : tw),
+                   FHJIT_OK);
+  for (int64_t br = 0; br < brows; br++) {
+    uint64_t qq = q[br % rows];
+    const uint64_t edges[4] = {0, qq - 1, qq, 2 * qq - 1};
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t v;
+      if (input_pattern == 1) v = edges[tu_below(&seed, 4)];
+      else if (input_pattern == 2) v = 2 * qq - 1;
+      else v = tu_below(&seed, 8) == 0 ? edges[tu_below(&seed, 4)] : tu_below(&seed, 2 * qq);
+      put_word(radix, in, (size_t)(br * n + i), v);
+    }
+  }
+  memset(out, 0xA5, ws * (size_t)(brows * n));
+
+  lw_ntt_plan plan;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, logn, rows, brows, &plan), FHJIT_OK);
+  lw_ntt_host *h = NULL;
+  fhjit_status st = lw_ntt_host_create(ctx, &plan, &h);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  st = lw_ntt_host_run(ctx, h, params, rows, tw, in, out, 2);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  lw_ntt_host_destroy(h);
+
+  for (int64_t br = 0; br < brows; br++) {
+    int r = (int)(br % rows);
+    ir_modulus m = ir_modulus_make(radix, q[r]);
+    uint64_t n_inv_r = get_word(radix, params, (size_t)(7 * rows + r));
+    for (int64_t i = 0; i < n; i++) {
+      row[i] = get_word(radix, in, (size_t)(br * n + i));
+      twrow[i] = get_word(radix, tw, (size_t)(r * n + i));
+    }
+    ir_ntt_row(kind, &m, n_inv_r, logn, twrow, row);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t got = get_word(radix, out, (size_t)(br * n + i));
+      if (got != row[i]) {
+        char desc[400];
+        lw_ntt_plan_describe(&plan, desc, sizeof desc);
+        ck_abort_msg("%s kind %d N=2^%d rows %d batch %d: batch-row %lld index %lld is %llu, "
+                     "reference %llu (q=%llu; plan %s)",
+                     ir_radix_name(radix), (int)kind, logn, rows, batch, (long long)br,
+                     (long long)i, (unsigned long long)got, (unsigned long long)row[i],
+                     (unsigned long long)q[r], desc);
+      }
+    }
+  }
+  free(params);
+  free(tw);
+  free(in);
+  free(out);
+  free(row);
+  free(twrow);
+  fhjit_context_destroy(ctx);
+}
+
+/* _i = logN - 4 + 14 * radix: every kind; rows and batches shrink with N. */
+START_TEST(test_host_vs_reference) {
+  fhjit_radix radix = _i >= 14 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 4 + _i % 14;
+  for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
+    int rows = logn <= 12 ? 3 : 2, batch = logn <= 10 ? 4 : logn <= 14 ? 2 : 1;
+    check_config(radix, (ir_ntt_kind)kind, logn, rows, batch, 1000 + (uint64_t)_i * 4 + (uint64_t)kind,
+                 kind % 3);
+  }
+}
+END_TEST
+
+/* Odd and prime row counts (whole-row blocks then hold one row), and one
+ * row, for the one-kernel sizes. */
+START_TEST(test_odd_rows) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 4 + (_i >> 1) * 4; /* 4, 8, 12 */
+  check_config(radix, IR_NTT_STD_TO_NTT, logn, 1, 1, 77 + (uint64_t)_i, 0);
+  check_config(radix, IR_NTT_TO_STD, logn, 3, 1, 78 + (uint64_t)_i, 1);
+  check_config(radix, IR_NTT_TO_MONT, logn, 1, 5, 79 + (uint64_t)_i, 2);
+}
+END_TEST
+
+START_TEST(test_plans) {
+  for (int radix = 0; radix < 2; radix++)
+    for (int logn = IR_NTT_MIN_LOG; logn <= IR_NTT_MAX_LOG; logn++)
+      for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
+        lw_ntt_plan p;
+        ck_assert_int_eq(lw_ntt_plan_make(NULL, (fhjit_radix)radix, (ir_ntt_kind)kind, logn, 4, 32, &p),
+                         FHJIT_OK);
+        ck_assert_int_eq(p.nkernels, logn <= 12 ? 1 : 2);
+        int total_bits = 0;
+        for (int j = 0; j < p.nkernels; j++) {
+          const lw_ntt_kplan *k = &p.k[j];
+          int covered = 0;
+          for (int s = 0; s < k->npass; s++) {
+            ck_assert_int_ge(k->pass_e[s], 1);
+            ck_assert_int_le(k->pass_e[s], k->log_e);
+            for (int bit = k->pass_b[s]; bit < k->pass_b[s] + k->pass_e[s]; bit++) {
+              ck_assert_int_eq((covered >> bit) & 1, 0);
+              covered |= 1 << bit;
+            }
+          }
+          ck_assert_int_eq(covered, (1 << k->m) - 1);
+          total_bits += k->m;
+          ck_assert_uint_le(k->threads, 1024);
+          ck_assert_uint_le(k->smem_words * (radix ? 8u : 4u), 48u * 1024u);
+          ck_assert_int_eq(k->blocks * (INT64_C(1) << k->log_c), 32 << k->log_subs);
+        }
+        ck_assert_int_eq(total_bits, logn);
+      }
+  /* bad sizes are refused with a reason */
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_STD_TO_NTT, 3, 1, 1, &p), FHJIT_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "2^3"));
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_STD_TO_NTT, 18, 1, 1, &p), FHJIT_ERR_UNSUPPORTED);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_STD_TO_NTT, 12, 3, 4, &p), FHJIT_ERR_ARGUMENT);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
+/* The GPU module: verified, optimised and turned into PTX with the
+ * expected ingredients, for both radices and both kernel shapes. */
+START_TEST(test_ptx) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = _i & 2 ? 16 : 12;
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, _i & 1 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT, logn, 4, 8, &p),
+                   FHJIT_OK);
+  lw_program prog;
+  fhjit_status st = lw_ntt_compile_ptx(ctx, &p, "sm_90", &prog);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  ck_assert_int_eq(prog.nkernels, p.nkernels);
+  ck_assert_ptr_nonnull(strstr(prog.ptx, ".shared"));
+  ck_assert_ptr_nonnull(strstr(prog.ptx, "bar.sync"));
+  ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "mul.hi.u64" : "mul.hi.u32"));
+  ck_assert_ptr_nonnull(strstr(prog.ptx, "ld.global.nc"));
+  ck_assert_ptr_nonnull(strstr(prog.ptx, ".maxntid"));
+  for (int j = 0; j < prog.nkernels; j++) {
+    ck_assert_ptr_nonnull(strstr(prog.ptx, prog.kernels[j].name));
+    ck_assert_uint_eq(prog.kernels[j].block[0], p.k[j].threads);
+  }
+  /* no local-memory spills of the register tuples */
+  ck_assert_ptr_null(strstr(prog.ptx, ".local"));
+  lw_program_free(&prog);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("ntt_emit");
+  TCase *tc = tcase_create("ntt_emit");
+  tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, test_plans);
+  tcase_add_loop_test(tc, test_ptx, 0, 4);
+  tcase_add_loop_test(tc, test_odd_rows, 0, 6);
+  tcase_add_loop_test(tc, test_host_vs_reference, 0, 28);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
