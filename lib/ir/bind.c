@@ -49,6 +49,12 @@ fhjit_status fhjit_dense_layout(const fhjit_type *t, fhjit_layout *out) {
 
 static int type_concrete(const fhjit_type *t) { return fhjit_type_elements(t) > 0; }
 
+static int has_unknown_batch(const fhjit_type *t) {
+  for (int a = 0; a < t->nbatch; a++)
+    if (t->batch[a] == FHJIT_UNKNOWN) return 1;
+  return t->kind == FHJIT_KIND_KEY && t->digits == FHJIT_UNKNOWN;
+}
+
 /* An extent as the text format spells it ('?' when unknown). */
 static const char *extent_text(char buf[24], int64_t e) {
   if (e == FHJIT_UNKNOWN) return "?";
@@ -306,8 +312,13 @@ fhjit_status fhjit_bind(fhjit_graph *g) {
       if (!n->has_layout) {
         if (!type_concrete(&n->decl))
           return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                             "input %%%s has unknown extents ('?'); bind it with a concrete "
-                             "type first",
+                             fhjit_type_elements(&(fhjit_type){.kind = n->decl.kind, .rows = 1,
+                                                               .n = 1}) > 0 &&
+                                     (n->decl.rows == FHJIT_UNKNOWN || n->decl.n == FHJIT_UNKNOWN ||
+                                      has_unknown_batch(&n->decl))
+                                 ? "input %%%s has unknown extents ('?'); bind it with a "
+                                   "concrete type first"
+                                 : "input %%%s: its element count overflows 64 bits",
                              n->name);
         n->type = n->decl;
         fhjit_dense_layout(&n->type, &n->layout);

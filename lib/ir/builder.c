@@ -658,7 +658,8 @@ const char *fhjit_value_name(const fhjit_graph *g, fhjit_value v) {
 }
 
 fhjit_status fhjit_value_type(const fhjit_graph *g, fhjit_value v, fhjit_type *out) {
-  if (!g || !out) return FHJIT_ERR_ARGUMENT;
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_value_type: null output pointer");
   if (!ir_valid_value(g, v))
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_value_type: no value %d in graph @%s",
                     (int)v, g->name);

@@ -40,7 +40,8 @@ static void mix_type(hasher *h, const fhjit_type *t) {
 }
 
 fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
-  if (!g || !out) return FHJIT_ERR_ARGUMENT;
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_graph_hash: null output pointer");
   if (!g->bound)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "fhjit_graph_hash: graph @%s is not bound (call fhjit_bind)", g->name);
