@@ -49,10 +49,11 @@ fhjit_status fhjit_dense_layout(const fhjit_type *t, fhjit_layout *out) {
 
 static int type_concrete(const fhjit_type *t) { return fhjit_type_elements(t) > 0; }
 
-static int has_unknown_batch(const fhjit_type *t) {
+static int has_unknown_extent(const fhjit_type *t) {
   for (int a = 0; a < t->nbatch; a++)
     if (t->batch[a] == FHJIT_UNKNOWN) return 1;
-  return t->kind == FHJIT_KIND_KEY && t->digits == FHJIT_UNKNOWN;
+  return t->rows == FHJIT_UNKNOWN || t->n == FHJIT_UNKNOWN ||
+         (t->kind == FHJIT_KIND_KEY && t->digits == FHJIT_UNKNOWN);
 }
 
 /* An extent as the text format spells it ('?' when unknown). */
@@ -312,10 +313,7 @@ fhjit_status fhjit_bind(fhjit_graph *g) {
       if (!n->has_layout) {
         if (!type_concrete(&n->decl))
           return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                             fhjit_type_elements(&(fhjit_type){.kind = n->decl.kind, .rows = 1,
-                                                               .n = 1}) > 0 &&
-                                     (n->decl.rows == FHJIT_UNKNOWN || n->decl.n == FHJIT_UNKNOWN ||
-                                      has_unknown_batch(&n->decl))
+                             has_unknown_extent(&n->decl)
                                  ? "input %%%s has unknown extents ('?'); bind it with a "
                                    "concrete type first"
                                  : "input %%%s: its element count overflows 64 bits",
