@@ -843,7 +843,12 @@ static int parse_graph(parser *p, const char *filename) {
     expected(p, "the graph name ('@name')");
     goto done;
   }
-  if (!name || next(p)) goto done;
+  if (!name) goto done;
+  if (!*name) {
+    fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "the graph name is empty");
+    goto done;
+  }
+  if (next(p)) goto done;
   if (!tok_is(&p->tok, "radix")) {
     expected(p, "'radix' (radix(r32) or radix(r62))");
     goto done;
