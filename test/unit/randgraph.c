@@ -626,20 +626,11 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
     new_poly_input(G, (int)rnd(G, 4), G->n, -1, 1);
   while (!G->failed && G->ops < G->target_ops - reserve) random_op(G);
 
-  /* Outputs: every sink, some intermediates, input aliases, extracts of
-   * inputs and of computed values, and one value under two names. */
+  /* Outputs: extracts of inputs and of computed values, then (after the
+   * last ops) every sink, some intermediates, input aliases, and one value
+   * under two names. */
   int nout = 0;
-  for (int i = 0; i < G->nvals && !G->failed; i++) {
-    const pool_val *p = &G->vals[i];
-    if (p->is_input || p->n != G->n) continue;
-    if (p->uses == 0 || chance(G, 15)) add_output(G, i, &nout);
-  }
-  if (!G->failed && chance(G, 30)) {
-    int ins[RG_MAX_POOL], ni = 0;
-    for (int i = 0; i < G->nvals; i++)
-      if (G->vals[i].is_input && G->vals[i].n == G->n) ins[ni++] = i;
-    if (ni) add_output(G, ins[rnd(G, (uint64_t)ni)], &nout);
-  }
+  int is_output[RG_MAX_POOL] = {0};
   for (int want_input = 1; want_input >= 0 && !G->failed; want_input--) {
     if (G->ops >= max_ops || !chance(G, 30)) continue;
     int cands[RG_MAX_POOL], nc = 0;
@@ -650,7 +641,22 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
     int a = cands[rnd(G, (uint64_t)nc)];
     fhjit_value v = fhjit_extract(G->g, G->vals[a].v, (int32_t)rnd(G, (uint64_t)G->vals[a].comps));
     int idx = push_value(G, v, "extract", 0, G->n, a, -1);
-    if (idx >= 0) add_output(G, idx, &nout);
+    if (idx >= 0) {
+      add_output(G, idx, &nout);
+      is_output[idx] = 1;
+    }
+  }
+  while (!G->failed && G->ops < G->target_ops) random_op(G);
+  for (int i = 0; i < G->nvals && !G->failed; i++) {
+    const pool_val *p = &G->vals[i];
+    if (p->is_input || p->n != G->n || is_output[i]) continue;
+    if (p->uses == 0 || chance(G, 15)) add_output(G, i, &nout);
+  }
+  if (!G->failed && chance(G, 30)) {
+    int ins[RG_MAX_POOL], ni = 0;
+    for (int i = 0; i < G->nvals; i++)
+      if (G->vals[i].is_input && G->vals[i].n == G->n) ins[ni++] = i;
+    if (ni) add_output(G, ins[rnd(G, (uint64_t)ni)], &nout);
   }
   if (!G->failed && nout > 0 && chance(G, 30)) {
     char name[32];
