@@ -188,6 +188,20 @@ static int op_pointwise(ir_op op) {
   }
 }
 
+void rt_result_label(const fhjit_graph *g, int32_t r, char *buf, size_t size) {
+  const char *value = g->nodes[g->results[r].value].name;
+  for (int32_t i = 0; i < g->noutputs; i++) {
+    const ir_output *o = &g->outputs[i];
+    if (o->is_input_alias || o->source != r) continue;
+    if (strcmp(o->name, value)) {
+      snprintf(buf, size, "%%%s, output %s", value, o->name);
+      return;
+    }
+    break;
+  }
+  snprintf(buf, size, "%%%s", value);
+}
+
 void rt_kernel_free_abi(fhjit_cuda_kernel *k) {
   for (int32_t i = 0; k->inputs && i < k->ninputs; i++) free(k->inputs[i].name);
   for (int32_t i = 0; k->results && i < k->nresults; i++) {
@@ -234,7 +248,9 @@ fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k) {
   for (int32_t r = 0; r < g->nresults; r++) {
     rt_buffer *b = &k->results[r];
     b->type = g->results[r].type;
-    b->name = strdup(g->nodes[g->results[r].value].name);
+    char label[160];
+    rt_result_label(g, r, label, sizeof label);
+    b->name = strdup(label);
     b->reads = calloc((size_t)g->ninputs + 1, 1);
     if (!b->name || !b->reads) {
       free(cone);

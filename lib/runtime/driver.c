@@ -54,36 +54,9 @@ static void open_driver(void) {
     void **slot;
     const char *name;
   } syms[] = {
-      {(void **)&driver.cuInit, "cuInit"},
-      {(void **)&driver.cuDriverGetVersion, "cuDriverGetVersion"},
-      {(void **)&driver.cuGetErrorString, "cuGetErrorString"},
-      {(void **)&driver.cuGetErrorName, "cuGetErrorName"},
-      {(void **)&driver.cuDeviceGet, "cuDeviceGet"},
-      {(void **)&driver.cuDeviceGetCount, "cuDeviceGetCount"},
-      {(void **)&driver.cuDeviceGetAttribute, "cuDeviceGetAttribute"},
-      {(void **)&driver.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
-      {(void **)&driver.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
-      {(void **)&driver.cuCtxGetCurrent, "cuCtxGetCurrent"},
-      {(void **)&driver.cuCtxSetCurrent, "cuCtxSetCurrent"},
-      {(void **)&driver.cuCtxPushCurrent, "cuCtxPushCurrent_v2"},
-      {(void **)&driver.cuCtxPopCurrent, "cuCtxPopCurrent_v2"},
-      {(void **)&driver.cuCtxGetDevice, "cuCtxGetDevice"},
-      {(void **)&driver.cuCtxGetId, "cuCtxGetId"},
-      {(void **)&driver.cuStreamGetCtx, "cuStreamGetCtx"},
-      {(void **)&driver.cuMemAlloc, "cuMemAlloc_v2"},
-      {(void **)&driver.cuMemFree, "cuMemFree_v2"},
-      {(void **)&driver.cuMemcpyHtoD, "cuMemcpyHtoD_v2"},
-      {(void **)&driver.cuMemcpyDtoH, "cuMemcpyDtoH_v2"},
-      {(void **)&driver.cuPointerGetAttributes, "cuPointerGetAttributes"},
-      {(void **)&driver.cuLinkCreate, "cuLinkCreate_v2"},
-      {(void **)&driver.cuLinkAddData, "cuLinkAddData_v2"},
-      {(void **)&driver.cuLinkComplete, "cuLinkComplete"},
-      {(void **)&driver.cuLinkDestroy, "cuLinkDestroy"},
-      {(void **)&driver.cuModuleLoadData, "cuModuleLoadData"},
-      {(void **)&driver.cuModuleUnload, "cuModuleUnload"},
-      {(void **)&driver.cuModuleGetFunction, "cuModuleGetFunction"},
-      {(void **)&driver.cuFuncSetAttribute, "cuFuncSetAttribute"},
-      {(void **)&driver.cuLaunchKernel, "cuLaunchKernel"},
+#define RT_DRIVER_SLOT(plain, symbol) {(void **)&driver.plain, #symbol},
+      RT_DRIVER_SYMBOLS(RT_DRIVER_SLOT)
+#undef RT_DRIVER_SLOT
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);

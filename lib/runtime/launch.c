@@ -47,18 +47,37 @@ static fhjit_status launch_context(fhjit_context *ctx, const rt_driver *d, CUstr
 }
 
 /* One pointer of a launch, for the checks. */
+typedef enum rt_role { RT_PARAMS, RT_INPUT, RT_RESULT, RT_SCRATCH } rt_role;
+
 typedef struct rt_ptr {
-  const char *role; /* "input", "result", "parameter table", "scratch buffer" */
-  const char *name; /* value name or NULL */
+  rt_role role;
   int32_t index;
   CUdeviceptr base;
   uint64_t lo, hi; /* bytes touched from base: [lo, hi) */
 } rt_ptr;
 
-static void describe(char *buf, size_t size, const rt_ptr *p) {
-  if (p->name) snprintf(buf, size, "%s #%d (%%%s)", p->role, (int)p->index, p->name);
-  else if (p->index >= 0) snprintf(buf, size, "%s #%d", p->role, (int)p->index);
-  else snprintf(buf, size, "%s", p->role);
+/* Names for messages, made only when one is needed: from the launching
+ * graph when there is one, else from the graph that compiled the kernel. */
+typedef struct rt_namer {
+  const fhjit_cuda_kernel *k;
+  const fhjit_graph *g;
+} rt_namer;
+
+static void describe(char *buf, size_t size, const rt_namer *nm, const rt_ptr *p) {
+  char label[160];
+  switch (p->role) {
+  case RT_PARAMS: snprintf(buf, size, "parameter table"); return;
+  case RT_SCRATCH: snprintf(buf, size, "scratch buffer #%d", (int)p->index); return;
+  case RT_INPUT:
+    snprintf(buf, size, "input #%d (%%%s)", (int)p->index,
+             nm->g ? nm->g->nodes[nm->g->inputs[p->index]].name : nm->k->inputs[p->index].name);
+    return;
+  case RT_RESULT:
+    if (nm->g) rt_result_label(nm->g, p->index, label, sizeof label);
+    else snprintf(label, sizeof label, "%s", nm->k->results[p->index].name);
+    snprintf(buf, size, "result #%d (%s)", (int)p->index, label);
+    return;
+  }
 }
 
 static int overlap(const rt_ptr *a, const rt_ptr *b) {
@@ -68,7 +87,8 @@ static int overlap(const rt_ptr *a, const rt_ptr *b) {
 }
 
 static fhjit_status check_driver_view(fhjit_context *ctx, const rt_driver *d, const char *what,
-                                      const char *gname, const rt_ptr *p, CUcontext cur) {
+                                      const char *gname, const rt_namer *nm, const rt_ptr *p,
+                                      CUcontext cur) {
   char who[160];
   CUcontext owner = NULL;
   CUdeviceptr start = 0;
@@ -79,7 +99,7 @@ static fhjit_status check_driver_view(fhjit_context *ctx, const rt_driver *d, co
   void *data[] = {&owner, &start, &size};
   CUdeviceptr first = p->base + p->lo; /* the base itself may lie before the allocation */
   CUresult r = d->cuPointerGetAttributes(3, attrs, data, first);
-  describe(who, sizeof who, p);
+  describe(who, sizeof who, nm, p);
   if (r != CUDA_SUCCESS)
     return rt_cuda_error(ctx, d, r, "cuPointerGetAttributes", "%s: graph @%s: %s at 0x%llx", what,
                          gname, who, (unsigned long long)first);
@@ -138,29 +158,27 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
   if (!ps) return ir_error(ctx, FHJIT_ERR_MEMORY, "%s: out of memory", what);
   fhjit_status s = FHJIT_OK;
   int32_t np = 0;
-  ps[np++] = (rt_ptr){"parameter table", NULL, -1, a->params, 0,
+  ps[np++] = (rt_ptr){RT_PARAMS, -1, a->params, 0,
                       ((uint64_t)a->pstride * 7 + (uint64_t)k->param_rows) * ws};
   int32_t first_input = np;
   for (int32_t i = 0; i < k->ninputs; i++)
-    ps[np++] = (rt_ptr){"input", g ? g->nodes[g->inputs[i]].name : k->inputs[i].name, i,
-                        a->inputs[i], k->inputs[i].lo, k->inputs[i].hi};
+    ps[np++] = (rt_ptr){RT_INPUT, i, a->inputs[i], k->inputs[i].lo, k->inputs[i].hi};
   int32_t first_result = np;
   for (int32_t i = 0; i < k->nresults; i++)
-    ps[np++] = (rt_ptr){"result", g ? g->nodes[g->results[i].value].name : k->results[i].name,
-                        i, a->results[i], k->results[i].lo, k->results[i].hi};
+    ps[np++] = (rt_ptr){RT_RESULT, i, a->results[i], k->results[i].lo, k->results[i].hi};
   for (int32_t i = 0; i < nscratch; i++)
-    ps[np++] = (rt_ptr){"scratch buffer", NULL, i, a->scratch[i], 0,
-                        (uint64_t)k->prog.scratch_bytes[i]};
+    ps[np++] = (rt_ptr){RT_SCRATCH, i, a->scratch[i], 0, (uint64_t)k->prog.scratch_bytes[i]};
+  rt_namer nm = {k, g};
   char who[160], other[160];
   for (int32_t i = 0; i < np && s == FHJIT_OK; i++) {
     if (ps[i].base == 0 || ps[i].base % RT_ALIGN) {
-      describe(who, sizeof who, &ps[i]);
+      describe(who, sizeof who, &nm, &ps[i]);
       s = ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: %s: %s 0x%llx (device pointers must "
                    "be non-zero and %u-byte aligned)", what, gname, who,
                    ps[i].base ? "misaligned pointer" : "null pointer",
                    (unsigned long long)ps[i].base, RT_ALIGN);
     } else if (ps[i].base + ps[i].hi < ps[i].base) {
-      describe(who, sizeof who, &ps[i]);
+      describe(who, sizeof who, &nm, &ps[i]);
       s = ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: %s at 0x%llx runs past the end of the "
                    "address space", what, gname, who, (unsigned long long)ps[i].base);
     }
@@ -182,13 +200,13 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
         else if (!res->reads[o - first_input])
           why = "the result is not computed from that input, so it cannot overwrite it";
         if (!why) continue;
-        describe(who, sizeof who, &ps[w]);
-        describe(other, sizeof other, &ps[o]);
+        describe(who, sizeof who, &nm, &ps[w]);
+        describe(other, sizeof other, &nm, &ps[o]);
         s = ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: %s overlaps %s: %s", what, gname,
                      who, other, why);
       } else {
-        describe(who, sizeof who, &ps[w]);
-        describe(other, sizeof other, &ps[o]);
+        describe(who, sizeof who, &nm, &ps[w]);
+        describe(other, sizeof other, &nm, &ps[o]);
         s = ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: %s overlaps %s", what, gname, who,
                      other);
       }
@@ -196,7 +214,7 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
   }
   int driver_checks = !(a->options && (a->options->flags & FHJIT_CUDA_NO_POINTER_CHECKS));
   for (int32_t i = 0; i < np && s == FHJIT_OK && driver_checks; i++)
-    s = check_driver_view(ctx, d, what, gname, &ps[i], cur);
+    s = check_driver_view(ctx, d, what, gname, &nm, &ps[i], cur);
   if (ps != stack) free(ps);
   return s;
 }

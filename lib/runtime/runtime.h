@@ -10,6 +10,7 @@
 #include "ir/ir.h"
 #include "lower/lower.h"
 #include "runtime/cuda_api.h"
+#include "runtime/driver_symbols.h"
 
 /* ------------------------------------------------------------------ driver */
 
@@ -17,36 +18,9 @@
 typedef struct rt_driver {
   void *handle;
   int version; /* cuDriverGetVersion: 1000 * major + 10 * minor */
-  PFN_cuInit cuInit;
-  PFN_cuDriverGetVersion cuDriverGetVersion;
-  PFN_cuGetErrorString cuGetErrorString;
-  PFN_cuGetErrorName cuGetErrorName;
-  PFN_cuDeviceGet cuDeviceGet;
-  PFN_cuDeviceGetCount cuDeviceGetCount;
-  PFN_cuDeviceGetAttribute cuDeviceGetAttribute;
-  PFN_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
-  PFN_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease;
-  PFN_cuCtxGetCurrent cuCtxGetCurrent;
-  PFN_cuCtxSetCurrent cuCtxSetCurrent;
-  PFN_cuCtxPushCurrent_v2 cuCtxPushCurrent;
-  PFN_cuCtxPopCurrent_v2 cuCtxPopCurrent;
-  PFN_cuCtxGetDevice cuCtxGetDevice;
-  PFN_cuCtxGetId cuCtxGetId;
-  PFN_cuStreamGetCtx cuStreamGetCtx;
-  PFN_cuMemAlloc_v2 cuMemAlloc;
-  PFN_cuMemFree_v2 cuMemFree;
-  PFN_cuMemcpyHtoD_v2 cuMemcpyHtoD;
-  PFN_cuMemcpyDtoH_v2 cuMemcpyDtoH;
-  PFN_cuPointerGetAttributes cuPointerGetAttributes;
-  PFN_cuLinkCreate_v2 cuLinkCreate;
-  PFN_cuLinkAddData_v2 cuLinkAddData;
-  PFN_cuLinkComplete cuLinkComplete;
-  PFN_cuLinkDestroy cuLinkDestroy;
-  PFN_cuModuleLoadData cuModuleLoadData;
-  PFN_cuModuleUnload cuModuleUnload;
-  PFN_cuModuleGetFunction cuModuleGetFunction;
-  PFN_cuFuncSetAttribute cuFuncSetAttribute;
-  PFN_cuLaunchKernel cuLaunchKernel;
+#define RT_DRIVER_FIELD(plain, symbol) PFN_##symbol plain;
+  RT_DRIVER_SYMBOLS(RT_DRIVER_FIELD)
+#undef RT_DRIVER_FIELD
 } rt_driver;
 
 /* The driver, opened at the first call (pthread_once); NULL with the reason
@@ -105,7 +79,8 @@ uint64_t rt_checksum(uint64_t seed, const void *data, size_t size);
 
 /* One buffer of a graph's ABI, for pointer validation. */
 typedef struct rt_buffer {
-  char *name;      /* the value's name (from the graph that compiled it) */
+  char *name;      /* inputs: the value's name; results: rt_result_label
+                      (from the graph that compiled it) */
   uint64_t lo, hi; /* bytes from the base the layout touches: [lo, hi) */
   int inplace_ok;  /* input only: bound densely, so a result of its type may
                       share its buffer */
@@ -170,6 +145,9 @@ extern rt_lower_fn rt_lower;
  * whether it may run in place. Used when a kernel is created. */
 fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k);
 void rt_kernel_free_abi(fhjit_cuda_kernel *k);
+/* How messages name result r: "%value", or "%value, output name" when the
+ * output that exposes it is named otherwise. */
+void rt_result_label(const fhjit_graph *g, int32_t r, char *buf, size_t size);
 
 /* Monotonic milliseconds. */
 double rt_now_ms(void);
