@@ -160,7 +160,7 @@ static int parse_args(int argc, char **argv, options *o) {
     int missing = 0;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(usage_text, stdout);
-      exit(0);
+      return -1;
     } else if (strcmp(a, "--check") == 0) {
       o->check = 1;
     } else if (strcmp(a, "--bench") == 0) {
@@ -178,8 +178,11 @@ static int parse_args(int argc, char **argv, options *o) {
       char *name = strndup(v[0] == '%' ? v + 1 : v, (size_t)(eq - v) - (v[0] == '%'));
       if (!name) return error("out of memory");
       for (int k = 0; k < o->nin; k++)
-        if (strcmp(o->in_name[k], name) == 0)
-          return usage_error("--in gives input '%s' twice", name);
+        if (strcmp(o->in_name[k], name) == 0) {
+          usage_error("--in gives input '%s' twice", name);
+          free(name);
+          return 2;
+        }
       o->in_name[o->nin] = name;
       o->in_file[o->nin++] = eq + 1;
     } else if ((v = option_value(argc, argv, &i, "--seed", &missing))) {
@@ -810,10 +813,17 @@ static void report_bench(const run_state *s, const char *name, timing *tm) {
 int main(int argc, char **argv) {
   options o;
   int rc = parse_args(argc, argv, &o);
-  if (rc) return rc;
+  if (rc) {
+    for (int k = 0; k < o.nin; k++) free((char *)o.in_name[k]);
+    return rc < 0 ? 0 : rc; /* -1: --help */
+  }
   size_t len = 0;
   char *text = read_file(o.graph_path, &len);
-  if (!text) return error("%s: cannot read: %s", o.graph_path, strerror(errno));
+  if (!text) {
+    rc = error("%s: cannot read: %s", o.graph_path, strerror(errno));
+    for (int k = 0; k < o.nin; k++) free((char *)o.in_name[k]);
+    return rc;
+  }
   run_state s;
   memset(&s, 0, sizeof s);
   s.seed_base = o.seed * UINT64_C(0xD1B54A32D192ED03) + 1;
