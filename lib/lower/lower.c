@@ -260,7 +260,8 @@ static LLVMValueRef call_helper(lw *L, int h, LLVMValueRef *args, const char *na
 /* ------------------------------------------------------ per-row constants */
 
 static LLVMValueRef param_row(lw *L, int r, const char *name) {
-  LLVMValueRef off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), L->row64, "");
+  LLVMValueRef off = L->row64;
+  if (r) off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), off, "");
   LLVMValueRef ptr = LLVMBuildInBoundsGEP2(L->b, L->word, L->params, &off, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(L->b, L->word, ptr, name);
   LLVMSetAlignment(v, (unsigned)(L->wbits == 32 ? 4 : 8));
@@ -415,6 +416,11 @@ static LLVMValueRef *slot(lw *L, int x, fhjit_value v, int c) {
   return &L->ctx[x].val[((size_t)v * 3 + (size_t)c) * LW_VMAX];
 }
 
+/* x * k in i64, without the multiplication when k is 1. */
+static LLVMValueRef mul_by(lw *L, LLVMValueRef x, int64_t k) {
+  return k == 1 ? x : LLVMBuildNUWMul(L->b, x, ci64(L, k), "");
+}
+
 static LLVMValueRef to64(lw *L, LLVMValueRef v) {
   if (L->p->idx_bits == 64) return v;
   if (LLVMIsAConstantInt(v)) return ci64(L, (int64_t)LLVMConstIntGetZExtValue(v));
@@ -429,14 +435,14 @@ static LLVMValueRef view_offset(lw *L, const ir_node *in, int use_batch, int *al
   LLVMValueRef off = NULL;
   *aligned = 1;
   if (in->type.rows > 1 && l->row_stride) {
-    off = LLVMBuildNUWMul(L->b, L->row64, ci64(L, l->row_stride), "");
+    off = mul_by(L, L->row64, l->row_stride);
     if (l->row_stride % V) *aligned = 0;
   }
   if (use_batch) {
     int shift = L->p->nbatch - in->type.nbatch;
     for (int a = 0; a < in->type.nbatch; a++) {
       if (in->type.batch[a] == 1 || !l->batch_stride[a] || shift < 0) continue;
-      LLVMValueRef t = LLVMBuildNUWMul(L->b, L->coord64[a + shift], ci64(L, l->batch_stride[a]), "");
+      LLVMValueRef t = mul_by(L, L->coord64[a + shift], l->batch_stride[a]);
       off = off ? LLVMBuildNUWAdd(L->b, off, t, "") : t;
       if (l->batch_stride[a] % V) *aligned = 0;
     }
@@ -456,7 +462,7 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   if (var) fixed = konst ? LLVMBuildNUWAdd(b, var, fixed, "") : var;
   if (stride == 0 || x->uniform) {
     LLVMValueRef off = fixed;
-    if (stride) off = LLVMBuildNUWAdd(b, off, LLVMBuildNUWMul(b, to64(L, x->idx[0]), ci64(L, stride), ""), "");
+    if (stride) off = LLVMBuildNUWAdd(b, off, mul_by(L, to64(L, x->idx[0]), stride), "");
     LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
     LLVMSetAlignment(v, walign);
     for (int l = 0; l < V; l++) out[l] = v;
@@ -464,14 +470,20 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   }
   if (V > 1 && x->contig && stride == 1 && aligned && konst % V == 0) {
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, to64(L, x->idx[0]), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), "");
     LLVMSetAlignment(v, L->vec_align);
-    for (int l = 0; l < V; l++) out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), name);
+    for (int l = 0; l < V; l++) {
+      char lname[96];
+      snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+      out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), lname);
+    }
     return;
   }
   for (int l = 0; l < V; l++) {
-    LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, LLVMBuildNUWMul(b, to64(L, x->idx[l]), ci64(L, stride), ""), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, mul_by(L, to64(L, x->idx[l]), stride), "");
+    char lname[96];
+    snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), lname);
     LLVMSetAlignment(v, walign);
     out[l] = v;
   }
@@ -504,7 +516,9 @@ static void lanes_op(lw *L, int h, int nargs, LLVMValueRef *const *args, const c
     }
     LLVMValueRef a[4];
     for (int j = 0; j < nargs; j++) a[j] = args[j][l];
-    out[l] = call_helper(L, h, a, name);
+    char lname[96];
+    snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+    out[l] = call_helper(L, h, a, lname);
   }
 }
 
@@ -682,6 +696,7 @@ static void decompose(lw *L, LLVMValueRef group) {
     snprintf(name, sizeof name, "b%d", a);
     if (a == outer) {
       L->coord[a] = rest;
+      if (!LLVMIsAConstant(rest)) LLVMSetValueName2(rest, name, strlen(name));
     } else {
       L->coord[a] = LLVMBuildURem(b, rest, cidx(L, p->batch[a]), name);
       rest = LLVMBuildUDiv(b, rest, cidx(L, p->batch[a]), "");
