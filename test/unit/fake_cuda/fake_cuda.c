@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fake_cuda.h"
 #include "runtime/cuda_api.h"
@@ -39,8 +40,14 @@ struct CUfunc_st {
   int psize[FAKE_MAX_PARAMS];
 };
 
+struct CUgraph_st {
+  fake_launch launches[64];
+  int n;
+};
+
 struct CUstream_st {
   CUcontext ctx;
+  struct CUgraph_st *capture; /* non-NULL while capturing */
 };
 
 struct CUlinkState_st {
@@ -77,6 +84,10 @@ static int ncounted;
 
 static fake_launch launches[256];
 static int nlaunches;
+
+/* Optionally, launches are run on the host by the test's executor. */
+static fake_cuda_executor executor;
+static void *executor_tag;
 
 /* Every context, module, function and stream stays reachable from here, as
  * handles stay valid in a driver: tests may use them after their end. */
@@ -152,6 +163,9 @@ EXPORT int fake_cuda_launch_get(int index, fake_launch *out) {
   *out = launches[index];
   return 1;
 }
+
+EXPORT void fake_cuda_set_executor(fake_cuda_executor fn) { executor = fn; }
+EXPORT void fake_cuda_set_tag(void *tag) { executor_tag = tag; }
 
 EXPORT int fake_cuda_live_modules(void) { return live_modules; }
 EXPORT int fake_cuda_live_allocs(void) { return nallocs; }
@@ -632,9 +646,133 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
       l.params[i] = v;
     }
   }
+  l.tag = executor_tag;
+  if (stream && stream != FHJIT_CU_STREAM_LEGACY && stream != FHJIT_CU_STREAM_PER_THREAD &&
+      stream->capture) {
+    if (stream->capture->n == 64) return CUDA_ERROR_OUT_OF_MEMORY;
+    stream->capture->launches[stream->capture->n++] = l;
+    return CUDA_SUCCESS;
+  }
   pthread_mutex_lock(&lock);
   if (nlaunches < 256) launches[nlaunches] = l;
   nlaunches++;
   pthread_mutex_unlock(&lock);
+  if (executor) executor(&l);
+  return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------- capture, events, misc */
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  (void)mode;
+  if (!s || s == FHJIT_CU_STREAM_LEGACY || s == FHJIT_CU_STREAM_PER_THREAD || s->capture)
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  s->capture = keep(calloc(1, sizeof *s->capture));
+  return s->capture ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph *g) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  if (!s || s == FHJIT_CU_STREAM_LEGACY || s == FHJIT_CU_STREAM_PER_THREAD || !s->capture)
+    return CUDA_ERROR_INVALID_VALUE;
+  *g = s->capture;
+  s->capture = NULL;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  (void)flags;
+  *e = (CUgraphExec)g;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  (void)s;
+  struct CUgraph_st *g = (struct CUgraph_st *)e;
+  for (int i = 0; i < g->n; i++) {
+    pthread_mutex_lock(&lock);
+    if (nlaunches < 256) launches[nlaunches] = g->launches[i];
+    nlaunches++;
+    pthread_mutex_unlock(&lock);
+    if (executor) executor(&g->launches[i]);
+  }
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec e) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  pthread_mutex_lock(&lock);
+  alloc *a = find_alloc(p);
+  int ok = a && p + n <= a->addr + a->size;
+  pthread_mutex_unlock(&lock);
+  if (!ok) return CUDA_ERROR_INVALID_VALUE;
+  memset((void *)(uintptr_t)p, v, n);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  pthread_mutex_lock(&lock);
+  alloc *a = find_alloc(dst), *b = find_alloc(src);
+  int ok = a && b && dst + n <= a->addr + a->size && src + n <= b->addr + b->size;
+  pthread_mutex_unlock(&lock);
+  if (!ok) return CUDA_ERROR_INVALID_VALUE;
+  memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+
+/* Events measure host time: enough for programs that time launches. */
+struct CUevent_st {
+  double ms;
+};
+
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  (void)flags;
+  *e = keep(calloc(1, sizeof **e));
+  return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  (void)s;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  e->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventSynchronize(CUevent e) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  *ms = (float)(b->ms - a->ms);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  ENTER(CUDA_ERROR_UNKNOWN);
+  *free_bytes = *total = (size_t)1 << 30;
   return CUDA_SUCCESS;
 }

@@ -13,7 +13,9 @@
  *   FAKE_CUDA_VERSION  cuDriverGetVersion (default 13000)
  *   FAKE_CUDA_CC       compute capability as 10*major+minor (default 90)
  *   FAKE_CUDA_MEM      bytes an allocation may have at most (default 1 GiB)
- * PTX that contains FAKE_SYNTAX_ERROR fails in cuLinkAddData with a log. */
+ * PTX that contains FAKE_SYNTAX_ERROR fails in cuLinkAddData with a log.
+ * Also enough of the driver for fhjit_gpu_test and fhjit_bench to run their
+ * host-side logic against it (kernels run through an executor, see below). */
 #ifndef FHJIT_FAKE_CUDA_H
 #define FHJIT_FAKE_CUDA_H
 #include <stdint.h>
@@ -27,7 +29,11 @@ typedef struct fake_launch {
   void *ctx; /* the current context at launch */
   int nparams;
   uint64_t params[FAKE_MAX_PARAMS]; /* by the sizes the PTX declares */
+  void *tag; /* fake_cuda_set_tag's value when the launch was made */
 } fake_launch;
+
+/* Runs a launch on the host (the fake's "device" memory is host memory). */
+typedef void (*fake_cuda_executor)(const fake_launch *launch);
 
 typedef int (*fake_cuda_calls_fn)(const char *name);
 typedef int (*fake_cuda_launches_fn)(void);
@@ -39,5 +45,9 @@ typedef int (*fake_cuda_live_fn)(void);
  *   int fake_cuda_launches(void);               launches recorded
  *   int fake_cuda_launch_get(int i, fake_launch *out);  1 when i exists
  *   int fake_cuda_live_modules(void);           loaded, not unloaded
- *   int fake_cuda_live_allocs(void);            allocated, not freed */
+ *   int fake_cuda_live_allocs(void);            allocated, not freed
+ *   void fake_cuda_set_executor(fake_cuda_executor fn);  run launches with fn
+ *   void fake_cuda_set_tag(void *tag);          recorded with later launches
+ * Stream capture records launches into a graph that cuGraphLaunch replays;
+ * events read the host clock. */
 #endif

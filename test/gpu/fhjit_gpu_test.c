@@ -1,0 +1,1019 @@
+/* fhjit_gpu_test.c: fhjit's kernels on a real GPU against the reference
+ * interpreter, bit for bit: every example graph (examples, *.fh), a random
+ * corpus of graphs built with the C API (both radices, strided, broadcast,
+ * offset and aliasing input layouts, in-place results), sizes from one
+ * element to 2^26, several streams at once, CUDA graph capture, the disk
+ * cache, and the error paths (bad pointers and sizes, a kernel launched in
+ * another context, an absurd allocation). Public API only (libfhjit.so);
+ * driver calls go through fhjit_cuda_driver_proc. Prints one PASS/FAIL line
+ * per group and "N passed, N failed"; exits 77 (skipped) without a driver.
+ *
+ *   fhjit_gpu_test [--examples DIR] [--max-log2 K] [--random N] [--seed S]
+ *                  [--quick] [--verbose]
+ * --quick: small sizes and few graphs (for compute-sanitizer). */
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fhjit/fhjit.h"
+#include "fhjit/fhjit_cuda.h"
+#include "fake_cuda.h"          /* the fake driver's executor hook */
+#include "runtime/cuda_api.h" /* declarations only: types and values */
+
+#ifndef FHJIT_EXAMPLES_DIR
+#define FHJIT_EXAMPLES_DIR "examples"
+#endif
+
+/* ------------------------------------------------------------ the harness */
+
+static fhjit_context *ctx;
+static int verbose;
+static int passed, failed;       /* checks of the whole run */
+static int group_pass, group_fail;
+
+static void group_begin(void) { group_pass = group_fail = 0; }
+
+static void group_end(const char *name) {
+  printf("%s %-12s %d passed, %d failed\n", group_fail ? "FAIL" : "PASS", name, group_pass,
+         group_fail);
+  fflush(stdout);
+}
+
+static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int ok, const char *fmt, ...) {
+  if (ok) passed++, group_pass++;
+  else failed++, group_fail++;
+  if (!ok || verbose) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("  %s: ", ok ? "ok" : "FAILED");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+  }
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rng_state = 0x5eed;
+static uint64_t rnd(void) {
+  uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+static uint64_t below(uint64_t n) { return n ? (uint64_t)(((unsigned __int128)rnd() * n) >> 64) : 0; }
+
+/* --------------------------------------------------------------- driver */
+
+static struct {
+  PFN_cuCtxGetCurrent cuCtxGetCurrent;
+  PFN_cuCtxSetCurrent cuCtxSetCurrent;
+  PFN_cuCtxCreate_v2 cuCtxCreate;
+  CUresult (*cuCtxCreate4)(CUcontext *ctx, void *params, unsigned int flags, CUdevice dev);
+  PFN_cuCtxDestroy_v2 cuCtxDestroy;
+  PFN_cuCtxSynchronize cuCtxSynchronize;
+  PFN_cuStreamCreate cuStreamCreate;
+  PFN_cuStreamDestroy_v2 cuStreamDestroy;
+  PFN_cuStreamSynchronize cuStreamSynchronize;
+  PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture;
+  PFN_cuStreamEndCapture cuStreamEndCapture;
+  PFN_cuGraphInstantiateWithFlags cuGraphInstantiate;
+  PFN_cuGraphLaunch cuGraphLaunch;
+  PFN_cuGraphExecDestroy cuGraphExecDestroy;
+  PFN_cuGraphDestroy cuGraphDestroy;
+  PFN_cuMemsetD8_v2 cuMemsetD8;
+} cu;
+
+static int load_driver(void) {
+  struct {
+    void **slot;
+    const char *name;
+  } procs[] = {
+      {(void **)&cu.cuCtxGetCurrent, "cuCtxGetCurrent"},
+      {(void **)&cu.cuCtxSetCurrent, "cuCtxSetCurrent"},
+
+      {(void **)&cu.cuCtxDestroy, "cuCtxDestroy_v2"},
+      {(void **)&cu.cuCtxSynchronize, "cuCtxSynchronize"},
+      {(void **)&cu.cuStreamCreate, "cuStreamCreate"},
+      {(void **)&cu.cuStreamDestroy, "cuStreamDestroy_v2"},
+      {(void **)&cu.cuStreamSynchronize, "cuStreamSynchronize"},
+      {(void **)&cu.cuStreamBeginCapture, "cuStreamBeginCapture_v2"},
+      {(void **)&cu.cuStreamEndCapture, "cuStreamEndCapture"},
+      {(void **)&cu.cuGraphInstantiate, "cuGraphInstantiateWithFlags"},
+      {(void **)&cu.cuGraphLaunch, "cuGraphLaunch"},
+      {(void **)&cu.cuGraphExecDestroy, "cuGraphExecDestroy"},
+      {(void **)&cu.cuGraphDestroy, "cuGraphDestroy"},
+      {(void **)&cu.cuMemsetD8, "cuMemsetD8_v2"},
+  };
+  for (size_t i = 0; i < sizeof procs / sizeof *procs; i++) {
+    *procs[i].slot = fhjit_cuda_driver_proc(ctx, procs[i].name);
+    if (!*procs[i].slot) {
+      printf("cannot use the driver: %s\n", fhjit_last_error(ctx));
+      return 0;
+    }
+  }
+  /* cuda.h of CUDA 13 means cuCtxCreate_v4; the _v2 ABI is still exported */
+  *(void **)&cu.cuCtxCreate = fhjit_cuda_driver_proc(ctx, "cuCtxCreate_v2");
+  *(void **)&cu.cuCtxCreate4 = fhjit_cuda_driver_proc(ctx, "cuCtxCreate_v4");
+  fhjit_clear_error(ctx);
+  if (!cu.cuCtxCreate && !cu.cuCtxCreate4) {
+    printf("cannot use the driver: neither cuCtxCreate_v2 nor cuCtxCreate_v4\n");
+    return 0;
+  }
+  return 1;
+}
+
+/* On the fake driver, launches run on the host; the tag names the graph. */
+static void (*fake_set_tag)(void *tag);
+
+static void fake_execute(const fake_launch *l) {
+  fhjit_graph *g = l->tag;
+  if (!g) return;
+  int32_t nin = fhjit_num_inputs(g), nres = fhjit_num_results(g);
+  if (l->nparams != 2 + nin + nres || nin > 32 || nres > 32) {
+    printf("  fake execution: %s has %d parameters, graph @%s wants %d\n", l->name, l->nparams,
+           fhjit_graph_name(g), 2 + nin + nres);
+    return;
+  }
+  const void *ins[32];
+  void *res[32];
+  for (int32_t i = 0; i < nin; i++) ins[i] = (const void *)(uintptr_t)l->params[2 + i];
+  for (int32_t r = 0; r < nres; r++) res[r] = (void *)(uintptr_t)l->params[2 + nin + r];
+  if (fhjit_run_host(g, (const void *)(uintptr_t)l->params[0], (int64_t)l->params[1], ins, res,
+                     1) != FHJIT_OK)
+    printf("  fake execution of @%s: %s\n", fhjit_graph_name(g),
+           fhjit_last_error(fhjit_graph_context(g)));
+}
+
+static int use_fake_executor(void) {
+  void (*set_executor)(fake_cuda_executor) = NULL;
+  *(void **)&set_executor = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_executor");
+  *(void **)&fake_set_tag = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_tag");
+  fhjit_clear_error(ctx);
+  if (!set_executor || !fake_set_tag) return 0;
+  set_executor(fake_execute);
+  return 1;
+}
+
+static void tag(fhjit_graph *g) {
+  if (fake_set_tag) fake_set_tag(g);
+}
+
+#define CU_OK(call)                                                             \
+  do {                                                                          \
+    CUresult r_ = (call);                                                       \
+    if (r_ != CUDA_SUCCESS) {                                                   \
+      printf("  %s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, (int)r_); \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+/* ----------------------------------------------------------------- cases */
+
+/* Host and device buffers of one run of a bound graph. Inputs may share a
+ * buffer (aliasing layouts): input i lives in buffer owner[i]. */
+typedef struct gcase {
+  fhjit_graph *g;
+  fhjit_radix radix;
+  size_t ws;
+  int32_t rows;
+  uint64_t moduli[64];
+  void *params;
+  int64_t pstride;
+  int32_t nin, nres;
+  int32_t owner[32];
+  size_t in_bytes[32];   /* of each buffer (owner's: the largest of its users) */
+  void *host_in[32];
+  void *ref[32];         /* interpreter results */
+  size_t res_bytes[32];
+  fhjit_cuda_ptr dparams, din[32], dres[32];
+  int32_t inplace_result, inplace_input; /* -1: none */
+  fhjit_cuda_kernel *kernel;
+} gcase;
+
+static int32_t graph_rows(fhjit_graph *g) {
+  int32_t rows = 1;
+  fhjit_type t;
+  for (int32_t i = 0; i < fhjit_num_inputs(g); i++)
+    if (fhjit_input_binding(g, i, &t, NULL) == FHJIT_OK && t.kind == FHJIT_KIND_POLY &&
+        t.rows > rows)
+      rows = (int32_t)t.rows;
+  for (int32_t r = 0; r < fhjit_num_results(g); r++)
+    if (fhjit_result_type(g, r, &t) == FHJIT_OK && t.rows > rows) rows = (int32_t)t.rows;
+  return rows;
+}
+
+/* Moduli for `rows` limbs: NTT-friendly primes near the radix limit and well
+ * below it, or one prime for every row (then the lazy edge values below are
+ * exact for every row). */
+static int pick_moduli(fhjit_radix radix, int32_t rows, uint64_t *out, int same) {
+  uint64_t pool[16];
+  int near_limit = (int)below(2);
+  int bits = radix == FHJIT_R32 ? (near_limit ? 30 : 24) : (near_limit ? 60 : 45);
+  if (fhjit_find_primes(ctx, bits, near_limit ? 1u << 17 : 1u << 10, 16, pool) != FHJIT_OK) {
+    check(0, "fhjit_find_primes: %s", fhjit_last_error(ctx));
+    return 0;
+  }
+  for (int32_t r = 0; r < rows; r++) out[r] = same ? pool[0] : pool[(r + below(16)) % 16];
+  return 1;
+}
+
+static void put_word(void *buf, size_t ws, size_t i, uint64_t v) {
+  if (ws == 4) ((uint32_t *)buf)[i] = (uint32_t)v;
+  else ((uint64_t *)buf)[i] = v;
+}
+
+static uint64_t get_word(const void *buf, size_t ws, size_t i) {
+  return ws == 4 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
+}
+
+/* Random lazy words, valid for every limb: below 2*qmin, one in eight an
+ * edge value of qmin (0, 1, q-1, q, q+1, 2q-2, 2q-1). */
+static void fill_lazy(void *buf, size_t ws, size_t words, uint64_t qmin) {
+  for (size_t i = 0; i < words; i++) {
+    uint64_t v;
+    if (below(8) == 0) {
+      const uint64_t edges[7] = {0, 1, qmin - 1, qmin, qmin + 1, 2 * qmin - 2, 2 * qmin - 1};
+      v = edges[below(7)];
+    } else {
+      v = below(2 * qmin);
+    }
+    put_word(buf, ws, i, v);
+  }
+}
+
+static void case_free(gcase *c) {
+  for (int32_t i = 0; i < c->nin; i++) {
+    if (c->owner[i] == i) {
+      free(c->host_in[i]);
+      fhjit_cuda_free(ctx, c->din[i]);
+    }
+  }
+  for (int32_t r = 0; r < c->nres; r++) {
+    free(c->ref[r]);
+    if (r != c->inplace_result) fhjit_cuda_free(ctx, c->dres[r]);
+  }
+  free(c->params);
+  fhjit_cuda_free(ctx, c->dparams);
+  memset(c, 0, sizeof *c);
+}
+
+/* Prepares inputs (alias_of[i] >= 0: input i reads input alias_of[i]'s
+ * buffer), the reference results, and the device buffers. 0 on failure. */
+static int case_init(gcase *c, fhjit_graph *g, const uint64_t *moduli, const int32_t *alias_of,
+                     const char *label) {
+  memset(c, 0, sizeof *c);
+  c->g = g;
+  c->radix = fhjit_graph_radix(g);
+  c->ws = c->radix == FHJIT_R32 ? 4 : 8;
+  c->rows = graph_rows(g);
+  c->nin = fhjit_num_inputs(g);
+  c->nres = fhjit_num_results(g);
+  c->inplace_result = c->inplace_input = -1;
+  if (c->nin > 32 || c->nres > 32 || c->rows > 64) {
+    check(0, "%s: graph too large for the harness", label);
+    return 0;
+  }
+  uint64_t qmin = UINT64_MAX;
+  for (int32_t r = 0; r < c->rows; r++) {
+    c->moduli[r] = moduli[r];
+    if (moduli[r] < qmin) qmin = moduli[r];
+  }
+  c->pstride = c->rows;
+  c->params = malloc((size_t)(8 * c->rows) * c->ws);
+  if (fhjit_param_table(ctx, c->radix, c->moduli, c->rows, 0, 0, 1, c->params, c->pstride) !=
+      FHJIT_OK) {
+    check(0, "%s: fhjit_param_table: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  for (int32_t i = 0; i < c->nin; i++) {
+    c->owner[i] = alias_of && alias_of[i] >= 0 ? alias_of[i] : i;
+    size_t bytes;
+    if (fhjit_cuda_input_bytes(g, i, &bytes) != FHJIT_OK) {
+      check(0, "%s: %s", label, fhjit_last_error(ctx));
+      return 0;
+    }
+    if (bytes > c->in_bytes[c->owner[i]]) c->in_bytes[c->owner[i]] = bytes;
+  }
+  const void *ins[32];
+  void *refs[32];
+  for (int32_t i = 0; i < c->nin; i++) {
+    if (c->owner[i] != i) continue;
+    size_t bytes = (c->in_bytes[i] + 15) & ~(size_t)15;
+    c->host_in[i] = malloc(bytes);
+    fill_lazy(c->host_in[i], c->ws, bytes / c->ws, qmin);
+    if (fhjit_cuda_alloc(ctx, bytes, &c->din[i]) != FHJIT_OK ||
+        fhjit_cuda_upload(ctx, c->din[i], c->host_in[i], bytes) != FHJIT_OK) {
+      check(0, "%s: %s", label, fhjit_last_error(ctx));
+      return 0;
+    }
+  }
+  for (int32_t i = 0; i < c->nin; i++) {
+    c->host_in[i] = c->host_in[c->owner[i]];
+    c->din[i] = c->din[c->owner[i]];
+    ins[i] = c->host_in[i];
+  }
+  for (int32_t r = 0; r < c->nres; r++) {
+    fhjit_cuda_result_bytes(g, r, &c->res_bytes[r]);
+    c->ref[r] = malloc(c->res_bytes[r]);
+    memset(c->ref[r], 0x5a, c->res_bytes[r]);
+    refs[r] = c->ref[r];
+    if (fhjit_cuda_alloc(ctx, c->res_bytes[r], &c->dres[r]) != FHJIT_OK) {
+      check(0, "%s: %s", label, fhjit_last_error(ctx));
+      return 0;
+    }
+  }
+  if (fhjit_interpret(g, c->params, c->pstride, ins, refs) != FHJIT_OK) {
+    check(0, "%s: fhjit_interpret: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  if (fhjit_cuda_alloc(ctx, (size_t)(8 * c->rows) * c->ws, &c->dparams) != FHJIT_OK ||
+      fhjit_cuda_upload(ctx, c->dparams, c->params, (size_t)(8 * c->rows) * c->ws) != FHJIT_OK) {
+    check(0, "%s: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  return 1;
+}
+
+static void case_args(const gcase *c, fhjit_cuda_args *a, fhjit_cuda_stream stream) {
+  memset(a, 0, sizeof *a);
+  a->params = c->dparams;
+  a->pstride = c->pstride;
+  a->inputs = c->din;
+  a->ninputs = c->nin;
+  a->results = c->dres;
+  a->nresults = c->nres;
+  a->stream = stream;
+}
+
+/* Poisons the device results (so unwritten elements show). */
+static void case_poison(const gcase *c) {
+  for (int32_t r = 0; r < c->nres; r++)
+    if (r != c->inplace_result) CU_OK(cu.cuMemsetD8(c->dres[r], 0xA5, c->res_bytes[r]));
+}
+
+/* Downloads and compares every result word with the interpreter's, and the
+ * inputs (except one overwritten in place) with what was uploaded. */
+static int case_verify(const gcase *c, const char *label) {
+  int ok = 1;
+  for (int32_t r = 0; r < c->nres && ok; r++) {
+    void *got = malloc(c->res_bytes[r]);
+    if (fhjit_cuda_download(ctx, got, c->dres[r], c->res_bytes[r]) != FHJIT_OK) {
+      check(0, "%s: %s", label, fhjit_last_error(ctx));
+      free(got);
+      return 0;
+    }
+    size_t words = c->res_bytes[r] / c->ws, bad = 0, first = 0;
+    for (size_t i = 0; i < words; i++)
+      if (get_word(got, c->ws, i) != get_word(c->ref[r], c->ws, i) && !bad++) first = i;
+    if (bad) {
+      check(0, "%s: result #%d: %zu of %zu words differ; first at word %zu: gpu %llu, "
+               "interpreter %llu",
+            label, (int)r, bad, words, first, (unsigned long long)get_word(got, c->ws, first),
+            (unsigned long long)get_word(c->ref[r], c->ws, first));
+      ok = 0;
+    }
+    free(got);
+  }
+  for (int32_t i = 0; i < c->nin && ok; i++) {
+    if (c->owner[i] != i || c->owner[i] == c->inplace_input) continue;
+    size_t bytes = (c->in_bytes[i] + 15) & ~(size_t)15;
+    void *got = malloc(bytes);
+    fhjit_cuda_download(ctx, got, c->din[i], bytes);
+    if (memcmp(got, c->host_in[i], bytes)) {
+      check(0, "%s: input #%d was changed by the run", label, (int)i);
+      ok = 0;
+    }
+    free(got);
+  }
+  return ok;
+}
+
+/* Compiles, launches on `stream`, waits, verifies. */
+static int case_run(gcase *c, fhjit_cuda_stream stream, const char *label) {
+  fhjit_cuda_compile_info info;
+  c->kernel = fhjit_cuda_compile(c->g, NULL, &info);
+  if (!c->kernel) {
+    check(0, "%s: fhjit_cuda_compile: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  case_poison(c);
+  fhjit_cuda_args a;
+  case_args(c, &a, stream);
+  tag(c->g);
+  if (fhjit_cuda_launch_kernel(c->kernel, &a) != FHJIT_OK) {
+    check(0, "%s: launch: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  CU_OK(stream ? cu.cuStreamSynchronize((CUstream)stream) : cu.cuCtxSynchronize());
+  return case_verify(c, label);
+}
+
+/* Picks a result that may be written over an input (same type, dense
+ * input); the runtime refuses it when the result is not computed from the
+ * input, which is then no in-place case. */
+static int pick_inplace(gcase *c) {
+  for (int32_t r = 0; r < c->nres; r++) {
+    fhjit_type rt;
+    fhjit_result_type(c->g, r, &rt);
+    for (int32_t i = 0; i < c->nin; i++) {
+      fhjit_type it;
+      fhjit_layout il, dense;
+      fhjit_input_binding(c->g, i, &it, &il);
+      if (c->owner[i] != i) continue;
+      int shared = 0;
+      for (int32_t j = 0; j < c->nin; j++) shared |= j != i && c->owner[j] == i;
+      if (shared || it.kind != rt.kind || it.comps != rt.comps || it.nbatch != rt.nbatch ||
+          it.rows != rt.rows || it.n != rt.n || memcmp(it.batch, rt.batch, sizeof it.batch))
+        continue;
+      if (fhjit_dense_layout(&it, &dense) != FHJIT_OK || memcmp(&dense, &il, sizeof il)) continue;
+      c->inplace_result = r;
+      c->inplace_input = i;
+      fhjit_cuda_free(ctx, c->dres[r]);
+      c->dres[r] = c->din[i];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* -------------------------------------------------------- random graphs */
+
+typedef struct rgraph {
+  fhjit_graph *g;
+  int32_t alias_of[32];
+  int inplace; /* try to run in place */
+} rgraph;
+
+static fhjit_value try_op(fhjit_graph *g, int op, fhjit_value a, fhjit_value b) {
+  switch (op) {
+  case 0: return fhjit_add(g, a, b);
+  case 1: return fhjit_sub(g, a, b);
+  case 2: return fhjit_add_lazy(g, a, b);
+  case 3: return fhjit_mul(g, a, b);
+  case 4: return fhjit_neg(g, a);
+  case 5: return fhjit_to_mont(g, a);
+  case 6: return fhjit_from_mont(g, a);
+  case 7: return fhjit_mul_plain(g, a, b);
+  case 8: return fhjit_add_plain(g, a, b);
+  case 9: {
+    fhjit_type t;
+    fhjit_value_type(g, a, &t);
+    return t.comps > 0 ? fhjit_extract(g, a, (int32_t)below((uint64_t)t.comps)) : FHJIT_NO_VALUE;
+  }
+  default: {
+    fhjit_value parts[3] = {a, b, a};
+    return fhjit_pack(g, 2 + (int32_t)below(2), parts);
+  }
+  }
+}
+
+/* A random layout for type t: strided (gaps), offset, broadcast axes (stride
+ * 0), or dense. */
+static void random_layout(const fhjit_type *t, fhjit_layout *l) {
+  fhjit_dense_layout(t, l);
+  if (below(3) == 0) return;
+  int64_t s = 1;
+  l->index_stride = below(4) == 0 ? 2 : 1;
+  s = t->n * l->index_stride + (int64_t)below(3);
+  l->row_stride = below(6) == 0 ? 0 : s; /* row stride 0: one row broadcast */
+  s *= t->rows;
+  for (int a = t->nbatch - 1; a >= 0; a--) {
+    l->batch_stride[a] = below(5) == 0 ? 0 : s + (int64_t)below(2);
+    s = (s + 1) * t->batch[a];
+  }
+  if (t->comps > 0) l->comp_stride = below(5) == 0 ? 0 : s + 3;
+  l->offset = (int64_t)below(9);
+}
+
+static int random_graph(rgraph *rg, fhjit_radix radix, int max_log2, const char *name) {
+  memset(rg, 0, sizeof *rg);
+  for (int i = 0; i < 32; i++) rg->alias_of[i] = -1;
+  fhjit_graph *g = fhjit_graph_create(ctx, name, radix);
+  const int64_t ns[] = {1, 2, 3, 7, 8, 64, 100, 256, 1000, 4096};
+  int64_t n = ns[below(sizeof ns / sizeof *ns)];
+  int64_t rows = 1 + (int64_t)below(4);
+  int comps = 1 + (int)below(3);
+  int nbatch = (int)below(3);
+  int64_t batch[FHJIT_MAX_BATCH] = {1, 1, 1, 1};
+  for (int a = 0; a < nbatch; a++) batch[a] = 1 + (int64_t)below(3);
+  while (n * rows * comps * batch[0] * batch[1] > ((int64_t)1 << max_log2) && n > 1) n /= 2;
+  int nin = 2 + (int)below(3);
+  fhjit_value vals[64];
+  int nv = 0;
+  for (int i = 0; i < nin; i++) {
+    fhjit_type t;
+    memset(&t, 0, sizeof t);
+    t.kind = FHJIT_KIND_POLY;
+    t.comps = below(3) == 0 ? (int)below(2) : comps; /* 0 or 1: broadcast over components */
+    t.nbatch = nbatch;
+    for (int a = 0; a < nbatch; a++) t.batch[a] = below(4) == 0 ? 1 : batch[a];
+    t.rows = rows;
+    t.n = n;
+    char iname[16];
+    snprintf(iname, sizeof iname, "in%d", i);
+    vals[nv++] = fhjit_input(g, iname, &t);
+  }
+  int nops = 1 + (int)below(12);
+  for (int tries = 0; tries < 200 && nops > 0 && nv < 60; tries++) {
+    fhjit_value a = vals[below((uint64_t)nv)], b = vals[below((uint64_t)nv)];
+    fhjit_value v = try_op(g, (int)below(11), a, b);
+    if (v == FHJIT_NO_VALUE) {
+      fhjit_clear_error(ctx);
+      continue;
+    }
+    vals[nv++] = v;
+    nops--;
+  }
+  if (nv == nin) {
+    fhjit_graph_destroy(g);
+    return 0;
+  }
+  fhjit_output(g, vals[nv - 1], "last");
+  int extra = (int)below(3);
+  for (int e = 0; e < extra; e++) {
+    char oname[16];
+    snprintf(oname, sizeof oname, "out%d", e);
+    fhjit_output(g, vals[nin + (int)below((uint64_t)(nv - nin))], oname);
+  }
+  if (below(4) == 0) fhjit_output(g, vals[0], "input_view");
+  for (int i = 0; i < nin; i++) {
+    fhjit_type t;
+    fhjit_value_type(g, vals[i], &t);
+    fhjit_layout l;
+    random_layout(&t, &l);
+    if (fhjit_bind_input(g, vals[i], NULL, &l) != FHJIT_OK) fhjit_clear_error(ctx);
+  }
+  /* aliasing: a later input reads the same buffer as input 0 */
+  if (nin > 1 && below(4) == 0) rg->alias_of[1 + below((uint64_t)nin - 1)] = 0;
+  if (fhjit_bind(g) != FHJIT_OK) {
+    fhjit_clear_error(ctx);
+    fhjit_graph_destroy(g);
+    return 0;
+  }
+  rg->g = g;
+  rg->inplace = below(3) == 0;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- groups */
+
+static char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+    free(text);
+    text = NULL;
+  }
+  fclose(f);
+  if (text) text[n] = 0, *size = (size_t)n;
+  return text;
+}
+
+static void group_examples(const char *dir) {
+  group_begin();
+  DIR *d = opendir(dir);
+  if (!d) {
+    check(0, "cannot open the examples directory %s", dir);
+    group_end("examples");
+    return;
+  }
+  struct dirent *e;
+  char names[64][256];
+  int count = 0;
+  while ((e = readdir(d)) && count < 64) {
+    size_t len = strlen(e->d_name);
+    if (len > 3 && !strcmp(e->d_name + len - 3, ".fh")) snprintf(names[count++], 256, "%s", e->d_name);
+  }
+  closedir(d);
+  for (int i = 0; i < count; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    size_t size;
+    char *text = read_file(path, &size);
+    fhjit_graph *g = text ? fhjit_parse(ctx, text, size, path) : NULL;
+    free(text);
+    if (!g) {
+      check(0, "%s: %s", names[i], fhjit_last_error(ctx));
+      continue;
+    }
+    if (!fhjit_is_bound(g) && fhjit_bind(g) != FHJIT_OK) {
+      check(0, "%s: bind: %s", names[i], fhjit_last_error(ctx));
+      fhjit_graph_destroy(g);
+      continue;
+    }
+    uint64_t moduli[64];
+    int32_t rows = graph_rows(g), have = fhjit_graph_num_moduli(g);
+    if (have >= rows && rows <= 64) memcpy(moduli, fhjit_graph_moduli(g), sizeof *moduli * (size_t)rows);
+    else if (!pick_moduli(fhjit_graph_radix(g), rows, moduli, 0)) continue;
+    gcase c;
+    if (case_init(&c, g, moduli, NULL, names[i])) {
+      int ok = case_run(&c, NULL, names[i]);
+      check(ok, "%s (%d results)", names[i], (int)c.nres);
+      if (ok && c.nres > 0 && pick_inplace(&c)) {
+        fhjit_cuda_args a;
+        case_args(&c, &a, NULL);
+        tag(c.g);
+        if (fhjit_cuda_launch_kernel(c.kernel, &a) == FHJIT_OK) {
+          CU_OK(cu.cuCtxSynchronize());
+          check(case_verify(&c, names[i]), "%s in place (result #%d over input #%d)", names[i],
+                (int)c.inplace_result, (int)c.inplace_input);
+        } else if (verbose) {
+          printf("  %s: in place refused: %s\n", names[i], fhjit_last_error(ctx));
+        }
+      }
+    }
+    case_free(&c);
+    fhjit_graph_destroy(g);
+  }
+  check(count > 0, "%d example graphs in %s", count, dir);
+  group_end("examples");
+}
+
+static void group_random(int count, int max_log2) {
+  group_begin();
+  int inplace_runs = 0, aliasing = 0;
+  for (int i = 0; i < count; i++) {
+    rgraph rg;
+    char name[32];
+    snprintf(name, sizeof name, "random%d", i);
+    fhjit_radix radix = (fhjit_radix)(i & 1);
+    if (!random_graph(&rg, radix, max_log2, name)) {
+      i--; /* not a valid graph: draw again (the builder refused it) */
+      continue;
+    }
+    uint64_t moduli[64];
+    int32_t rows = graph_rows(rg.g);
+    if (!pick_moduli(radix, rows, moduli, below(3) == 0)) break;
+    gcase c;
+    char label[600];
+    const char *text = fhjit_print(rg.g);
+    snprintf(label, sizeof label, "%s (%s)%s", name, radix ? "r62" : "r32",
+             verbose && text ? text : "");
+    for (int j = 0; j < 32; j++) aliasing += rg.alias_of[j] >= 0;
+    if (case_init(&c, rg.g, moduli, rg.alias_of, label)) {
+      int ok = case_run(&c, NULL, label);
+      if (ok && rg.inplace && c.nres > 0 && pick_inplace(&c)) {
+        fhjit_cuda_args a;
+        case_args(&c, &a, NULL);
+        tag(c.g);
+        fhjit_status s = fhjit_cuda_launch_kernel(c.kernel, &a);
+        if (s == FHJIT_OK) {
+          CU_OK(cu.cuCtxSynchronize());
+          ok = case_verify(&c, label);
+          inplace_runs++;
+        } else if (!strstr(fhjit_last_error(ctx), "not computed from that input")) {
+          check(0, "%s: in place refused: %s", label, fhjit_last_error(ctx));
+        }
+      }
+      check(ok, "%s", label);
+    }
+    case_free(&c);
+    fhjit_graph_destroy(rg.g);
+  }
+  check(inplace_runs > 0, "%d random graphs ran in place", inplace_runs);
+  check(aliasing > 0, "%d random graphs had aliasing inputs", aliasing);
+  group_end("random");
+}
+
+/* d = add_lazy(mul(a, b), c) over [rows, n] with rows*n = size elements. */
+static fhjit_graph *fma_graph(fhjit_radix radix, int64_t size) {
+  fhjit_graph *g = fhjit_graph_create(ctx, "fma", radix);
+  int64_t n = size, rows = 1;
+  while (n > 65536 && n % 2 == 0) n /= 2, rows *= 2;
+  fhjit_type t;
+  memset(&t, 0, sizeof t);
+  t.kind = FHJIT_KIND_POLY;
+  t.rows = rows;
+  t.n = n;
+  fhjit_value a = fhjit_input(g, "a", &t), b = fhjit_input(g, "b", &t), c = fhjit_input(g, "c", &t);
+  fhjit_output(g, fhjit_add_lazy(g, fhjit_mul(g, a, b), c), "d");
+  if (fhjit_bind(g) != FHJIT_OK) {
+    printf("  fma_graph: %s\n", fhjit_last_error(ctx));
+    fhjit_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+static void group_sizes(int max_log2) {
+  group_begin();
+  int64_t sizes[64];
+  int ns = 0;
+  const int64_t odd[] = {1, 2, 3, 5, 31, 127, 1000, 4097, 65537, 100003};
+  for (size_t i = 0; i < sizeof odd / sizeof *odd; i++)
+    if (odd[i] <= ((int64_t)1 << max_log2)) sizes[ns++] = odd[i];
+  for (int k = 4; k <= max_log2; k += (k < 20 ? 4 : 2)) sizes[ns++] = (int64_t)1 << k;
+  if (sizes[ns - 1] != ((int64_t)1 << max_log2)) sizes[ns++] = (int64_t)1 << max_log2;
+  for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
+    for (int i = 0; i < ns; i++) {
+      fhjit_graph *g = fma_graph((fhjit_radix)radix, sizes[i]);
+      if (!g) {
+        check(0, "fma graph of %lld elements", (long long)sizes[i]);
+        continue;
+      }
+      uint64_t moduli[64];
+      pick_moduli((fhjit_radix)radix, graph_rows(g), moduli, 0);
+      gcase c;
+      char label[96];
+      snprintf(label, sizeof label, "%s %lld elements", radix ? "r62" : "r32", (long long)sizes[i]);
+      double t0 = now_ms();
+      if (case_init(&c, g, moduli, NULL, label)) {
+        int ok = case_run(&c, NULL, label);
+        check(ok, "%s (%.0f ms with the interpreter)", label, now_ms() - t0);
+      }
+      case_free(&c);
+      fhjit_graph_destroy(g);
+    }
+  }
+  group_end("sizes");
+}
+
+static void group_streams(int max_log2) {
+  group_begin();
+  enum { NS = 4, PER = 3 };
+  CUstream streams[NS];
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
+  gcase cases[NS * PER];
+  rgraph graphs[NS * PER];
+  int ready[NS * PER];
+  int big = max_log2 < 22 ? max_log2 : 22;
+  for (int i = 0; i < NS * PER; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "stream%d", i);
+    ready[i] = 0;
+    if (i % PER == 0) {
+      /* one large graph per stream, so that the streams overlap */
+      graphs[i].g = fma_graph((fhjit_radix)(i & 1), (int64_t)1 << big);
+      for (int j = 0; j < 32; j++) graphs[i].alias_of[j] = -1;
+    } else {
+      while (!random_graph(&graphs[i], (fhjit_radix)(i & 1), 16, name)) {
+      }
+    }
+    if (!graphs[i].g) continue;
+    uint64_t moduli[64];
+    pick_moduli(fhjit_graph_radix(graphs[i].g), graph_rows(graphs[i].g), moduli, 0);
+    ready[i] = case_init(&cases[i], graphs[i].g, moduli, graphs[i].alias_of, name);
+    if (ready[i]) {
+      ready[i] = (cases[i].kernel = fhjit_cuda_compile(graphs[i].g, NULL, NULL)) != NULL;
+      if (ready[i]) case_poison(&cases[i]);
+      else check(0, "%s: %s", name, fhjit_last_error(ctx));
+    }
+  }
+  CU_OK(cu.cuCtxSynchronize());
+  /* every launch enqueued before any wait: the streams run concurrently */
+  for (int i = 0; i < NS * PER; i++) {
+    if (!ready[i]) continue;
+    fhjit_cuda_args a;
+    case_args(&cases[i], &a, streams[i / PER]);
+    tag(cases[i].g);
+    if (fhjit_cuda_launch_kernel(cases[i].kernel, &a) != FHJIT_OK) {
+      check(0, "stream%d: %s", i, fhjit_last_error(ctx));
+      ready[i] = 0;
+    }
+  }
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamSynchronize(streams[s]));
+  for (int i = 0; i < NS * PER; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "stream%d", i);
+    if (ready[i]) check(case_verify(&cases[i], name), "%s on stream %d", name, i / PER);
+    if (graphs[i].g) {
+      case_free(&cases[i]);
+      fhjit_graph_destroy(graphs[i].g);
+    }
+  }
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamDestroy(streams[s]));
+  group_end("streams");
+}
+
+/* Launches recorded into a CUDA graph, replayed. */
+static void group_capture(void) {
+  group_begin();
+  CUstream s;
+  CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (int variant = 0; variant < 3; variant++) {
+    fhjit_graph *g = fma_graph((fhjit_radix)(variant & 1), 1 << 18);
+    uint64_t moduli[64];
+    pick_moduli(fhjit_graph_radix(g), graph_rows(g), moduli, 0);
+    gcase c;
+    const char *names[] = {"kernel handle", "fhjit_cuda_launch", "no pointer checks"};
+    if (!case_init(&c, g, moduli, NULL, names[variant])) goto next;
+    c.kernel = fhjit_cuda_compile(g, NULL, NULL); /* compiled before the capture */
+    if (!c.kernel) {
+      check(0, "capture: %s", fhjit_last_error(ctx));
+      goto next;
+    }
+    case_poison(&c);
+    CU_OK(cu.cuCtxSynchronize());
+    fhjit_cuda_args a;
+    case_args(&c, &a, s);
+    fhjit_cuda_options fast = {.flags = FHJIT_CUDA_NO_POINTER_CHECKS};
+    if (variant == 2) a.options = &fast;
+    tag(g);
+    CU_OK(cu.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    fhjit_status st = variant == 1 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(c.kernel, &a);
+    CUgraph cg = NULL;
+    CUresult r = cu.cuStreamEndCapture(s, &cg);
+    if (st != FHJIT_OK || r != CUDA_SUCCESS) {
+      check(0, "capture (%s): launch %s, cuStreamEndCapture %d", names[variant],
+            st ? fhjit_last_error(ctx) : "ok", (int)r);
+      if (cg) cu.cuGraphDestroy(cg);
+      goto next;
+    }
+    CUgraphExec exec;
+    CU_OK(cu.cuGraphInstantiate(&exec, cg, 0));
+    for (int rep = 0; rep < 3; rep++) CU_OK(cu.cuGraphLaunch(exec, s));
+    CU_OK(cu.cuStreamSynchronize(s));
+    check(case_verify(&c, names[variant]), "graph capture, %s, replayed 3 times", names[variant]);
+    cu.cuGraphExecDestroy(exec);
+    cu.cuGraphDestroy(cg);
+  next:
+    case_free(&c);
+    fhjit_graph_destroy(g);
+  }
+  CU_OK(cu.cuStreamDestroy(s));
+  group_end("capture");
+}
+
+static void expect_error(fhjit_status got, fhjit_status want, const char *fragment, const char *what) {
+  const char *msg = fhjit_last_error(ctx);
+  check(got == want && strstr(msg, fragment) != NULL, "%s: status %s, message: %s", what,
+        fhjit_status_name(got), msg);
+}
+
+static void group_errors(void) {
+  group_begin();
+  fhjit_graph *g = fma_graph(FHJIT_R62, 4096);
+  uint64_t moduli[64];
+  pick_moduli(FHJIT_R62, 1, moduli, 0);
+  gcase c;
+  if (!case_init(&c, g, moduli, NULL, "errors")) {
+    group_end("errors");
+    return;
+  }
+  c.kernel = fhjit_cuda_compile(g, NULL, NULL);
+  check(c.kernel != NULL, "compile: %s", c.kernel ? "ok" : fhjit_last_error(ctx));
+  if (!c.kernel) goto done;
+  fhjit_cuda_args a;
+  case_args(&c, &a, NULL);
+  fhjit_cuda_ptr saved = c.din[1];
+  c.din[1] = 0;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "null pointer", "null input");
+  c.din[1] = saved + 8;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "misaligned", "misaligned input");
+  c.din[1] = saved + 16;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "allocation",
+               "input 16 bytes short");
+  c.din[1] = saved;
+  fhjit_cuda_ptr small = 0;
+  fhjit_cuda_alloc(ctx, 1024, &small);
+  fhjit_cuda_ptr keep = c.dres[0];
+  c.dres[0] = small;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "result #0", "small result");
+  c.dres[0] = keep;
+  fhjit_cuda_free(ctx, small);
+  c.dres[0] = c.din[0] + 64;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "overlaps", "partial overlap");
+  c.dres[0] = keep;
+  void *host = aligned_alloc(64, 1 << 20);
+  saved = c.din[2];
+  c.din[2] = (fhjit_cuda_ptr)(uintptr_t)host;
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "not in memory allocated",
+               "host pointer");
+  c.din[2] = saved;
+  free(host);
+  fhjit_cuda_ptr absurd = 1;
+  expect_error(fhjit_cuda_alloc(ctx, (size_t)1 << 50, &absurd), FHJIT_ERR_MEMORY, "cuMemAlloc_v2 failed",
+               "absurd allocation");
+  check(absurd == 0, "a failed allocation returns 0");
+
+  /* another context: the kernel and the pointers of the primary one are refused */
+  CUcontext primary, other;
+  CU_OK(cu.cuCtxGetCurrent(&primary));
+  CU_OK(cu.cuCtxCreate ? cu.cuCtxCreate(&other, 0, 0) : cu.cuCtxCreate4(&other, NULL, 0, 0));
+  CU_OK(cu.cuCtxSetCurrent(other));
+  expect_error(fhjit_cuda_launch_kernel(c.kernel, &a), FHJIT_ERR_ARGUMENT, "were loaded in CUDA context",
+               "kernel launched in another context");
+  fhjit_cuda_compile_info info;
+  fhjit_cuda_kernel *k2 = fhjit_cuda_compile(g, NULL, &info);
+  check(k2 && k2 != c.kernel, "compiled again in the second context (%s)",
+        k2 ? (info.source == FHJIT_CUDA_FROM_DISK ? "from disk" : "compiled") : fhjit_last_error(ctx));
+  if (k2)
+    expect_error(fhjit_cuda_launch_kernel(k2, &a), FHJIT_ERR_ARGUMENT, "belongs to CUDA context",
+                 "pointers of another context");
+  check(fhjit_cuda_release_context(ctx, other) == FHJIT_OK, "release the second context");
+  CU_OK(cu.cuCtxSetCurrent(primary));
+  CU_OK(cu.cuCtxDestroy(other));
+  /* the first context still works */
+  case_poison(&c);
+  tag(g);
+  check(fhjit_cuda_launch_kernel(c.kernel, &a) == FHJIT_OK, "launch after the errors: %s",
+        fhjit_last_error(ctx));
+  CU_OK(cu.cuCtxSynchronize());
+  check(case_verify(&c, "after errors"), "results after the errors");
+done:
+  case_free(&c);
+  fhjit_graph_destroy(g);
+  group_end("errors");
+}
+
+/* Cold compile (no disk cache) against a warm disk hit in a new fhjit context. */
+static void group_cache(void) {
+  group_begin();
+  char dir[] = "/tmp/fhjit-gpu-cache-XXXXXX";
+  if (!mkdtemp(dir)) {
+    check(0, "mkdtemp");
+    group_end("cache");
+    return;
+  }
+  const char *before = getenv("FHJIT_CACHE_DIR");
+  char *restore = before ? strdup(before) : NULL;
+  setenv("FHJIT_CACHE_DIR", dir, 1);
+  fhjit_context *saved = ctx;
+  double cold = 0, warm = 0;
+  for (int round = 0; round < 2; round++) {
+    ctx = fhjit_context_create();
+    fhjit_graph *g = fma_graph(FHJIT_R62, 1 << 20);
+    fhjit_cuda_compile_info info;
+    fhjit_cuda_kernel *k = g ? fhjit_cuda_compile(g, NULL, &info) : NULL;
+    check(k && info.source == (round ? FHJIT_CUDA_FROM_DISK : FHJIT_CUDA_COMPILED),
+          "round %d: %s, %.3f ms (lower %.3f, link %.3f, load %.3f, disk %.3f)", round,
+          k ? (info.source == FHJIT_CUDA_FROM_DISK ? "disk" : "compiled") : fhjit_last_error(ctx),
+          k ? info.total_ms : 0, k ? info.lower_ms : 0, k ? info.link_ms : 0, k ? info.load_ms : 0,
+          k ? info.disk_ms : 0);
+    if (k) *(round ? &warm : &cold) = info.total_ms;
+    fhjit_context_destroy(ctx);
+  }
+  ctx = saved;
+  printf("  compile: cold %.3f ms, warm (disk) %.3f ms\n", cold, warm);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) printf("  could not remove %s\n", dir);
+  if (restore) setenv("FHJIT_CACHE_DIR", restore, 1);
+  else unsetenv("FHJIT_CACHE_DIR");
+  free(restore);
+  group_end("cache");
+}
+
+int main(int argc, char **argv) {
+  const char *examples = FHJIT_EXAMPLES_DIR;
+  int max_log2 = 26, nrandom = 120, quick = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--examples") && i + 1 < argc) examples = argv[++i];
+    else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0);
+    else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--verbose")) verbose = 1;
+    else {
+      fprintf(stderr, "usage: %s [--examples DIR] [--max-log2 K] [--random N] [--seed S] "
+                      "[--quick] [--verbose]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (quick) {
+    if (max_log2 > 16) max_log2 = 16;
+    if (nrandom > 24) nrandom = 24;
+  }
+  if (max_log2 < 4) max_log2 = 4;
+  if (max_log2 > 28) max_log2 = 28;
+  ctx = fhjit_context_create();
+  if (!fhjit_cuda_available(ctx)) {
+    printf("SKIP: %s\n", fhjit_last_error(ctx));
+    fhjit_context_destroy(ctx);
+    return 77;
+  }
+  if (!load_driver()) return 1;
+  if (use_fake_executor()) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
+  printf("fhjit %s GPU tests: sizes up to 2^%d, %d random graphs, seed %llu\n", fhjit_version(),
+         max_log2, nrandom, (unsigned long long)rng_state);
+  /* the disk cache of the user is left alone: this run's own */
+  char dir[] = "/tmp/fhjit-gpu-test-XXXXXX";
+  if (mkdtemp(dir)) setenv("FHJIT_CACHE_DIR", dir, 1);
+  group_examples(examples);
+  group_random(nrandom, quick ? 14 : 20);
+  group_sizes(max_log2);
+  group_streams(max_log2);
+  group_capture();
+  group_errors();
+  group_cache();
+  printf("%d passed, %d failed\n", passed, failed);
+  fhjit_context_destroy(ctx);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) printf("could not remove %s\n", dir);
+  return failed ? 1 : 0;
+}
