@@ -125,6 +125,13 @@ FHJIT_API fhjit_status fhjit_cuda_input_bytes(const fhjit_graph *g, int32_t inde
 FHJIT_API fhjit_status fhjit_cuda_result_bytes(const fhjit_graph *g, int32_t index,
                                                size_t *bytes);
 
+/* The calling thread's current CUDA context, after making the primary
+ * context of `device` current when the thread has none (what every call
+ * here does first): for creating streams and events in the context fhjit
+ * will use. */
+FHJIT_API fhjit_status fhjit_cuda_current_context(fhjit_context *ctx, int32_t device,
+                                                  fhjit_cuda_context *out);
+
 /* Unloads every kernel loaded in CUDA context `cuctx` and frees its scratch
  * buffers (call it before destroying that context). */
 FHJIT_API fhjit_status fhjit_cuda_release_context(fhjit_context *ctx,

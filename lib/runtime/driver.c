@@ -179,6 +179,20 @@ fhjit_status rt_current_context(fhjit_context *ctx, const rt_driver *d, int32_t 
   return FHJIT_OK;
 }
 
+fhjit_status fhjit_cuda_current_context(fhjit_context *ctx, int32_t device,
+                                        fhjit_cuda_context *out) {
+  const char *what = "fhjit_cuda_current_context";
+  if (!ctx) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: null result pointer", what);
+  *out = NULL;
+  const rt_driver *d = rt_driver_get(ctx, what);
+  if (!d) return FHJIT_ERR_NO_DRIVER;
+  CUcontext cur;
+  fhjit_status s = rt_current_context(ctx, d, device, what, &cur);
+  if (s == FHJIT_OK) *out = cur;
+  return s;
+}
+
 void *fhjit_cuda_driver_proc(fhjit_context *ctx, const char *name) {
   if (!name) {
     ir_error(ctx, FHJIT_ERR_ARGUMENT, "fhjit_cuda_driver_proc: null name");

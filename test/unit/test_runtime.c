@@ -921,6 +921,9 @@ START_TEST(contexts) {
   fhjit_cuda_kernel *k = compile_ok(g, NULL, NULL);
   CUcontext primary = current_context();
   ck_assert_ptr_nonnull(primary);
+  fhjit_cuda_context cur = NULL;
+  ck_assert_int_eq(fhjit_cuda_current_context(c, 0, &cur), FHJIT_OK);
+  ck_assert_ptr_eq(cur, primary);
   ck_assert_ptr_eq(fhjit_cuda_kernel_context(k), primary);
   ck_assert_int_eq(fake_calls("cuDevicePrimaryCtxRetain"), 1);
   add_bufs bp;
@@ -992,9 +995,23 @@ static void *compile_on_new_thread(void *arg) {
   return fhjit_cuda_compile(g, &o, NULL);
 }
 
+static void *current_on_new_thread(void *arg) {
+  fhjit_cuda_context cur = NULL;
+  fhjit_status s = fhjit_cuda_current_context(arg, 0, &cur);
+  return s == FHJIT_OK ? cur : NULL;
+}
+
 START_TEST(primary_of_missing_device) {
   use_fake();
   fhjit_context *c = fhjit_context_create();
+  /* a new thread has no current context; asking makes the primary current */
+  pthread_t t0;
+  void *cur = NULL;
+  pthread_create(&t0, NULL, current_on_new_thread, c);
+  pthread_join(t0, &cur);
+  ck_assert_ptr_nonnull(cur);
+  ck_assert_ptr_null(current_context());
+  expect(c, fhjit_cuda_current_context(c, 0, NULL), FHJIT_ERR_ARGUMENT, "null result", NULL, NULL);
   fhjit_graph *g = add_graph(c, "dev1", FHJIT_R32, 1, 16);
   pthread_t t;
   void *k = (void *)1;

@@ -1,0 +1,694 @@
+/* fhjit_bench.c: GPU benchmarks of fhjit's kernels, runtime and compiler.
+ *
+ *  - kernel time of fused graphs (tensor product, key-switch inner product
+ *    over three digits, one Montgomery product), both radices, at 2^21 and
+ *    2^26 elements per polynomial (rows * n, n = 2^16): CUDA events around
+ *    replays of a captured CUDA graph of several launches, median of many
+ *    after a warm-up, buffers rotated so the working set exceeds the 60 MB L2
+ *    several times; effective bandwidth (each input read once, each result
+ *    written once) against a PTX copy kernel timed the same way in the same
+ *    run (the ratio is the figure to compare across runs);
+ *  - compile latency: cold (graph -> loaded module, disk cache off, a new
+ *    fhjit context each time) and warm (a disk-cache hit in a new context);
+ *  - host launch overhead: N asynchronous launches of a tiny graph / N.
+ * Each kernel's first launch is checked against fhjit_interpret at the
+ * smaller size. Public API only; driver calls through fhjit_cuda_driver_proc.
+ *
+ *   fhjit_bench [--log2 21,26] [--json FILE] [--compile-only] [--quick]
+ *               [--cache-dir DIR]
+ * --compile-only: only compile latency (run twice with one --cache-dir to
+ * see a warm hit in a new process). Against the unit tests' fake libcuda
+ * (FHJIT_LIBCUDA) it runs on the host, for checking this program. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fake_cuda.h"
+#include "fhjit/fhjit.h"
+#include "fhjit/fhjit_cuda.h"
+#include "runtime/cuda_api.h"
+
+static fhjit_context *ctx;
+static FILE *json;
+static int json_items;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static uint64_t rng = 0xbe9c4;
+static uint64_t rnd(void) {
+  uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void json_item(const char *fmt, ...) {
+  if (!json) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(json, "%s\n  {", json_items++ ? "," : "");
+  vfprintf(json, fmt, ap);
+  fprintf(json, "}");
+  va_end(ap);
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "fhjit_bench: %s: %s\n", what, fhjit_last_error(ctx));
+  exit(1);
+}
+
+/* ----------------------------------------------------------------- driver */
+
+static struct {
+  PFN_cuCtxSynchronize cuCtxSynchronize;
+  PFN_cuStreamCreate cuStreamCreate;
+  PFN_cuStreamSynchronize cuStreamSynchronize;
+  PFN_cuStreamBeginCapture_v2 cuStreamBeginCapture;
+  PFN_cuStreamEndCapture cuStreamEndCapture;
+  PFN_cuGraphInstantiateWithFlags cuGraphInstantiate;
+  PFN_cuGraphLaunch cuGraphLaunch;
+  PFN_cuGraphExecDestroy cuGraphExecDestroy;
+  PFN_cuGraphDestroy cuGraphDestroy;
+  PFN_cuEventCreate cuEventCreate;
+  PFN_cuEventRecord cuEventRecord;
+  PFN_cuEventSynchronize cuEventSynchronize;
+  PFN_cuEventElapsedTime cuEventElapsedTime;
+  PFN_cuEventDestroy_v2 cuEventDestroy;
+  PFN_cuMemcpyDtoD_v2 cuMemcpyDtoD;
+  PFN_cuModuleLoadData cuModuleLoadData;
+  PFN_cuModuleGetFunction cuModuleGetFunction;
+  PFN_cuLaunchKernel cuLaunchKernel;
+} cu;
+
+#define CU_OK(call)                                                                        \
+  do {                                                                                     \
+    CUresult r_ = (call);                                                                  \
+    if (r_ != CUDA_SUCCESS) {                                                              \
+      fprintf(stderr, "fhjit_bench: %s:%d: %s failed with %d\n", __FILE__, __LINE__, #call, \
+              (int)r_);                                                                    \
+      exit(1);                                                                             \
+    }                                                                                      \
+  } while (0)
+
+static void *proc(const char *name, const char *fallback) {
+  void *p = fhjit_cuda_driver_proc(ctx, name);
+  if (!p && fallback) p = fhjit_cuda_driver_proc(ctx, fallback);
+  if (!p) die(name);
+  return p;
+}
+
+static void load_driver(void) {
+  *(void **)&cu.cuCtxSynchronize = proc("cuCtxSynchronize", NULL);
+  *(void **)&cu.cuStreamCreate = proc("cuStreamCreate", NULL);
+  *(void **)&cu.cuStreamSynchronize = proc("cuStreamSynchronize", NULL);
+  *(void **)&cu.cuStreamBeginCapture = proc("cuStreamBeginCapture_v2", NULL);
+  *(void **)&cu.cuStreamEndCapture = proc("cuStreamEndCapture", NULL);
+  *(void **)&cu.cuGraphInstantiate = proc("cuGraphInstantiateWithFlags", NULL);
+  *(void **)&cu.cuGraphLaunch = proc("cuGraphLaunch", NULL);
+  *(void **)&cu.cuGraphExecDestroy = proc("cuGraphExecDestroy", NULL);
+  *(void **)&cu.cuGraphDestroy = proc("cuGraphDestroy", NULL);
+  *(void **)&cu.cuEventCreate = proc("cuEventCreate", NULL);
+  *(void **)&cu.cuEventRecord = proc("cuEventRecord", NULL);
+  *(void **)&cu.cuEventSynchronize = proc("cuEventSynchronize", NULL);
+  /* CUDA 13's cuda.h means the _v2; older drivers have only the plain one */
+  *(void **)&cu.cuEventElapsedTime = proc("cuEventElapsedTime_v2", "cuEventElapsedTime");
+  *(void **)&cu.cuEventDestroy = proc("cuEventDestroy_v2", NULL);
+  *(void **)&cu.cuMemcpyDtoD = proc("cuMemcpyDtoD_v2", NULL);
+  *(void **)&cu.cuModuleLoadData = proc("cuModuleLoadData", NULL);
+  *(void **)&cu.cuModuleGetFunction = proc("cuModuleGetFunction", NULL);
+  *(void **)&cu.cuLaunchKernel = proc("cuLaunchKernel", NULL);
+  fhjit_clear_error(ctx);
+}
+
+/* On the fake driver, launches run on the host (graphs by tag, the copy
+ * kernel by name). */
+static void (*fake_set_tag)(void *);
+static void fake_execute(const fake_launch *l) {
+  if (!strcmp(l->name, "fhjit_bench_copy")) {
+    memcpy((void *)(uintptr_t)l->params[0], (const void *)(uintptr_t)l->params[1], l->params[2] * 16);
+    return;
+  }
+  fhjit_graph *g = l->tag;
+  if (!g) return;
+  int32_t nin = fhjit_num_inputs(g), nres = fhjit_num_results(g);
+  const void *ins[16];
+  void *res[16];
+  for (int32_t i = 0; i < nin && i < 16; i++) ins[i] = (const void *)(uintptr_t)l->params[2 + i];
+  for (int32_t r = 0; r < nres && r < 16; r++) res[r] = (void *)(uintptr_t)l->params[2 + nin + r];
+  fhjit_run_host(g, (const void *)(uintptr_t)l->params[0], (int64_t)l->params[1], ins, res, 0);
+}
+
+static int use_fake_executor(void) {
+  void (*set_executor)(fake_cuda_executor) = NULL;
+  *(void **)&set_executor = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_executor");
+  *(void **)&fake_set_tag = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_tag");
+  fhjit_clear_error(ctx);
+  if (!set_executor || !fake_set_tag) return 0;
+  set_executor(fake_execute);
+  return 1;
+}
+
+static void tag(void *g) {
+  if (fake_set_tag) fake_set_tag(g);
+}
+
+/* ------------------------------------------------------------------ graphs */
+
+enum { G_MUL, G_TENSOR, G_KEYSWITCH, G_COUNT };
+static const char *const graph_names[G_COUNT] = {"mul", "tensor_product", "keyswitch_3digits"};
+
+static fhjit_type poly(int comps, int64_t rows, int64_t n) {
+  fhjit_type t;
+  memset(&t, 0, sizeof t);
+  t.kind = FHJIT_KIND_POLY;
+  t.comps = comps;
+  t.rows = rows;
+  t.n = n;
+  t.domain = FHJIT_DOMAIN_NTT;
+  t.form = FHJIT_FORM_MONT;
+  return t;
+}
+
+/* The benchmark graphs over [rows, n] polynomials, as in bench/baselines. */
+static fhjit_graph *build(fhjit_context *c, int which, fhjit_radix radix, int64_t rows, int64_t n) {
+  fhjit_graph *g = fhjit_graph_create(c, graph_names[which], radix);
+  if (which == G_MUL) {
+    fhjit_type t = poly(0, rows, n);
+    fhjit_output(g, fhjit_mul(g, fhjit_input(g, "a", &t), fhjit_input(g, "b", &t)), "c");
+  } else if (which == G_TENSOR) {
+    fhjit_type t = poly(2, rows, n);
+    fhjit_value a = fhjit_input(g, "a", &t), b = fhjit_input(g, "b", &t);
+    fhjit_value a0 = fhjit_extract(g, a, 0), a1 = fhjit_extract(g, a, 1);
+    fhjit_value b0 = fhjit_extract(g, b, 0), b1 = fhjit_extract(g, b, 1);
+    fhjit_value d[3] = {fhjit_mul(g, a0, b0),
+                        fhjit_add_lazy(g, fhjit_mul(g, a0, b1), fhjit_mul(g, a1, b0)),
+                        fhjit_mul(g, a1, b1)};
+    fhjit_output(g, fhjit_pack(g, 3, d), "d");
+  } else {
+    fhjit_type t = poly(0, rows, n), key;
+    memset(&key, 0, sizeof key);
+    key.kind = FHJIT_KIND_KEY;
+    key.comps = 2;
+    key.digits = 3;
+    key.rows = rows;
+    key.n = n;
+    key.domain = FHJIT_DOMAIN_NTT;
+    key.form = FHJIT_FORM_MONT;
+    fhjit_value dg[3];
+    for (int j = 0; j < 3; j++) {
+      char name[8];
+      snprintf(name, sizeof name, "d%d", j);
+      dg[j] = fhjit_input(g, name, &t);
+    }
+    fhjit_value k = fhjit_input(g, "key", &key), acc = FHJIT_NO_VALUE;
+    for (int j = 0; j < 3; j++) {
+      fhjit_value p = fhjit_keyswitch_digit_product(g, dg[j], k, j, 0);
+      acc = j ? fhjit_add_lazy(g, acc, p) : p;
+    }
+    fhjit_output(g, acc, "acc");
+  }
+  if (fhjit_bind(g) != FHJIT_OK) die(graph_names[which]);
+  return g;
+}
+
+/* Moduli: 32 distinct NTT-friendly primes near the radix limit, cycled. */
+static void moduli_for(fhjit_radix radix, int64_t rows, uint64_t *out) {
+  static uint64_t pool[2][32];
+  static int have[2];
+  if (!have[radix]) {
+    if (fhjit_find_primes(ctx, radix == FHJIT_R32 ? 30 : 60, 1u << 17, 32, pool[radix]) != FHJIT_OK)
+      die("fhjit_find_primes");
+    have[radix] = 1;
+  }
+  for (int64_t r = 0; r < rows; r++) out[r] = pool[radix][r % 32];
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+/* Fills `words` device words with random lazy values for every modulus
+ * (below 2 * min q): one random chunk uploaded, then doubled on the device. */
+static void fill_device(fhjit_cuda_ptr dst, size_t words, size_t ws, uint64_t bound) {
+  size_t chunk = words < ((size_t)1 << 18) ? words : ((size_t)1 << 18);
+  void *host = malloc(chunk * ws);
+  for (size_t i = 0; i < chunk; i++) {
+    uint64_t v = rnd() % bound;
+    if (ws == 4) ((uint32_t *)host)[i] = (uint32_t)v;
+    else ((uint64_t *)host)[i] = v;
+  }
+  if (fhjit_cuda_upload(ctx, dst, host, chunk * ws) != FHJIT_OK) die("upload");
+  free(host);
+  for (size_t done = chunk; done < words;) {
+    size_t n = done < words - done ? done : words - done;
+    CU_OK(cu.cuMemcpyDtoD(dst + done * ws, dst, n * ws));
+    done += n;
+  }
+}
+
+typedef struct bufset {
+  fhjit_cuda_ptr in[8], out[8];
+} bufset;
+
+/* Times `count` launches of fn over rotating sets, as replays of a captured
+ * CUDA graph: median over `reps` replays of the time per launch, in ms. */
+typedef void (*launch_fn)(void *arg, int set, CUstream s);
+
+static double time_launches(launch_fn fn, void *arg, int nsets, int per_graph, int reps,
+                            CUstream s) {
+  CUgraph graph;
+  CUgraphExec exec;
+  CU_OK(cu.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  for (int i = 0; i < per_graph; i++) fn(arg, i % nsets, s);
+  CU_OK(cu.cuStreamEndCapture(s, &graph));
+  CU_OK(cu.cuGraphInstantiate(&exec, graph, 0));
+  for (int w = 0; w < 3; w++) CU_OK(cu.cuGraphLaunch(exec, s)); /* warm-up */
+  CUevent e0, e1;
+  CU_OK(cu.cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CU_OK(cu.cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  double *t = malloc(sizeof *t * (size_t)reps);
+  for (int r = 0; r < reps; r++) {
+    CU_OK(cu.cuEventRecord(e0, s));
+    CU_OK(cu.cuGraphLaunch(exec, s));
+    CU_OK(cu.cuEventRecord(e1, s));
+    CU_OK(cu.cuEventSynchronize(e1));
+    float ms;
+    CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
+    t[r] = (double)ms / per_graph;
+  }
+  double m = median(t, reps);
+  free(t);
+  cu.cuEventDestroy(e0);
+  cu.cuEventDestroy(e1);
+  cu.cuGraphExecDestroy(exec);
+  cu.cuGraphDestroy(graph);
+  return m;
+}
+
+/* ------------------------------------------------------------------- copy */
+
+static const char copy_ptx[] =
+    ".version 7.8\n.target sm_90\n.address_size 64\n"
+    "// dst[i] = src[i] for n16 16-byte vectors; thread t of T copies t, t+T,\n"
+    "// t+2T and t+3T, four loads in flight before the stores.\n"
+    ".visible .entry fhjit_bench_copy(\n"
+    "\t.param .u64 dst_param,\n\t.param .u64 src_param,\n\t.param .u64 n16_param\n)\n{\n"
+    "\t.reg .pred %p<5>;\n\t.reg .b32 %r<5>;\n\t.reg .b64 %rd<40>;\n"
+    "\tld.param.u64 %rd1, [dst_param];\n\tld.param.u64 %rd2, [src_param];\n"
+    "\tld.param.u64 %rd3, [n16_param];\n"
+    "\tcvta.to.global.u64 %rd1, %rd1;\n\tcvta.to.global.u64 %rd2, %rd2;\n"
+    "\tmov.u32 %r1, %ctaid.x;\n\tmov.u32 %r2, %ntid.x;\n\tmov.u32 %r3, %tid.x;\n"
+    "\tmov.u32 %r4, %nctaid.x;\n\tmul.wide.u32 %rd4, %r1, %r2;\n\tcvt.u64.u32 %rd5, %r3;\n"
+    "\tadd.s64 %rd4, %rd4, %rd5;\n\tmul.wide.u32 %rd6, %r4, %r2;\n"
+    "\tadd.s64 %rd20, %rd4, %rd6;\n\tadd.s64 %rd21, %rd20, %rd6;\n\tadd.s64 %rd22, %rd21, %rd6;\n"
+    "\tsetp.lt.u64 %p1, %rd4, %rd3;\n\tsetp.lt.u64 %p2, %rd20, %rd3;\n"
+    "\tsetp.lt.u64 %p3, %rd21, %rd3;\n\tsetp.lt.u64 %p4, %rd22, %rd3;\n"
+    "\tshl.b64 %rd23, %rd4, 4;\n\tshl.b64 %rd24, %rd20, 4;\n"
+    "\tshl.b64 %rd25, %rd21, 4;\n\tshl.b64 %rd26, %rd22, 4;\n"
+    "\tadd.s64 %rd7, %rd2, %rd23;\n\tadd.s64 %rd8, %rd2, %rd24;\n"
+    "\tadd.s64 %rd9, %rd2, %rd25;\n\tadd.s64 %rd10, %rd2, %rd26;\n"
+    "\t@%p1 ld.global.nc.v2.u64 {%rd11, %rd12}, [%rd7];\n"
+    "\t@%p2 ld.global.nc.v2.u64 {%rd13, %rd14}, [%rd8];\n"
+    "\t@%p3 ld.global.nc.v2.u64 {%rd15, %rd16}, [%rd9];\n"
+    "\t@%p4 ld.global.nc.v2.u64 {%rd17, %rd18}, [%rd10];\n"
+    "\tadd.s64 %rd27, %rd1, %rd23;\n\tadd.s64 %rd28, %rd1, %rd24;\n"
+    "\tadd.s64 %rd29, %rd1, %rd25;\n\tadd.s64 %rd30, %rd1, %rd26;\n"
+    "\t@%p1 st.global.v2.u64 [%rd27], {%rd11, %rd12};\n"
+    "\t@%p2 st.global.v2.u64 [%rd28], {%rd13, %rd14};\n"
+    "\t@%p3 st.global.v2.u64 [%rd29], {%rd15, %rd16};\n"
+    "\t@%p4 st.global.v2.u64 [%rd30], {%rd17, %rd18};\n"
+    "\tret;\n}\n";
+
+typedef struct copy_job {
+  CUfunction fn;
+  fhjit_cuda_ptr src[16], dst[16];
+  uint64_t n16;
+} copy_job;
+
+static void launch_copy(void *arg, int set, CUstream s) {
+  copy_job *j = arg;
+  void *params[3] = {&j->dst[set], &j->src[set], &j->n16};
+  unsigned grid = (unsigned)((j->n16 + 1023) / 1024);
+  tag(NULL);
+  CU_OK(cu.cuLaunchKernel(j->fn, grid, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+/* Copy bandwidth (read + write bytes per second) of `bytes`-sized buffers,
+ * rotating so that the working set is at least `working_set` bytes. */
+static double copy_bandwidth(CUfunction fn, size_t bytes, size_t working_set, int reps, CUstream s,
+                             double *ms_out) {
+  copy_job j = {.fn = fn, .n16 = bytes / 16};
+  int nsets = (int)((working_set + 2 * bytes - 1) / (2 * bytes));
+  if (nsets < 2) nsets = 2;
+  if (nsets > 16) nsets = 16;
+  for (int i = 0; i < nsets; i++) {
+    if (fhjit_cuda_alloc(ctx, bytes, &j.src[i]) != FHJIT_OK ||
+        fhjit_cuda_alloc(ctx, bytes, &j.dst[i]) != FHJIT_OK)
+      die("copy buffers");
+    fill_device(j.src[i], bytes / 8, 8, UINT64_MAX);
+  }
+  /* check the kernel copies (the first set, once) */
+  launch_copy(&j, 0, s);
+  CU_OK(cu.cuStreamSynchronize(s));
+  uint64_t a[4], b[4];
+  size_t probe = bytes - sizeof a;
+  fhjit_cuda_download(ctx, a, j.src[0] + probe, sizeof a);
+  fhjit_cuda_download(ctx, b, j.dst[0] + probe, sizeof b);
+  if (memcmp(a, b, sizeof a)) {
+    fprintf(stderr, "fhjit_bench: the copy kernel does not copy\n");
+    exit(1);
+  }
+  double ms = time_launches(launch_copy, &j, nsets, 4 * nsets, reps, s);
+  for (int i = 0; i < nsets; i++) fhjit_cuda_free(ctx, j.src[i]), fhjit_cuda_free(ctx, j.dst[i]);
+  *ms_out = ms;
+  return 2.0 * (double)bytes / (ms * 1e-3) / 1e9;
+}
+
+/* ------------------------------------------------------------- kernel time */
+
+typedef struct graph_job {
+  fhjit_graph *g;
+  fhjit_cuda_kernel *k;
+  fhjit_cuda_ptr params;
+  int64_t pstride;
+  bufset sets[16];
+  int32_t nin, nres;
+} graph_job;
+
+static void launch_graph(void *arg, int set, CUstream s) {
+  graph_job *j = arg;
+  fhjit_cuda_args a = {.params = j->params, .pstride = j->pstride, .inputs = j->sets[set].in,
+                       .ninputs = j->nin, .results = j->sets[set].out, .nresults = j->nres,
+                       .stream = s};
+  tag(j->g);
+  if (fhjit_cuda_launch_kernel(j->k, &a) != FHJIT_OK) die("launch");
+}
+
+/* The first set's results against fhjit_interpret on the same inputs. */
+static int verify(graph_job *j, size_t ws, const uint64_t *moduli, int64_t rows) {
+  void *params = malloc((size_t)(8 * rows) * ws);
+  fhjit_param_table(ctx, fhjit_graph_radix(j->g), moduli, (int32_t)rows, 0, 0, 1, params, rows);
+  const void *ins[8];
+  void *want[8], *got[8];
+  size_t rbytes[8];
+  int ok = 1;
+  for (int32_t i = 0; i < j->nin; i++) {
+    size_t b;
+    fhjit_cuda_input_bytes(j->g, i, &b);
+    void *h = malloc(b);
+    fhjit_cuda_download(ctx, h, j->sets[0].in[i], b);
+    ins[i] = h;
+  }
+  for (int32_t r = 0; r < j->nres; r++) {
+    fhjit_cuda_result_bytes(j->g, r, &rbytes[r]);
+    want[r] = malloc(rbytes[r]);
+    got[r] = malloc(rbytes[r]);
+    fhjit_cuda_download(ctx, got[r], j->sets[0].out[r], rbytes[r]);
+  }
+  if (fhjit_interpret(j->g, params, rows, ins, want) != FHJIT_OK) die("fhjit_interpret");
+  for (int32_t r = 0; r < j->nres; r++) ok &= !memcmp(want[r], got[r], rbytes[r]);
+  for (int32_t i = 0; i < j->nin; i++) free((void *)ins[i]);
+  for (int32_t r = 0; r < j->nres; r++) free(want[r]), free(got[r]);
+  free(params);
+  return ok;
+}
+
+typedef struct row {
+  const char *graph;
+  const char *radix;
+  int log2;
+  double us, gbps, copy_gbps;
+  int verified; /* 1 ok, 0 wrong, -1 not checked */
+} row;
+
+static row rows_out[64];
+static int nrows;
+
+static void bench_graph(int which, fhjit_radix radix, int log2, int reps, double copy_gbps,
+                        CUstream s) {
+  int64_t n = (int64_t)1 << (log2 < 16 ? log2 : 16), rows = ((int64_t)1 << log2) / n;
+  size_t ws = radix == FHJIT_R32 ? 4 : 8;
+  graph_job j;
+  memset(&j, 0, sizeof j);
+  j.g = build(ctx, which, radix, rows, n);
+  j.nin = fhjit_num_inputs(j.g);
+  j.nres = fhjit_num_results(j.g);
+  fhjit_cuda_compile_info info;
+  j.k = fhjit_cuda_compile(j.g, NULL, &info);
+  if (!j.k) die("fhjit_cuda_compile");
+  uint64_t *moduli = malloc(sizeof *moduli * (size_t)rows), qmin = UINT64_MAX;
+  moduli_for(radix, rows, moduli);
+  for (int64_t r = 0; r < rows; r++)
+    if (moduli[r] < qmin) qmin = moduli[r];
+  if (fhjit_cuda_param_table(ctx, radix, moduli, (int32_t)rows, 0, 0, 1, &j.params, &j.pstride))
+    die("fhjit_cuda_param_table");
+  size_t set_bytes = 0, in_bytes[8], out_bytes[8];
+  for (int32_t i = 0; i < j.nin; i++) fhjit_cuda_input_bytes(j.g, i, &in_bytes[i]), set_bytes += in_bytes[i];
+  for (int32_t r = 0; r < j.nres; r++) fhjit_cuda_result_bytes(j.g, r, &out_bytes[r]), set_bytes += out_bytes[r];
+  /* enough sets that one round of launches moves 4x the 60 MB L2 */
+  int nsets = (int)(((size_t)256 << 20) / set_bytes + 1);
+  if (nsets < 2) nsets = 2;
+  if (nsets > 16) nsets = 16;
+  for (int k = 0; k < nsets; k++) {
+    for (int32_t i = 0; i < j.nin; i++) {
+      if (fhjit_cuda_alloc(ctx, in_bytes[i], &j.sets[k].in[i]) != FHJIT_OK) die("alloc");
+      fill_device(j.sets[k].in[i], in_bytes[i] / ws, ws, 2 * qmin);
+    }
+    for (int32_t r = 0; r < j.nres; r++)
+      if (fhjit_cuda_alloc(ctx, out_bytes[r], &j.sets[k].out[r]) != FHJIT_OK) die("alloc");
+  }
+  launch_graph(&j, 0, s);
+  CU_OK(cu.cuStreamSynchronize(s));
+  int verified = log2 <= 21 ? verify(&j, ws, moduli, rows) : -1;
+  double ms = time_launches(launch_graph, &j, nsets, nsets < 4 ? 4 : nsets, reps, s);
+  double gbps = (double)set_bytes / (ms * 1e-3) / 1e9;
+  row *rw = &rows_out[nrows++];
+  *rw = (row){graph_names[which], radix == FHJIT_R32 ? "r32" : "r62", log2, ms * 1e3, gbps,
+              copy_gbps, verified};
+  printf("  %-18s %s 2^%d  %10.2f us  %8.1f GB/s  %5.3f of copy  %s  (%d sets of %.1f MB, "
+         "compile %.1f ms)\n",
+         rw->graph, rw->radix, log2, rw->us, gbps, gbps / copy_gbps,
+         verified < 0 ? "unchecked" : verified ? "exact" : "WRONG", nsets, set_bytes / 1e6,
+         info.total_ms);
+  fflush(stdout);
+  json_item("\"kind\": \"kernel\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+            "\"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, \"ratio\": %.4f, "
+            "\"bytes\": %zu, \"exact\": %d",
+            rw->graph, rw->radix, log2, rw->us, gbps, copy_gbps, gbps / copy_gbps, set_bytes,
+            verified);
+  for (int k = 0; k < nsets; k++) {
+    for (int32_t i = 0; i < j.nin; i++) fhjit_cuda_free(ctx, j.sets[k].in[i]);
+    for (int32_t r = 0; r < j.nres; r++) fhjit_cuda_free(ctx, j.sets[k].out[r]);
+  }
+  fhjit_cuda_free(ctx, j.params);
+  free(moduli);
+  fhjit_graph_destroy(j.g);
+}
+
+/* --------------------------------------------------------- compile latency */
+
+static void bench_compile(int reps) {
+  printf("compile latency (graph -> loaded module), median of %d:\n", reps);
+  for (int which = 0; which < G_COUNT; which++) {
+    for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
+      double cold[32], warm[32], lower[32], link[32];
+      fhjit_cuda_options off = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
+      int first_source = -1;
+      for (int r = 0; r < reps; r++) {
+        fhjit_context *c = fhjit_context_create();
+        fhjit_graph *g = build(c, which, (fhjit_radix)radix, 32, 1 << 16);
+        fhjit_cuda_compile_info info;
+        if (!fhjit_cuda_compile(g, &off, &info)) {
+          fprintf(stderr, "fhjit_bench: compile: %s\n", fhjit_last_error(c));
+          exit(1);
+        }
+        cold[r] = info.total_ms, lower[r] = info.lower_ms, link[r] = info.link_ms;
+        fhjit_context_destroy(c);
+      }
+      for (int r = 0; r <= reps; r++) { /* the first fills the cache (or hits it) */
+        fhjit_context *c = fhjit_context_create();
+        fhjit_graph *g = build(c, which, (fhjit_radix)radix, 32, 1 << 16);
+        fhjit_cuda_compile_info info;
+        if (!fhjit_cuda_compile(g, NULL, &info)) {
+          fprintf(stderr, "fhjit_bench: compile: %s\n", fhjit_last_error(c));
+          exit(1);
+        }
+        if (r == 0) first_source = info.source;
+        else warm[r - 1] = info.source == FHJIT_CUDA_FROM_DISK ? info.total_ms : -1;
+        fhjit_context_destroy(c);
+      }
+      double mc = median(cold, reps), ml = median(lower, reps), mk = median(link, reps),
+             mw = median(warm, reps);
+      printf("  %-18s %s  cold %8.3f ms (LLVM %.3f, driver link %.3f)  warm %7.3f ms%s\n",
+             graph_names[which], radix ? "r62" : "r32", mc, ml, mk, mw,
+             first_source == FHJIT_CUDA_FROM_DISK ? "  (first was already a disk hit)" : "");
+      json_item("\"kind\": \"compile\", \"graph\": \"%s\", \"radix\": \"%s\", \"cold_ms\": %.3f, "
+                "\"lower_ms\": %.3f, \"link_ms\": %.3f, \"warm_ms\": %.3f, \"first_from_disk\": %d",
+                graph_names[which], radix ? "r62" : "r32", mc, ml, mk, mw,
+                first_source == FHJIT_CUDA_FROM_DISK);
+    }
+  }
+}
+
+/* One compile per graph and radix, reporting where it came from: run twice
+ * with one --cache-dir, the second process shows warm hits. */
+static void compile_once(void) {
+  for (int which = 0; which < G_COUNT; which++)
+    for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
+      fhjit_graph *g = build(ctx, which, (fhjit_radix)radix, 32, 1 << 16);
+      fhjit_cuda_compile_info info;
+      double t0 = now_ms();
+      if (!fhjit_cuda_compile(g, NULL, &info)) die("fhjit_cuda_compile");
+      double wall = now_ms() - t0;
+      const char *src = info.source == FHJIT_CUDA_FROM_DISK ? "disk" : "compiled";
+      printf("  %-18s %s  %-8s %8.3f ms\n", graph_names[which], radix ? "r62" : "r32", src, wall);
+      json_item("\"kind\": \"compile_process\", \"graph\": \"%s\", \"radix\": \"%s\", "
+                "\"source\": \"%s\", \"ms\": %.3f",
+                graph_names[which], radix ? "r62" : "r32", src, wall);
+      fhjit_graph_destroy(g);
+    }
+}
+
+/* ------------------------------------------------------- launch overhead */
+
+static void bench_launch(int count, CUstream s) {
+  fhjit_graph *g = build(ctx, G_MUL, FHJIT_R32, 1, 256);
+  fhjit_cuda_kernel *k = fhjit_cuda_compile(g, NULL, NULL);
+  if (!k) die("compile");
+  uint64_t q;
+  moduli_for(FHJIT_R32, 1, &q);
+  graph_job j;
+  memset(&j, 0, sizeof j);
+  j.g = g, j.k = k, j.nin = 2, j.nres = 1;
+  if (fhjit_cuda_param_table(ctx, FHJIT_R32, &q, 1, 0, 0, 1, &j.params, &j.pstride)) die("params");
+  for (int i = 0; i < 2; i++) fhjit_cuda_alloc(ctx, 1024, &j.sets[0].in[i]), fill_device(j.sets[0].in[i], 256, 4, 2 * q);
+  fhjit_cuda_alloc(ctx, 1024, &j.sets[0].out[0]);
+  fhjit_cuda_options fast = {.flags = FHJIT_CUDA_NO_POINTER_CHECKS};
+  fhjit_cuda_args a = {.params = j.params, .pstride = j.pstride, .inputs = j.sets[0].in,
+                       .ninputs = 2, .results = j.sets[0].out, .nresults = 1, .stream = s};
+  const char *names[3] = {"fhjit_cuda_launch_kernel", "  without pointer checks", "fhjit_cuda_launch (hashes the graph)"};
+  printf("host launch overhead (%d async launches of a 256-element graph):\n", count);
+  tag(g);
+  for (int variant = 0; variant < 3; variant++) {
+    a.options = variant == 1 ? &fast : NULL;
+    for (int w = 0; w < 100; w++) variant == 2 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(k, &a);
+    CU_OK(cu.cuStreamSynchronize(s));
+    double t0 = now_ms();
+    for (int i = 0; i < count; i++) {
+      fhjit_status st = variant == 2 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(k, &a);
+      if (st != FHJIT_OK) die("launch");
+    }
+    double host = (now_ms() - t0) * 1e3 / count;
+    CU_OK(cu.cuStreamSynchronize(s));
+    double total = (now_ms() - t0) * 1e3 / count;
+    printf("  %-38s %6.2f us per launch on the host (%6.2f us with the GPU's work)\n",
+           names[variant], host, total);
+    json_item("\"kind\": \"launch\", \"variant\": \"%s\", \"host_us\": %.3f, \"total_us\": %.3f",
+              names[variant][0] == ' ' ? "no_pointer_checks" : names[variant], host, total);
+  }
+  for (int i = 0; i < 2; i++) fhjit_cuda_free(ctx, j.sets[0].in[i]);
+  fhjit_cuda_free(ctx, j.sets[0].out[0]);
+  fhjit_cuda_free(ctx, j.params);
+  fhjit_graph_destroy(g);
+}
+
+int main(int argc, char **argv) {
+  int sizes[4] = {21, 26}, nsizes = 2, compile_only = 0, quick = 0;
+  const char *json_path = NULL, *cache_dir = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--log2") && i + 1 < argc) {
+      nsizes = 0;
+      for (char *p = argv[++i]; *p && nsizes < 4;) {
+        sizes[nsizes++] = (int)strtol(p, &p, 10);
+        if (*p == ',') p++;
+      }
+    } else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
+    else if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc) cache_dir = argv[++i];
+    else if (!strcmp(argv[i], "--compile-only")) compile_only = 1;
+    else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else {
+      fprintf(stderr, "usage: %s [--log2 21,26] [--json FILE] [--compile-only] [--quick] "
+                      "[--cache-dir DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  for (int i = 0; i < nsizes; i++)
+    if (sizes[i] < 8 || sizes[i] > 28) {
+      fprintf(stderr, "fhjit_bench: --log2 sizes must be in 8..28\n");
+      return 2;
+    }
+  ctx = fhjit_context_create();
+  if (!fhjit_cuda_available(ctx)) {
+    printf("SKIP: %s\n", fhjit_last_error(ctx));
+    return 77;
+  }
+  fhjit_cuda_context cuctx;
+  if (fhjit_cuda_current_context(ctx, 0, &cuctx) != FHJIT_OK) die("fhjit_cuda_current_context");
+  load_driver();
+  int fake = use_fake_executor();
+  char tmp_cache[] = "/tmp/fhjit-bench-cache-XXXXXX";
+  if (!cache_dir && mkdtemp(tmp_cache)) cache_dir = tmp_cache;
+  if (cache_dir) setenv("FHJIT_CACHE_DIR", cache_dir, 1);
+  if (json_path && !(json = fopen(json_path, "w"))) {
+    fprintf(stderr, "fhjit_bench: cannot write %s\n", json_path);
+    return 1;
+  }
+  if (json) fprintf(json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
+  if (fake) printf("fake driver: kernels run on the host; the times mean nothing\n");
+  if (compile_only) {
+    printf("compile in this process (cache %s):\n", cache_dir ? cache_dir : "default");
+    compile_once();
+  } else {
+    CUstream s;
+    CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUmodule m;
+    CUfunction copy;
+    CU_OK(cu.cuModuleLoadData(&m, copy_ptx));
+    CU_OK(cu.cuModuleGetFunction(&copy, m, "fhjit_bench_copy"));
+    int reps = quick || fake ? 5 : 25;
+    for (int si = 0; si < nsizes; si++) {
+      int log2 = sizes[si];
+      /* the copy moves as many bytes per launch as a tensor product in r62 */
+      double copy_ms, copy_gbps = copy_bandwidth(copy, ((size_t)7 << log2) * 8 / 2,
+                                                 (size_t)256 << 20, reps, s, &copy_ms);
+      printf("elements 2^%d: copy %.1f GB/s (%.2f us for %.1f MB read + written)\n", log2,
+             copy_gbps, copy_ms * 1e3, 7.0 * (double)((size_t)1 << log2) * 8 / 1e6);
+      json_item("\"kind\": \"copy\", \"log2\": %d, \"GBps\": %.2f, \"us\": %.3f", log2, copy_gbps,
+                copy_ms * 1e3);
+      for (int which = 0; which < G_COUNT; which++)
+        for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++)
+          bench_graph(which, (fhjit_radix)radix, log2, reps, copy_gbps, s);
+    }
+    bench_compile(quick || fake ? 3 : 7);
+    bench_launch(fake ? 200 : 20000, s);
+  }
+  if (json) {
+    fprintf(json, "\n]}\n");
+    fclose(json);
+  }
+  int wrong = 0;
+  for (int i = 0; i < nrows; i++) wrong += rows_out[i].verified == 0;
+  if (cache_dir == tmp_cache) {
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_cache);
+    if (system(cmd) != 0) fprintf(stderr, "fhjit_bench: could not remove %s\n", tmp_cache);
+  }
+  fhjit_context_destroy(ctx);
+  if (wrong) printf("%d kernels gave results that differ from fhjit_interpret\n", wrong);
+  return wrong ? 1 : 0;
+}
