@@ -227,6 +227,30 @@ END_TEST
 
 /* ----------------------------------------------------------------- reading */
 
+/* Many values (the parser's name table grows several times), every one
+ * resolved to the right definition: a chain whose operands reach back. */
+START_TEST(test_many_values) {
+  enum { N = 3000 };
+  size_t cap = 64 * N;
+  char *text = malloc(cap);
+  size_t len = (size_t)snprintf(text, cap, "graph @big radix(r32) {\n  %%v0 = input pt<[], 1, 8>\n");
+  for (int i = 1; i < N; i++)
+    len += (size_t)snprintf(text + len, cap - len, "  %%v%d = %s %%v%d, %%v%d\n", i,
+                            i % 2 ? "add_lazy" : "sub", i - 1, i / 2);
+  len += (size_t)snprintf(text + len, cap - len, "  output %%v%d\n}\n", N - 1);
+  fhjit_graph *g = parse_ok(text);
+  ck_assert_str_eq(fhjit_print(g), text);
+  ck_assert_int_eq(fhjit_num_values(g), N);
+  for (int i = 1; i < N; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "v%d", i);
+    ck_assert_int_eq(fhjit_find_value(g, name), i);
+  }
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  free(text);
+}
+END_TEST
+
 START_TEST(test_length_bounds_the_text) {
   /* Not NUL-terminated: the parser reads `length` bytes only. */
   const char buf[] = "graph @g radix(r32) {\n}\nGARBAGE";
@@ -326,6 +350,7 @@ int main(void) {
   tcase_add_test(tc, test_graph_names_are_quoted);
   tcase_add_test(tc, test_bound_unknown_extents_print_binding);
   tcase_add_test(tc, test_random_graphs_round_trip);
+  tcase_add_test(tc, test_many_values);
   tcase_add_test(tc, test_length_bounds_the_text);
   tcase_add_test(tc, test_crlf_and_tabs);
   tcase_add_test(tc, test_bind_errors_quote_the_source);
