@@ -43,6 +43,14 @@ fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *plan);
 fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target,
                       LLVMContextRef c, LLVMModuleRef *out);
 
+/* The new-pass-manager pipeline the fused kernel's IR gets (see emit.c). */
+extern const char *const lw_gpu_pipeline;
+
+/* fhjit_emit with another IR pipeline (for tests and measurements); the text
+ * is malloc'd and the caller's. NULL with the error recorded. */
+char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *arch,
+                            const char *pipeline);
+
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {
   return 2 + g->ninputs + g->nresults;

@@ -613,6 +613,76 @@ START_TEST(test_emit_targets) {
 }
 END_TEST
 
+/* Number of PTX instructions of each opcode, as "opcode count" lines. */
+static void opcode_histogram(const char *ptx, char *out, size_t size) {
+  char names[256][48];
+  int counts[256], n = 0;
+  for (const char *line = ptx; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    if (*line != '\t') continue;
+    char op[48];
+    if (sscanf(line, " %47s", op) != 1 || op[0] == '/' || op[0] == '.' || op[0] == '{' || op[0] == '}')
+      continue;
+    int k = 0;
+    while (k < n && strcmp(names[k], op)) k++;
+    if (k == n && n < 256) strcpy(names[n], op), counts[n++] = 0;
+    if (k < n) counts[k]++;
+  }
+  size_t used = 0;
+  out[0] = 0;
+  for (int k = 0; k < n; k++) /* names in first-seen order: compare as sorted sets */
+    for (int j = k + 1; j < n; j++)
+      if (strcmp(names[j], names[k]) < 0) {
+        char t[48];
+        strcpy(t, names[k]), strcpy(names[k], names[j]), strcpy(names[j], t);
+        int c = counts[k];
+        counts[k] = counts[j], counts[j] = c;
+      }
+  for (int k = 0; k < n && used < size; k++)
+    used += (size_t)snprintf(out + used, size - used, "%s %d\n", names[k], counts[k]);
+}
+
+/* The lean IR pipeline of the fused kernel must lose nothing against
+ * default<O3>: the same number of memory and multiply instructions, and at
+ * most 2 more instructions in all. */
+START_TEST(test_pipeline_vs_o3) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  harness h;
+  h_init(&h, radix, 4);
+  fhjit_type ct = tu_poly(2, 1, (int64_t[]){2}, 4, 64), pt = tu_poly(0, 0, NULL, 4, 64);
+  fhjit_type cp = tu_poly(0, 0, NULL, 4, 16), key = tu_key(2, 5, 64);
+  fhjit_value a = fhjit_input(h.g, "a", &ct), b = fhjit_input(h.g, "b", &ct);
+  fhjit_value p = fhjit_input(h.g, "p", &pt), c = fhjit_input(h.g, "c", &cp);
+  fhjit_value k = fhjit_input(h.g, "k", &key);
+  fhjit_value t0 = fhjit_add_lazy(h.g, fhjit_mul(h.g, a, b), fhjit_to_mont(h.g, a));
+  fhjit_value t1 = fhjit_sub(h.g, fhjit_mul_plain(h.g, t0, p), fhjit_neg(h.g, b));
+  fhjit_value t2 = fhjit_mul_compressed(h.g, t1, c, FHJIT_CYCLIC, FHJIT_NO_VALUE);
+  fhjit_value t3 = fhjit_keyswitch_digit_product(h.g, fhjit_extract(h.g, t2, 0), k, 1, 1);
+  fhjit_output(h.g, fhjit_add(h.g, fhjit_from_mont(h.g, t3), t2), "out");
+  h_bind(&h);
+  char *lean = lw_emit_with_pipeline(h.g, FHJIT_EMIT_PTX, "sm_90", lw_gpu_pipeline);
+  char *o3 = lw_emit_with_pipeline(h.g, FHJIT_EMIT_PTX, "sm_90", "default<O3>");
+  ck_assert(lean && o3);
+  static char hl[8192], ho[8192];
+  opcode_histogram(lean, hl, sizeof hl);
+  opcode_histogram(o3, ho, sizeof ho);
+  int total_l = 0, total_o = 0;
+  for (const char *q = hl; (q = strchr(q, ' ')); q++) total_l += atoi(q + 1);
+  for (const char *q = ho; (q = strchr(q, ' ')); q++) total_o += atoi(q + 1);
+  ck_assert_msg(total_l <= total_o + 2, "lean pipeline: %d PTX instructions, O3: %d\n%s---\n%s",
+                total_l, total_o, hl, ho);
+  const char *kinds[] = {"ld.global", "st.global", "mul"};
+  for (int j = 0; j < 3; j++) {
+    int nl = 0, no = 0;
+    for (const char *q = lean; (q = strstr(q, kinds[j])); q++) nl++;
+    for (const char *q = o3; (q = strstr(q, kinds[j])); q++) no++;
+    ck_assert_msg(nl == no, "%s: %d with the lean pipeline, %d with O3", kinds[j], nl, no);
+  }
+  free(lean);
+  free(o3);
+  h_free(&h);
+}
+END_TEST
+
 START_TEST(test_errors) {
   fhjit_context *ctx = fhjit_context_create();
   fhjit_graph *g = fhjit_graph_create(ctx, "e", FHJIT_R62);
@@ -731,6 +801,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_everything_graph, 0, 2);
   tcase_add_loop_test(tc, test_threads_cache_idx64, 0, 2);
   tcase_add_test(tc, test_emit_targets);
+  tcase_add_loop_test(tc, test_pipeline_vs_o3, 0, 2);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_alias_only);
   tcase_add_test(tc, test_concurrent_compile);
