@@ -35,8 +35,8 @@ enum { MODS_NEAR_LIMIT, MODS_FAR_BELOW, MODS_SPEC_AND_ODD, MODS_NUM };
 
 /* Three moduli per set. Near the limit: the two largest NTT primes below
  * 2^30 / 2^60 (q = 1 mod 2^18) and the largest odd number below the limit.
- * Far below: 20-bit (r32) / 40-bit (r62) primes q = 1 mod 2^10, and 3. SPEC: the reference library's
- * primes and an odd composite. */
+ * Far below: 20-bit (r32) / 40-bit (r62) primes q = 1 mod 2^10, and 3.
+ * SPEC: the reference library's primes and an odd composite. */
 static void moduli_set(fhjit_radix radix, int set, uint64_t *out) {
   fhjit_context *ctx = fhjit_context_create();
   int bits = radix == FHJIT_R32 ? 30 : 60;
