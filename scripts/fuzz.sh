@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# fuzz.sh: fuzzes the .fh parser, printer and binder with libFuzzer.
+#   ./scripts/fuzz.sh [BUILD_DIR] [SECONDS]
+# BUILD_DIR is configured with CC=clang -DFHJIT_FUZZ=ON when missing. The
+# corpus grows in BUILD_DIR/fuzz-corpus; seeds are the examples and lit tests.
+# Exits non-zero when the fuzzer finds a crash, a leak or a broken property.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build/fuzz}
+SECONDS_TO_RUN=${2:-600}
+if [ ! -f "$BUILD/build.ninja" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DFHJIT_FUZZ=ON -DFHJIT_SANITIZE=ON >/dev/null
+fi
+ninja -C "$BUILD" fuzz_parse
+mkdir -p "$BUILD/fuzz-corpus"
+"$BUILD/test/fuzz/fuzz_parse" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 \
+  -dict=test/fuzz/fh.dict -print_final_stats=1 -artifact_prefix="$BUILD/" \
+  "$BUILD/fuzz-corpus" examples test/lit/format test/lit/diag test/lit/examples
