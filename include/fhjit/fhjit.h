@@ -189,6 +189,21 @@ FHJIT_API fhjit_value fhjit_extract(fhjit_graph *g, fhjit_value v,
                                     int32_t component);
 FHJIT_API fhjit_value fhjit_pack(fhjit_graph *g, int32_t count,
                                  const fhjit_value *parts);
+/* The negacyclic NTT of SPEC section 5 over the last axis (N a power of two,
+ * 2^4 .. 2^17, each modulus q = 1 mod 2N), applied to every component, batch
+ * entry and row of x. `twiddles` is a FHJIT_KIND_TWIDDLE input [rows, N]
+ * holding the Montgomery-form table of fhjit_twiddle_tables: the forward
+ * table for the two forward kinds, the inverse table for the inverse kinds.
+ * Forward kinds need x in the coefficient domain and give NTT-domain
+ * Montgomery values (lazy); inverse kinds the other way round. */
+typedef enum fhjit_ntt_kind {
+  FHJIT_NTT_COEF_STD_TO_NTT = 0,  /* to_mont, then the forward butterflies */
+  FHJIT_NTT_COEF_MONT_TO_NTT = 1, /* the forward butterflies */
+  FHJIT_NTT_TO_COEF_MONT = 2,     /* inverse butterflies, times N^-1 R */
+  FHJIT_NTT_TO_COEF_STD = 3       /* as above, then REDC(v*1), canonical */
+} fhjit_ntt_kind;
+FHJIT_API fhjit_value fhjit_ntt(fhjit_graph *g, fhjit_value x, fhjit_value twiddles,
+                                fhjit_ntt_kind kind);
 /* Marks v as a graph output under `name` (NULL: the value's own name). A
  * value may be output under several names. */
 FHJIT_API fhjit_status fhjit_output(fhjit_graph *g, fhjit_value v,

@@ -280,6 +280,26 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     }
     t.comps = n->nargs;
     break;
+  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q = 1 mod 2N */
+    const ir_node *tw = &g->nodes[n->args[1]];
+    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name, tw->type.rows)) ||
+        (st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)))
+      return st;
+    int64_t len = a->type.n;
+    if (len < 16 || len > (INT64_C(1) << 17) || (len & (len - 1)))
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
+                         "two between 2^4 and 2^17",
+                         n->name, (long long)len, a->name);
+    for (int64_t r = 0; r < a->type.rows && r < g->nmoduli; r++)
+      if ((g->moduli[r] - 1) % (2 * (uint64_t)len) != 0)
+        return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
+                           "%%%s = ntt: modulus #%lld = %llu is not 1 mod 2N = %lld, which an "
+                           "NTT of length %lld needs",
+                           n->name, (long long)r, (unsigned long long)g->moduli[r],
+                           (long long)(2 * len), (long long)len);
+    break;
+  }
   default:
     return ir_error_at(g, n->loc, FHJIT_ERR_ARGUMENT, "internal: unexpected op %d", (int)n->op);
   }

@@ -26,6 +26,7 @@ const char *ir_op_name(ir_op op) {
       [IR_KS_DIGIT_PRODUCT] = "keyswitch_digit_product",
       [IR_EXTRACT] = "extract",
       [IR_PACK] = "pack",
+      [IR_NTT] = "ntt",
   };
   return (unsigned)op < IR_NUM_OPS ? names[op] : "?";
 }
@@ -360,6 +361,16 @@ static int merge_types(fhjit_graph *g, const char *op, const ir_node *a,
   return 1;
 }
 
+/* Form of a Montgomery product: REDC(aR * bR) = abR; REDC(aR * b) = ab;
+ * a product of two standard values loses a factor R (form unstated). */
+static fhjit_form product_form(fhjit_form fa, fhjit_form fb) {
+  if (fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_MONT) return FHJIT_FORM_MONT;
+  if ((fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_STD) ||
+      (fa == FHJIT_FORM_STD && fb == FHJIT_FORM_MONT))
+    return FHJIT_FORM_STD;
+  return FHJIT_FORM_ANY;
+}
+
 static fhjit_value binary(fhjit_graph *g, ir_op op, fhjit_value a, fhjit_value b) {
   if (!g) return FHJIT_NO_VALUE;
   const char *name = ir_op_name(op);
@@ -371,12 +382,7 @@ static fhjit_value binary(fhjit_graph *g, ir_op op, fhjit_value a, fhjit_value b
   if (!merge_types(g, name, na, nb, 1, &proto.type)) return FHJIT_NO_VALUE;
   fhjit_form fa = na->type.form, fb = nb->type.form;
   if (op == IR_MUL) {
-    /* REDC(aR * bR) = abR; REDC(aR * b) = ab; std*std loses a factor R. */
-    if (fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_MONT) proto.type.form = FHJIT_FORM_MONT;
-    else if ((fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_STD) ||
-             (fa == FHJIT_FORM_STD && fb == FHJIT_FORM_MONT))
-      proto.type.form = FHJIT_FORM_STD;
-    else proto.type.form = FHJIT_FORM_ANY;
+    proto.type.form = product_form(fa, fb);
   } else {
     if (fa && fb && fa != fb) {
       ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE,
@@ -445,12 +451,7 @@ static fhjit_value plain_op(fhjit_graph *g, ir_op op, fhjit_value ct,
     proto.type.domain = FHJIT_DOMAIN_COEF;
   }
   if (op == IR_MUL_PLAIN || op == IR_MUL_COMPRESSED) {
-    fhjit_form fa = nc->type.form, fb = np->type.form;
-    proto.type.form = (fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_MONT) ? FHJIT_FORM_MONT
-                      : ((fa == FHJIT_FORM_MONT && fb == FHJIT_FORM_STD) ||
-                         (fa == FHJIT_FORM_STD && fb == FHJIT_FORM_MONT))
-                          ? FHJIT_FORM_STD
-                          : FHJIT_FORM_ANY;
+    proto.type.form = product_form(nc->type.form, np->type.form);
   }
   if (compressed) {
     if ((unsigned)attr0 > FHJIT_STRIDED_SPARSE) {
@@ -537,10 +538,48 @@ fhjit_value fhjit_keyswitch_digit_product(fhjit_graph *g, fhjit_value d,
     return FHJIT_NO_VALUE;
   }
   proto.type.domain = nd->type.domain ? nd->type.domain : nk->type.domain;
-  proto.type.form = (nd->type.form == FHJIT_FORM_MONT && nk->type.form == FHJIT_FORM_MONT)
-                        ? FHJIT_FORM_MONT
-                        : FHJIT_FORM_ANY;
+  proto.type.form = product_form(nd->type.form, nk->type.form);
   if (proto.type.n == FHJIT_UNKNOWN) proto.type.n = nk->type.n;
+  return push_node(g, &proto);
+}
+
+/* The NTT anchor (SPEC section 5): domain and form facts here, extents at
+ * bind time (bind.c). */
+fhjit_value fhjit_ntt(fhjit_graph *g, fhjit_value x, fhjit_value twiddles, fhjit_ntt_kind kind) {
+  if (!g) return FHJIT_NO_VALUE;
+  const char *name = "ntt";
+  if ((unsigned)kind > FHJIT_NTT_TO_COEF_STD) {
+    ir_error_at(g, g->cur_loc, FHJIT_ERR_ARGUMENT, "%s: unknown transform kind %d", name,
+                (int)kind);
+    return FHJIT_NO_VALUE;
+  }
+  if (!check_operand(g, name, x, "the value", FHJIT_KIND_POLY) ||
+      !check_operand(g, name, twiddles, "the twiddle", FHJIT_KIND_TWIDDLE))
+    return FHJIT_NO_VALUE;
+  const ir_node *nx = &g->nodes[x], *nt = &g->nodes[twiddles];
+  int forward = kind == FHJIT_NTT_COEF_STD_TO_NTT || kind == FHJIT_NTT_COEF_MONT_TO_NTT;
+  fhjit_domain from = forward ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
+  fhjit_form want = kind == FHJIT_NTT_COEF_STD_TO_NTT ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  static const char *const kinds[] = {"coef-std -> ntt", "coef-mont -> ntt",
+                                      "ntt -> coef-mont", "ntt -> coef-std"};
+  if (nx->type.domain && nx->type.domain != from) {
+    ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE,
+                "%s (%s): %%%s is in the %s domain, the transform reads the %s domain", name,
+                kinds[kind], nx->name, ir_domain_name(nx->type.domain), ir_domain_name(from));
+    return FHJIT_NO_VALUE;
+  }
+  if (nx->type.form && nx->type.form != want) {
+    ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE,
+                "%s (%s): %%%s is in %s form, the transform reads %s form", name, kinds[kind],
+                nx->name, ir_form_name(nx->type.form), ir_form_name(want));
+    return FHJIT_NO_VALUE;
+  }
+  ir_node proto = {.op = IR_NTT, .nargs = 2, .args = {x, twiddles}, .attr = {kind},
+                   .type = nx->type};
+  proto.type.domain = forward ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+  proto.type.form = kind == FHJIT_NTT_TO_COEF_STD ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  if (proto.type.rows == FHJIT_UNKNOWN) proto.type.rows = nt->type.rows;
+  if (proto.type.n == FHJIT_UNKNOWN) proto.type.n = nt->type.n;
   return push_node(g, &proto);
 }
 

@@ -14,6 +14,7 @@
 
 #include "ir/ir.h"
 #include "ir/modarith.h"
+#include "ir/ntt.h"
 
 typedef struct interp {
   fhjit_graph *g;
@@ -22,6 +23,8 @@ typedef struct interp {
   uint64_t **temp;      /* per node: dense value of a computed node, or NULL */
   fhjit_layout *dense;  /* per node: the dense layout of temp[v] */
   fhjit_status status;  /* the first failure while reading inputs */
+  const void *params;   /* the parameter table (row 7 for inverse NTTs) */
+  int64_t pstride;
 } interp;
 
 /* --------------------------------------------------------------- reading */
@@ -134,6 +137,8 @@ static uint64_t eval_elem(interp *it, const ir_node *n, int64_t c, const int64_t
 #undef ARG
 }
 
+static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out);
+
 /* Evaluates computed node v into a new dense temporary. */
 static fhjit_status eval_node(interp *it, fhjit_value v) {
   const ir_node *n = &it->g->nodes[v];
@@ -149,6 +154,7 @@ static fhjit_status eval_node(interp *it, fhjit_value v) {
                        (long long)total);
   fhjit_dense_layout(t, &it->dense[v]);
   it->temp[v] = out;
+  if (n->op == IR_NTT) return eval_ntt(it, v, out);
   /* Dense order: flat = (((c * batch...) * rows + row) * n + i). */
   for (int64_t flat = 0; flat < total && !it->status; flat++) {
     int64_t rest = flat, bidx[FHJIT_MAX_BATCH] = {0};
@@ -163,6 +169,80 @@ static fhjit_status eval_node(interp *it, fhjit_value v) {
     out[flat] = eval_elem(it, n, rest, bidx, row, i);
   }
   return it->status;
+}
+
+/* ------------------------------------------------------------------- NTT */
+
+static uint64_t load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
+                           int64_t limb);
+
+/* An NTT node: every (component, batch entry, row) of the operand gathered
+ * into one row, transformed by the reference of ntt_ref.c, stored densely. */
+static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out) {
+  fhjit_graph *g = it->g;
+  const ir_node *n = &g->nodes[v], *tw = &g->nodes[n->args[1]];
+  const fhjit_type *t = &n->type;
+  ir_ntt_kind kind = (ir_ntt_kind)n->attr[0];
+  int64_t len = t->n, nrows = fhjit_type_elements(t) / len;
+  int logn = ir_ntt_log2(len);
+  uint64_t *row = malloc(sizeof *row * (size_t)len), *tab = malloc(sizeof *tab * (size_t)len);
+  fhjit_status st = FHJIT_OK;
+  if (!row || !tab) {
+    st = ir_error_at(g, n->loc, FHJIT_ERR_MEMORY, "fhjit_interpret: out of memory for %%%s",
+                     n->name);
+    goto done;
+  }
+  for (int64_t flat = 0; flat < nrows && !st; flat++) {
+    int64_t rest = flat, bidx[FHJIT_MAX_BATCH] = {0};
+    int64_t r = rest % t->rows;
+    rest /= t->rows;
+    for (int a = t->nbatch - 1; a >= 0; a--) {
+      bidx[a] = rest % t->batch[a];
+      rest /= t->batch[a];
+    }
+    const ir_modulus *m = &it->mods[r];
+    if ((m->q - 1) % (2 * (uint64_t)len) != 0) {
+      st = ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
+                       "fhjit_interpret: %%%s = ntt: limb %lld has q = %llu, which is not 1 "
+                       "mod 2N = %lld",
+                       n->name, (long long)r, (unsigned long long)m->q, (long long)(2 * len));
+      break;
+    }
+    uint64_t n_inv_r = 0;
+    if (!ir_ntt_is_forward(kind)) {
+      n_inv_r = load_param(g->radix, it->params, it->pstride, 7, r);
+      uint64_t want = ir_mulmod(ir_invmod((uint64_t)len, m->q), ir_mont_r1(m->q, ir_word_bits(g->radix)), m->q);
+      if (n_inv_r != want) {
+        st = ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                      "fhjit_interpret: graph @%s: parameter table column %lld: row 7 holds "
+                      "%llu, not N^-1 R mod q = %llu for N = %lld (the inverse NTT %%%s needs "
+                      "it)",
+                      g->name, (long long)r, (unsigned long long)n_inv_r,
+                      (unsigned long long)want, (long long)len, n->name);
+        break;
+      }
+    }
+    for (int64_t i = 0; i < len; i++) {
+      int64_t off = ir_layout_offset(&tw->layout, 0, 0, NULL, r, i);
+      tab[i] = load_input(it, tw->input_index, off);
+      /* the butterflies' products need lazy twiddles, like any operand */
+      if (i > 0 && tab[i] >= 2 * m->q && !st)
+        st = ir_error_at(g, tw->loc, FHJIT_ERR_ARGUMENT,
+                         "fhjit_interpret: twiddle table %%%s: the entry at word offset %lld "
+                         "is %llu, not below 2q = %llu of limb %lld",
+                         tw->name, (long long)off, (unsigned long long)tab[i],
+                         (unsigned long long)(2 * m->q), (long long)r);
+      row[i] = read_elem(it, n->args[0], rest, bidx, t->nbatch, r, i);
+    }
+    if (st || it->status) break;
+    ir_ntt_row(kind, m, n_inv_r, logn, tab, row);
+    memcpy(out + flat * len, row, sizeof *row * (size_t)len);
+  }
+  if (!st) st = it->status;
+done:
+  free(row);
+  free(tab);
+  return st;
 }
 
 /* ------------------------------------------------------ parameter table */
@@ -224,6 +304,7 @@ static int is_computable(ir_op op) {
   case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL: case IR_TO_MONT:
   case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN: case IR_MUL_COMPRESSED:
   case IR_ADD_COMPRESSED: case IR_KS_DIGIT_PRODUCT: case IR_EXTRACT: case IR_PACK:
+  case IR_NTT:
     return 1;
   default:
     return 0;
@@ -260,7 +341,7 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
   int32_t nn = g->nnodes;
   char *live = calloc((size_t)(nn ? nn : 1), 1);
   int32_t *last_use = malloc(sizeof *last_use * (size_t)(nn ? nn : 1));
-  interp it = {.g = g, .inputs = inputs};
+  interp it = {.g = g, .inputs = inputs, .params = params, .pstride = pstride};
   it.temp = calloc((size_t)(nn ? nn : 1), sizeof *it.temp);
   it.dense = calloc((size_t)(nn ? nn : 1), sizeof *it.dense);
   fhjit_status st = FHJIT_OK;

@@ -78,6 +78,7 @@ typedef enum ir_op {
   IR_KS_DIGIT_PRODUCT, /* attr[0] = digit, attr[1] = row_start */
   IR_EXTRACT,        /* attr[0] = component */
   IR_PACK,
+  IR_NTT,            /* attr[0] = fhjit_ntt_kind; args: value, twiddle table */
   IR_NUM_OPS
 } ir_op;
 

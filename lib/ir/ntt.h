@@ -48,7 +48,9 @@ void ir_ntt_row(ir_ntt_kind kind, const ir_modulus *m, uint64_t n_inv_r,
  * else -1. */
 int ir_ntt_log2(int64_t n);
 
-/* The text-format mode word of a kind: "std" or "mont" (the coefficient side). */
+/* The text form: op "ntt_fwd" or "ntt_inv", and the mode word "std" or
+ * "mont" (the form of the coefficient side). */
+const char *ir_ntt_op_name(ir_ntt_kind kind);
 const char *ir_ntt_kind_name(ir_ntt_kind kind);
 
 #endif

@@ -75,6 +75,10 @@ int ir_ntt_log2(int64_t n) {
   return -1;
 }
 
+const char *ir_ntt_op_name(ir_ntt_kind kind) {
+  return ir_ntt_is_forward(kind) ? "ntt_fwd" : "ntt_inv";
+}
+
 const char *ir_ntt_kind_name(ir_ntt_kind kind) {
   switch (kind) {
   case IR_NTT_STD_TO_NTT: return "std";

@@ -422,7 +422,8 @@ typedef enum clause {
   C_DIGIT = 1 << 3,
   C_ROW_START = 1 << 4,
   C_STRIDES = 1 << 5,
-  C_OFFSET = 1 << 6
+  C_OFFSET = 1 << 6,
+  C_MODE = 1 << 7
 } clause;
 
 static const struct {
@@ -434,7 +435,8 @@ static const struct {
                     {C_DIGIT, "digit", "N"},
                     {C_ROW_START, "row_start", "N"},
                     {C_STRIDES, "strides", "s, ..."},
-                    {C_OFFSET, "offset", "N"}};
+                    {C_OFFSET, "offset", "N"},
+                    {C_MODE, "mode", "std|mont"}};
 
 static void list_clauses(char *buf, size_t size, unsigned allowed) {
   size_t used = 0;
@@ -625,6 +627,8 @@ static const struct op_syntax {
      C_DIGIT | C_ROW_START},
     {"extract", IR_EXTRACT, 1, 0, 0},
     {"pack", IR_PACK, A_PACK, 0, 0},
+    {"ntt_fwd", IR_NTT, 2, C_MODE, C_MODE}, /* mode: the coefficient side's form */
+    {"ntt_inv", IR_NTT, 2, C_MODE, C_MODE},
 };
 
 /* %name = OP operands clauses */
@@ -685,6 +689,7 @@ static int parse_op(parser *p, const token *name) {
   fhjit_value implicit = FHJIT_NO_VALUE;
   fhjit_domain domain = FHJIT_DOMAIN_ANY;
   int64_t digit = 0, row_start = 0;
+  fhjit_form mode = FHJIT_FORM_ANY;
   char context[64];
   snprintf(context, sizeof context, "the operands of %s", syn->name);
   while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
@@ -699,6 +704,12 @@ static int parse_op(parser *p, const token *name) {
     case C_DOMAIN: bad = parse_domain_word(p, &domain); break;
     case C_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
     case C_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
+    case C_MODE:
+      if (tok_is(&p->tok, "std")) mode = FHJIT_FORM_STD;
+      else if (tok_is(&p->tok, "mont")) mode = FHJIT_FORM_MONT;
+      else bad = expected(p, "a coefficient form (std or mont)");
+      if (!bad) bad = next(p);
+      break;
     default: bad = -1; break;
     }
     if (bad || expect(p, T_RPAREN, "')'")) goto done;
@@ -733,6 +744,13 @@ static int parse_op(parser *p, const token *name) {
     break;
   case IR_EXTRACT: v = fhjit_extract(g, args[0], (int32_t)component); break;
   case IR_PACK: v = fhjit_pack(g, nargs, args); break;
+  case IR_NTT: {
+    int inverse = strcmp(syn->name, "ntt_inv") == 0, std = mode == FHJIT_FORM_STD;
+    fhjit_ntt_kind kind = inverse ? (std ? FHJIT_NTT_TO_COEF_STD : FHJIT_NTT_TO_COEF_MONT)
+                                  : (std ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT);
+    v = fhjit_ntt(g, args[0], args[1], kind);
+    break;
+  }
   default: break;
   }
   if (v == FHJIT_NO_VALUE) {

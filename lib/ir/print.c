@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/ntt.h"
 
 static int plain_name(const char *s) {
   if (!*s) return 0;
@@ -106,7 +107,8 @@ static void print_layout(ir_buf *b, const ir_node *n) {
 }
 
 static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
-  ir_buf_printf(b, "  %%%s = %s ", n->name, ir_op_name(n->op));
+  ir_buf_printf(b, "  %%%s = %s ", n->name,
+                n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op));
   if (n->op == IR_INPUT) {
     /* A bound input shows its bound extents: the layout refers to them. */
     print_type(b, n->has_layout ? &n->type : &n->decl);
@@ -130,6 +132,9 @@ static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
     break;
   case IR_KS_DIGIT_PRODUCT:
     ir_buf_printf(b, " digit(%" PRId64 ") row_start(%" PRId64 ")", n->attr[0], n->attr[1]);
+    break;
+  case IR_NTT:
+    ir_buf_printf(b, " mode(%s)", ir_ntt_kind_name((ir_ntt_kind)n->attr[0]));
     break;
   default:
     break;
@@ -202,7 +207,8 @@ const char *fhjit_print_dot(fhjit_graph *g) {
     /* The label: what the text says, then the (inferred or bound) type. */
     label.len = 0;
     if (label.data) label.data[0] = 0;
-    ir_buf_printf(&label, "%%%s = %s", n->name, ir_op_name(n->op));
+    ir_buf_printf(&label, "%%%s = %s", n->name,
+                  n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op));
     switch (n->op) {
     case IR_EXTRACT: ir_buf_printf(&label, " [%" PRId64 "]", n->attr[0]); break;
     case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED:
@@ -212,6 +218,9 @@ const char *fhjit_print_dot(fhjit_graph *g) {
       break;
     case IR_KS_DIGIT_PRODUCT:
       ir_buf_printf(&label, " digit %" PRId64 " row_start %" PRId64, n->attr[0], n->attr[1]);
+      break;
+    case IR_NTT:
+      ir_buf_printf(&label, " mode %s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0]));
       break;
     default: break;
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lower/lw_llvm.h"
+#include "lower/ntt.h"
 #include "nvptx/nvptx.h"
 
 const char *const *fhjit_targets(void) { return nv_target_names(); }
@@ -67,7 +68,11 @@ const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind, const char *arch) {
   }
   lw_plan plan;
   char *text;
-  if (compile_gpu(g, arch, kind, lw_gpu_pipeline, &plan, &text)) return NULL;
+  if (g->bound && lw_graph_has_anchor(g)) { /* NTTs: a chain of kernels (anchor.c) */
+    if (lw_anchor_compile_gpu(g, arch, kind, &text, NULL)) return NULL;
+  } else if (compile_gpu(g, arch, kind, lw_gpu_pipeline, &plan, &text)) {
+    return NULL;
+  }
   free(g->emitted);
   g->emitted = text;
   return text;
@@ -77,6 +82,8 @@ fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_compile_ptx: null program");
   memset(out, 0, sizeof *out);
+  if (g->bound && lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor.c) */
+    return lw_anchor_compile_gpu(g, arch, FHJIT_EMIT_PTX, NULL, out);
   lw_plan plan;
   char *ptx;
   fhjit_status st = compile_gpu(g, arch, FHJIT_EMIT_PTX, lw_gpu_pipeline, &plan, &ptx);

@@ -13,6 +13,7 @@
 #include <llvm-c/Orc.h>
 
 #include "lower/lw_llvm.h"
+#include "lower/ntt.h"
 #include "nvptx/nvptx.h"
 
 typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
@@ -101,6 +102,40 @@ fail:
   return st;
 }
 
+/* Words input #i reaches from its base (its last element + 1). */
+static int64_t input_words(const fhjit_graph *g, int32_t i) {
+  const ir_node *n = &g->nodes[g->inputs[i]];
+  const fhjit_type *t = &n->type;
+  const fhjit_layout *l = &n->layout;
+  int64_t last = l->offset + (t->rows - 1) * l->row_stride + (t->n - 1) * l->index_stride;
+  if (t->comps > 0) last += (t->comps - 1) * l->comp_stride;
+  if (t->kind == FHJIT_KIND_KEY) last += (t->digits - 1) * l->digit_stride;
+  for (int a = 0; a < t->nbatch; a++) last += (t->batch[a] - 1) * l->batch_stride[a];
+  return last + 1;
+}
+
+/* Does any result buffer overlap an input or another result? The kernel's
+ * pointers are noalias (one thread may read what another writes), so such
+ * runs go through temporaries, as the interpreter's do. */
+static int results_overlap(const fhjit_graph *g, const void *const *inputs,
+                           void *const *results) {
+  size_t w = ir_word_size(g->radix);
+  for (int32_t k = 0; k < g->nresults; k++) {
+    uintptr_t r0 = (uintptr_t)results[k];
+    uintptr_t r1 = r0 + (size_t)fhjit_type_elements(&g->results[k].type) * w;
+    for (int32_t i = 0; i < g->ninputs; i++) {
+      uintptr_t i0 = (uintptr_t)inputs[i], i1 = i0 + (size_t)input_words(g, i) * w;
+      if (r0 < i1 && i0 < r1) return 1;
+    }
+    for (int32_t j = 0; j < k; j++) {
+      uintptr_t j0 = (uintptr_t)results[j];
+      uintptr_t j1 = j0 + (size_t)fhjit_type_elements(&g->results[j].type) * w;
+      if (r0 < j1 && j0 < r1) return 1;
+    }
+  }
+  return 0;
+}
+
 typedef struct chunk {
   lw_host_fn fn;
   const uint64_t *slots;
@@ -147,6 +182,8 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",
                     fn, g->name, (long long)pstride, (long long)limbs);
+  if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor.c) */
+    return lw_anchor_run_host(g, params, pstride, inputs, results, threads);
   if (!g->compiled || g->free_compiled != host_free) {
     lw_host *h;
     fhjit_status st = host_compile(g, &h);
@@ -160,12 +197,29 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
 
   int32_t nargs = lw_num_args(g);
   uint64_t *slots = malloc(sizeof *slots * (size_t)nargs);
+  void **temps = NULL;
+  if (slots && results_overlap(g, inputs, results)) {
+    temps = calloc((size_t)g->nresults, sizeof *temps);
+    for (int32_t k = 0; temps && k < g->nresults; k++) {
+      int64_t e = fhjit_type_elements(&g->results[k].type);
+      if (!(temps[k] = malloc((size_t)e * ir_word_size(g->radix)))) {
+        for (int32_t j = 0; j < k; j++) free(temps[j]);
+        free(temps);
+        temps = NULL;
+        break;
+      }
+    }
+    if (!temps) {
+      free(slots);
+      slots = NULL;
+    }
+  }
   if (!slots) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
   slots[0] = (uint64_t)(uintptr_t)params;
   slots[1] = (uint64_t)pstride;
   for (int32_t i = 0; i < g->ninputs; i++) slots[2 + i] = (uint64_t)(uintptr_t)inputs[i];
   for (int32_t k = 0; k < g->nresults; k++)
-    slots[2 + g->ninputs + k] = (uint64_t)(uintptr_t)results[k];
+    slots[2 + g->ninputs + k] = (uint64_t)(uintptr_t)(temps ? temps[k] : results[k]);
 
   int64_t groups = h->plan.groups;
   int64_t want = threads;
@@ -189,6 +243,14 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
   for (int64_t t = 1; t < want; t++) {
     if (started[t]) pthread_join(tids[t], NULL);
     else run_chunk(&parts[t]);
+  }
+  if (temps) {
+    for (int32_t k = 0; k < g->nresults; k++) {
+      memcpy(results[k], temps[k],
+             (size_t)fhjit_type_elements(&g->results[k].type) * ir_word_size(g->radix));
+      free(temps[k]);
+    }
+    free(temps);
   }
   free(slots);
   return FHJIT_OK;

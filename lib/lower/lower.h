@@ -16,7 +16,7 @@ typedef enum lw_arg_kind {
 } lw_arg_kind;
 
 #define LW_MAX_ARGS 64
-#define LW_MAX_KERNELS 8
+#define LW_MAX_KERNELS 16 /* graphs with NTT anchors run several */
 
 typedef struct lw_arg {
   lw_arg_kind kind;

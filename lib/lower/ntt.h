@@ -58,6 +58,17 @@ typedef struct lw_ntt_plan {
   int log_n;
   int64_t rows;       /* limbs: the modulus of batch-row r is params column r % rows */
   int64_t batch_rows; /* rows of the whole [.., rows, N] extent: prod(batch) * rows */
+  /* Compile-time facts of the buffers (elements). The first kernel reads
+   * source element (br, i) at src_offset + sum_a coord_a * src_stride[a] +
+   * i * src_index_stride, where coord is br in the row-major index space
+   * src_ext[0..src_nax) (components, batch axes, rows: any view of an
+   * input); later kernels and the destination are dense [batch_rows, N].
+   * Twiddle row r is at tw + tw_offset + r * tw_row_stride (index stride 1).
+   * lw_ntt_plan_make sets the dense source view and tw_row_stride = N. */
+  int src_nax;
+  int64_t src_ext[FHJIT_MAX_BATCH + 2], src_stride[FHJIT_MAX_BATCH + 2];
+  int64_t src_offset, src_index_stride;
+  int64_t tw_offset, tw_row_stride;
   int nkernels;
   lw_ntt_kplan k[2];
 } lw_ntt_plan;
@@ -105,5 +116,18 @@ void lw_ntt_host_destroy(lw_ntt_host *h);
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
                              int64_t pstride, const void *twiddles, const void *in, void *out,
                              int threads);
+
+/* ------------------------------------------------ graphs with NTT anchors */
+
+/* 1 when a live value of bound graph g is an NTT (the graph then runs as a
+ * chain of kernels: see anchor.c). */
+int lw_graph_has_anchor(const fhjit_graph *g);
+/* fhjit_emit / lw_compile_ptx for such graphs: text of `kind` (malloc'd) and,
+ * when prog is not NULL, the program (PTX, kernels, scratch). */
+fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
+                                   char **text, lw_program *prog);
+/* fhjit_run_host for such graphs (arguments checked by the caller). */
+fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
+                                const void *const *inputs, void *const *results, int threads);
 
 #endif

@@ -97,6 +97,13 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   p->log_n = log_n;
   p->rows = rows;
   p->batch_rows = batch_rows;
+  p->src_nax = 1;
+  p->src_ext[0] = batch_rows;
+  p->src_stride[0] = INT64_C(1) << log_n;
+  p->src_offset = 0;
+  p->src_index_stride = 1;
+  p->tw_offset = 0;
+  p->tw_row_stride = INT64_C(1) << log_n;
   int fwd = ir_ntt_is_forward(kind);
   /* r62 butterflies are bound by 64-bit products: 8 words per thread keeps
    * registers (and so occupancy) reasonable; r32 is bound by memory and
@@ -182,6 +189,8 @@ typedef struct ne {
   LLVMValueRef params, pstride, tw, src, dst, smem;
   LLVMValueRef barrier_fn;
   LLVMTypeRef barrier_ty;
+  int src_view; /* 1: this kernel reads the plan's source view (kernel 0) */
+  int src_dense; /* that view is dense [batch_rows, N] from src_offset */
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -306,7 +315,8 @@ static rowc row_consts(ne *E, LLVMValueRef batch_row) {
   LLVMValueRef klo = param_word(E, 3, r.row, "k.lo"), khi = param_word(E, 4, r.row, "k.hi");
   LLVMValueRef k = LLVMBuildOr(E->b, klo, LLVMBuildShl(E->b, khi, cw(E, (uint64_t)(E->wbits == 64 ? 31 : 16)), ""), "k");
   r.k4 = E->wbits == 64 ? LLVMBuildShl(E->b, k, cw(E, 2), "k4") : k;
-  LLVMValueRef off = LLVMBuildNUWMul(E->b, r.row, c64(E, UINT64_C(1) << E->P->log_n), "");
+  LLVMValueRef off = LLVMBuildNUWMul(E->b, r.row, c64(E, (uint64_t)E->P->tw_row_stride), "");
+  if (E->P->tw_offset) off = LLVMBuildNUWAdd(E->b, off, c64(E, (uint64_t)E->P->tw_offset), "");
   r.twrow = LLVMBuildInBoundsGEP2(E->b, E->W, E->tw, &off, 1, "twrow");
   return r;
 }
@@ -393,7 +403,8 @@ static LLVMValueRef deposit_u(ne *E, const passmap *pm, LLVMValueRef u) {
 typedef struct place {
   LLVMValueRef c, u;       /* i32 */
   LLVMValueRef batch_row;  /* i64 */
-  LLVMValueRef gbase;      /* i64: global word offset of local position 0 */
+  LLVMValueRef gbase;      /* i64: dense word offset of local position 0 */
+  LLVMValueRef ibase;      /* i64: its index within the row */
   LLVMValueRef tw_base;    /* i64: twiddle root of the sub-transform */
   LLVMValueRef sbase;      /* i32: shared word index of local position 0 */
 } place;
@@ -413,6 +424,7 @@ static place thread_place(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
                                      c64(E, (uint64_t)k->log_c), "");
     LLVMValueRef col = LLVMBuildNUWAdd(b, col0, LLVMBuildZExt(b, p.c, E->i64, ""), "col");
     p.gbase = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, p.batch_row, c64(E, (uint64_t)n), ""), col, "gbase");
+    p.ibase = col;
     p.tw_base = c64(E, 1);
     p.sbase = p.c;
   } else {
@@ -423,17 +435,51 @@ static place thread_place(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     p.batch_row = LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow");
     p.gbase = LLVMBuildShl(b, gs, c64(E, (uint64_t)k->m), "gbase");
     LLVMValueRef sub = LLVMBuildAnd(b, gs, c64(E, (UINT64_C(1) << k->log_subs) - 1), "sub");
+    p.ibase = LLVMBuildShl(b, sub, c64(E, (uint64_t)k->m), "");
     p.tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs), sub, "twbase");
     p.sbase = LLVMBuildNUWMul(b, p.c, c32(E, (uint64_t)chunk_stride(k)), "");
   }
   return p;
 }
 
-/* Global offset (from gbase) and shared index of local position kpos (i32). */
+/* Dense global offset and shared index of local position kpos (i32). */
 static LLVMValueRef goff(ne *E, const place *p, LLVMValueRef kpos) {
   LLVMValueRef k64 = LLVMBuildZExt(E->b, kpos, E->i64, "");
   if (E->K->cols) k64 = LLVMBuildShl(E->b, k64, c64(E, (uint64_t)E->K->log_subs), "");
   return LLVMBuildNUWAdd(E->b, p->gbase, k64, "");
+}
+
+/* Source offset of the start of batch-row br in the plan's source view. */
+static LLVMValueRef src_rowoff(ne *E, LLVMValueRef br) {
+  const lw_ntt_plan *P = E->P;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef off = c64(E, (uint64_t)P->src_offset);
+  LLVMValueRef rest = br;
+  for (int a = P->src_nax - 1; a >= 0; a--) {
+    if (P->src_ext[a] == 1) continue;
+    int outer = 1; /* the outermost axis of extent > 1 takes the rest */
+    for (int o = 0; o < a; o++)
+      if (P->src_ext[o] > 1) outer = 0;
+    LLVMValueRef coord = outer ? rest : LLVMBuildURem(b, rest, c64(E, (uint64_t)P->src_ext[a]), "");
+    if (!outer) rest = LLVMBuildUDiv(b, rest, c64(E, (uint64_t)P->src_ext[a]), "");
+    if (P->src_stride[a])
+      off = LLVMBuildNUWAdd(b, off, LLVMBuildNUWMul(b, coord, c64(E, (uint64_t)P->src_stride[a]), ""), "");
+  }
+  return off;
+}
+
+/* Offset of the source element of local position kpos: the dense offset in
+ * kernels after the first, the plan's view in the first. */
+static LLVMValueRef soff(ne *E, const place *p, LLVMValueRef kpos) {
+  if (!E->src_view || (E->src_dense && E->P->src_offset == 0)) return goff(E, p, kpos);
+  if (E->src_dense)
+    return LLVMBuildNUWAdd(E->b, goff(E, p, kpos), c64(E, (uint64_t)E->P->src_offset), "");
+  LLVMValueRef k64 = LLVMBuildZExt(E->b, kpos, E->i64, "");
+  if (E->K->cols) k64 = LLVMBuildShl(E->b, k64, c64(E, (uint64_t)E->K->log_subs), "");
+  LLVMValueRef i = LLVMBuildNUWAdd(E->b, p->ibase, k64, "");
+  if (E->P->src_index_stride != 1)
+    i = LLVMBuildNUWMul(E->b, i, c64(E, (uint64_t)E->P->src_index_stride), "");
+  return LLVMBuildNUWAdd(E->b, src_rowoff(E, p->batch_row), i, "");
 }
 
 static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
@@ -474,7 +520,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
     mconst pre = {0};
     if (k->pre) pre = pre_const(E, &r);
     for (int i = 0; i < nr; i++) {
-      x[i] = load(E, E->W, E->src, goff(E, &p, kpos[i]), walign(E), "x");
+      x[i] = load(E, E->W, E->src, soff(E, &p, kpos[i]), walign(E), "x");
       if (k->pre) x[i] = pre_step(E, &r, &pre, x[i]);
     }
   } else {
@@ -579,9 +625,33 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       for (int v = 0; v < V; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
       store(E, vec, E->dst, gi, E->target == LW_GPU ? 16u : walign(E));
     } else {
-      LLVMValueRef vec = load(E, E->vecW, E->src, gi, E->target == LW_GPU ? 16u : walign(E), "xv");
+      /* the source view: 16-byte vectors when they stay on the vector grid,
+       * else word by word */
+      LLVMValueRef gs = gi, istep = c64(E, 1);
+      int vector = 1;
+      if (E->src_view && !(E->src_dense && E->P->src_offset == 0)) {
+        const lw_ntt_plan *P = E->P;
+        vector = P->src_index_stride == 1 && P->src_offset % V == 0;
+        for (int a = 0; a < P->src_nax; a++)
+          if (P->src_ext[a] > 1 && P->src_stride[a] % V) vector = 0;
+        LLVMValueRef cc = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
+        LLVMValueRef gsub = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                            LLVMBuildZExt(b, cc, E->i64, ""), "");
+        LLVMValueRef br = LLVMBuildLShr(b, gsub, c64(E, (uint64_t)k->log_subs), "");
+        LLVMValueRef i = LLVMBuildNUWAdd(
+            b, LLVMBuildShl(b, LLVMBuildAnd(b, gsub, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""),
+                            c64(E, (uint64_t)k->m), ""),
+            LLVMBuildZExt(b, kpos, E->i64, ""), "");
+        istep = c64(E, (uint64_t)P->src_index_stride);
+        gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
+      }
+      LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
+                                : NULL;
       for (int v = 0; v < V; v++) {
-        LLVMValueRef x = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x");
+        LLVMValueRef x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
+                                : load(E, E->W, E->src,
+                                       v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
+                                       walign(E), "x");
         if (step) x = pre_step(E, &r, &mc, x);
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
         LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
@@ -734,10 +804,19 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target ta
   E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
   E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
   E.V = 16 / (E.wbits / 8);
+  {
+    int64_t want = INT64_C(1) << p->log_n;
+    E.src_dense = p->src_index_stride == 1;
+    for (int a = p->src_nax - 1; a >= 0; a--) {
+      if (p->src_ext[a] > 1 && p->src_stride[a] != want) E.src_dense = 0;
+      want *= p->src_ext[a];
+    }
+  }
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
   for (int j = 0; j < p->nkernels; j++) {
     E.K = &p->k[j];
+    E.src_view = j == 0;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
     if (target == LW_GPU) build_gpu_kernel(&E, name);

@@ -1,0 +1,561 @@
+/* anchor.c: graphs with NTT anchors, lowered as a chain of kernels.
+ *
+ * An NTT mixes every coefficient of a row, so it cannot share the one
+ * element-wise walk of the fused pointwise kernel (lower.c). The graph is cut
+ * at its NTT nodes ("anchors") into steps run in order:
+ *   - the NTT's kernels (ntt_emit.c), reading their operand where it already
+ *     lies densely (a graph input, a component of one, an earlier anchor's
+ *     buffer) and writing a result buffer (the anchor is an output) or a
+ *     scratch buffer;
+ *   - a pointwise kernel (lower.c's fused kernel on a sub-graph) wherever an
+ *     NTT operand is computed: it is materialised once into scratch;
+ *   - one final pointwise kernel for the remaining results, reading inputs,
+ *     anchors and materialised values at the same element.
+ * Nothing the graph does not output is materialised except NTT operands
+ * that are computed and NTT results consumed by later steps (scratch).
+ *
+ * The sub-graphs live in a private context owned by the compiled state, so
+ * their lifetime never mixes with the user's graphs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Linker.h>
+
+#include "lower/ntt.h"
+#include "nvptx/nvptx.h"
+
+/* A buffer: a kernel argument (input, result or scratch). */
+typedef struct an_buf {
+  int kind; /* an lw_arg_kind, or -1: none */
+  int32_t index;
+} an_buf;
+
+typedef struct an_step {
+  int is_ntt;
+  /* pointwise: a bound sub-graph; its inputs and results are these buffers */
+  fhjit_graph *sub;
+  an_buf *in, *out;
+  /* NTT */
+  fhjit_value node;
+  lw_ntt_plan plan;
+  an_buf src, dst, tw;
+} an_step;
+
+typedef struct an_plan {
+  fhjit_context *sctx; /* owns the sub-graphs */
+  an_step steps[LW_MAX_KERNELS];
+  int nsteps;
+  int nscratch;
+  int64_t scratch_bytes[LW_MAX_KERNELS];
+  /* host path */
+  lw_ntt_host *host[LW_MAX_KERNELS];
+} an_plan;
+
+static void plan_free(an_plan *p) {
+  if (!p) return;
+  for (int s = 0; s < p->nsteps; s++) {
+    free(p->steps[s].in);
+    free(p->steps[s].out);
+    lw_ntt_host_destroy(p->host[s]);
+  }
+  fhjit_context_destroy(p->sctx);
+  free(p);
+}
+
+static void plan_free_hook(void *p) { plan_free(p); }
+
+/* ----------------------------------------------------------- analysis */
+
+static int is_live_anchor(const fhjit_graph *g, const char *live, fhjit_value v) {
+  return live[v] && g->nodes[v].op == IR_NTT;
+}
+
+/* Live values: what the results depend on (NULL when out of memory). */
+static char *live_values(const fhjit_graph *g) {
+  char *live = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  if (!live) return NULL;
+  for (int32_t k = 0; k < g->nresults; k++) live[g->results[k].value] = 1;
+  for (int32_t v = g->nnodes - 1; v >= 0; v--)
+    if (live[v])
+      for (int a = 0; a < g->nodes[v].nargs; a++) live[g->nodes[v].args[a]] = 1;
+  return live;
+}
+
+int lw_graph_has_anchor(const fhjit_graph *g) {
+  if (!g || !g->bound) return 0;
+  char *live = live_values(g);
+  int any = 0;
+  for (int32_t v = 0; v < g->nnodes && live && !any; v++) any = is_live_anchor(g, live, v);
+  free(live);
+  return any;
+}
+
+typedef struct an_build {
+  fhjit_graph *g;
+  an_plan *p;
+  char *live;
+  int has_where;
+  an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
+  fhjit_status st;
+} an_build;
+
+static fhjit_status sub_error(an_build *B, const char *what) {
+  if (!B->st)
+    B->st = ir_error(B->g->ctx, fhjit_last_status(B->p->sctx) ? fhjit_last_status(B->p->sctx)
+                                                              : FHJIT_ERR_UNSUPPORTED,
+                     "error: graph @%s: %s: %s", B->g->name, what, fhjit_last_error(B->p->sctx));
+  return B->st;
+}
+
+static an_step *new_step(an_build *B) {
+  if (B->p->nsteps == LW_MAX_KERNELS) {
+    if (!B->st)
+      B->st = ir_error(B->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s needs more than %d kernels (NTT steps and "
+                       "materialised operands); split it into several graphs",
+                       B->g->name, LW_MAX_KERNELS);
+    return NULL;
+  }
+  an_step *s = &B->p->steps[B->p->nsteps++];
+  memset(s, 0, sizeof *s);
+  return s;
+}
+
+static int new_scratch(an_build *B, const fhjit_type *t) {
+  if (B->p->nscratch == LW_MAX_KERNELS) {
+    if (!B->st)
+      B->st = ir_error(B->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s needs more than %d scratch buffers; split it into "
+                       "several graphs",
+                       B->g->name, LW_MAX_KERNELS);
+    return -1;
+  }
+  int64_t words = fhjit_type_elements(t);
+  B->p->scratch_bytes[B->p->nscratch] = words * (int64_t)ir_word_size(B->g->radix);
+  return B->p->nscratch++;
+}
+
+/* Copies op node n of g into sub with operands `args` (sub values). */
+static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_value *args) {
+  switch (n->op) {
+  case IR_ADD: return fhjit_add(sub, args[0], args[1]);
+  case IR_SUB: return fhjit_sub(sub, args[0], args[1]);
+  case IR_NEG: return fhjit_neg(sub, args[0]);
+  case IR_ADD_LAZY: return fhjit_add_lazy(sub, args[0], args[1]);
+  case IR_MUL: return fhjit_mul(sub, args[0], args[1]);
+  case IR_TO_MONT: return fhjit_to_mont(sub, args[0]);
+  case IR_FROM_MONT: return fhjit_from_mont(sub, args[0]);
+  case IR_MUL_PLAIN: return fhjit_mul_plain(sub, args[0], args[1]);
+  case IR_ADD_PLAIN: return fhjit_add_plain(sub, args[0], args[1]);
+  case IR_MUL_COMPRESSED:
+    return fhjit_mul_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
+                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE);
+  case IR_ADD_COMPRESSED:
+    return fhjit_add_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
+                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE,
+                                (fhjit_domain)n->attr[1]);
+  case IR_KS_DIGIT_PRODUCT:
+    return fhjit_keyswitch_digit_product(sub, args[0], args[1], n->attr[0], n->attr[1]);
+  case IR_EXTRACT: return fhjit_extract(sub, args[0], (int32_t)n->attr[0]);
+  case IR_PACK: return fhjit_pack(sub, n->nargs, args);
+  default: return FHJIT_NO_VALUE;
+  }
+}
+
+/* A pointwise step computing `targets` (values of g) into `dests`: a bound
+ * sub-graph whose inputs are g's inputs and the values that already have a
+ * buffer (where[]). */
+static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests,
+                          int ntargets) {
+  fhjit_graph *g = B->g;
+  an_step *s = new_step(B);
+  if (!s) return;
+  char name[64];
+  snprintf(name, sizeof name, "%s_pw%d", g->name, B->p->nsteps - 1);
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  s->sub = sub;
+  fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes);
+  char *need = calloc((size_t)g->nnodes, 1);
+  s->in = malloc(sizeof *s->in * (size_t)(g->nnodes + 1));
+  s->out = malloc(sizeof *s->out * (size_t)(ntargets + 1));
+  if (!sub || !map || !need || !s->in || !s->out) {
+    free(map);
+    free(need);
+    if (!sub) sub_error(B, "creating a pointwise step");
+    else if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return;
+  }
+  for (int t = 0; t < ntargets; t++) need[targets[t]] = 1;
+  /* the cone of the targets, stopping at values with a buffer */
+  for (int32_t v = g->nnodes - 1; v >= 0; v--) {
+    if (!need[v] || g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) continue;
+    for (int a = 0; a < g->nodes[v].nargs; a++) need[g->nodes[v].args[a]] = 1;
+  }
+  int32_t nin = 0;
+  for (int32_t v = 0; v < g->nnodes && !B->st; v++) {
+    map[v] = FHJIT_NO_VALUE;
+    if (!need[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_INPUT || B->where[v].kind >= 0) {
+      fhjit_type t = n->type;
+      if (n->op == IR_INPUT) {
+        t.domain = n->decl.domain;
+        t.form = n->decl.form;
+      }
+      fhjit_value x = fhjit_input(sub, n->name, &t);
+      if (x == FHJIT_NO_VALUE ||
+          fhjit_bind_input(sub, x, NULL, n->op == IR_INPUT ? &n->layout : NULL)) {
+        sub_error(B, "an input of a pointwise step");
+        break;
+      }
+      map[v] = x;
+      s->in[nin++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+      continue;
+    }
+    fhjit_value args[IR_MAX_ARGS];
+    for (int a = 0; a < n->nargs; a++) args[a] = map[n->args[a]];
+    sub->cur_loc = n->loc;
+    map[v] = clone_op(sub, n, args);
+    if (map[v] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into a pointwise step");
+  }
+  for (int t = 0; t < ntargets && !B->st; t++)
+    if (fhjit_output(sub, map[targets[t]], NULL)) sub_error(B, "an output of a pointwise step");
+  if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a pointwise step");
+  /* results in sub's order; every target is computed (not an input) */
+  for (int32_t k = 0; !B->st && k < sub->nresults; k++) {
+    int found = 0;
+    for (int t = 0; t < ntargets && !found; t++)
+      if (map[targets[t]] == sub->results[k].value) s->out[k] = dests[t], found = 1;
+    if (!found) B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s: internal: "
+                                 "unmatched result of a pointwise step", g->name);
+  }
+  free(map);
+  free(need);
+}
+
+/* Where the NTT operand v can be read in place: a buffer, the layout of the
+ * view (offset included) and the view's type. An input or an extract of one
+ * is read through its bound layout; an anchor or a materialised value (or a
+ * component of one) densely. 0 when v must be materialised first. */
+static int source_view(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
+  const fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  if (n->op == IR_INPUT) {
+    *buf = (an_buf){LW_ARG_INPUT, n->input_index};
+    *l = n->layout;
+    return 1;
+  }
+  if (B->where[v].kind >= 0) {
+    *buf = B->where[v];
+    fhjit_dense_layout(&n->type, l);
+    return 1;
+  }
+  if (n->op != IR_EXTRACT || !source_view(B, n->args[0], buf, l)) return 0;
+  l->offset += n->attr[0] * l->comp_stride;
+  l->comp_stride = 0;
+  return 1;
+}
+
+/* The plan's source axes from a view of type t. */
+static void set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *l) {
+  int k = 0;
+  if (t->comps > 0) {
+    p->src_ext[k] = t->comps;
+    p->src_stride[k++] = l->comp_stride;
+  }
+  for (int a = 0; a < t->nbatch; a++) {
+    p->src_ext[k] = t->batch[a];
+    p->src_stride[k++] = l->batch_stride[a];
+  }
+  p->src_ext[k] = t->rows;
+  p->src_stride[k++] = l->row_stride;
+  p->src_nax = k;
+  p->src_offset = l->offset;
+  p->src_index_stride = l->index_stride;
+}
+
+static an_plan *build_plan(fhjit_graph *g) {
+  an_build B = {.g = g};
+  B.p = calloc(1, sizeof *B.p);
+  B.live = live_values(g);
+  B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
+  if (B.p) B.p->sctx = fhjit_context_create();
+  if (!B.p || !B.live || !B.where || !B.p->sctx) {
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto fail;
+  }
+  for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0};
+
+  for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
+    if (!is_live_anchor(g, B.live, v)) continue;
+    const ir_node *n = &g->nodes[v];
+    fhjit_value x = n->args[0];
+    /* the operand: read in place, else materialised (a computed value,
+     * or the whole value an extract reads) into its result buffer when it
+     * is an output, else into scratch */
+    an_buf src;
+    fhjit_layout view;
+    if (!source_view(&B, x, &src, &view)) {
+      fhjit_value m = x;
+      while (g->nodes[m].op == IR_EXTRACT && g->nodes[g->nodes[m].args[0]].op != IR_INPUT &&
+             B.where[g->nodes[m].args[0]].kind < 0)
+        m = g->nodes[m].args[0];
+      an_buf dst;
+      if (g->result_of[m] >= 0) {
+        dst = (an_buf){LW_ARG_RESULT, g->result_of[m]};
+      } else {
+        int sc = new_scratch(&B, &g->nodes[m].type);
+        if (sc < 0) break;
+        dst = (an_buf){LW_ARG_SCRATCH, sc};
+      }
+      add_pointwise(&B, &m, &dst, 1);
+      B.where[m] = dst;
+      if (B.st) break;
+      if (!source_view(&B, x, &src, &view)) {
+        B.st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                           "%%%s = ntt: internal: no view of its operand %%%s", n->name,
+                           g->nodes[x].name);
+        break;
+      }
+    }
+    /* the table: dense rows of words from some offset */
+    const ir_node *tw = &g->nodes[n->args[1]];
+    if (tw->type.n > 1 && tw->layout.index_stride != 1) {
+      B.st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                         "%%%s = ntt: the twiddle table %%%s must have index stride 1 (it has "
+                         "%lld)",
+                         n->name, tw->name, (long long)tw->layout.index_stride);
+      break;
+    }
+    an_step *s = new_step(&B);
+    if (!s) break;
+    s->is_ntt = 1;
+    s->node = v;
+    s->src = src;
+    s->tw = (an_buf){LW_ARG_INPUT, tw->input_index};
+    if (g->result_of[v] >= 0) {
+      s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
+    } else {
+      int sc = new_scratch(&B, &n->type);
+      if (sc < 0) break;
+      s->dst = (an_buf){LW_ARG_SCRATCH, sc};
+    }
+    B.where[v] = s->dst;
+    int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
+    if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
+                         n->type.rows, batch_rows, &s->plan)) {
+      B.st = FHJIT_ERR_UNSUPPORTED;
+      break;
+    }
+    set_source(&s->plan, &g->nodes[x].type, &view);
+    s->plan.tw_offset = tw->layout.offset;
+    s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
+  }
+  /* the results no step wrote, in one final pointwise step */
+  if (!B.st) {
+    fhjit_value *targets = malloc(sizeof *targets * (size_t)(g->nresults + 1));
+    an_buf *dests = malloc(sizeof *dests * (size_t)(g->nresults + 1));
+    int nt = 0;
+    if (!targets || !dests) B.st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    for (int32_t k = 0; k < g->nresults && !B.st; k++) {
+      fhjit_value v = g->results[k].value;
+      if (B.where[v].kind == LW_ARG_RESULT) continue;
+      targets[nt] = v;
+      dests[nt++] = (an_buf){LW_ARG_RESULT, k};
+    }
+    if (!B.st && nt > 0) add_pointwise(&B, targets, dests, nt);
+    free(targets);
+    free(dests);
+  }
+  if (B.st) goto fail;
+  free(B.live);
+  free(B.where);
+  return B.p;
+fail:
+  free(B.live);
+  free(B.where);
+  plan_free(B.p);
+  return NULL;
+}
+
+/* --------------------------------------------------------------- GPU */
+
+static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
+  (void)p;
+  (void)np;
+  const an_step *st = &p->steps[s];
+  k->nargs = 0;
+  k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
+  k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  if (st->is_ntt) {
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
+    const an_buf *src = j == 0 ? &st->src : &st->dst;
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    return;
+  }
+  for (int32_t i = 0; i < st->sub->ninputs; i++)
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[i].kind, st->in[i].index};
+  for (int32_t r = 0; r < st->sub->nresults; r++)
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->out[r].kind, st->out[r].index};
+}
+
+fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
+                                   char **text, lw_program *prog) {
+  if (text) *text = NULL;
+  if (prog) memset(prog, 0, sizeof *prog);
+  const nv_target *t = nv_find_target(g->ctx, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  LLVMTargetMachineRef tm = nv_gpu_machine(g->ctx, t);
+  if (!tm) {
+    plan_free(p);
+    return FHJIT_ERR_LLVM;
+  }
+  LLVMContextRef c = LLVMContextCreate();
+  char mname[96];
+  snprintf(mname, sizeof mname, "fhjit_%s", g->name);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(mname, c);
+  nv_prepare_module(m, tm);
+  fhjit_status st = FHJIT_OK;
+  lw_program out = {0};
+  for (int s = 0; s < p->nsteps && !st; s++) {
+    an_step *sp = &p->steps[s];
+    if (sp->is_ntt) {
+      char prefix[40];
+      snprintf(prefix, sizeof prefix, "fhjit_ntt%d_n%d", s, sp->plan.log_n);
+      st = lw_ntt_build(g->ctx, &sp->plan, LW_GPU, prefix, c, m);
+      for (int j = 0; j < sp->plan.nkernels && !st; j++) {
+        if (out.nkernels == LW_MAX_KERNELS) {
+          st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                        "error: graph @%s needs more than %d kernels", g->name, LW_MAX_KERNELS);
+          break;
+        }
+        lw_kernel *k = &out.kernels[out.nkernels++];
+        snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
+        k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
+        k->grid[1] = k->grid[2] = 1;
+        k->block[0] = sp->plan.k[j].threads;
+        k->block[1] = k->block[2] = 1;
+        step_args(p, s, &sp->plan, j, k);
+      }
+      continue;
+    }
+    lw_plan pl;
+    LLVMModuleRef sm = NULL;
+    if ((st = lw_plan_graph(sp->sub, &pl)) || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm))) {
+      st = ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
+                    fhjit_last_error(p->sctx));
+      break;
+    }
+    nv_prepare_module(sm, tm);
+    if (LLVMLinkModules2(m, sm)) {
+      st = ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: linking a pointwise step failed",
+                    g->name);
+      break;
+    }
+    if (out.nkernels == LW_MAX_KERNELS) {
+      st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s needs more than %d kernels",
+                    g->name, LW_MAX_KERNELS);
+      break;
+    }
+    lw_kernel *k = &out.kernels[out.nkernels++];
+    snprintf(k->name, sizeof k->name, "%s", pl.name);
+    k->grid[0] = (uint32_t)((pl.groups + LW_BLOCK - 1) / LW_BLOCK);
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = LW_BLOCK;
+    k->block[1] = k->block[2] = 1;
+    step_args(p, s, NULL, 0, k);
+  }
+  char what[128];
+  snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
+  if (!st) st = nv_verify(g->ctx, m, what);
+  if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  int need_opt = prog || (text && kind != FHJIT_EMIT_LLVM);
+  if (!st && need_opt) st = nv_optimize(g->ctx, m, tm, "default<O3>");
+  if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  if (!st && (prog || (text && kind == FHJIT_EMIT_PTX))) {
+    char *ptx = NULL;
+    st = nv_emit_ptx(g->ctx, m, tm, &ptx);
+    if (!st && text && kind == FHJIT_EMIT_PTX && !(*text = strdup(ptx)))
+      st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    if (!st && prog) {
+      out.ptx = ptx;
+      ptx = NULL;
+      out.nscratch = p->nscratch;
+      memcpy(out.scratch_bytes, p->scratch_bytes, sizeof out.scratch_bytes);
+      *prog = out;
+    }
+    free(ptx);
+  }
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  plan_free(p);
+  if (st && text) {
+    free(*text);
+    *text = NULL;
+  }
+  return st;
+}
+
+/* --------------------------------------------------------------- host */
+
+static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *results,
+                     void *const *scratch) {
+  switch (b->kind) {
+  case LW_ARG_INPUT: return (void *)inputs[b->index];
+  case LW_ARG_RESULT: return results[b->index];
+  case LW_ARG_SCRATCH: return scratch[b->index];
+  default: return NULL;
+  }
+}
+
+fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
+                                const void *const *inputs, void *const *results, int threads) {
+  if (!g->compiled || g->free_compiled != plan_free_hook) {
+    an_plan *p = build_plan(g);
+    if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+    for (int s = 0; s < p->nsteps; s++) {
+      if (!p->steps[s].is_ntt) continue;
+      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &p->host[s]);
+      if (st) {
+        plan_free(p);
+        return st;
+      }
+    }
+    if (g->compiled && g->free_compiled) g->free_compiled(g->compiled);
+    g->compiled = p;
+    g->free_compiled = plan_free_hook;
+  }
+  an_plan *p = g->compiled;
+  void *scratch[LW_MAX_KERNELS] = {0};
+  fhjit_status st = FHJIT_OK;
+  for (int s = 0; s < p->nscratch && !st; s++)
+    if (!(scratch[s] = malloc((size_t)p->scratch_bytes[s])))
+      st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
+                    g->name);
+  for (int s = 0; s < p->nsteps && !st; s++) {
+    an_step *sp = &p->steps[s];
+    if (sp->is_ntt) {
+      st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
+                           buf_ptr(&sp->tw, inputs, results, scratch),
+                           buf_ptr(&sp->src, inputs, results, scratch),
+                           buf_ptr(&sp->dst, inputs, results, scratch), threads);
+      continue;
+    }
+    const void *ins[LW_MAX_ARGS];
+    void *outs[LW_MAX_ARGS];
+    for (int32_t i = 0; i < sp->sub->ninputs; i++) ins[i] = buf_ptr(&sp->in[i], inputs, results, scratch);
+    for (int32_t r = 0; r < sp->sub->nresults; r++) outs[r] = buf_ptr(&sp->out[r], inputs, results, scratch);
+    if (fhjit_run_host(sp->sub, params, pstride, ins, outs, threads))
+      st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
+                    g->name, fhjit_last_error(p->sctx));
+  }
+  for (int s = 0; s < p->nscratch; s++) free(scratch[s]);
+  return st;
+}
