@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fake_cuda.h"
+#include "fake_exec.h"
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
 #include "runtime/cuda_api.h"
@@ -137,36 +137,11 @@ static void load_driver(void) {
   fhjit_clear_error(ctx);
 }
 
-/* On the fake driver, launches run on the host (graphs by tag, the copy
- * kernel by name). */
-static void (*fake_set_tag)(void *);
-static void fake_execute(const fake_launch *l) {
-  if (!strcmp(l->name, "fhjit_bench_copy")) {
+/* On the fake driver, launches run on the host: graphs through fhjit_run_host
+ * (fake_exec.h), the copy kernel here. */
+static void fake_copy(const fake_launch *l) {
+  if (!strcmp(l->name, "fhjit_bench_copy"))
     memcpy((void *)(uintptr_t)l->params[0], (const void *)(uintptr_t)l->params[1], l->params[2] * 16);
-    return;
-  }
-  fhjit_graph *g = l->tag;
-  if (!g) return;
-  int32_t nin = fhjit_num_inputs(g), nres = fhjit_num_results(g);
-  const void *ins[16];
-  void *res[16];
-  for (int32_t i = 0; i < nin && i < 16; i++) ins[i] = (const void *)(uintptr_t)l->params[2 + i];
-  for (int32_t r = 0; r < nres && r < 16; r++) res[r] = (void *)(uintptr_t)l->params[2 + nin + r];
-  fhjit_run_host(g, (const void *)(uintptr_t)l->params[0], (int64_t)l->params[1], ins, res, 0);
-}
-
-static int use_fake_executor(void) {
-  void (*set_executor)(fake_cuda_executor) = NULL;
-  *(void **)&set_executor = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_executor");
-  *(void **)&fake_set_tag = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_tag");
-  fhjit_clear_error(ctx);
-  if (!set_executor || !fake_set_tag) return 0;
-  set_executor(fake_execute);
-  return 1;
-}
-
-static void tag(void *g) {
-  if (fake_set_tag) fake_set_tag(g);
 }
 
 /* ------------------------------------------------------------------ graphs */
@@ -344,7 +319,7 @@ static void launch_copy(void *arg, int set, CUstream s) {
   copy_job *j = arg;
   void *params[3] = {&j->dst[set], &j->src[set], &j->n16};
   unsigned grid = (unsigned)((j->n16 + 1023) / 1024);
-  tag(NULL);
+  fx_tag(NULL);
   CU_OK(cu.cuLaunchKernel(j->fn, grid, 1, 1, 256, 1, 1, 0, s, params, NULL));
 }
 
@@ -396,7 +371,7 @@ static void launch_graph(void *arg, int set, CUstream s) {
   fhjit_cuda_args a = {.params = j->params, .pstride = j->pstride, .inputs = j->sets[set].in,
                        .ninputs = j->nin, .results = j->sets[set].out, .nresults = j->nres,
                        .stream = s, .options = j->options};
-  tag(j->g);
+  fx_tag(j->g);
   if (fhjit_cuda_launch_kernel(j->k, &a) != FHJIT_OK) die("launch");
 }
 
@@ -588,7 +563,7 @@ static void bench_launch(int count, CUstream s) {
                        .ninputs = 2, .results = j.sets[0].out, .nresults = 1, .stream = s};
   const char *names[3] = {"fhjit_cuda_launch_kernel", "  without pointer checks", "fhjit_cuda_launch (hashes the graph)"};
   printf("host launch overhead (%d async launches of a 256-element graph):\n", count);
-  tag(g);
+  fx_tag(g);
   for (int variant = 0; variant < 3; variant++) {
     a.options = variant == 1 ? &fast : NULL;
     for (int w = 0; w < 100; w++) variant == 2 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(k, &a);
@@ -645,7 +620,7 @@ int main(int argc, char **argv) {
   fhjit_cuda_context cuctx;
   if (fhjit_cuda_current_context(ctx, 0, &cuctx) != FHJIT_OK) die("fhjit_cuda_current_context");
   load_driver();
-  int fake = use_fake_executor();
+  int fake = fx_install(ctx, fake_copy);
   char tmp_cache[] = "/tmp/fhjit-bench-cache-XXXXXX";
   if (!cache_dir && mkdtemp(tmp_cache)) cache_dir = tmp_cache;
   if (cache_dir) setenv("FHJIT_CACHE_DIR", cache_dir, 1);

@@ -20,7 +20,7 @@
 
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
-#include "fake_cuda.h"          /* the fake driver's executor hook */
+#include "fake_exec.h"          /* kernels on the host under the fake driver */
 #include "runtime/cuda_api.h" /* declarations only: types and values */
 
 #ifndef FHJIT_EXAMPLES_DIR
@@ -130,42 +130,6 @@ static int load_driver(void) {
     return 0;
   }
   return 1;
-}
-
-/* On the fake driver, launches run on the host; the tag names the graph. */
-static void (*fake_set_tag)(void *tag);
-
-static void fake_execute(const fake_launch *l) {
-  fhjit_graph *g = l->tag;
-  if (!g) return;
-  int32_t nin = fhjit_num_inputs(g), nres = fhjit_num_results(g);
-  if (l->nparams != 2 + nin + nres || nin > 32 || nres > 32) {
-    printf("  fake execution: %s has %d parameters, graph @%s wants %d\n", l->name, l->nparams,
-           fhjit_graph_name(g), 2 + nin + nres);
-    return;
-  }
-  const void *ins[32];
-  void *res[32];
-  for (int32_t i = 0; i < nin; i++) ins[i] = (const void *)(uintptr_t)l->params[2 + i];
-  for (int32_t r = 0; r < nres; r++) res[r] = (void *)(uintptr_t)l->params[2 + nin + r];
-  if (fhjit_run_host(g, (const void *)(uintptr_t)l->params[0], (int64_t)l->params[1], ins, res,
-                     1) != FHJIT_OK)
-    printf("  fake execution of @%s: %s\n", fhjit_graph_name(g),
-           fhjit_last_error(fhjit_graph_context(g)));
-}
-
-static int use_fake_executor(void) {
-  void (*set_executor)(fake_cuda_executor) = NULL;
-  *(void **)&set_executor = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_executor");
-  *(void **)&fake_set_tag = fhjit_cuda_driver_proc(ctx, "fake_cuda_set_tag");
-  fhjit_clear_error(ctx);
-  if (!set_executor || !fake_set_tag) return 0;
-  set_executor(fake_execute);
-  return 1;
-}
-
-static void tag(fhjit_graph *g) {
-  if (fake_set_tag) fake_set_tag(g);
 }
 
 #define CU_OK(call)                                                             \
@@ -409,7 +373,7 @@ static int case_run(gcase *c, fhjit_cuda_stream stream, const char *label) {
   case_poison(c);
   fhjit_cuda_args a;
   case_args(c, &a, stream);
-  tag(c->g);
+  fx_tag(c->g);
   if (fhjit_cuda_launch_kernel(c->kernel, &a) != FHJIT_OK) {
     check(0, "%s: launch: %s", label, fhjit_last_error(ctx));
     return 0;
@@ -626,7 +590,7 @@ static void group_examples(const char *dir) {
       if (ok && c.nres > 0 && pick_inplace(&c)) {
         fhjit_cuda_args a;
         case_args(&c, &a, NULL);
-        tag(c.g);
+        fx_tag(c.g);
         if (fhjit_cuda_launch_kernel(c.kernel, &a) == FHJIT_OK) {
           CU_OK(cu.cuCtxSynchronize());
           check(case_verify(&c, names[i]), "%s in place (result #%d over input #%d)", names[i],
@@ -669,7 +633,7 @@ static void group_random(int count, int max_log2) {
       if (ok && rg.inplace && c.nres > 0 && pick_inplace(&c)) {
         fhjit_cuda_args a;
         case_args(&c, &a, NULL);
-        tag(c.g);
+        fx_tag(c.g);
         fhjit_status s = fhjit_cuda_launch_kernel(c.kernel, &a);
         if (s == FHJIT_OK) {
           CU_OK(cu.cuCtxSynchronize());
@@ -779,7 +743,7 @@ static void group_streams(int max_log2) {
     if (!ready[i]) continue;
     fhjit_cuda_args a;
     case_args(&cases[i], &a, streams[i / PER]);
-    tag(cases[i].g);
+    fx_tag(cases[i].g);
     if (fhjit_cuda_launch_kernel(cases[i].kernel, &a) != FHJIT_OK) {
       check(0, "stream%d: %s", i, fhjit_last_error(ctx));
       ready[i] = 0;
@@ -822,7 +786,7 @@ static void group_capture(void) {
     case_args(&c, &a, s);
     fhjit_cuda_options fast = {.flags = FHJIT_CUDA_NO_POINTER_CHECKS};
     if (variant == 2) a.options = &fast;
-    tag(g);
+    fx_tag(g);
     CU_OK(cu.cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     fhjit_status st = variant == 1 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(c.kernel, &a);
     CUgraph cg = NULL;
@@ -919,7 +883,7 @@ static void group_errors(void) {
   CU_OK(cu.cuCtxDestroy(other));
   /* the first context still works */
   case_poison(&c);
-  tag(g);
+  fx_tag(g);
   check(fhjit_cuda_launch_kernel(c.kernel, &a) == FHJIT_OK, "launch after the errors: %s",
         fhjit_last_error(ctx));
   CU_OK(cu.cuCtxSynchronize());
@@ -997,7 +961,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   if (!load_driver()) return 1;
-  if (use_fake_executor()) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
+  if (fx_install(ctx, NULL)) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
   printf("fhjit %s GPU tests: sizes up to 2^%d, %d random graphs, seed %llu\n", fhjit_version(),
          max_log2, nrandom, (unsigned long long)rng_state);
   /* the disk cache of the user is left alone: this run's own */
