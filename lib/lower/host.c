@@ -13,6 +13,7 @@
 #include <llvm-c/Orc.h>
 
 #include "lower/lw_llvm.h"
+#include "lower/ntt.h"
 #include "nvptx/nvptx.h"
 
 typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
@@ -181,6 +182,8 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",
                     fn, g->name, (long long)pstride, (long long)limbs);
+  if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor.c) */
+    return lw_anchor_run_host(g, params, pstride, inputs, results, threads);
   if (!g->compiled || g->free_compiled != host_free) {
     lw_host *h;
     fhjit_status st = host_compile(g, &h);
