@@ -187,7 +187,7 @@ fhjit_status fhjit_cuda_current_context(fhjit_context *ctx, int32_t device,
   *out = NULL;
   const rt_driver *d = rt_driver_get(ctx, what);
   if (!d) return FHJIT_ERR_NO_DRIVER;
-  CUcontext cur;
+  CUcontext cur = NULL;
   fhjit_status s = rt_current_context(ctx, d, device, what, &cur);
   if (s == FHJIT_OK) *out = cur;
   return s;

@@ -89,7 +89,7 @@ static int overlap(const rt_ptr *a, const rt_ptr *b) {
 static fhjit_status check_driver_view(fhjit_context *ctx, const rt_driver *d, const char *what,
                                       const char *gname, const rt_namer *nm, const rt_ptr *p,
                                       CUcontext cur) {
-  char who[160];
+  char who[256];
   CUcontext owner = NULL;
   CUdeviceptr start = 0;
   size_t size = 0;
@@ -169,7 +169,7 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
   for (int32_t i = 0; i < nscratch; i++)
     ps[np++] = (rt_ptr){RT_SCRATCH, i, a->scratch[i], 0, (uint64_t)k->prog.scratch_bytes[i]};
   rt_namer nm = {k, g};
-  char who[160], other[160];
+  char who[256], other[256];
   for (int32_t i = 0; i < np && s == FHJIT_OK; i++) {
     if (ps[i].base == 0 || ps[i].base % RT_ALIGN) {
       describe(who, sizeof who, &nm, &ps[i]);

@@ -565,7 +565,10 @@ static void group_examples(const char *dir) {
   closedir(d);
   for (int i = 0; i < count; i++) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= sizeof path) {
+      check(0, "%s/%s: path too long", dir, names[i]);
+      continue;
+    }
     size_t size;
     char *text = read_file(path, &size);
     fhjit_graph *g = text ? fhjit_parse(ctx, text, size, path) : NULL;
