@@ -161,9 +161,16 @@ def selftest():
 
 # --------------------------------------------------------------- the kernels
 
-def make_kernels():
+# Triton resolves the names a @triton.jit function uses (tl, the helpers)
+# from the module's globals, so the kernels live at module level; without
+# Triton (--selftest on a machine without a GPU) they are not defined.
+try:
     import triton
     import triton.language as tl
+except ImportError:
+    triton = tl = None
+
+if tl is not None:
 
     @triton.jit
     def _redc62(a, b, q, k):
@@ -259,8 +266,14 @@ def make_kernels():
             p2 = _mul(d2, _ld(K, (2 * 2 + c) * E + offs, mask, R62), q, k, R62)
             _st(ACC, c * E + offs, _add_lazy(_add_lazy(p0, p1, q), p2, q), mask, R62)
 
-    return {"mul": mul_kernel, "tensor_product": tensor_kernel,
-            "keyswitch_3digits": keyswitch_kernel}
+    KERNELS = {"mul": mul_kernel, "tensor_product": tensor_kernel,
+               "keyswitch_3digits": keyswitch_kernel}
+
+
+def make_kernels():
+    if tl is None:
+        raise RuntimeError("Triton is not installed")
+    return KERNELS
 
 
 # ------------------------------------------------------------------ the run

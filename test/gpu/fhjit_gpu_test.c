@@ -659,13 +659,16 @@ static void group_random(int count, int max_log2) {
 /* d = add_lazy(mul(a, b), c) over [rows, n] with rows*n = size elements. */
 static fhjit_graph *fma_graph(fhjit_radix radix, int64_t size) {
   fhjit_graph *g = fhjit_graph_create(ctx, "fma", radix);
-  int64_t n = size, rows = 1;
+  /* Large sizes: N = 2^16 limbs of at most 32 rows, the rest on a batch axis. */
+  int64_t n = size, rows = 1, batch = 1;
   while (n > 65536 && n % 2 == 0) n /= 2, rows *= 2;
+  while (rows > 32 && rows % 2 == 0) rows /= 2, batch *= 2;
   fhjit_type t;
   memset(&t, 0, sizeof t);
   t.kind = FHJIT_KIND_POLY;
   t.rows = rows;
   t.n = n;
+  if (batch > 1) t.nbatch = 1, t.batch[0] = batch;
   fhjit_value a = fhjit_input(g, "a", &t), b = fhjit_input(g, "b", &t), c = fhjit_input(g, "c", &t);
   fhjit_output(g, fhjit_add_lazy(g, fhjit_mul(g, a, b), c), "d");
   if (fhjit_bind(g) != FHJIT_OK) {
