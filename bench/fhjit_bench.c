@@ -588,6 +588,7 @@ static void bench_launch(int count, CUstream s) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* logs survive a crash */
   int sizes[4] = {21, 26}, nsizes = 2, compile_only = 0, quick = 0;
   const char *json_path = NULL, *cache_dir = NULL;
   for (int i = 1; i < argc; i++) {

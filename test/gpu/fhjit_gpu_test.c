@@ -939,6 +939,7 @@ static void group_cache(void) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0); /* logs survive a crash */
   const char *examples = FHJIT_EXAMPLES_DIR;
   int max_log2 = 26, nrandom = 120, quick = 0;
   for (int i = 1; i < argc; i++) {
