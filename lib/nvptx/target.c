@@ -80,6 +80,10 @@ LLVMTargetMachineRef nv_gpu_machine(fhjit_context *ctx, const nv_target *t) {
 }
 
 LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx) {
+  return nv_host_machine_level(ctx, LLVMCodeGenLevelDefault);
+}
+
+LLVMTargetMachineRef nv_host_machine_level(fhjit_context *ctx, LLVMCodeGenOptLevel level) {
   if (!nv_init()) {
     ir_error(ctx, FHJIT_ERR_LLVM, "error: LLVM's native target is not available");
     return NULL;
@@ -87,7 +91,7 @@ LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx) {
   char *triple = LLVMGetDefaultTargetTriple();
   char *cpu = LLVMGetHostCPUName();
   char *features = LLVMGetHostCPUFeatures();
-  LLVMTargetMachineRef tm = make_machine(ctx, triple, cpu, features, LLVMCodeGenLevelDefault);
+  LLVMTargetMachineRef tm = make_machine(ctx, triple, cpu, features, level);
   LLVMDisposeMessage(triple);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
