@@ -77,7 +77,7 @@ step() {
 }
 
 {
-  echo "fhjit device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  echo "fhjit device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(cat "$BUILD/COMMIT" 2>/dev/null || git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
 } >"$OUT/gpu_test.log"
 : >"$OUT/memcheck.log"

@@ -19,7 +19,9 @@ mkdir -p "$OUT"
 (cd "$BUILD" && find . -maxdepth 3 -type f -perm -u+x ! -name '*.sh' ! -path './CMakeFiles/*' \
    ! -name 'test_*' -print0 | xargs -0 -I{} cp --parents {} "$ROOT/$OUT/")
 cp -P "$BUILD"/libfhjit.so* "$OUT/"
-find "$OUT" -type f -exec strip --strip-unneeded {} + 2>/dev/null || true
+# The commit the build came from (the device gets no .git).
+echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!dist' || echo -dirty)" >"$OUT/COMMIT"
+find "$OUT" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
 # lit configuration and test inputs are not needed there; graphs come from the tree.
 du -sh "$OUT"
 ldd "$OUT"/libfhjit.so.0 | sed 's/^/  /'
