@@ -1,6 +1,7 @@
-/* emit.c: the GPU path: bound graph -> LLVM IR -> default<O3> -> PTX through
- * the NVPTX back end, for fhjit_emit (text for tools) and lw_compile_ptx (the
- * program the runtime launches). */
+/* emit.c: the GPU path: bound graph -> LLVM IR -> optimisation (a lean
+ * pipeline equivalent to default<O3> here, see lw_gpu_pipeline) -> PTX
+ * through the NVPTX back end, for fhjit_emit (text for tools) and
+ * lw_compile_ptx (the program the runtime launches). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
