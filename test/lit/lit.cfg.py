@@ -12,6 +12,13 @@ config.suffixes = [".fh", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fhjit_obj_root, "test", "lit")
+# Users run their own .fh tests with fhjit's substitutions:
+#   lit -sv BUILD/test/lit --param fhjit_tests=DIR   (scripts/fhjit-lit DIR)
+user_tests = lit_config.params.get("fhjit_tests")
+if user_tests:
+    config.name = "fhjit-user"
+    config.test_source_root = os.path.abspath(user_tests)
+    config.test_exec_root = os.path.join(config.fhjit_obj_root, "test", "lit-user")
 
 tools = config.fhjit_tools_dir
 config.substitutions.append(("%fhjit-dump", os.path.join(tools, "fhjit-dump")))
