@@ -119,7 +119,7 @@ typedef struct lw {
   LLVMContextRef c;
   LLVMModuleRef m;
   LLVMBuilderRef b;
-  LLVMTypeRef word, dword, i1, i32, i64, idxt, ptr, vect, voidt;
+  LLVMTypeRef word, dword, i32, i64, idxt, ptr, vect, voidt;
   int wbits;
   unsigned vec_align;
   LLVMValueRef helper[H_COUNT];
@@ -132,6 +132,7 @@ typedef struct lw {
   ictx *ctx;
   int nctx, ctx_cap;
   fhjit_status st;
+  int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
 } lw;
 
 static fhjit_status oom(lw *L) {
@@ -769,7 +770,8 @@ static void emit_body(lw *L) {
   if (add_ctx(L, IX_MAIN, -1, 0) < 0) return;
   for (int32_t r = 0; r < g->nresults; r++) {
     fhjit_value v = g->results[r].value;
-    for (int c = 0; c < nc_of(&g->nodes[v]); c++) need(L, 0, v, c);
+    for (int c = 0; c < nc_of(&g->nodes[v]); c++)
+      if (L->eval_comp < 0 || (r == 0 && c == L->eval_comp)) need(L, 0, v, c);
   }
   for (fhjit_value v = g->nnodes - 1; v >= 0 && !L->st; v--)
     for (int x = 0; x < L->nctx; x++)
@@ -781,7 +783,7 @@ static void emit_body(lw *L) {
     for (int x = 0; x < L->nctx; x++)
       for (int c = 0; c < 3; c++)
         if (L->ctx[x].need[(size_t)v * 3 + (size_t)c]) emit_value(L, x, v, c);
-  if (L->st) return;
+  if (L->st || L->eval_comp >= 0) return;
   store_results(L);
 }
 
@@ -834,8 +836,10 @@ static LLVMValueRef build_body(lw *L) {
   arg_types(L, types);
   types[n] = L->idxt;
   char fname[96];
-  snprintf(fname, sizeof fname, "%s.body", L->p->name);
-  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(L->voidt, types, (unsigned)n + 1, 0));
+  if (L->eval_comp >= 0) snprintf(fname, sizeof fname, "%s.eval%d", L->p->name, L->eval_comp);
+  else snprintf(fname, sizeof fname, "%s.body", L->p->name);
+  LLVMTypeRef ret = L->eval_comp >= 0 ? L->word : L->voidt;
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)n + 1, 0));
   free(types);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   add_fn_attr(L, fn, "alwaysinline");
@@ -852,7 +856,13 @@ static LLVMValueRef build_body(lw *L) {
   LLVMPositionBuilderAtEnd(L->b, LLVMAppendBasicBlockInContext(L->c, fn, "entry"));
   decompose(L, LLVMGetParam(fn, (unsigned)n));
   emit_body(L);
-  LLVMBuildRetVoid(L->b);
+  if (L->eval_comp < 0) {
+    LLVMBuildRetVoid(L->b);
+  } else {
+    fhjit_value v = g->results[0].value;
+    int c = nc_of(&g->nodes[v]) > 1 ? L->eval_comp : 0;
+    LLVMBuildRet(L->b, L->st ? LLVMGetUndef(L->word) : slot(L, 0, v, c)[0]);
+  }
   return fn;
 }
 
@@ -983,16 +993,13 @@ static void build_host(lw *L, LLVMValueRef body) {
   free(args);
 }
 
-fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target, LLVMContextRef c,
-                      LLVMModuleRef *out) {
-  *out = NULL;
-  lw L = {.g = g, .p = plan, .target = target, .c = c};
-  L.m = LLVMModuleCreateWithNameInContext(plan->name, c);
+static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target target,
+                    LLVMContextRef c, LLVMModuleRef m) {
+  lw L = {.g = g, .p = plan, .target = target, .c = c, .m = m, .eval_comp = -1};
   L.b = LLVMCreateBuilderInContext(c);
   L.wbits = g->radix == FHJIT_R32 ? 32 : 62;
   L.word = g->radix == FHJIT_R32 ? LLVMInt32TypeInContext(c) : LLVMInt64TypeInContext(c);
   L.dword = g->radix == FHJIT_R32 ? LLVMInt64TypeInContext(c) : LLVMIntTypeInContext(c, 128);
-  L.i1 = LLVMInt1TypeInContext(c);
   L.i32 = LLVMInt32TypeInContext(c);
   L.i64 = LLVMInt64TypeInContext(c);
   L.idxt = plan->idx_bits == 64 ? L.i64 : L.i32;
@@ -1002,6 +1009,42 @@ fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target, LLV
   /* The GPU ABI requires 16-byte aligned bases; host buffers need only be
    * word-aligned, and unaligned vector accesses cost nothing there. */
   L.vec_align = target == LW_GPU ? 16u : (unsigned)(L.wbits == 32 ? 4 : 8);
+  *Lp = L;
+}
+
+static void fini_lw(lw *L) {
+  for (int x = 0; x < L->nctx; x++) {
+    free(L->ctx[x].need);
+    free(L->ctx[x].val);
+  }
+  free(L->ctx);
+  free(L->inputs);
+  free(L->results);
+  LLVMDisposeBuilder(L->b);
+}
+
+fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                           LLVMContextRef c, LLVMModuleRef m) {
+  if (plan->vec != 1 || g->nresults < 1)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
+  fhjit_value v = g->results[0].value;
+  for (int comp = 0; comp < nc_of(&g->nodes[v]); comp++) {
+    lw L;
+    init_lw(&L, g, plan, target, c, m);
+    L.eval_comp = comp;
+    build_body(&L);
+    fhjit_status st = L.st;
+    fini_lw(&L);
+    if (st) return st;
+  }
+  return FHJIT_OK;
+}
+
+fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target, LLVMContextRef c,
+                      LLVMModuleRef *out) {
+  *out = NULL;
+  lw L;
+  init_lw(&L, g, plan, target, c, LLVMModuleCreateWithNameInContext(plan->name, c));
   if (g->nresults > 0) {
     LLVMValueRef body = build_body(&L);
     if (!L.st && body) {
@@ -1009,14 +1052,7 @@ fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target, LLV
       else build_host(&L, body);
     }
   }
-  for (int x = 0; x < L.nctx; x++) {
-    free(L.ctx[x].need);
-    free(L.ctx[x].val);
-  }
-  free(L.ctx);
-  free(L.inputs);
-  free(L.results);
-  LLVMDisposeBuilder(L.b);
+  fini_lw(&L);
   if (L.st) {
     LLVMDisposeModule(L.m);
     return L.st;
