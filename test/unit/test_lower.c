@@ -14,6 +14,7 @@
 
 #include "ir/ir.h"
 #include "lower/lw_llvm.h"
+#include "nvptx/nvptx.h"
 #include "testutil.h"
 
 #define MAXIN 16
@@ -773,6 +774,31 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* What LLVM rejects is reported as FHJIT_ERR_LLVM with its message: a
+ * module that fails verification, a pipeline that does not parse. */
+START_TEST(test_llvm_errors) {
+  fhjit_context *ctx = fhjit_context_create();
+  nv_init();
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("broken", c);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+  LLVMValueRef fn = LLVMAddFunction(m, "f", LLVMFunctionType(i32, NULL, 0, 0));
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, fn, "entry"));
+  LLVMBuildRetVoid(b); /* i32 function returning void */
+  ck_assert_int_eq(nv_verify(ctx, m, "a broken module"), FHJIT_ERR_LLVM);
+  ck_assert(tu_contains(fhjit_last_error(ctx), "LLVM rejected the module of a broken module"));
+  LLVMDisposeBuilder(b);
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  fhjit_graph *g = small_graph(ctx, FHJIT_R32, "pipe");
+  ck_assert_ptr_null(lw_emit_with_pipeline(g, FHJIT_EMIT_PTX, "sm_90", "no-such-pass"));
+  ck_assert_int_eq(fhjit_last_status(ctx), FHJIT_ERR_LLVM);
+  ck_assert(tu_contains(fhjit_last_error(ctx), "no-such-pass"));
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* Only identity views: no kernel work, a PTX module without kernels. */
 START_TEST(test_alias_only) {
   fhjit_context *ctx = fhjit_context_create();
@@ -844,6 +870,7 @@ int main(void) {
   tcase_add_test(tc, test_emit_targets);
   tcase_add_loop_test(tc, test_pipeline_vs_o3, 0, 2);
   tcase_add_test(tc, test_errors);
+  tcase_add_test(tc, test_llvm_errors);
   tcase_add_test(tc, test_alias_only);
   tcase_add_test(tc, test_concurrent_compile);
   suite_add_tcase(s, tc);
