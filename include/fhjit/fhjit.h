@@ -323,7 +323,7 @@ FHJIT_API fhjit_status fhjit_interpret(fhjit_graph *g, const void *params,
 
 typedef enum fhjit_emit_kind {
   FHJIT_EMIT_LLVM = 0, /* LLVM IR before optimisation */
-  FHJIT_EMIT_LLVM_OPT, /* LLVM IR after default<O3> for the target */
+  FHJIT_EMIT_LLVM_OPT, /* LLVM IR after optimisation for the target */
   FHJIT_EMIT_PTX       /* PTX from the NVPTX backend */
 } fhjit_emit_kind;
 
