@@ -3,16 +3,21 @@
  * An NTT mixes every coefficient of a row, so it cannot share the one
  * element-wise walk of the fused pointwise kernel (lower.c). The graph is cut
  * at its NTT nodes ("anchors") into steps run in order:
- *   - the NTT's kernels (ntt_emit.c), reading their operand where it already
- *     lies densely (a graph input, a component of one, an earlier anchor's
- *     buffer) and writing a result buffer (the anchor is an output) or a
- *     scratch buffer;
- *   - a pointwise kernel (lower.c's fused kernel on a sub-graph) wherever an
- *     NTT operand is computed: it is materialised once into scratch;
- *   - one final pointwise kernel for the remaining results, reading inputs,
- *     anchors and materialised values at the same element.
- * Nothing the graph does not output is materialised except NTT operands
- * that are computed and NTT results consumed by later steps (scratch).
+ *   - the NTT's kernels (ntt_emit.c). Their first kernel reads the operand
+ *     where it lies (a graph input through its bound view, a component of
+ *     one, an earlier anchor's buffer) or, when the operand is computed,
+ *     computes it element by element as it loads it: a fused prologue, the
+ *     pointwise expression evaluated by lower.c's evaluator (lw_build_eval)
+ *     inside the NTT kernel, its inputs appended to that kernel's arguments.
+ *     The last kernel writes a result buffer (the anchor is an output) or a
+ *     scratch buffer (a later step reads it);
+ *   - one final pointwise kernel (lower.c's fused kernel on a sub-graph) for
+ *     the results no NTT wrote, reading inputs and anchors at the element.
+ * So a chain such as forward NTT -> key-switch products -> add_lazy ->
+ * inverse NTT materialises only the forward transforms (scratch between
+ * kernels): the products and the sum live in registers of the inverse's
+ * first kernel. Not fused yet: pointwise consumers of an NTT's result into
+ * its last kernel (an epilogue); they run as the final pointwise kernel.
  *
  * The sub-graphs live in a private context owned by the compiled state, so
  * their lifetime never mixes with the user's graphs. */
@@ -40,6 +45,12 @@ typedef struct an_step {
   fhjit_value node;
   lw_ntt_plan plan;
   an_buf src, dst, tw;
+  /* a fused prologue: the operand computed in the first kernel by a bound
+   * sub-graph (its inputs: pro_in), component pro_comp of its result (-1:
+   * all of it) */
+  fhjit_graph *pro_sub;
+  an_buf *pro_in;
+  int pro_comp;
 } an_step;
 
 typedef struct an_plan {
@@ -57,6 +68,7 @@ static void plan_free(an_plan *p) {
   for (int s = 0; s < p->nsteps; s++) {
     free(p->steps[s].in);
     free(p->steps[s].out);
+    free(p->steps[s].pro_in);
     lw_ntt_host_destroy(p->host[s]);
   }
   fhjit_context_destroy(p->sctx);
@@ -163,28 +175,23 @@ static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_valu
   }
 }
 
-/* A pointwise step computing `targets` (values of g) into `dests`: a bound
- * sub-graph whose inputs are g's inputs and the values that already have a
- * buffer (where[]). */
-static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests,
-                          int ntargets) {
+/* A bound sub-graph computing `targets` (values of g), in that order of
+ * outputs, whose inputs are g's inputs and the values that already have a
+ * buffer (where[]); *in receives the buffer of each of its inputs. */
+static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *targets,
+                             int ntargets, an_buf **in_out) {
   fhjit_graph *g = B->g;
-  an_step *s = new_step(B);
-  if (!s) return;
-  char name[64];
-  snprintf(name, sizeof name, "%s_pw%d", g->name, B->p->nsteps - 1);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  s->sub = sub;
   fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes);
   char *need = calloc((size_t)g->nnodes, 1);
-  s->in = malloc(sizeof *s->in * (size_t)(g->nnodes + 1));
-  s->out = malloc(sizeof *s->out * (size_t)(ntargets + 1));
-  if (!sub || !map || !need || !s->in || !s->out) {
+  an_buf *in = malloc(sizeof *in * (size_t)(g->nnodes + 1));
+  *in_out = in;
+  if (!sub || !map || !need || !in) {
     free(map);
     free(need);
     if (!sub) sub_error(B, "creating a pointwise step");
     else if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-    return;
+    return sub;
   }
   for (int t = 0; t < ntargets; t++) need[targets[t]] = 1;
   /* the cone of the targets, stopping at values with a buffer */
@@ -210,7 +217,7 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
         break;
       }
       map[v] = x;
-      s->in[nin++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+      in[nin++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
       continue;
     }
     fhjit_value args[IR_MAX_ARGS];
@@ -222,16 +229,32 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
   for (int t = 0; t < ntargets && !B->st; t++)
     if (fhjit_output(sub, map[targets[t]], NULL)) sub_error(B, "an output of a pointwise step");
   if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a pointwise step");
-  /* results in sub's order; every target is computed (not an input) */
+  free(map);
+  free(need);
+  return sub;
+}
+
+/* A pointwise step computing `targets` into `dests`. */
+static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests,
+                          int ntargets) {
+  fhjit_graph *g = B->g;
+  an_step *s = new_step(B);
+  if (!s) return;
+  char name[64];
+  snprintf(name, sizeof name, "%s_pw%d", g->name, B->p->nsteps - 1);
+  s->sub = make_sub(B, name, targets, ntargets, &s->in);
+  s->out = malloc(sizeof *s->out * (size_t)(ntargets + 1));
+  if (!s->out && !B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  fhjit_graph *sub = s->sub;
+  /* results in sub's order: outputs t of sub are targets t (every target is
+   * computed, so each output is a result or a view of one) */
   for (int32_t k = 0; !B->st && k < sub->nresults; k++) {
     int found = 0;
     for (int t = 0; t < ntargets && !found; t++)
-      if (map[targets[t]] == sub->results[k].value) s->out[k] = dests[t], found = 1;
+      if (sub->outputs[t].source == k && !sub->outputs[t].is_input_alias) s->out[k] = dests[t], found = 1;
     if (!found) B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s: internal: "
                                  "unmatched result of a pointwise step", g->name);
   }
-  free(map);
-  free(need);
 }
 
 /* Where the NTT operand v can be read in place: a buffer, the layout of the
@@ -296,28 +319,22 @@ static an_plan *build_plan(fhjit_graph *g) {
      * is an output, else into scratch */
     an_buf src;
     fhjit_layout view;
+    fhjit_graph *pro_sub = NULL;
+    an_buf *pro_in = NULL;
+    int pro_comp = -1;
     if (!source_view(&B, x, &src, &view)) {
+      /* computed: fused into the NTT's first kernel (prologue) */
       fhjit_value m = x;
-      while (g->nodes[m].op == IR_EXTRACT && g->nodes[g->nodes[m].args[0]].op != IR_INPUT &&
-             B.where[g->nodes[m].args[0]].kind < 0)
-        m = g->nodes[m].args[0];
-      an_buf dst;
-      if (g->result_of[m] >= 0) {
-        dst = (an_buf){LW_ARG_RESULT, g->result_of[m]};
-      } else {
-        int sc = new_scratch(&B, &g->nodes[m].type);
-        if (sc < 0) break;
-        dst = (an_buf){LW_ARG_SCRATCH, sc};
-      }
-      add_pointwise(&B, &m, &dst, 1);
-      B.where[m] = dst;
-      if (B.st) break;
-      if (!source_view(&B, x, &src, &view)) {
-        B.st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
-                           "%%%s = ntt: internal: no view of its operand %%%s", n->name,
-                           g->nodes[x].name);
+      if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];
+      char name[64];
+      snprintf(name, sizeof name, "%s_pro%d", g->name, B.p->nsteps);
+      pro_sub = make_sub(&B, name, &m, 1, &pro_in);
+      if (B.st) {
+        free(pro_in);
         break;
       }
+      src = (an_buf){-1, 0};
+      fhjit_dense_layout(&g->nodes[x].type, &view);
     }
     /* the table: dense rows of words from some offset */
     const ir_node *tw = &g->nodes[n->args[1]];
@@ -326,13 +343,20 @@ static an_plan *build_plan(fhjit_graph *g) {
                          "%%%s = ntt: the twiddle table %%%s must have index stride 1 (it has "
                          "%lld)",
                          n->name, tw->name, (long long)tw->layout.index_stride);
+      free(pro_in);
       break;
     }
     an_step *s = new_step(&B);
-    if (!s) break;
+    if (!s) {
+      free(pro_in);
+      break;
+    }
     s->is_ntt = 1;
     s->node = v;
     s->src = src;
+    s->pro_sub = pro_sub;
+    s->pro_in = pro_in;
+    s->pro_comp = pro_comp;
     s->tw = (an_buf){LW_ARG_INPUT, tw->input_index};
     if (g->result_of[v] >= 0) {
       s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
@@ -390,9 +414,13 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
   if (st->is_ntt) {
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
-    const an_buf *src = j == 0 ? &st->src : &st->dst;
+    /* with a prologue the source argument is unused: dst stands in */
+    const an_buf *src = j == 0 && !st->pro_sub ? &st->src : &st->dst;
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    if (j == 0 && st->pro_sub)
+      for (int32_t i = 0; i < st->pro_sub->ninputs; i++)
+        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->pro_in[i].kind, st->pro_in[i].index};
     return;
   }
   for (int32_t i = 0; i < st->sub->ninputs; i++)
@@ -426,7 +454,11 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
     if (sp->is_ntt) {
       char prefix[40];
       snprintf(prefix, sizeof prefix, "fhjit_ntt%d_n%d", s, sp->plan.log_n);
-      st = lw_ntt_build(g->ctx, &sp->plan, LW_GPU, prefix, c, m);
+      lw_ntt_prologue pro = {sp->pro_sub, sp->pro_comp};
+      st = lw_ntt_build(g->ctx, &sp->plan, sp->pro_sub ? &pro : NULL, LW_GPU, prefix, c, m);
+      if (st && sp->pro_sub && fhjit_last_status(p->sctx))
+        st = ir_error(g->ctx, st, "error: graph @%s: NTT prologue: %s", g->name,
+                      fhjit_last_error(p->sctx));
       for (int j = 0; j < sp->plan.nkernels && !st; j++) {
         if (out.nkernels == LW_MAX_KERNELS) {
           st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
@@ -507,6 +539,7 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
 
 static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *results,
                      void *const *scratch) {
+  if (b->kind < 0) return NULL;
   switch (b->kind) {
   case LW_ARG_INPUT: return (void *)inputs[b->index];
   case LW_ARG_RESULT: return results[b->index];
@@ -522,7 +555,9 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     for (int s = 0; s < p->nsteps; s++) {
       if (!p->steps[s].is_ntt) continue;
-      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &p->host[s]);
+      lw_ntt_prologue pro = {p->steps[s].pro_sub, p->steps[s].pro_comp};
+      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan,
+                                           p->steps[s].pro_sub ? &pro : NULL, &p->host[s]);
       if (st) {
         plan_free(p);
         return st;
@@ -542,10 +577,13 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
   for (int s = 0; s < p->nsteps && !st; s++) {
     an_step *sp = &p->steps[s];
     if (sp->is_ntt) {
+      const void *extra[LW_MAX_ARGS];
+      int32_t nextra = sp->pro_sub ? sp->pro_sub->ninputs : 0;
+      for (int32_t i = 0; i < nextra; i++) extra[i] = buf_ptr(&sp->pro_in[i], inputs, results, scratch);
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
-                           buf_ptr(&sp->src, inputs, results, scratch),
-                           buf_ptr(&sp->dst, inputs, results, scratch), threads);
+                           sp->pro_sub ? NULL : buf_ptr(&sp->src, inputs, results, scratch),
+                           buf_ptr(&sp->dst, inputs, results, scratch), extra, threads);
       continue;
     }
     const void *ins[LW_MAX_ARGS];

@@ -51,6 +51,14 @@ extern const char *const lw_gpu_pipeline;
 char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *arch,
                             const char *pipeline);
 
+/* For NTT anchors (anchor.c): adds to module m the internal always-inline
+ * functions "<plan->name>.eval<c>", one per component c of result 0 of g:
+ * word (params, pstride, inputs..., results..., index offset) returning that
+ * component at element `offset` of the walk, nothing stored (the result
+ * pointers are unused). plan->vec must be 1. */
+fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                           LLVMContextRef c, LLVMModuleRef m);
+
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {
   return 2 + g->ninputs + g->nresults;

@@ -83,15 +83,27 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
  * 3+3+2 | chunks ..."), for diagnostics and benches. */
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size);
 
+/* A fused prologue: the first kernel computes its source element by
+ * element instead of loading it, with lower.c's evaluator (lw_build_eval)
+ * for result 0 of `sub`, a bound pointwise graph; its inputs become extra
+ * arguments of that kernel. comp >= 0: the source is component `comp` of
+ * result 0; -1: the whole of it (batch-row = component-major). */
+typedef struct lw_ntt_prologue {
+  fhjit_graph *sub;
+  int comp;
+} lw_ntt_prologue;
+
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every
- * kernel takes (params, i64 pstride, twiddles, src, dst): twiddles a dense
- * [rows, N] table, src and dst dense [batch_rows, N]; kernel 1 of a
+ * kernel takes (params, i64 pstride, twiddles, src, dst), and the first one
+ * also the prologue's inputs (pro may be NULL; src is then unused): src as
+ * the plan's source view, dst dense [batch_rows, N]; kernel 1 of a
  * two-kernel plan works in place on dst. For LW_GPU each is a PTX kernel
- * with launch bounds; for LW_HOST each is "<prefix>_k<j>_host" with the
- * extra arguments (i64 block_begin, i64 block_end, ptr shared) and runs
- * every thread of blocks [block_begin, block_end). */
-fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target target,
-                          const char *prefix, LLVMContextRef c, LLVMModuleRef m);
+ * with launch bounds; for LW_HOST each is "<prefix>_k<j>_host"(ptr slots,
+ * i64 block_begin, i64 block_end, ptr shared), slot j holding argument j as
+ * 64 bits, and runs every thread of blocks [block_begin, block_end). */
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_prologue *pro,
+                          lw_target target, const char *prefix, LLVMContextRef c,
+                          LLVMModuleRef m);
 
 /* PTX and launch description of a standalone NTT: kernel arguments are
  * PARAMS, PSTRIDE, INPUT 1 (the twiddle table), then src and dst: INPUT 0
@@ -108,14 +120,16 @@ fhjit_status lw_ntt_emit_text(fhjit_context *ctx, const lw_ntt_plan *p, fhjit_em
 /* Host path: the plan's kernels JIT-compiled for this machine. */
 typedef struct lw_ntt_host lw_ntt_host;
 
-fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt_host **out);
+fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
+                                const lw_ntt_prologue *pro, lw_ntt_host **out);
 void lw_ntt_host_destroy(lw_ntt_host *h);
-/* Runs the transform: twiddles dense [rows, N], in and out dense
- * [batch_rows, N] words of the radix, distinct buffers. threads: worker
+/* Runs the transform: twiddles and `in` as the plan says, out dense
+ * [batch_rows, N] words of the radix, not overlapping `in`; with a prologue,
+ * `in` is unused (may be NULL) and extra[] are its inputs. threads: worker
  * threads, 0 = automatic. */
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
                              int64_t pstride, const void *twiddles, const void *in, void *out,
-                             int threads);
+                             const void *const *extra, int threads);
 
 /* ------------------------------------------------ graphs with NTT anchors */
 

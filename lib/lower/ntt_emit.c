@@ -191,6 +191,15 @@ typedef struct ne {
   LLVMTypeRef barrier_ty;
   int src_view; /* 1: this kernel reads the plan's source view (kernel 0) */
   int src_dense; /* that view is dense [batch_rows, N] from src_offset */
+  /* fused prologue (kernel 0 only) */
+  const lw_ntt_prologue *pro;
+  int pro_active;
+  int pro_ncomp;             /* eval functions */
+  LLVMValueRef pro_fn[3];
+  LLVMTypeRef pro_ty[3];
+  int pro_idx64;
+  int64_t pro_rows_per_comp; /* batch * rows of the sub-graph's result */
+  LLVMValueRef extra[LW_MAX_ARGS];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -490,6 +499,51 @@ static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
   return LLVMBuildNUWAdd(b, p->sbase, padded, "");
 }
 
+/* The source element (br, i) computed by the prologue's evaluator: the
+ * component's eval function at walk offset rest * N + i. A source of several
+ * components switches on the component (uniform within a block but for the
+ * last rows of a whole-row block). */
+static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
+  LLVMBuilderRef b = E->b;
+  const fhjit_graph *sub = E->pro->sub;
+  int single = E->pro->comp >= 0 || E->pro_ncomp == 1;
+  LLVMValueRef rest = br, comp = NULL;
+  if (!single) {
+    LLVMValueRef rpc = c64(E, (uint64_t)E->pro_rows_per_comp);
+    comp = LLVMBuildUDiv(b, br, rpc, "comp");
+    rest = LLVMBuildURem(b, br, rpc, "");
+  }
+  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, rest, c64(E, (uint64_t)E->P->log_n), ""), i, "");
+  if (!E->pro_idx64) off = LLVMBuildTrunc(b, off, E->i32, "");
+  int nargs = 2 + sub->ninputs + sub->nresults + 1;
+  LLVMValueRef args[LW_MAX_ARGS + 4];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->extra[j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  args[nargs - 1] = off;
+  if (single) {
+    int c = E->pro->comp >= 0 ? E->pro->comp : 0;
+    return LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
+  }
+  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
+  LLVMValueRef vals[3];
+  for (int c = 0; c < E->pro_ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.comp");
+  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[E->pro_ncomp - 1],
+                                    (unsigned)E->pro_ncomp - 1);
+  for (int c = 0; c + 1 < E->pro_ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
+  for (int c = 0; c < E->pro_ncomp; c++) {
+    LLVMPositionBuilderAtEnd(b, blocks[c]);
+    vals[c] = LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
+    blocks[c] = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, merge);
+  }
+  LLVMPositionBuilderAtEnd(b, merge);
+  LLVMValueRef phi = LLVMBuildPhi(b, E->W, "x");
+  LLVMAddIncoming(phi, vals, blocks, (unsigned)E->pro_ncomp);
+  return phi;
+}
+
 /* --------------------------------------------------------------- phases */
 
 /* Cache of the twiddle constants of one pass, by table index offset. */
@@ -520,7 +574,13 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
     mconst pre = {0};
     if (k->pre) pre = pre_const(E, &r);
     for (int i = 0; i < nr; i++) {
-      x[i] = load(E, E->W, E->src, soff(E, &p, kpos[i]), walign(E), "x");
+      if (E->pro_active) {
+        LLVMValueRef k64 = LLVMBuildZExt(b, kpos[i], E->i64, "");
+        if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
+        x[i] = pro_value(E, p.batch_row, LLVMBuildNUWAdd(b, p.ibase, k64, ""));
+      } else {
+        x[i] = load(E, E->W, E->src, soff(E, &p, kpos[i]), walign(E), "x");
+      }
       if (k->pre) x[i] = pre_step(E, &r, &pre, x[i]);
     }
   } else {
@@ -629,7 +689,8 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
        * else word by word */
       LLVMValueRef gs = gi, istep = c64(E, 1);
       int vector = 1;
-      if (E->src_view && !(E->src_dense && E->P->src_offset == 0)) {
+      LLVMValueRef pro_br = NULL, pro_i = NULL;
+      if (E->pro_active || (E->src_view && !(E->src_dense && E->P->src_offset == 0))) {
         const lw_ntt_plan *P = E->P;
         vector = P->src_index_stride == 1 && P->src_offset % V == 0;
         for (int a = 0; a < P->src_nax; a++)
@@ -643,15 +704,24 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
                             c64(E, (uint64_t)k->m), ""),
             LLVMBuildZExt(b, kpos, E->i64, ""), "");
         istep = c64(E, (uint64_t)P->src_index_stride);
-        gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
+        if (E->pro_active) {
+          vector = 0;
+          pro_br = br, pro_i = i;
+        } else {
+          gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
+        }
       }
       LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
                                 : NULL;
       for (int v = 0; v < V; v++) {
-        LLVMValueRef x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
-                                : load(E, E->W, E->src,
-                                       v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
-                                       walign(E), "x");
+        LLVMValueRef x;
+        if (pro_br)
+          x = pro_value(E, pro_br, v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i);
+        else
+          x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
+                     : load(E, E->W, E->src,
+                            v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
+                            walign(E), "x");
         if (step) x = pre_step(E, &r, &mc, x);
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
         LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
@@ -680,29 +750,49 @@ static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
 /* ------------------------------------------------------------ functions */
 
 /* (params, pstride, tw, src, dst) with their attributes. */
-static void kernel_params(ne *E, LLVMValueRef fn, int nbase) {
+/* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...). */
+static int num_kernel_args(const ne *E) {
+  return 5 + (E->pro_active ? (int)E->pro->sub->ninputs : 0);
+}
+
+static void kernel_params(ne *E, LLVMValueRef fn) {
   const char *names[5] = {"params", "pstride", "twiddles", "src", "dst"};
+  int n = num_kernel_args(E);
   for (int j = 0; j < 5; j++) LLVMSetValueName2(LLVMGetParam(fn, (unsigned)j), names[j], strlen(names[j]));
-  for (int j = 0; j < nbase; j++) {
+  for (int j = 0; j < n; j++) {
     if (j == 1) continue;
     param_attr(E, fn, (unsigned)j, "nocapture");
-    if (j <= 2 || !E->K->in_place) param_attr(E, fn, (unsigned)j, "noalias");
-    if (j <= 2 || (j == 3 && !E->K->in_place)) param_attr(E, fn, (unsigned)j, "readonly");
+    if (j <= 2 || j >= 5 || !E->K->in_place) param_attr(E, fn, (unsigned)j, "noalias");
+    if (j <= 2 || j >= 5 || (j == 3 && !E->K->in_place)) param_attr(E, fn, (unsigned)j, "readonly");
   }
   E->params = LLVMGetParam(fn, 0);
   E->pstride = LLVMGetParam(fn, 1);
   E->tw = LLVMGetParam(fn, 2);
   E->src = LLVMGetParam(fn, 3);
   E->dst = LLVMGetParam(fn, 4);
+  for (int j = 5; j < n; j++) {
+    E->extra[j - 5] = LLVMGetParam(fn, (unsigned)j);
+    const char *in = LLVMGetValueName(LLVMGetParam(E->pro_fn[0], (unsigned)(j - 3)));
+    char nm[96];
+    snprintf(nm, sizeof nm, "pro.%s", in);
+    LLVMSetValueName2(E->extra[j - 5], nm, strlen(nm));
+  }
+}
+
+static void kernel_types(ne *E, LLVMTypeRef *types) {
+  int n = num_kernel_args(E);
+  for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
 }
 
 static void build_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
-  LLVMTypeRef types[5] = {E->gptr, E->i64, E->gptr, E->gptr, E->gptr};
-  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, 5, 0));
+  LLVMTypeRef types[LW_MAX_ARGS + 8];
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
+  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   fn_attr(E, fn, "nounwind");
-  kernel_params(E, fn, 5);
+  kernel_params(E, fn);
   E->fn = fn;
   /* shared memory: a static array of the kernel */
   char sname[96];
@@ -757,16 +847,23 @@ static void loop_end(ne *E, loop *L, LLVMValueRef end, const char *name) {
 
 static void build_host_fn(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
-  LLVMTypeRef types[8] = {E->gptr, E->i64, E->gptr, E->gptr, E->gptr, E->i64, E->i64, E->sptr};
+  /* the body: (kernel arguments..., block_begin, block_end, shared) */
+  LLVMTypeRef types[LW_MAX_ARGS + 8];
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
+  types[n] = types[n + 1] = E->i64;
+  types[n + 2] = E->sptr;
   char fname[96];
-  snprintf(fname, sizeof fname, "%s_host", name);
-  LLVMValueRef fn = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, types, 8, 0));
+  snprintf(fname, sizeof fname, "%s_host_body", name);
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
+  LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
   fn_attr(E, fn, "nounwind");
-  kernel_params(E, fn, 5);
-  param_attr(E, fn, 7, "noalias");
+  kernel_params(E, fn);
+  param_attr(E, fn, (unsigned)n + 2, "noalias");
   E->fn = fn;
-  E->smem = LLVMGetParam(fn, 7);
-  LLVMValueRef begin = LLVMGetParam(fn, 5), end = LLVMGetParam(fn, 6);
+  E->smem = LLVMGetParam(fn, (unsigned)n + 2);
+  LLVMValueRef begin = LLVMGetParam(fn, (unsigned)n), end = LLVMGetParam(fn, (unsigned)n + 1);
   LLVMSetValueName2(begin, "block_begin", 11);
   LLVMSetValueName2(end, "block_end", 9);
   LLVMSetValueName2(E->smem, "shared", 6);
@@ -788,11 +885,56 @@ static void build_host_fn(ne *E, const char *name) {
   LLVMBuildBr(E->b, done);
   LLVMPositionBuilderAtEnd(E->b, done);
   LLVMBuildRetVoid(E->b);
+
+  /* the entry: (ptr slots, i64 begin, i64 end, ptr shared), slot j holding
+   * kernel argument j */
+  snprintf(fname, sizeof fname, "%s_host", name);
+  LLVMTypeRef wtypes[4] = {E->gptr, E->i64, E->i64, E->sptr};
+  LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
+  fn_attr(E, w, "nounwind");
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, w, "entry"));
+  LLVMValueRef args[LW_MAX_ARGS + 8];
+  for (int j = 0; j < n; j++) {
+    LLVMValueRef idx = c64(E, (uint64_t)j);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(E->b, E->i64, LLVMGetParam(w, 0), &idx, 1, "");
+    args[j] = LLVMBuildLoad2(E->b, types[j], slot, "");
+    LLVMSetAlignment(args[j], 8);
+  }
+  for (int j = 0; j < 3; j++) args[n + j] = LLVMGetParam(w, (unsigned)j + 1);
+  LLVMBuildCall2(E->b, fty, fn, args, (unsigned)n + 3, "");
+  LLVMBuildRetVoid(E->b);
 }
 
-fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target target,
-                          const char *prefix, LLVMContextRef c, LLVMModuleRef m) {
-  ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m};
+/* The prologue's evaluator functions in module m (lower.c). */
+static fhjit_status build_prologue(ne *E) {
+  fhjit_graph *sub = E->pro->sub;
+  lw_plan pl;
+  fhjit_status st = lw_plan_graph(sub, &pl);
+  if (st) return st;
+  /* one element per call: the NTT kernel decides which */
+  pl.vec = 1;
+  pl.groups = pl.work;
+  st = lw_build_eval(sub, &pl, E->target, E->c, E->m);
+  if (st) return st;
+  const ir_node *res = &sub->nodes[sub->results[0].value];
+  E->pro_ncomp = res->type.comps > 1 ? res->type.comps : 1;
+  E->pro_idx64 = pl.idx_bits == 64;
+  E->pro_rows_per_comp = fhjit_type_elements(&res->type) / res->type.n / E->pro_ncomp;
+  for (int comp = 0; comp < E->pro_ncomp; comp++) {
+    char name[112];
+    snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
+    E->pro_fn[comp] = LLVMGetNamedFunction(E->m, name);
+    if (!E->pro_fn[comp])
+      return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", name);
+    E->pro_ty[comp] = LLVMGlobalGetValueType(E->pro_fn[comp]);
+  }
+  return FHJIT_OK;
+}
+
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_prologue *pro,
+                          lw_target target, const char *prefix, LLVMContextRef c,
+                          LLVMModuleRef m) {
+  ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m, .pro = pro};
   E.b = LLVMCreateBuilderInContext(c);
   E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
   E.W = LLVMIntTypeInContext(c, (unsigned)E.wbits);
@@ -814,9 +956,21 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, lw_target ta
   }
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
+  if (pro) {
+    fhjit_status st = build_prologue(&E);
+    if (st) {
+      LLVMDisposeBuilder(E.b);
+      return st;
+    }
+    if (pro->sub->ninputs + 5 > LW_MAX_ARGS) {
+      LLVMDisposeBuilder(E.b);
+      return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: NTT prologue with too many inputs");
+    }
+  }
   for (int j = 0; j < p->nkernels; j++) {
     E.K = &p->k[j];
     E.src_view = j == 0;
+    E.pro_active = pro && j == 0;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
     if (target == LW_GPU) build_gpu_kernel(&E, name);
@@ -846,7 +1000,7 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   plan_prefix(p, prefix, sizeof prefix);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_ntt_build(ctx, p, LW_GPU, prefix, c, m);
+  fhjit_status st = lw_ntt_build(ctx, p, NULL, LW_GPU, prefix, c, m);
   if (!st) st = nv_verify(ctx, m, prefix);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
     st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
@@ -904,11 +1058,11 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
 
 /* ------------------------------------------------------------ host JIT */
 
-typedef void (*host_fn)(const void *params, int64_t pstride, const void *tw, const void *src,
-                        void *dst, int64_t begin, int64_t end, void *shared);
+typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
 
 struct lw_ntt_host {
   lw_ntt_plan plan;
+  int nextra; /* prologue inputs (-1: no prologue) */
   LLVMOrcLLJITRef jit;
   host_fn fn[2];
 };
@@ -929,7 +1083,8 @@ void lw_ntt_host_destroy(lw_ntt_host *h) {
   free(h);
 }
 
-fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt_host **out) {
+fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
+                                const lw_ntt_prologue *pro, lw_ntt_host **out) {
   *out = NULL;
   LLVMTargetMachineRef tm = nv_host_machine(ctx);
   if (!tm) return FHJIT_ERR_LLVM;
@@ -939,13 +1094,14 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   h->plan = *p;
+  h->nextra = pro ? pro->sub->ninputs : -1;
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_ntt_build(ctx, p, LW_HOST, prefix, c, m);
+  fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
   if (!st) st = nv_verify(ctx, m, prefix);
   if (!st) st = nv_optimize(ctx, m, tm, "default<O2>");
   LLVMDisposeTargetMachine(tm);
@@ -987,9 +1143,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p, lw_ntt
 
 typedef struct host_job {
   host_fn fn;
-  const void *params, *tw, *src;
-  void *dst;
-  int64_t pstride, begin, end;
+  const uint64_t *slots;
+  int64_t begin, end;
   size_t shared_bytes;
   int failed;
 } host_job;
@@ -1001,15 +1156,16 @@ static void *host_worker(void *arg) {
     j->failed = 1;
     return NULL;
   }
-  j->fn(j->params, j->pstride, j->tw, j->src, j->dst, j->begin, j->end, shared);
+  j->fn(j->slots, j->begin, j->end, shared);
   free(shared);
   return NULL;
 }
 
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
                              int64_t pstride, const void *twiddles, const void *in, void *out,
-                             int threads) {
-  if (!h || !params || !twiddles || !in || !out)
+                             const void *const *extra, int threads) {
+  int pro = h && h->nextra >= 0;
+  if (!h || !params || !twiddles || !out || (!in && !pro) || (pro && h->nextra > 0 && !extra))
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT host run: null argument");
   if (in == out)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -1020,17 +1176,25 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
   }
   size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
+  uint64_t slots[LW_MAX_ARGS + 8];
   for (int j = 0; j < p->nkernels; j++) {
     const lw_ntt_kplan *k = &p->k[j];
+    /* kernel arguments: params, pstride, tw, src, dst[, prologue inputs] */
+    int nslots = 5;
+    slots[0] = (uint64_t)(uintptr_t)params;
+    slots[1] = (uint64_t)pstride;
+    slots[2] = (uint64_t)(uintptr_t)twiddles;
+    slots[3] = (uint64_t)(uintptr_t)(j == 0 ? (in ? in : out) : out);
+    slots[4] = (uint64_t)(uintptr_t)out;
+    if (j == 0 && pro)
+      for (int e = 0; e < h->nextra; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
     int64_t nt = threads < k->blocks ? threads : k->blocks;
     host_job jobs[64];
     pthread_t tids[64];
     int started[64] = {0};
     if (nt > 64) nt = 64;
-    const void *src = j == 0 ? in : out;
     for (int64_t t = 0; t < nt; t++)
-      jobs[t] = (host_job){h->fn[j], params, twiddles, src, out, pstride,
-                           k->blocks * t / nt, k->blocks * (t + 1) / nt,
+      jobs[t] = (host_job){h->fn[j], slots, k->blocks * t / nt, k->blocks * (t + 1) / nt,
                            (size_t)k->smem_words * ws, 0};
     int failed = 0;
     for (int64_t t = 1; t < nt; t++) started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;

@@ -72,9 +72,9 @@ static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows
   lw_ntt_plan plan;
   ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, logn, rows, brows, &plan), FHJIT_OK);
   lw_ntt_host *h = NULL;
-  fhjit_status st = lw_ntt_host_create(ctx, &plan, &h);
+  fhjit_status st = lw_ntt_host_create(ctx, &plan, NULL, &h);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-  st = lw_ntt_host_run(ctx, h, params, rows, tw, in, out, 2);
+  st = lw_ntt_host_run(ctx, h, params, rows, tw, in, out, NULL, 2);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
   lw_ntt_host_destroy(h);
 

@@ -535,9 +535,11 @@ END_TEST
 
 /* ------------------------------------------------------------------- GPU */
 
-/* The GPU program of an anchored graph: a kernel per step with its launch
- * shape and arguments, scratch for the intermediate anchor, PTX with shared
- * memory, barriers and 64-bit high products. */
+/* The GPU program of an anchored graph: the NTTs' kernels with their launch
+ * shapes and arguments, the product fused into the inverse NTT's first
+ * kernel (its inputs appended to that kernel's arguments), scratch for the
+ * forward NTT's result only, PTX with shared memory, barriers and 64-bit
+ * high products. */
 START_TEST(test_gpu_program) {
   fhjit_context *ctx = fhjit_context_create();
   fhjit_graph *g = fhjit_graph_create(ctx, "prog", FHJIT_R62);
@@ -551,9 +553,9 @@ START_TEST(test_gpu_program) {
   lw_program p;
   fhjit_status st = lw_compile_ptx(g, "sm_90", &p);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-  /* forward (2 kernels), the product materialised (1), inverse (2) */
-  ck_assert_int_eq(p.nkernels, 5);
-  ck_assert_int_eq(p.nscratch, 2);
+  /* forward (2 kernels), inverse (2) with the product as its prologue */
+  ck_assert_int_eq(p.nkernels, 4);
+  ck_assert_int_eq(p.nscratch, 1);
   ck_assert_int_eq(p.scratch_bytes[0], (INT64_C(2) << 16) * 4 * 8);
   ck_assert_ptr_nonnull(strstr(p.ptx, ".shared"));
   ck_assert_ptr_nonnull(strstr(p.ptx, "bar.sync"));
@@ -567,7 +569,13 @@ START_TEST(test_gpu_program) {
   ck_assert_int_eq(p.kernels[0].args[3].kind, LW_ARG_INPUT);
   ck_assert_int_eq(p.kernels[0].args[3].index, 0);
   ck_assert_int_eq(p.kernels[0].args[4].kind, LW_ARG_SCRATCH);
-  ck_assert_int_eq(p.kernels[4].args[4].kind, LW_ARG_RESULT);
+  ck_assert_int_eq(p.kernels[0].nargs, 5);
+  /* the inverse's first kernel reads the product's operand y (scratch 0)
+   * as a prologue input; its last writes result 0 */
+  ck_assert_int_eq(p.kernels[2].nargs, 6);
+  ck_assert_int_eq(p.kernels[2].args[5].kind, LW_ARG_SCRATCH);
+  ck_assert_int_eq(p.kernels[2].args[5].index, 0);
+  ck_assert_int_eq(p.kernels[3].args[4].kind, LW_ARG_RESULT);
   lw_program_free(&p);
   const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
   ck_assert_ptr_nonnull(ptx);
