@@ -9,7 +9,9 @@
  * fhjit_cuda_driver_proc) time batches of 20 launches, buffers rotated so
  * the working set is several times the 60 MB L2 where possible, and the
  * median of 21 batches is reported per transform. The floors (product rate,
- * copy bandwidth) are measured by the baseline in the same script.
+ * copy bandwidth) are measured by the baseline in the same script. Last, a
+ * key switch with its NTTs (the inverse NTT's prologue fused), checked and
+ * timed.
  *
  *   ntt_bench [--quick] [--log2 12,14,16,17]
  *
@@ -214,6 +216,102 @@ static double bench_one(const config *c, int forward, int quick, int *failures, 
   return samples[reps / 2];
 }
 
+/* A key switch with its NTTs (examples/ntt/keyswitch.fh at N = 2^16, 16
+ * rows): two forward NTTs, digit products and their sum fused into the
+ * inverse NTT's first kernel. Checked against the interpreter, then timed
+ * (whole chain per launch). Not on the fake driver (its executor runs one
+ * graph per launch). */
+static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
+  const int64_t n = INT64_C(1) << 16;
+  const int rows = 16;
+  size_t ws = radix == FHJIT_R32 ? 4 : 8;
+  uint64_t q[16];
+  if (fhjit_find_primes(ctx, radix == FHJIT_R32 ? 30 : 60, UINT64_C(1) << 18, rows, q)) die("primes");
+  fhjit_graph *g = fhjit_graph_create(ctx, "keyswitch", radix);
+  fhjit_type dt, kt, tt;
+  memset(&dt, 0, sizeof dt);
+  dt.kind = FHJIT_KIND_POLY, dt.rows = rows, dt.n = n, dt.domain = FHJIT_DOMAIN_COEF, dt.form = FHJIT_FORM_MONT;
+  memset(&kt, 0, sizeof kt);
+  kt.kind = FHJIT_KIND_KEY, kt.comps = 2, kt.digits = 2, kt.rows = rows, kt.n = n;
+  kt.domain = FHJIT_DOMAIN_NTT, kt.form = FHJIT_FORM_MONT;
+  memset(&tt, 0, sizeof tt);
+  tt.kind = FHJIT_KIND_TWIDDLE, tt.rows = rows, tt.n = n;
+  fhjit_value d0 = fhjit_input(g, "d0", &dt), d1 = fhjit_input(g, "d1", &dt);
+  fhjit_value key = fhjit_input(g, "key", &kt), tf = fhjit_input(g, "tf", &tt), ti = fhjit_input(g, "ti", &tt);
+  fhjit_value f0 = fhjit_ntt(g, d0, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  fhjit_value f1 = fhjit_ntt(g, d1, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  fhjit_value acc = fhjit_add_lazy(g, fhjit_keyswitch_digit_product(g, f0, key, 0, 0),
+                                   fhjit_keyswitch_digit_product(g, f1, key, 1, 0));
+  fhjit_value out = fhjit_ntt(g, acc, ti, FHJIT_NTT_TO_COEF_MONT);
+  if (out == FHJIT_NO_VALUE || fhjit_output(g, out, "out") || fhjit_bind(g)) die("keyswitch graph");
+  size_t poly = (size_t)rows * (size_t)n * ws;
+  size_t sizes[5] = {poly, poly, 4 * poly, poly, poly};
+  void *h[5], *h_out = malloc(2 * poly), *h_ref = malloc(2 * poly), *h_params = malloc(8 * ws * rows);
+  for (int i = 0; i < 5; i++)
+    if (!(h[i] = malloc(sizes[i]))) die("out of memory");
+  if (!h_out || !h_ref || !h_params) die("out of memory");
+  if (fhjit_twiddle_tables(ctx, radix, q, rows, n, h[3], h[4])) die("twiddles");
+  if (fhjit_param_table(ctx, radix, q, rows, n, 1, 1, h_params, rows)) die("params");
+  for (int i = 0; i < 3; i++)
+    for (size_t e = 0; e < sizes[i] / ws; e++) {
+      uint64_t v = rnd() % (2 * q[(e / (size_t)n) % (size_t)rows]);
+      if (ws == 4) ((uint32_t *)h[i])[e] = (uint32_t)v;
+      else ((uint64_t *)h[i])[e] = v;
+    }
+  fhjit_cuda_ptr d[5], d_out, d_params;
+  int64_t pstride;
+  if (fhjit_cuda_param_table(ctx, radix, q, rows, n, 1, 1, &d_params, &pstride)) die("params");
+  for (int i = 0; i < 5; i++)
+    if (fhjit_cuda_alloc(ctx, sizes[i], &d[i]) || fhjit_cuda_upload(ctx, d[i], h[i], sizes[i])) die("upload");
+  if (fhjit_cuda_alloc(ctx, 2 * poly, &d_out)) die("alloc");
+  fhjit_cuda_compile_info info;
+  fhjit_cuda_kernel *k = fhjit_cuda_compile(g, NULL, &info);
+  if (!k) die("compile keyswitch");
+  fhjit_cuda_args a;
+  memset(&a, 0, sizeof a);
+  a.params = d_params, a.pstride = pstride, a.inputs = d, a.ninputs = 5, a.results = &d_out, a.nresults = 1;
+  if (fhjit_cuda_launch_kernel(k, &a)) die("launch keyswitch");
+  if (fhjit_cuda_download(ctx, h_out, d_out, 2 * poly)) die("download");
+  const void *hin[5] = {h[0], h[1], h[2], h[3], h[4]};
+  void *href[1] = {h_ref};
+  if (fhjit_interpret(g, h_params, rows, hin, href)) die("interpret keyswitch");
+  int bad = memcmp(h_out, h_ref, 2 * poly) != 0;
+  if (bad) {
+    printf("MISMATCH key switch %s\n", radix == FHJIT_R32 ? "r32" : "r62");
+    (*failures)++;
+  }
+  CUevent e0, e1;
+  CU_OK(cu.cuEventCreate(&e0, 0));
+  CU_OK(cu.cuEventCreate(&e1, 0));
+  double samples[32];
+  int reps = quick ? 3 : 11;
+  for (int r = 0; r < reps; r++) {
+    CU_OK(cu.cuEventRecord(e0, NULL));
+    for (int it = 0; it < 10; it++)
+      if (fhjit_cuda_launch_kernel(k, &a)) die("launch keyswitch");
+    CU_OK(cu.cuEventRecord(e1, NULL));
+    CU_OK(cu.cuEventSynchronize(e1));
+    float ms = 0;
+    CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
+    samples[r] = ms * 100.0;
+  }
+  qsort(samples, (size_t)reps, sizeof *samples, cmp_double);
+  printf("%-4s key switch N=2^16 rows=%d: 2 fwd NTT + products + inverse NTT %8.2f us, %d kernels, "
+         "%lld scratch bytes%s\n",
+         radix == FHJIT_R32 ? "r32" : "r62", rows, samples[reps / 2], info.nkernels,
+         (long long)info.scratch_bytes, bad ? " (MISMATCH)" : "");
+  CU_OK(cu.cuEventDestroy(e0));
+  CU_OK(cu.cuEventDestroy(e1));
+  for (int i = 0; i < 5; i++) {
+    fhjit_cuda_free(ctx, d[i]);
+    free(h[i]);
+  }
+  fhjit_cuda_free(ctx, d_out);
+  fhjit_cuda_free(ctx, d_params);
+  free(h_out), free(h_ref), free(h_params);
+  fhjit_graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
   int quick = 0;
   int logs[8] = {12, 14, 16, 17}, nlogs = 4;
@@ -260,6 +358,10 @@ int main(int argc, char **argv) {
                radix ? "r62" : "r32", c.log_n, c.rows, f, v, kf, ki);
         fflush(stdout);
       }
+  if (!fake) {
+    bench_keyswitch(FHJIT_R62, quick, &failures);
+    bench_keyswitch(FHJIT_R32, quick, &failures);
+  }
   printf(failures ? "FAILED: %d mismatches\n" : "all results match the interpreter\n", failures);
   fhjit_context_destroy(ctx);
   return failures ? 1 : 0;
