@@ -649,7 +649,7 @@ static int parse_op(parser *p, const token *name) {
   int nargs = 0, cap = 0, rc = -1;
   int64_t component = 0;
   for (;;) {
-    fhjit_value v;
+    fhjit_value v = FHJIT_NO_VALUE;
     if (parse_operand(p, &v, NULL)) goto done;
     if (nargs == cap) {
       cap = cap ? 2 * cap : 4;
@@ -797,8 +797,8 @@ static int g_node_kind_poly(const fhjit_graph *g, fhjit_value v) {
 /* output %value [as name] */
 static int parse_output(parser *p) {
   if (next(p)) return -1;
-  fhjit_value v;
-  ir_loc vloc;
+  fhjit_value v = FHJIT_NO_VALUE;
+  ir_loc vloc = p->tok.loc;
   if (parse_operand(p, &v, &vloc)) return -1;
   char *oname = NULL;
   ir_loc loc = vloc;
