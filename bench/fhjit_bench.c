@@ -10,12 +10,15 @@
  *    run (the ratio is the figure to compare across runs);
  *  - compile latency: cold (graph -> loaded module, disk cache off, a new
  *    fhjit context each time) and warm (a disk-cache hit in a new context);
- *  - host launch overhead: N asynchronous launches of a tiny graph / N.
+ *  - host launch overhead: the host time of one launch call (batches that
+ *    never fill the launch queue), beside the driver's own cuLaunchKernel;
+ *  - --sweep: each graph under a grid of FHJIT_PW_PLAN plans, against the
+ *    default copy and a copy kernel cut like the plan, and the best plan.
  * Each kernel's first launch is checked against fhjit_interpret at the
  * smaller size. Public API only; driver calls through fhjit_cuda_driver_proc.
  *
  *   fhjit_bench [--log2 21,26] [--json FILE] [--compile-only] [--quick]
- *               [--cache-dir DIR]
+ *               [--cache-dir DIR] [--sweep]
  * --compile-only: only compile latency (run twice with one --cache-dir to
  * see a warm hit in a new process). Against the unit tests' fake libcuda
  * (FHJIT_LIBCUDA) it runs on the host, for checking this program. */
@@ -142,6 +145,8 @@ static void load_driver(void) {
 static void fake_copy(const fake_launch *l) {
   if (!strcmp(l->name, "fhjit_bench_copy"))
     memcpy((void *)(uintptr_t)l->params[0], (const void *)(uintptr_t)l->params[1], l->params[2] * 16);
+  else if (!strcmp(l->name, "fhjit_bench_copy_plan")) /* params[3]: bytes */
+    memcpy((void *)(uintptr_t)l->params[0], (const void *)(uintptr_t)l->params[1], l->params[3]);
 }
 
 /* ------------------------------------------------------------------ graphs */
@@ -354,6 +359,97 @@ static double copy_bandwidth(CUfunction fn, size_t bytes, size_t working_set, in
   return 2.0 * (double)bytes / (ms * 1e-3) / 1e9;
 }
 
+/* A copy kernel cut like a fhjit plan (FHJIT_PW_PLAN): vectors of `vbytes`
+ * (4, 8 or 16), `per_thread` of them per thread, `block` threads per block;
+ * thread t of block b copies vectors (b * U + u) * T + t, as fhjit's kernels
+ * walk their groups. The fair baseline of a plan. Returns malloc'd PTX. */
+static char *plan_copy_ptx(int vbytes, int per_thread, int block) {
+  size_t cap = 4096 + (size_t)per_thread * 1024;
+  char *t = malloc(cap);
+  size_t n = 0;
+#define PUT(...) n += (size_t)snprintf(t + n, cap - n, __VA_ARGS__)
+  PUT(".version 7.8\n.target sm_90\n.address_size 64\n"
+      ".visible .entry fhjit_bench_copy_plan(\n\t.param .u64 dst_param,\n\t.param .u64 src_param,\n"
+      "\t.param .u64 nvec_param,\n\t.param .u64 bytes_param\n)\n.maxntid %d, 1, 1\n{\n", block);
+  PUT("\t.reg .pred %%p<%d>;\n\t.reg .b32 %%r<5>;\n\t.reg .b32 %%w<%d>;\n\t.reg .b64 %%rd<8>;\n"
+      "\t.reg .b64 %%i<%d>;\n\t.reg .b64 %%s<%d>;\n\t.reg .b64 %%d<%d>;\n\t.reg .b64 %%x<%d>;\n",
+      per_thread, per_thread, per_thread, per_thread, per_thread, 2 * per_thread);
+  PUT("\tld.param.u64 %%rd1, [dst_param];\n\tld.param.u64 %%rd2, [src_param];\n"
+      "\tld.param.u64 %%rd3, [nvec_param];\n"
+      "\tcvta.to.global.u64 %%rd1, %%rd1;\n\tcvta.to.global.u64 %%rd2, %%rd2;\n"
+      "\tmov.u32 %%r1, %%ctaid.x;\n\tmov.u32 %%r2, %%ntid.x;\n\tmov.u32 %%r3, %%tid.x;\n"
+      "\tmul.lo.u32 %%r4, %%r2, %d;\n\tmul.wide.u32 %%rd4, %%r1, %%r4;\n\tcvt.u64.u32 %%rd5, %%r3;\n"
+      "\tadd.s64 %%i0, %%rd4, %%rd5;\n\tcvt.u64.u32 %%rd6, %%r2;\n", per_thread);
+  int sh = vbytes == 16 ? 4 : vbytes == 8 ? 3 : 2;
+  for (int u = 0; u < per_thread; u++) {
+    if (u) PUT("\tadd.s64 %%i%d, %%i%d, %%rd6;\n", u, u - 1);
+    PUT("\tsetp.lt.u64 %%p%d, %%i%d, %%rd3;\n\tshl.b64 %%s%d, %%i%d, %d;\n"
+        "\tadd.s64 %%d%d, %%rd1, %%s%d;\n\tadd.s64 %%s%d, %%rd2, %%s%d;\n",
+        u, u, u, u, sh, u, u, u, u);
+  }
+  for (int u = 0; u < per_thread; u++) {
+    if (vbytes == 16) PUT("\t@%%p%d ld.global.nc.v2.u64 {%%x%d, %%x%d}, [%%s%d];\n", u, 2 * u, 2 * u + 1, u);
+    else if (vbytes == 8) PUT("\t@%%p%d ld.global.nc.u64 %%x%d, [%%s%d];\n", u, 2 * u, u);
+    else PUT("\t@%%p%d ld.global.nc.u32 %%w%d, [%%s%d];\n", u, u, u);
+  }
+  for (int u = 0; u < per_thread; u++) {
+    if (vbytes == 16) PUT("\t@%%p%d st.global.v2.u64 [%%d%d], {%%x%d, %%x%d};\n", u, u, 2 * u, 2 * u + 1);
+    else if (vbytes == 8) PUT("\t@%%p%d st.global.u64 [%%d%d], %%x%d;\n", u, u, 2 * u);
+    else PUT("\t@%%p%d st.global.u32 [%%d%d], %%w%d;\n", u, u, u);
+  }
+  PUT("\tret;\n}\n");
+#undef PUT
+  return t;
+}
+
+typedef struct plan_copy_job {
+  CUfunction fn;
+  fhjit_cuda_ptr src[16], dst[16];
+  uint64_t nvec, bytes;
+  unsigned grid, block;
+} plan_copy_job;
+
+static void launch_plan_copy(void *arg, int set, CUstream s) {
+  plan_copy_job *j = arg;
+  void *params[4] = {&j->dst[set], &j->src[set], &j->nvec, &j->bytes};
+  fx_tag(NULL);
+  CU_OK(cu.cuLaunchKernel(j->fn, j->grid, 1, 1, j->block, 1, 1, 0, s, params, NULL));
+}
+
+/* Bandwidth of the plan-shaped copy of `bytes`, as copy_bandwidth. */
+static double plan_copy_bandwidth(int vbytes, int per_thread, int block, size_t bytes,
+                                  size_t working_set, int reps, CUstream s) {
+  char *ptx = plan_copy_ptx(vbytes, per_thread, block);
+  CUmodule m;
+  plan_copy_job j = {.nvec = bytes / (size_t)vbytes, .bytes = bytes, .block = (unsigned)block};
+  CU_OK(cu.cuModuleLoadData(&m, ptx));
+  CU_OK(cu.cuModuleGetFunction(&j.fn, m, "fhjit_bench_copy_plan"));
+  free(ptx);
+  uint64_t per_block = (uint64_t)block * (uint64_t)per_thread;
+  j.grid = (unsigned)((j.nvec + per_block - 1) / per_block);
+  int nsets = (int)((working_set + 2 * bytes - 1) / (2 * bytes));
+  if (nsets < 2) nsets = 2;
+  if (nsets > 16) nsets = 16;
+  for (int i = 0; i < nsets; i++) {
+    if (fhjit_cuda_alloc(ctx, bytes, &j.src[i]) != FHJIT_OK ||
+        fhjit_cuda_alloc(ctx, bytes, &j.dst[i]) != FHJIT_OK)
+      die("copy buffers");
+    fill_device(j.src[i], bytes / 8, 8, UINT64_MAX);
+  }
+  launch_plan_copy(&j, 0, s);
+  CU_OK(cu.cuStreamSynchronize(s));
+  uint64_t a[4], b[4];
+  fhjit_cuda_download(ctx, a, j.src[0] + bytes - sizeof a, sizeof a);
+  fhjit_cuda_download(ctx, b, j.dst[0] + bytes - sizeof b, sizeof b);
+  if (memcmp(a, b, sizeof a)) {
+    fprintf(stderr, "fhjit_bench: the plan copy kernel does not copy\n");
+    exit(1);
+  }
+  double ms = time_launches(launch_plan_copy, &j, nsets, 4 * nsets, reps, s);
+  for (int i = 0; i < nsets; i++) fhjit_cuda_free(ctx, j.src[i]), fhjit_cuda_free(ctx, j.dst[i]);
+  return 2.0 * (double)bytes / (ms * 1e-3) / 1e9;
+}
+
 /* ------------------------------------------------------------- kernel time */
 
 typedef struct graph_job {
@@ -410,13 +506,14 @@ typedef struct row {
   int log2;
   double us, gbps, copy_gbps;
   int verified; /* 1 ok, 0 wrong, -1 not checked */
+  char plan[32]; /* FHJIT_PW_PLAN of a sweep row, "" otherwise */
 } row;
 
-static row rows_out[64];
+static row rows_out[1024];
 static int nrows;
 
-static void bench_graph(int which, fhjit_radix radix, int log2, int reps, double copy_gbps,
-                        CUstream s) {
+static row *bench_graph(int which, fhjit_radix radix, int log2, int reps, double copy_gbps,
+                        CUstream s, const char *plan) {
   int64_t n = (int64_t)1 << (log2 < 16 ? log2 : 16), rows = ((int64_t)1 << log2) / n;
   size_t ws = radix == FHJIT_R32 ? 4 : 8;
   graph_job j;
@@ -457,20 +554,22 @@ static void bench_graph(int which, fhjit_radix radix, int log2, int reps, double
   j.options = &unchecked;
   double ms = time_launches(launch_graph, &j, nsets, nsets < 4 ? 4 : nsets, reps, s);
   double gbps = (double)set_bytes / (ms * 1e-3) / 1e9;
-  row *rw = &rows_out[nrows++];
+  row *rw = &rows_out[nrows < 1023 ? nrows++ : nrows];
   *rw = (row){graph_names[which], radix == FHJIT_R32 ? "r32" : "r62", log2, ms * 1e3, gbps,
-              copy_gbps, verified};
-  printf("  %-18s %s 2^%d  %10.2f us  %8.1f GB/s  %5.3f of copy  %s  (%d sets of %.1f MB, "
+              copy_gbps, verified, ""};
+  snprintf(rw->plan, sizeof rw->plan, "%s", plan ? plan : "");
+  printf("  %-18s %s 2^%d %s%s %10.2f us  %8.1f GB/s  %5.3f of copy  %s  (%d sets of %.1f MB, "
          "compile %.1f ms)\n",
-         rw->graph, rw->radix, log2, rw->us, gbps, gbps / copy_gbps,
-         verified < 0 ? "unchecked" : verified ? "exact" : "WRONG", nsets, set_bytes / 1e6,
-         info.total_ms);
+         rw->graph, rw->radix, log2, plan ? "plan " : "", plan ? plan : "", rw->us, gbps,
+         gbps / copy_gbps, verified < 0 ? "unchecked" : verified ? "exact" : "WRONG", nsets,
+         set_bytes / 1e6, info.total_ms);
   fflush(stdout);
-  json_item("\"kind\": \"kernel\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
-            "\"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, \"ratio\": %.4f, "
-            "\"bytes\": %zu, \"exact\": %d",
-            rw->graph, rw->radix, log2, rw->us, gbps, copy_gbps, gbps / copy_gbps, set_bytes,
-            verified);
+  if (!plan)
+    json_item("\"kind\": \"kernel\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+              "\"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, \"ratio\": %.4f, "
+              "\"bytes\": %zu, \"exact\": %d",
+              rw->graph, rw->radix, log2, rw->us, gbps, copy_gbps, gbps / copy_gbps, set_bytes,
+              verified);
   for (int k = 0; k < nsets; k++) {
     for (int32_t i = 0; i < j.nin; i++) fhjit_cuda_free(ctx, j.sets[k].in[i]);
     for (int32_t r = 0; r < j.nres; r++) fhjit_cuda_free(ctx, j.sets[k].out[r]);
@@ -478,6 +577,64 @@ static void bench_graph(int which, fhjit_radix radix, int log2, int reps, double
   fhjit_cuda_free(ctx, j.params);
   free(moduli);
   fhjit_graph_destroy(j.g);
+  return rw;
+}
+
+/* ------------------------------------------------------------------ sweep */
+
+/* Every graph and radix under each plan of a small grid (FHJIT_PW_PLAN, read
+ * when the kernel is lowered; the runtime keys its caches by it), each timed
+ * against the default copy and against a copy kernel cut like the plan (same
+ * vector width, vectors per thread and block: the fair baseline). Prints the
+ * best plan of each graph, radix and size. */
+static void bench_sweep(const int *sizes, int nsizes, int reps, CUstream s, CUfunction copy) {
+  static const int per_threads[] = {1, 2, 4}, blocks[] = {128, 256, 512};
+  enum { NP = 9 };
+  for (int si = 0; si < nsizes; si++) {
+    int log2 = sizes[si];
+    size_t copy_bytes = ((size_t)7 << log2) * 8 / 2;
+    double copy_ms, copy_gbps = copy_bandwidth(copy, copy_bytes, (size_t)256 << 20, reps, s, &copy_ms);
+    printf("sweep 2^%d: default copy %.1f GB/s\n", log2, copy_gbps);
+    double plan_copy[NP];
+    for (int p = 0; p < NP; p++) {
+      int u = per_threads[p / 3], t = blocks[p % 3];
+      plan_copy[p] = plan_copy_bandwidth(16, u, t, copy_bytes, (size_t)256 << 20, reps, s);
+      printf("  copy plan V=16B,U=%d,T=%d: %.1f GB/s (%.3f of the default copy)\n", u, t,
+             plan_copy[p], plan_copy[p] / copy_gbps);
+      json_item("\"kind\": \"sweep_copy\", \"log2\": %d, \"per_thread\": %d, \"block\": %d, "
+                "\"GBps\": %.2f, \"default_copy_GBps\": %.2f", log2, u, t, plan_copy[p], copy_gbps);
+    }
+    for (int which = 0; which < G_COUNT; which++)
+      for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
+        row *best = NULL;
+        double best_plan_copy = 0, default_us = 0;
+        for (int p = 0; p < NP; p++) {
+          char plan[32];
+          int u = per_threads[p / 3], t = blocks[p % 3];
+          snprintf(plan, sizeof plan, "U=%d,T=%d", u, t);
+          setenv("FHJIT_PW_PLAN", plan, 1);
+          row *rw = bench_graph(which, (fhjit_radix)radix, log2, reps, copy_gbps, s, plan);
+          if (u == 1 && t == 256) default_us = rw->us;
+          printf("      %.3f of the plan's copy\n", rw->gbps / plan_copy[p]);
+          json_item("\"kind\": \"sweep\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+                    "\"plan\": \"%s\", \"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, "
+                    "\"plan_copy_GBps\": %.2f, \"exact\": %d",
+                    rw->graph, rw->radix, log2, plan, rw->us, rw->gbps, copy_gbps, plan_copy[p],
+                    rw->verified);
+          if (!best || rw->us < best->us) best = rw, best_plan_copy = plan_copy[p];
+        }
+        unsetenv("FHJIT_PW_PLAN");
+        printf("  BEST %-18s %s 2^%d: %s %.2f us (default U=1,T=256 %.2f us), %.3f of the default "
+               "copy, %.3f of its plan's copy\n",
+               best->graph, best->radix, log2, best->plan, best->us, default_us,
+               best->gbps / copy_gbps, best->gbps / best_plan_copy);
+        json_item("\"kind\": \"sweep_best\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+                  "\"plan\": \"%s\", \"us\": %.3f, \"default_us\": %.3f, \"ratio\": %.4f, "
+                  "\"plan_copy_ratio\": %.4f",
+                  best->graph, best->radix, log2, best->plan, best->us, default_us,
+                  best->gbps / copy_gbps, best->gbps / best_plan_copy);
+      }
+  }
 }
 
 /* --------------------------------------------------------- compile latency */
@@ -546,6 +703,28 @@ static void compile_once(void) {
 
 /* ------------------------------------------------------- launch overhead */
 
+/* Host cost of one launch call: launches enqueued in batches of 64, each
+ * batch timed on the host clock and then drained untimed, so the launch
+ * queue never fills and the GPU's pace never shows (the "batched" figure);
+ * also N launches back to back, which the GPU's throughput of tiny kernels
+ * bounds once the queue is full (the "stream" figure, the old one). The
+ * driver's own cuLaunchKernel of the same kernel is measured the same way. */
+typedef struct launch_variant {
+  const char *name, *key;
+  int kind; /* 0 driver, 1 launch_kernel, 2 launch_kernel unchecked, 3 launch */
+} launch_variant;
+
+static fhjit_status launch_once(const launch_variant *v, fhjit_graph *g, fhjit_cuda_kernel *k,
+                                fhjit_cuda_args *a, CUfunction fn, void **params, CUstream s) {
+  switch (v->kind) {
+  case 0:
+    return cu.cuLaunchKernel(fn, 1, 1, 1, 256, 1, 1, 0, s, params, NULL) == CUDA_SUCCESS
+               ? FHJIT_OK : FHJIT_ERR_CUDA;
+  case 3: return fhjit_cuda_launch(g, a);
+  default: return fhjit_cuda_launch_kernel(k, a);
+  }
+}
+
 static void bench_launch(int count, CUstream s) {
   fhjit_graph *g = build(ctx, G_MUL, FHJIT_R32, 1, 256);
   fhjit_cuda_kernel *k = fhjit_cuda_compile(g, NULL, NULL);
@@ -558,28 +737,59 @@ static void bench_launch(int count, CUstream s) {
   if (fhjit_cuda_param_table(ctx, FHJIT_R32, &q, 1, 0, 0, 1, &j.params, &j.pstride)) die("params");
   for (int i = 0; i < 2; i++) fhjit_cuda_alloc(ctx, 1024, &j.sets[0].in[i]), fill_device(j.sets[0].in[i], 256, 4, 2 * q);
   fhjit_cuda_alloc(ctx, 1024, &j.sets[0].out[0]);
+  /* the same kernel loaded by hand, for the driver's own launch cost */
+  const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, fhjit_cuda_kernel_info(k)->target);
+  if (!ptx) die("fhjit_emit");
+  CUmodule m;
+  CUfunction fn;
+  CU_OK(cu.cuModuleLoadData(&m, ptx));
+  CU_OK(cu.cuModuleGetFunction(&fn, m, "fhjit_mul"));
+  void *params[5] = {&j.params, &j.pstride, &j.sets[0].in[0], &j.sets[0].in[1], &j.sets[0].out[0]};
   fhjit_cuda_options fast = {.flags = FHJIT_CUDA_NO_POINTER_CHECKS};
   fhjit_cuda_args a = {.params = j.params, .pstride = j.pstride, .inputs = j.sets[0].in,
                        .ninputs = 2, .results = j.sets[0].out, .nresults = 1, .stream = s};
-  const char *names[3] = {"fhjit_cuda_launch_kernel", "  without pointer checks", "fhjit_cuda_launch (hashes the graph)"};
-  printf("host launch overhead (%d async launches of a 256-element graph):\n", count);
+  static const launch_variant variants[] = {
+      {"cuLaunchKernel (the driver alone)", "cuLaunchKernel", 0},
+      {"fhjit_cuda_launch_kernel", "fhjit_cuda_launch_kernel", 1},
+      {"  without pointer checks", "no_pointer_checks", 2},
+      {"fhjit_cuda_launch (graph -> kernel)", "fhjit_cuda_launch", 3}};
+  enum { BATCH = 64 };
+  printf("host launch overhead (a 256-element graph; batched: %d launches per timed batch, the "
+         "queue never full; stream: %d back to back):\n", BATCH, count);
   fx_tag(g);
-  for (int variant = 0; variant < 3; variant++) {
-    a.options = variant == 1 ? &fast : NULL;
-    for (int w = 0; w < 100; w++) variant == 2 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(k, &a);
+  for (int vi = 0; vi < 4; vi++) {
+    const launch_variant *v = &variants[vi];
+    a.options = v->kind == 2 ? &fast : NULL;
+    for (int w = 0; w < 100; w++)
+      if (launch_once(v, g, k, &a, fn, params, s) != FHJIT_OK) die("launch");
     CU_OK(cu.cuStreamSynchronize(s));
-    double t0 = now_ms();
-    for (int i = 0; i < count; i++) {
-      fhjit_status st = variant == 2 ? fhjit_cuda_launch(g, &a) : fhjit_cuda_launch_kernel(k, &a);
-      if (st != FHJIT_OK) die("launch");
+    /* batched: host time only */
+    double host = 0;
+    int batches = count / BATCH;
+    double *per = malloc(sizeof *per * (size_t)batches);
+    for (int b = 0; b < batches; b++) {
+      double t0 = now_ms();
+      for (int i = 0; i < BATCH; i++)
+        if (launch_once(v, g, k, &a, fn, params, s) != FHJIT_OK) die("launch");
+      per[b] = (now_ms() - t0) * 1e3 / BATCH;
+      host += per[b];
+      CU_OK(cu.cuStreamSynchronize(s));
     }
-    double host = (now_ms() - t0) * 1e3 / count;
+    double batched_mean = host / batches, batched_median = median(per, batches);
+    free(per);
+    /* stream: back to back */
+    double t0 = now_ms();
+    for (int i = 0; i < count; i++)
+      if (launch_once(v, g, k, &a, fn, params, s) != FHJIT_OK) die("launch");
+    double stream_host = (now_ms() - t0) * 1e3 / count;
     CU_OK(cu.cuStreamSynchronize(s));
     double total = (now_ms() - t0) * 1e3 / count;
-    printf("  %-38s %6.2f us per launch on the host (%6.2f us with the GPU's work)\n",
-           names[variant], host, total);
-    json_item("\"kind\": \"launch\", \"variant\": \"%s\", \"host_us\": %.3f, \"total_us\": %.3f",
-              names[variant][0] == ' ' ? "no_pointer_checks" : names[variant], host, total);
+    printf("  %-38s batched %6.2f us (median batch %6.2f)   stream %6.2f us host, %6.2f with the "
+           "GPU's work\n",
+           v->name, batched_mean, batched_median, stream_host, total);
+    json_item("\"kind\": \"launch\", \"variant\": \"%s\", \"host_us\": %.3f, "
+              "\"batched_median_us\": %.3f, \"stream_host_us\": %.3f, \"total_us\": %.3f",
+              v->key, batched_mean, batched_median, stream_host, total);
   }
   for (int i = 0; i < 2; i++) fhjit_cuda_free(ctx, j.sets[0].in[i]);
   fhjit_cuda_free(ctx, j.sets[0].out[0]);
@@ -589,7 +799,7 @@ static void bench_launch(int count, CUstream s) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* logs survive a crash */
-  int sizes[4] = {21, 26}, nsizes = 2, compile_only = 0, quick = 0;
+  int sizes[4] = {21, 26}, nsizes = 2, compile_only = 0, quick = 0, sweep = 0;
   const char *json_path = NULL, *cache_dir = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--log2") && i + 1 < argc) {
@@ -602,9 +812,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--cache-dir") && i + 1 < argc) cache_dir = argv[++i];
     else if (!strcmp(argv[i], "--compile-only")) compile_only = 1;
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--sweep")) sweep = 1;
     else {
       fprintf(stderr, "usage: %s [--log2 21,26] [--json FILE] [--compile-only] [--quick] "
-                      "[--cache-dir DIR]\n", argv[0]);
+                      "[--cache-dir DIR] [--sweep]\n", argv[0]);
       return 2;
     }
   }
@@ -642,6 +853,10 @@ int main(int argc, char **argv) {
     CU_OK(cu.cuModuleLoadData(&m, copy_ptx));
     CU_OK(cu.cuModuleGetFunction(&copy, m, "fhjit_bench_copy"));
     int reps = quick || fake ? 5 : 25;
+    if (sweep) {
+      bench_sweep(sizes, nsizes, reps, s, copy);
+      nsizes = 0; /* then only the launch overhead */
+    }
     for (int si = 0; si < nsizes; si++) {
       int log2 = sizes[si];
       /* the copy moves as many bytes per launch as a tensor product in r62 */
@@ -653,10 +868,10 @@ int main(int argc, char **argv) {
                 copy_ms * 1e3);
       for (int which = 0; which < G_COUNT; which++)
         for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++)
-          bench_graph(which, (fhjit_radix)radix, log2, reps, copy_gbps, s);
+          bench_graph(which, (fhjit_radix)radix, log2, reps, copy_gbps, s, NULL);
     }
-    bench_compile(quick || fake ? 3 : 7);
-    bench_launch(fake ? 200 : 20000, s);
+    if (!sweep) bench_compile(quick || fake ? 3 : 7);
+    bench_launch(fake ? 256 : 20032, s);
   }
   if (json) {
     fprintf(json, "\n]}\n");

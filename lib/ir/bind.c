@@ -372,6 +372,7 @@ fhjit_status fhjit_bind(fhjit_graph *g) {
     }
   }
   g->bound = 1;
+  ir_cache_hash(g);
   return FHJIT_OK;
 }
 

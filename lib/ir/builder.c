@@ -91,6 +91,7 @@ void ir_drop_compiled(fhjit_graph *g) {
 
 void ir_unbind(fhjit_graph *g) {
   g->bound = 0;
+  g->hash_valid = 0;
   free(g->results);
   g->results = NULL;
   g->nresults = 0;

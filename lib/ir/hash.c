@@ -39,15 +39,11 @@ static void mix_type(hasher *h, const fhjit_type *t) {
   mix(h, (uint64_t)t->n);
 }
 
-fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
-  if (!g) return FHJIT_ERR_ARGUMENT;
-  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_graph_hash: null output pointer");
-  if (!g->bound)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
-                    "fhjit_graph_hash: graph @%s is not bound (call fhjit_bind)", g->name);
+/* The hash of bound graph g; 0 when out of memory (nothing recorded). */
+static int compute(const fhjit_graph *g, uint64_t out[2]) {
   /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
   int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
-  if (!canon) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_graph_hash: out of memory");
+  if (!canon) return 0;
   for (int32_t i = 0; i < g->nnodes; i++) canon[i] = g->nodes[i].op == IR_INPUT;
   for (int32_t i = 0; i < g->noutputs; i++) canon[g->outputs[i].value] = 1;
   for (int32_t i = g->nnodes - 1; i >= 0; i--)
@@ -79,6 +75,15 @@ fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
       mix(&h, (uint64_t)l->index_stride);
     }
   }
+  /* NTT schedules can be overridden for tuning (FHJIT_NTT_PLAN, read when
+   * the plan is chosen): a cached kernel of another schedule must not be
+   * taken for this one. */
+  const char *ntt_plan = getenv("FHJIT_NTT_PLAN");
+  for (int32_t i = 0; ntt_plan && *ntt_plan && i < g->nnodes; i++)
+    if (canon[i] >= 0 && g->nodes[i].op == IR_NTT) {
+      for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
+      break;
+    }
   mix(&h, (uint64_t)g->noutputs);
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];
@@ -90,5 +95,24 @@ fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
   free(canon);
   out[0] = finish(h.a);
   out[1] = finish(h.b ^ h.a);
+  return 1;
+}
+
+void ir_cache_hash(fhjit_graph *g) {
+  g->hash_valid = g->bound && compute(g, g->hash);
+}
+
+fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_graph_hash: null output pointer");
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_graph_hash: graph @%s is not bound (call fhjit_bind)", g->name);
+  if (g->hash_valid) {
+    out[0] = g->hash[0], out[1] = g->hash[1];
+    return FHJIT_OK;
+  }
+  if (!compute(g, out))
+    return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_graph_hash: out of memory");
   return FHJIT_OK;
 }

@@ -135,6 +135,10 @@ struct fhjit_graph {
   ir_result *results; /* malloc'd, nresults */
   int32_t nresults;
   int32_t *result_of; /* malloc'd [nnodes]: result index of a node or -1 */
+  /* fhjit_graph_hash, computed once by fhjit_bind (launches look kernels up
+   * by it at every call); hash_valid is cleared with the binding. */
+  int hash_valid;
+  uint64_t hash[2];
 
   /* Diagnostics for graphs parsed from text: errors at a node's loc show
    * file:line:col, the source line and a caret. */
@@ -169,6 +173,9 @@ const char *ir_radix_name(fhjit_radix r);   /* "r32", "r62" */
 
 /* Marks the graph unbound and drops derived state (after any change). */
 void ir_unbind(fhjit_graph *g);
+/* Computes the bound graph's hash into g->hash (hash.c); on failure (out of
+ * memory) hash_valid stays 0 and fhjit_graph_hash computes it on demand. */
+void ir_cache_hash(fhjit_graph *g);
 /* Drops compiled state (host JIT, emitted text). */
 void ir_drop_compiled(fhjit_graph *g);
 

@@ -30,6 +30,7 @@ static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kin
   const nv_target *t = nv_find_target(g->ctx, arch);
   if (!t) return FHJIT_ERR_TARGET;
   fhjit_status st = lw_plan_graph(g, plan);
+  if (!st) st = lw_apply_pw_plan(g, plan);
   if (st) return st;
   nv_init();
   LLVMTargetMachineRef tm = nv_gpu_machine(g->ctx, t);
@@ -94,9 +95,9 @@ fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
   lw_kernel *k = &out->kernels[0];
   out->nkernels = 1;
   snprintf(k->name, sizeof k->name, "%s", plan.name);
-  k->grid[0] = (uint32_t)((plan.groups + LW_BLOCK - 1) / LW_BLOCK);
+  k->grid[0] = (uint32_t)lw_plan_grid(&plan);
   k->grid[1] = k->grid[2] = 1;
-  k->block[0] = LW_BLOCK;
+  k->block[0] = (uint32_t)plan.block;
   k->block[1] = k->block[2] = 1;
   k->nargs = lw_num_args(g);
   k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};

@@ -30,6 +30,8 @@ fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "error: graph @%s is not bound (call fhjit_bind before compiling)", g->name);
   memset(p, 0, sizeof *p);
+  p->per_thread = 1;
+  p->block = LW_BLOCK;
   /* Kernel symbol: "fhjit_" + the graph name with anything PTX does not allow
    * in identifiers replaced by '_'. */
   snprintf(p->name, sizeof p->name, "fhjit_%s", g->name);
@@ -914,19 +916,51 @@ static void build_kernel(lw *L, LLVMValueRef body) {
     ntid = LLVMBuildZExt(L->b, ntid, L->i64, "");
     tid = LLVMBuildZExt(L->b, tid, L->i64, "");
   }
-  /* groups < 2^31 in the 32-bit case, so grid*block < 2^32: no wrap-around */
-  LLVMValueRef group = LLVMBuildNUWAdd(L->b, LLVMBuildNUWMul(L->b, ctaid, ntid, ""), tid, "group");
-  LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntULT, group, cidx(L, L->p->groups), "");
-  LLVMBuildCondBr(L->b, inside, work, done);
-  LLVMPositionBuilderAtEnd(L->b, work);
-  call_body(L, body, args, group);
-  LLVMBuildBr(L->b, done);
+  /* groups < 2^31 in the 32-bit case, so grid*block*per_thread < 2^32: no
+   * wrap-around */
+  int U = L->p->per_thread;
+  if (U == 1) {
+    LLVMValueRef group = LLVMBuildNUWAdd(L->b, LLVMBuildNUWMul(L->b, ctaid, ntid, ""), tid, "group");
+    LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntULT, group, cidx(L, L->p->groups), "");
+    LLVMBuildCondBr(L->b, inside, work, done);
+    LLVMPositionBuilderAtEnd(L->b, work);
+    call_body(L, body, args, group);
+    LLVMBuildBr(L->b, done);
+  } else {
+    /* Thread t of block b handles groups (b * U + u) * T + t: each of the U
+     * accesses of a warp stays coalesced. When the grid covers the groups
+     * exactly, the U bodies are one straight line (their loads can all be
+     * in flight before the first store); else each is checked. */
+    LLVMValueRef first = LLVMBuildNUWAdd(
+        L->b, LLVMBuildNUWMul(L->b, LLVMBuildNUWMul(L->b, ctaid, ntid, ""), cidx(L, U), ""), tid,
+        "group");
+    int exact = L->p->groups % ((int64_t)L->p->block * U) == 0;
+    LLVMBuildBr(L->b, work);
+    LLVMPositionBuilderAtEnd(L->b, work);
+    for (int u = 0; u < U; u++) {
+      LLVMValueRef group = u ? LLVMBuildNUWAdd(L->b, first, LLVMBuildNUWMul(L->b, ntid, cidx(L, u), ""), "")
+                             : first;
+      if (exact) {
+        call_body(L, body, args, group);
+        continue;
+      }
+      LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(L->c, fn, "one");
+      LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(L->c, fn, "next");
+      LLVMValueRef inside = LLVMBuildICmp(L->b, LLVMIntULT, group, cidx(L, L->p->groups), "");
+      LLVMBuildCondBr(L->b, inside, one, done);
+      LLVMPositionBuilderAtEnd(L->b, one);
+      call_body(L, body, args, group);
+      LLVMBuildBr(L->b, next);
+      LLVMPositionBuilderAtEnd(L->b, next);
+    }
+    LLVMBuildBr(L->b, done);
+  }
   LLVMPositionBuilderAtEnd(L->b, done);
   LLVMBuildRetVoid(L->b);
   free(args);
   /* Launch bounds, before any pass runs (added later they are dropped). */
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(L->c, "maxntidx", 8),
-                           LLVMValueAsMetadata(LLVMConstInt(L->i32, LW_BLOCK, 0))};
+                           LLVMValueAsMetadata(LLVMConstInt(L->i32, (uint64_t)L->p->block, 0))};
   LLVMAddNamedMetadataOperand(L->m, "nvvm.annotations",
                               LLVMMetadataAsValue(L->c, LLVMMDNodeInContext2(L->c, md, 3)));
 }
@@ -1008,7 +1042,8 @@ static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target targe
   L.vect = LLVMVectorType(L.word, (unsigned)(plan->vec > 1 ? plan->vec : 2));
   /* The GPU ABI requires 16-byte aligned bases; host buffers need only be
    * word-aligned, and unaligned vector accesses cost nothing there. */
-  L.vec_align = target == LW_GPU ? 16u : (unsigned)(L.wbits == 32 ? 4 : 8);
+  L.vec_align = target == LW_GPU ? (unsigned)(plan->vec * (L.wbits == 32 ? 4 : 8))
+                                 : (unsigned)(L.wbits == 32 ? 4 : 8);
   *Lp = L;
 }
 

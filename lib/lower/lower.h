@@ -42,6 +42,20 @@ typedef struct lw_program {
   int64_t scratch_bytes[LW_MAX_KERNELS];
 } lw_program;
 
+/* The per-thread work of pointwise GPU kernels, chosen at run time for
+ * sweeps: FHJIT_PW_PLAN="V=4,U=2,T=256" (any subset, any order): V elements
+ * per vector access (1, 2 or 4; at most 16 bytes, so 2 for r62; 1 when it
+ * does not divide n), U groups of V per thread, T threads per block (a
+ * multiple of 32 up to 1024). Unset or empty: the default (16-byte vectors,
+ * U=1, T=256). Read at every lowering; the runtime keys its caches by it. */
+typedef struct lw_pw_plan {
+  int vec, per_thread, block; /* 0: the default */
+} lw_pw_plan;
+
+/* 1 when FHJIT_PW_PLAN is set and valid (plan filled), 0 when unset or
+ * empty, -1 when malformed (why says how). */
+int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size);
+
 /* Bound graph -> PTX for `arch` ("sm_90"; NULL: sm_90). Errors are recorded
  * on the graph's context. */
 fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out);

@@ -24,7 +24,17 @@ typedef struct lw_plan {
   int64_t rows, n;
   int64_t work;   /* prod(batch) * rows * n */
   int64_t groups; /* work / vec */
+  int per_thread; /* GPU: groups one thread handles, a block's width apart (1) */
+  int block;      /* GPU: threads per block (LW_BLOCK) */
 } lw_plan;
+
+/* Applies FHJIT_PW_PLAN (lower.h) to a plan from lw_plan_graph: the GPU
+ * kernel of a pointwise graph. Errors: FHJIT_ERR_ARGUMENT (a malformed
+ * plan), _UNSUPPORTED (too many blocks). */
+fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *plan);
+/* Launch grid of a plan: blocks of plan->block threads, each thread
+ * plan->per_thread groups. */
+int64_t lw_plan_grid(const lw_plan *plan);
 
 /* Test hook: when non-zero, plans use 64-bit indexing even for small walks
  * (so the 64-bit path is exercised without 2^31-element buffers). */

@@ -4,6 +4,7 @@
  * to, each pointer's allocation and context through the driver), and then
  * only enqueues: no synchronisation and no allocation, so that it works
  * inside CUDA graph capture. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,19 +87,59 @@ static int overlap(const rt_ptr *a, const rt_ptr *b) {
   return a0 < b1 && b0 < a1;
 }
 
-static fhjit_status check_driver_view(fhjit_context *ctx, const rt_driver *d, const char *what,
+static _Atomic uint64_t free_generation;
+
+uint64_t rt_free_generation_now(void) {
+  return atomic_load_explicit(&free_generation, memory_order_acquire);
+}
+
+void rt_free_generation_bump(void) {
+  atomic_fetch_add_explicit(&free_generation, 1, memory_order_acq_rel);
+}
+
+static rt_ptr_seen *seen_slot(fhjit_cuda_kernel *k, CUdeviceptr first) {
+  uint64_t h = (uint64_t)first * UINT64_C(0x9e3779b97f4a7c15);
+  return &k->seen[h >> 59]; /* 32 slots */
+}
+
+/* The driver's view of the allocation holding `first`: remembered from an
+ * earlier launch of k when nothing was freed through fhjit since, else
+ * queried (and remembered when the pointer is good). */
+static CUresult driver_view(fhjit_cuda_kernel *k, const rt_driver *d, CUdeviceptr first,
+                            CUcontext *owner, CUdeviceptr *start, size_t *size) {
+  uint64_t gen = rt_free_generation_now();
+  rt_ptr_seen *e = seen_slot(k, first);
+  pthread_mutex_lock(&k->seen_lock);
+  int hit = e->first == first && e->generation == gen;
+  if (hit) *owner = e->owner, *start = e->start, *size = e->size;
+  pthread_mutex_unlock(&k->seen_lock);
+  if (hit) return CUDA_SUCCESS;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void *data[] = {owner, start, size};
+  CUresult r = d->cuPointerGetAttributes(3, attrs, data, first);
+  if (r == CUDA_SUCCESS && *size != 0 && *start <= first) {
+    pthread_mutex_lock(&k->seen_lock);
+    *e = (rt_ptr_seen){first, *start, *size, *owner, gen};
+    pthread_mutex_unlock(&k->seen_lock);
+  }
+  return r;
+}
+
+static fhjit_status check_driver_view(fhjit_cuda_kernel *k, const rt_driver *d, const char *what,
                                       const char *gname, const rt_namer *nm, const rt_ptr *p,
                                       CUcontext cur) {
+  fhjit_context *ctx = k->ctx;
   char who[256];
   CUcontext owner = NULL;
   CUdeviceptr start = 0;
   size_t size = 0;
-  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_CONTEXT,
-                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE};
-  void *data[] = {&owner, &start, &size};
   CUdeviceptr first = p->base + p->lo; /* the base itself may lie before the allocation */
-  CUresult r = d->cuPointerGetAttributes(3, attrs, data, first);
+  CUresult r = driver_view(k, d, first, &owner, &start, &size);
+  if (r == CUDA_SUCCESS && size != 0 && start <= first && (!owner || owner == cur) &&
+      p->base + p->hi <= start + size)
+    return FHJIT_OK; /* messages are made only for failures */
   describe(who, sizeof who, nm, p);
   if (r != CUDA_SUCCESS)
     return rt_cuda_error(ctx, d, r, "cuPointerGetAttributes", "%s: graph @%s: %s at 0x%llx", what,
@@ -214,32 +255,33 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
   }
   int driver_checks = !(a->options && (a->options->flags & FHJIT_CUDA_NO_POINTER_CHECKS));
   for (int32_t i = 0; i < np && s == FHJIT_OK && driver_checks; i++)
-    s = check_driver_view(ctx, d, what, gname, &nm, &ps[i], cur);
+    s = check_driver_view(k, d, what, gname, &nm, &ps[i], cur);
   if (ps != stack) free(ps);
   return s;
 }
 
-static fhjit_status launch(fhjit_cuda_kernel *k, const fhjit_cuda_args *a, const fhjit_graph *g,
-                           const char *what) {
+/* Checks and enqueues; cur is the launch's context, found by the caller,
+ * and id_known says that k's context was seen alive in it (by rt_compile). */
+static fhjit_status launch_in(fhjit_cuda_kernel *k, const fhjit_cuda_args *a, const fhjit_graph *g,
+                              const char *what, const rt_driver *d, CUcontext cur, int id_known) {
   fhjit_context *ctx = k->ctx;
-  const rt_driver *d = rt_driver_get(ctx, what);
-  if (!d) return FHJIT_ERR_NO_DRIVER;
   CUstream stream = (CUstream)a->stream;
-  CUcontext cur;
-  fhjit_status s = launch_context(ctx, d, stream, k->cuctx, 0, what, &cur);
-  if (s != FHJIT_OK) return s;
+  fhjit_status s;
+  CUresult r;
+  if (id_known) goto checks;
   if (cur != k->cuctx)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: the kernels of graph @%s were loaded in CUDA context %p, but this launch "
                     "runs in context %p (compile the graph in that context first)",
                     what, g ? g->name : k->graph_name, (void *)k->cuctx, (void *)cur);
   unsigned long long id = 0;
-  CUresult r = d->cuCtxGetId(cur, &id);
+  r = d->cuCtxGetId(cur, &id);
   if (r != CUDA_SUCCESS || id != k->cuctx_id)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: CUDA context %p was destroyed after the kernels of graph @%s were loaded "
                     "in it (call fhjit_cuda_release_context before destroying a context)",
                     what, (void *)cur, g ? g->name : k->graph_name);
+checks:
   if ((s = check_args(k, a, g, d, cur, what)) != FHJIT_OK) return s;
   uint64_t vals[LW_MAX_ARGS];
   void *ptrs[LW_MAX_ARGS];
@@ -269,9 +311,15 @@ static fhjit_status launch(fhjit_cuda_kernel *k, const fhjit_cuda_args *a, const
 }
 
 fhjit_status fhjit_cuda_launch_kernel(fhjit_cuda_kernel *k, const fhjit_cuda_args *a) {
+  const char *what = "fhjit_cuda_launch_kernel";
   if (!k) return FHJIT_ERR_ARGUMENT;
-  if (!a) return ir_error(k->ctx, FHJIT_ERR_ARGUMENT, "fhjit_cuda_launch_kernel: null arguments");
-  return launch(k, a, NULL, "fhjit_cuda_launch_kernel");
+  if (!a) return ir_error(k->ctx, FHJIT_ERR_ARGUMENT, "%s: null arguments", what);
+  const rt_driver *d = rt_driver_get(k->ctx, what);
+  if (!d) return FHJIT_ERR_NO_DRIVER;
+  CUcontext cur;
+  fhjit_status s = launch_context(k->ctx, d, (CUstream)a->stream, k->cuctx, 0, what, &cur);
+  if (s != FHJIT_OK) return s;
+  return launch_in(k, a, NULL, what, d, cur, 0);
 }
 
 fhjit_status fhjit_cuda_launch(fhjit_graph *g, const fhjit_cuda_args *a) {
@@ -289,7 +337,7 @@ fhjit_status fhjit_cuda_launch(fhjit_graph *g, const fhjit_cuda_args *a) {
   if (s != FHJIT_OK) return s;
   fhjit_cuda_kernel *k = rt_compile(g, a->options, cur, d, what, NULL);
   if (!k) return g->ctx->status ? g->ctx->status : FHJIT_ERR_CUDA;
-  return launch(k, a, g, what);
+  return launch_in(k, a, g, what, d, cur, 1); /* rt_compile matched cur and its id */
 }
 
 /* ----------------------------------------------------------------- helpers */
@@ -323,6 +371,7 @@ fhjit_status fhjit_cuda_free(fhjit_context *ctx, fhjit_cuda_ptr ptr) {
   if (!ptr) return FHJIT_OK;
   const rt_driver *d = helper_driver(ctx, what);
   if (!d) return ctx->status;
+  rt_free_generation_bump(); /* pointers launches remembered must be checked again */
   CUresult r = d->cuMemFree(ptr);
   if (r != CUDA_SUCCESS)
     return rt_cuda_error(ctx, d, r, "cuMemFree_v2", "%s: 0x%llx", what, (unsigned long long)ptr);

@@ -89,12 +89,35 @@ typedef struct rt_buffer {
   fhjit_type type;
 } rt_buffer;
 
+/* A pointer a launch checked through the driver, remembered so that later
+ * launches with the same pointer skip the query (cuPointerGetAttributes
+ * costs about as much as the rest of a launch). Valid while no memory was
+ * freed through fhjit_cuda_free since (rt_free_generation). */
+typedef struct rt_ptr_seen {
+  CUdeviceptr first;       /* the address queried; 0: empty */
+  CUdeviceptr start;       /* its allocation */
+  size_t size;
+  CUcontext owner;
+  uint64_t generation;
+} rt_ptr_seen;
+
+#define RT_PTR_SEEN 32 /* per kernel, direct-mapped by address */
+
+/* Bumped whenever fhjit frees device memory: remembered pointers are then
+ * checked again. */
+uint64_t rt_free_generation_now(void);
+void rt_free_generation_bump(void);
+
 struct fhjit_cuda_kernel {
   fhjit_context *ctx;
   fhjit_cuda_kernel *next;
-  uint64_t hash[2];
+  uint64_t hash[2]; /* the graph's, with FHJIT_PW_PLAN folded in */
   char *graph_name; /* of the graph that compiled it, for messages */
   char target[16];
+  char asked[16];   /* the target the compile asked for ("" for the device's):
+                       launches find the kernel without the device queries */
+  pthread_mutex_t seen_lock;
+  rt_ptr_seen seen[RT_PTR_SEEN];
   CUcontext cuctx;
   unsigned long long cuctx_id; /* tells a destroyed context from a new one at
                                   the same address */
