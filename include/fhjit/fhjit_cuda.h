@@ -39,7 +39,9 @@ enum fhjit_cuda_flags {
    * an allocation of the launch's context large enough for its layout. The
    * cheap checks (non-zero, 16-byte aligned, no overlap) stay. For hot loops
    * whose buffers are known good, and for memory the driver cannot describe
-   * (stream-ordered allocations made inside a graph capture). */
+   * (stream-ordered allocations made inside a graph capture). Without it,
+   * each kernel remembers the driver's answer for pointers it has checked
+   * until fhjit_cuda_free is called (docs/runtime.md). */
   FHJIT_CUDA_NO_POINTER_CHECKS = 1u << 1
 };
 
@@ -109,7 +111,8 @@ FHJIT_API fhjit_cuda_kernel *fhjit_cuda_compile(fhjit_graph *g,
 FHJIT_API fhjit_status fhjit_cuda_launch_kernel(fhjit_cuda_kernel *k,
                                                 const fhjit_cuda_args *a);
 /* Compiles lazily at the first launch (fhjit_cuda_compile), then launches:
- * the convenient form; it hashes the graph at every call. */
+ * the convenient form; later calls find the kernel by the hash fhjit_bind
+ * computed. */
 FHJIT_API fhjit_status fhjit_cuda_launch(fhjit_graph *g, const fhjit_cuda_args *a);
 
 /* Facts of a compiled kernel. */

@@ -30,7 +30,7 @@ static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kin
   const nv_target *t = nv_find_target(g->ctx, arch);
   if (!t) return FHJIT_ERR_TARGET;
   fhjit_status st = lw_plan_graph(g, plan);
-  if (!st) st = lw_apply_pw_plan(g, plan);
+  if (!st) st = lw_apply_pw_plan(g, plan, LW_GPU);
   if (st) return st;
   nv_init();
   LLVMTargetMachineRef tm = nv_gpu_machine(g->ctx, t);

@@ -52,6 +52,7 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
   lw_host *h = calloc(1, sizeof *h);
   if (!h) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   fhjit_status st = lw_plan_graph(g, &h->plan);
+  if (!st) st = lw_apply_pw_plan(g, &h->plan, LW_HOST); /* V only: the same bodies as the GPU's */
   if (st) {
     free(h);
     return st;

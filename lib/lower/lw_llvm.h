@@ -28,10 +28,11 @@ typedef struct lw_plan {
   int block;      /* GPU: threads per block (LW_BLOCK) */
 } lw_plan;
 
-/* Applies FHJIT_PW_PLAN (lower.h) to a plan from lw_plan_graph: the GPU
- * kernel of a pointwise graph. Errors: FHJIT_ERR_ARGUMENT (a malformed
- * plan), _UNSUPPORTED (too many blocks). */
-fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *plan);
+/* Applies FHJIT_PW_PLAN (lower.h) to a plan from lw_plan_graph, for the
+ * kernel of a pointwise graph: V, U and T on the GPU, V alone on the host
+ * (whose bodies are the GPU's; tests check every V there). Errors:
+ * FHJIT_ERR_ARGUMENT (a malformed plan), _UNSUPPORTED (too many blocks). */
+fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *plan, lw_target target);
 /* Launch grid of a plan: blocks of plan->block threads, each thread
  * plan->per_thread groups. */
 int64_t lw_plan_grid(const lw_plan *plan);

@@ -32,7 +32,7 @@ int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size) {
       return -1;
     }
     s = end;
-    if (*s == ',') s++;
+    if (*s == ',' && s[1]) s++;
     else if (*s) {
       snprintf(why, why_size, "expected ',' at \"%s\"", s);
       return -1;
@@ -46,7 +46,7 @@ int64_t lw_plan_grid(const lw_plan *p) {
   return (p->groups + per_block - 1) / per_block;
 }
 
-fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p) {
+fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p, lw_target target) {
   lw_pw_plan pw;
   char why[160];
   int set = lw_pw_plan_env(&pw, why, sizeof why);
@@ -60,6 +60,7 @@ fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p) {
     p->vec = p->n % v == 0 ? v : 1;
     p->groups = p->work / p->vec;
   }
+  if (target != LW_GPU) return FHJIT_OK;
   if (pw.per_thread) p->per_thread = pw.per_thread;
   if (pw.block) p->block = pw.block;
   if (lw_plan_grid(p) > INT32_MAX)

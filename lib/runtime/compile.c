@@ -77,6 +77,7 @@ fhjit_status fhjit_cuda_release_context(fhjit_context *ctx, fhjit_cuda_context c
   if (!ctx) return FHJIT_ERR_ARGUMENT;
   if (!cuctx)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "fhjit_cuda_release_context: null CUDA context");
+  rt_free_generation_bump(); /* the context's memory is about to go */
   rt_state *st = ctx->runtime;
   if (!st) return FHJIT_OK;
   const rt_driver *d = rt_driver_get(ctx, "fhjit_cuda_release_context");
