@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # device-round.sh: one whole round on the GPU machine, in one command:
 # bench/device-run.sh (GPU tests, memcheck, pointwise benchmarks, Triton),
-# bench/ntt-run.sh (the CUDA NTT baseline and fhjit's NTT), compute-sanitizer
-# memcheck and racecheck on the NTT kernels, and every example through
+# bench/ntt-run.sh (the CUDA NTT baseline and fhjit's NTT), the NTT schedule
+# sweep (ntt_bench --sweep), compute-sanitizer memcheck and racecheck on the
+# NTT kernels, and every example through
 # fhjit-run --backend=cuda --check. Logs are packed into OUT/logs.tgz (the
 # device tool brings back few files); the summaries are printed last.
 #   bench/device-round.sh BUILD OUT
@@ -19,11 +20,18 @@ FHJIT_DEVICE_BUDGET=${FHJIT_DEVICE_BUDGET:-300} bash "$REPO/bench/device-run.sh"
   >"$LOGS/pointwise.out" 2>&1 || STATUS=1
 bash "$REPO/bench/ntt-run.sh" "$BUILD" "$LOGS/ntt" >"$LOGS/ntt.out" 2>&1 || STATUS=1
 rm -f "$LOGS/ntt/ntt_cuda"
+# Every candidate NTT schedule, checked and timed (ntt_bench --sweep; skip
+# with NTT_SWEEP=0; NTT_PLANS='p1;p2' replaces the built-in grid).
+if [ "${NTT_SWEEP:-1}" != 0 ]; then
+  timeout 240 "$BUILD/bench/ntt_bench" --sweep ${NTT_PLANS:+--plans "$NTT_PLANS"} \
+    >"$LOGS/ntt-sweep.log" 2>&1 || STATUS=1
+fi
 if [ -n "$SAN" ]; then
-  for tool in memcheck racecheck; do
-    timeout 120 "$SAN" --tool $tool --error-exitcode 99 "$BUILD/bench/ntt_bench" --quick \
-      >"$LOGS/ntt-$tool.log" 2>&1 || STATUS=1
-  done
+  timeout 150 "$SAN" --tool memcheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --quick \
+    >"$LOGS/ntt-memcheck.log" 2>&1 || STATUS=1
+  # racecheck: tiny sizes, every plan of the sweep's grid
+  timeout 150 "$SAN" --tool racecheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --racecheck --sweep \
+    >"$LOGS/ntt-racecheck.log" 2>&1 || STATUS=1
 fi
 for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
   [ -f "$f" ] || continue
@@ -35,6 +43,10 @@ tar czf "$OUT/logs.tgz" -C "$LOGS" .
 
 echo "######## pointwise (bench/device-run.sh)"; tail -n 45 "$LOGS/pointwise.out"
 echo "######## NTT (bench/ntt-run.sh)"; tail -n 70 "$LOGS/ntt.out"
+if [ -f "$LOGS/ntt-sweep.log" ]; then
+  echo "######## NTT sweep (ntt_bench --sweep)"
+  grep -E "^sweep|^best|MISMATCH|refused|FAILED|all results" "$LOGS/ntt-sweep.log" | tail -n 110
+fi
 for tool in memcheck racecheck; do
   echo "######## NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/ntt-$tool.log" 2>/dev/null | tail -n 1)"
 done

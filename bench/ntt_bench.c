@@ -13,7 +13,17 @@
  * key switch with its NTTs (the inverse NTT's prologue fused), checked and
  * timed.
  *
- *   ntt_bench [--quick] [--log2 12,14,16,17]
+ *   ntt_bench [--quick] [--log2 12,14,16,17] [--rows R] [--radix r62,r32]
+ *             [--no-keyswitch]
+ *   ntt_bench --sweep [--plans 'PLAN;PLAN'] [--reps N] [--log2 ..] [--rows R]
+ *   ntt_bench --racecheck [--sweep]
+ *
+ * --sweep: for each size, every candidate schedule (FHJIT_NTT_PLAN strings,
+ * lib/lower/ntt.h; a built-in grid, or --plans; the default first), each
+ * checked against the interpreter and timed forward and inverse, one line
+ * per plan, the best plan per size last. --racecheck: tiny sizes (2^10 one
+ * kernel, 2^14 two kernels, 2 rows), one launch per measurement, for
+ * compute-sanitizer.
  *
  * Against the unit tests' fake libcuda (FHJIT_LIBCUDA) the launches run on
  * the host (a check of this program, not a measurement). */
@@ -28,6 +38,8 @@
 
 static fhjit_context *ctx;
 static int fake;
+/* launches per timed batch and warm-up launches (--racecheck: 1 and 0) */
+static int per_batch = 20, warmups = 10;
 
 static void die(const char *what) {
   fprintf(stderr, "ntt_bench: %s: %s\n", what, fhjit_last_error(ctx));
@@ -92,108 +104,162 @@ typedef struct config {
   int rows;
 } config;
 
-/* Times one transform; returns the median microseconds per transform. */
-static double bench_one(const config *c, int forward, int quick, int *failures, int *nkernels) {
+/* One transform's data, on the host and the device, shared by every plan
+ * timed on it; the interpreter's result is computed once. */
+typedef struct ncase {
+  config c;
+  int forward;
+  size_t ws, words, bytes;
+  uint64_t *q;
+  void *h_tw, *h_in, *h_out, *h_ref, *h_params;
+  int have_ref;
+  fhjit_cuda_ptr d_params, d_tw;
+  int64_t pstride;
+  int nsets;
+  fhjit_cuda_ptr ins[32], outs[32];
+} ncase;
+
+static const char *rname(fhjit_radix r) { return r == FHJIT_R32 ? "r32" : "r62"; }
+
+static void case_init(ncase *k, const config *c, int forward, int quick) {
+  memset(k, 0, sizeof *k);
+  k->c = *c;
+  k->forward = forward;
   fhjit_radix radix = c->radix;
   int64_t n = INT64_C(1) << c->log_n;
   int rows = c->rows;
-  size_t ws = radix == FHJIT_R32 ? 4 : 8;
-  uint64_t *q = malloc(sizeof *q * (size_t)rows);
-  if (!q) die("out of memory");
-  if (fhjit_find_primes(ctx, radix == FHJIT_R32 ? 30 : 60, UINT64_C(1) << 18, rows, q)) die("primes");
+  k->ws = radix == FHJIT_R32 ? 4 : 8;
+  k->q = malloc(sizeof *k->q * (size_t)rows);
+  if (!k->q) die("out of memory");
+  if (fhjit_find_primes(ctx, radix == FHJIT_R32 ? 30 : 60, UINT64_C(1) << 18, rows, k->q)) die("primes");
+  k->words = (size_t)rows * (size_t)n;
+  k->bytes = k->words * k->ws;
+  k->h_tw = malloc(k->bytes), k->h_in = malloc(k->bytes), k->h_out = malloc(k->bytes);
+  k->h_ref = malloc(k->bytes), k->h_params = malloc(8 * k->ws * (size_t)rows);
+  if (!k->h_tw || !k->h_in || !k->h_out || !k->h_ref || !k->h_params) die("out of memory");
+  if (fhjit_twiddle_tables(ctx, radix, k->q, rows, n, forward ? k->h_tw : NULL, forward ? NULL : k->h_tw))
+    die("twiddles");
+  if (fhjit_param_table(ctx, radix, k->q, rows, n, 1, 1, k->h_params, rows)) die("parameter table");
+  for (size_t i = 0; i < k->words; i++) {
+    uint64_t v = rnd() % (2 * k->q[(i / (size_t)n) % (size_t)rows]);
+    if (radix == FHJIT_R32) ((uint32_t *)k->h_in)[i] = (uint32_t)v;
+    else ((uint64_t *)k->h_in)[i] = v;
+  }
+  if (fhjit_cuda_param_table(ctx, radix, k->q, rows, n, 1, 1, &k->d_params, &k->pstride)) die("params");
+  if (fhjit_cuda_alloc(ctx, k->bytes, &k->d_tw) || fhjit_cuda_upload(ctx, k->d_tw, k->h_tw, k->bytes))
+    die("tw");
+  k->nsets = (int)((size_t)(200u << 20) / (2 * k->bytes) + 1);
+  if (k->nsets < 2) k->nsets = 2;
+  if (k->nsets > 32) k->nsets = 32;
+  if (quick || fake) k->nsets = 2;
+  for (int s = 0; s < k->nsets; s++)
+    if (fhjit_cuda_alloc(ctx, k->bytes, &k->ins[s]) || fhjit_cuda_alloc(ctx, k->bytes, &k->outs[s]) ||
+        fhjit_cuda_upload(ctx, k->ins[s], k->h_in, k->bytes))
+      die("buffers");
+}
 
-  fhjit_graph *g = fhjit_graph_create(ctx, forward ? "ntt_fwd" : "ntt_inv", radix);
+static void case_free(ncase *k) {
+  for (int s = 0; s < k->nsets; s++) {
+    fhjit_cuda_free(ctx, k->ins[s]);
+    fhjit_cuda_free(ctx, k->outs[s]);
+  }
+  fhjit_cuda_free(ctx, k->d_tw);
+  fhjit_cuda_free(ctx, k->d_params);
+  free(k->h_tw), free(k->h_in), free(k->h_out), free(k->h_ref), free(k->h_params), free(k->q);
+}
+
+/* The transform as a graph, bound (the NTT plan is chosen when it is
+ * compiled, from FHJIT_NTT_PLAN as it is then). */
+static fhjit_graph *case_graph(const ncase *k) {
+  fhjit_graph *g = fhjit_graph_create(ctx, k->forward ? "ntt_fwd" : "ntt_inv", k->c.radix);
   fhjit_type xt;
   memset(&xt, 0, sizeof xt);
   xt.kind = FHJIT_KIND_POLY;
-  xt.rows = rows;
-  xt.n = n;
-  xt.domain = forward ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
+  xt.rows = k->c.rows;
+  xt.n = INT64_C(1) << k->c.log_n;
+  xt.domain = k->forward ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
   xt.form = FHJIT_FORM_MONT;
   fhjit_type tt;
   memset(&tt, 0, sizeof tt);
   tt.kind = FHJIT_KIND_TWIDDLE;
-  tt.rows = rows;
-  tt.n = n;
+  tt.rows = k->c.rows;
+  tt.n = xt.n;
   fhjit_value x = fhjit_input(g, "x", &xt), tw = fhjit_input(g, "tw", &tt);
-  fhjit_value y = fhjit_ntt(g, x, tw, forward ? FHJIT_NTT_COEF_MONT_TO_NTT : FHJIT_NTT_TO_COEF_MONT);
+  fhjit_value y = fhjit_ntt(g, x, tw, k->forward ? FHJIT_NTT_COEF_MONT_TO_NTT : FHJIT_NTT_TO_COEF_MONT);
   if (y == FHJIT_NO_VALUE || fhjit_output(g, y, "y") || fhjit_bind(g)) die("graph");
-  current = g;
+  return g;
+}
 
-  size_t words = (size_t)rows * (size_t)n, bytes = words * ws;
-  void *h_tw = malloc(bytes), *h_in = malloc(bytes), *h_out = malloc(bytes), *h_ref = malloc(bytes);
-  void *h_params = malloc(8 * ws * (size_t)rows);
-  if (!h_tw || !h_in || !h_out || !h_ref || !h_params) die("out of memory");
-  if (fhjit_twiddle_tables(ctx, radix, q, rows, n, forward ? h_tw : NULL, forward ? NULL : h_tw))
-    die("twiddles");
-  if (fhjit_param_table(ctx, radix, q, rows, n, 1, 1, h_params, rows)) die("parameter table");
-  for (size_t i = 0; i < words; i++) {
-    uint64_t v = rnd() % (2 * q[(i / (size_t)n) % (size_t)rows]);
-    if (radix == FHJIT_R32) ((uint32_t *)h_in)[i] = (uint32_t)v;
-    else ((uint64_t *)h_in)[i] = v;
+/* Compiles the transform under the current FHJIT_NTT_PLAN, checks its first
+ * launch against the interpreter and times it: the median microseconds per
+ * transform, or -1 when the plan is refused (the message is printed). */
+static double case_run(ncase *k, int reps, int *mismatch, int *nkernels) {
+  fhjit_graph *g = case_graph(k);
+  *mismatch = 0;
+  if (!k->have_ref) {
+    const void *hin[2] = {k->h_in, k->h_tw};
+    void *href[1] = {k->h_ref};
+    if (fhjit_interpret(g, k->h_params, k->c.rows, hin, href)) die("interpret");
+    k->have_ref = 1;
   }
-  fhjit_cuda_ptr d_params, d_tw;
-  int64_t pstride;
-  if (fhjit_cuda_param_table(ctx, radix, q, rows, n, 1, 1, &d_params, &pstride)) die("params");
-  if (fhjit_cuda_alloc(ctx, bytes, &d_tw) || fhjit_cuda_upload(ctx, d_tw, h_tw, bytes)) die("tw");
-  int nsets = (int)((size_t)(200u << 20) / (2 * bytes) + 1);
-  if (nsets < 2) nsets = 2;
-  if (nsets > 32) nsets = 32;
-  if (quick || fake) nsets = 2;
-  fhjit_cuda_ptr ins[32], outs[32];
-  for (int s = 0; s < nsets; s++)
-    if (fhjit_cuda_alloc(ctx, bytes, &ins[s]) || fhjit_cuda_alloc(ctx, bytes, &outs[s]) ||
-        fhjit_cuda_upload(ctx, ins[s], h_in, bytes))
-      die("buffers");
-
+  current = g;
   fhjit_cuda_compile_info info;
-  fhjit_cuda_kernel *k = fhjit_cuda_compile(g, NULL, &info);
-  if (!k) die("compile");
+  fhjit_cuda_kernel *kern = fhjit_cuda_compile(g, NULL, &info);
+  if (!kern) {
+    printf("  refused: %s\n", fhjit_last_error(ctx));
+    fhjit_clear_error(ctx);
+    fhjit_graph_destroy(g);
+    current = NULL;
+    return -1;
+  }
   *nkernels = info.nkernels;
   fhjit_cuda_args a;
   memset(&a, 0, sizeof a);
-  a.params = d_params;
-  a.pstride = pstride;
+  a.params = k->d_params;
+  a.pstride = k->pstride;
   a.ninputs = 2;
   a.nresults = 1;
 
-  /* correctness: the first launch against the interpreter */
-  fhjit_cuda_ptr in2[2] = {ins[0], d_tw};
+  /* correctness: the first launch against the interpreter (output poisoned
+   * first, so a kernel that writes nothing cannot pass on an earlier plan's
+   * result) */
+  memset(k->h_out, 0xA5, k->bytes);
+  if (fhjit_cuda_upload(ctx, k->outs[0], k->h_out, k->bytes)) die("upload");
+  fhjit_cuda_ptr in2[2] = {k->ins[0], k->d_tw};
   a.inputs = in2;
-  a.results = &outs[0];
-  if (fhjit_cuda_launch_kernel(k, &a)) die("launch");
-  if (fhjit_cuda_download(ctx, h_out, outs[0], bytes)) die("download");
-  const void *hin[2] = {h_in, h_tw};
-  void *href[1] = {h_ref};
-  if (fhjit_interpret(g, h_params, rows, hin, href)) die("interpret");
-  if (memcmp(h_out, h_ref, bytes) != 0) {
-    size_t i = 0;
-    while (i < words && !memcmp((char *)h_out + i * ws, (char *)h_ref + i * ws, ws)) i++;
-    printf("MISMATCH %s N=2^%d rows=%d %s: first at row %zu index %zu\n", radix == FHJIT_R32 ? "r32" : "r62",
-           c->log_n, rows, forward ? "fwd" : "inv", i / (size_t)n, i % (size_t)n);
-    (*failures)++;
+  a.results = &k->outs[0];
+  if (fhjit_cuda_launch_kernel(kern, &a)) die("launch");
+  if (fhjit_cuda_download(ctx, k->h_out, k->outs[0], k->bytes)) die("download");
+  if (memcmp(k->h_out, k->h_ref, k->bytes) != 0) {
+    size_t i = 0, n = (size_t)1 << k->c.log_n;
+    while (i < k->words && !memcmp((char *)k->h_out + i * k->ws, (char *)k->h_ref + i * k->ws, k->ws)) i++;
+    printf("MISMATCH %s N=2^%d rows=%d %s: first at row %zu index %zu\n", rname(k->c.radix),
+           k->c.log_n, k->c.rows, k->forward ? "fwd" : "inv", i / n, i % n);
+    *mismatch = 1;
   }
 
   /* timing */
   CUevent e0, e1;
   CU_OK(cu.cuEventCreate(&e0, 0));
   CU_OK(cu.cuEventCreate(&e1, 0));
-  const int reps = quick || fake ? 3 : 21, per = fake ? 1 : 20;
-  double samples[32];
-  for (int w = 0; w < (fake ? 1 : 10); w++) {
-    fhjit_cuda_ptr iw[2] = {ins[w % nsets], d_tw};
+  const int per = fake ? 1 : per_batch;
+  if (fake) reps = 1;
+  double samples[64];
+  if (reps > 64) reps = 64;
+  for (int w = 0; w < (fake ? 0 : warmups); w++) {
+    fhjit_cuda_ptr iw[2] = {k->ins[w % k->nsets], k->d_tw};
     a.inputs = iw;
-    a.results = &outs[w % nsets];
-    if (fhjit_cuda_launch_kernel(k, &a)) die("launch");
+    a.results = &k->outs[w % k->nsets];
+    if (fhjit_cuda_launch_kernel(kern, &a)) die("launch");
   }
   for (int r = 0; r < reps; r++) {
     CU_OK(cu.cuEventRecord(e0, NULL));
     for (int it = 0; it < per; it++) {
-      int s = (r * per + it) % nsets;
-      fhjit_cuda_ptr is[2] = {ins[s], d_tw};
+      int s = (r * per + it) % k->nsets;
+      fhjit_cuda_ptr is[2] = {k->ins[s], k->d_tw};
       a.inputs = is;
-      a.results = &outs[s];
-      if (fhjit_cuda_launch_kernel(k, &a)) die("launch");
+      a.results = &k->outs[s];
+      if (fhjit_cuda_launch_kernel(kern, &a)) die("launch");
     }
     CU_OK(cu.cuEventRecord(e1, NULL));
     CU_OK(cu.cuEventSynchronize(e1));
@@ -204,16 +270,129 @@ static double bench_one(const config *c, int forward, int quick, int *failures, 
   qsort(samples, (size_t)reps, sizeof *samples, cmp_double);
   CU_OK(cu.cuEventDestroy(e0));
   CU_OK(cu.cuEventDestroy(e1));
-  for (int s = 0; s < nsets; s++) {
-    fhjit_cuda_free(ctx, ins[s]);
-    fhjit_cuda_free(ctx, outs[s]);
-  }
-  fhjit_cuda_free(ctx, d_tw);
-  fhjit_cuda_free(ctx, d_params);
-  free(h_tw), free(h_in), free(h_out), free(h_ref), free(h_params), free(q);
   fhjit_graph_destroy(g);
   current = NULL;
   return samples[reps / 2];
+}
+
+/* Times one transform with the default plan (or FHJIT_NTT_PLAN as set). */
+static double bench_one(const config *c, int forward, int quick, int *failures, int *nkernels) {
+  ncase k;
+  case_init(&k, c, forward, quick);
+  int bad = 0;
+  double t = case_run(&k, per_batch == 1 ? 1 : quick ? 3 : 21, &bad, nkernels);
+  if (t < 0) die("compile");
+  *failures += bad;
+  case_free(&k);
+  return t;
+}
+
+/* ------------------------------------------------------------ the sweep */
+
+/* Candidate schedules (FHJIT_NTT_PLAN strings; "" is the default) per
+ * radix and size: the plan space that the GPU measurements choose from.
+ * Small N: two kernels instead of whole rows per block (more blocks);
+ * every N: fewer columns per column block (smaller blocks, more of them
+ * per SM), fewer chunk threads, words per thread, padding, split point. */
+static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
+  int n = 0;
+  out[n++] = "";
+  if (log_n <= 12) {
+    if (radix == FHJIT_R62) {
+      out[n++] = "e=2";
+      out[n++] = "one=11";
+      out[n++] = "one=11,c_col=3,t=7";
+      out[n++] = "one=11,c_col=2,t=6";
+      out[n++] = "one=11,c_col=2,t=5";
+      out[n++] = "one=11,e=2,c_col=2,t=6";
+      out[n++] = "one=11,c_col=3,t=6,minb=4";
+      out[n++] = "one=11,n1=5,c_col=2,t=6";
+    } else {
+      out[n++] = "e=3";
+      out[n++] = "one=11";
+      out[n++] = "one=11,c_col=4,t=7";
+      out[n++] = "one=11,c_col=3,t=6";
+      out[n++] = "one=11,e=3,c_col=3,t=6";
+      out[n++] = "one=11,e=3,c_col=4,t=7";
+      out[n++] = "one=11,c_col=3,t=5";
+    }
+    return n;
+  }
+  if (radix == FHJIT_R62) {
+    out[n++] = "c_col=3";
+    out[n++] = "c_col=2";
+    out[n++] = "c_col=3,t=7";
+    out[n++] = "c_col=2,t=7,pad_col=4";
+    out[n++] = "e=4,c_col=2";
+    out[n++] = "e_chunk=4,c_col=3";
+    out[n++] = "c_col=3,minb=3";
+    out[n++] = "c_col=3,pad_chunk=0";
+    out[n++] = log_n == 17 ? "n1=9,c_col=3" : log_n == 16 ? "n1=7,c_col=3" : "n1=6,c_col=3";
+    out[n++] = "e=2,c_col=3,t=7";
+  } else {
+    out[n++] = "c_col=4";
+    out[n++] = "c_col=3";
+    out[n++] = "c_col=4,t=7";
+    out[n++] = "e=3,c_col=4";
+    out[n++] = "e=3,c_col=3,t=7";
+    out[n++] = "e_col=3,c_col=4";
+    out[n++] = "c_col=3,pad_col=5";
+    out[n++] = "c_col=4,minb=2";
+    out[n++] = log_n == 17 ? "n1=9,c_col=4" : log_n == 16 ? "n1=7,c_col=4" : "n1=6,c_col=4";
+  }
+  return n;
+}
+
+/* Splits "a;b;c" (user plans) into out[]; returns the count. */
+static int split_plans(char *list, const char **out, int max) {
+  int n = 0;
+  out[n++] = "";
+  for (char *p = strtok(list, ";"); p && n < max; p = strtok(NULL, ";")) out[n++] = p;
+  return n;
+}
+
+/* Every plan of the grid on every size: checked (first launch against the
+ * interpreter), timed forward and inverse, one line each; the best plan per
+ * size (by forward + inverse) last. */
+static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int *failures) {
+  char best_lines[16][256];
+  for (int ci = 0; ci < ncfg; ci++) {
+    const config *c = &cfgs[ci];
+    const char *plans[64];
+    int np = user_plans ? split_plans(user_plans, plans, 64) : sweep_plans(c->radix, c->log_n, plans);
+    ncase kf, ki;
+    case_init(&kf, c, 1, reps <= 3);
+    case_init(&ki, c, 0, reps <= 3);
+    double best = 1e30, base = 0;
+    const char *best_plan = "";
+    for (int pi = 0; pi < np; pi++) {
+      setenv("FHJIT_NTT_PLAN", plans[pi], 1);
+      int bf = 0, bi = 0, kfn = 0, kin = 0;
+      double f = case_run(&kf, reps, &bf, &kfn);
+      double v = f < 0 ? -1 : case_run(&ki, reps, &bi, &kin);
+      if (f < 0 || v < 0) {
+        printf("sweep %s N=2^%-2d rows=%-3d plan %-34s refused\n", rname(c->radix), c->log_n, c->rows,
+               *plans[pi] ? plans[pi] : "(default)");
+        continue;
+      }
+      *failures += bf + bi;
+      printf("sweep %s N=2^%-2d rows=%-3d plan %-34s fwd %8.2f us  inv %8.2f us  sum %8.2f | "
+             "kernels %d + %d%s\n",
+             rname(c->radix), c->log_n, c->rows, *plans[pi] ? plans[pi] : "(default)", f, v, f + v,
+             kfn, kin, bf || bi ? "  MISMATCH" : "");
+      fflush(stdout);
+      if (pi == 0) base = f + v;
+      if (!bf && !bi && f + v < best) best = f + v, best_plan = plans[pi];
+    }
+    unsetenv("FHJIT_NTT_PLAN");
+    snprintf(best_lines[ci % 16], sizeof best_lines[0],
+             "best %s N=2^%-2d rows=%-3d plan %-34s sum %8.2f us (default %8.2f us, %.2fx)",
+             rname(c->radix), c->log_n, c->rows, *best_plan ? best_plan : "(default)", best, base,
+             base / best);
+    case_free(&kf);
+    case_free(&ki);
+  }
+  for (int ci = 0; ci < ncfg && ci < 16; ci++) printf("%s\n", best_lines[ci]);
 }
 
 /* A key switch with its NTTs (examples/ntt/keyswitch.fh at N = 2^16, 16
@@ -313,22 +492,57 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0;
-  int logs[8] = {12, 14, 16, 17}, nlogs = 4;
+  int quick = 0, do_sweep = 0, keyswitch = 1, rows_override = 0, reps = 11, racecheck = 0;
+  int logs[8] = {12, 14, 16, 17}, nlogs = 4, logs_given = 0;
+  char *user_plans = NULL;
+  const char *radices = "r62,r32";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--quick")) {
+    const char *val = NULL;
+    const char *a = argv[i];
+    size_t alen = strcspn(a, "=");
+    static const char *const with_value[] = {"--log2", "--rows", "--plans", "--radix", "--reps"};
+    for (size_t w = 0; w < sizeof with_value / sizeof with_value[0]; w++)
+      if (alen == strlen(with_value[w]) && !strncmp(a, with_value[w], alen)) {
+        if (a[alen] == '=') val = a + alen + 1;
+        else if (i + 1 < argc) val = argv[++i];
+        else val = "";
+      }
+    if (!strcmp(a, "--quick")) {
       quick = 1;
-    } else if (!strncmp(argv[i], "--log2", 6) && (argv[i][6] == '=' || i + 1 < argc)) {
-      const char *list = argv[i][6] == '=' ? argv[i] + 7 : argv[++i];
+    } else if (!strcmp(a, "--sweep")) {
+      do_sweep = 1;
+    } else if (!strcmp(a, "--no-keyswitch")) {
+      keyswitch = 0;
+    } else if (!strcmp(a, "--racecheck")) {
+      /* small enough for compute-sanitizer (one-kernel and two-kernel plans) */
+      quick = 1, keyswitch = 0, rows_override = 2, logs_given = 1, racecheck = 1;
+      per_batch = 1, warmups = 0;
+      logs[0] = 10, logs[1] = 14, nlogs = 2;
+    } else if (val && !strncmp(a, "--log2", 6)) {
       nlogs = 0;
-      for (const char *p = list; *p && nlogs < 8;) {
+      logs_given = 1;
+      for (const char *p = val; *p && nlogs < 8;) {
         logs[nlogs++] = atoi(p);
         const char *comma = strchr(p, ',');
         if (!comma) break;
         p = comma + 1;
       }
+    } else if (val && !strncmp(a, "--rows", 6)) {
+      rows_override = atoi(val);
+    } else if (val && !strncmp(a, "--reps", 6)) {
+      reps = atoi(val);
+      if (reps < 1) reps = 1;
+    } else if (val && !strncmp(a, "--plans", 7)) {
+      user_plans = strdup(val);
+    } else if (val && !strncmp(a, "--radix", 7)) {
+      radices = val;
     } else {
-      fprintf(stderr, "usage: ntt_bench [--quick] [--log2 12,14,16,17]\n");
+      fprintf(stderr,
+              "usage: ntt_bench [--quick] [--log2 12,14,16,17] [--rows R] [--radix r62,r32]\n"
+              "                 [--no-keyswitch] [--racecheck]\n"
+              "                 [--sweep [--plans 'PLAN;PLAN;...'] [--reps N]]\n"
+              "  --sweep: every candidate schedule (FHJIT_NTT_PLAN strings, e.g.\n"
+              "  'c_col=3,t=7'; see lib/lower/ntt.h) per size, checked and timed\n");
       return 2;
     }
   }
@@ -346,23 +560,47 @@ int main(int argc, char **argv) {
   printf("fhjit NTT (%s)\n", fake ? "fake driver: host execution, times meaningless" : "GPU");
   printf("(times: median per transform of CUDA-event-timed batches of 20 launches, buffers rotated; "
          "fwd = coef-mont -> ntt-mont, inv = ntt-mont -> coef-mont)\n");
+  const char *env_plan = getenv("FHJIT_NTT_PLAN");
+  if (env_plan && *env_plan) printf("FHJIT_NTT_PLAN=%s\n", env_plan);
   int failures = 0;
-  for (int radix = 1; radix >= 0; radix--)
-    for (int rr = 0; rr < (radix ? 1 : 2); rr++)
-      for (int li = 0; li < nlogs; li++) {
-        config c = {(fhjit_radix)radix, logs[li], rr ? 64 : 32};
-        int kf = 0, ki = 0;
-        double f = bench_one(&c, 1, quick, &failures, &kf);
-        double v = bench_one(&c, 0, quick, &failures, &ki);
-        printf("%-4s N=2^%-2d rows=%-3d  fwd %8.2f us  inv %8.2f us | kernels %d + %d\n",
-               radix ? "r62" : "r32", c.log_n, c.rows, f, v, kf, ki);
-        fflush(stdout);
+  /* the configurations: r62 with 32 rows, r32 with 32 and 64 (the sweep:
+   * r62 32 rows, r32 64 rows; --rows overrides) */
+  config cfgs[32];
+  int ncfg = 0;
+  for (int radix = 1; radix >= 0; radix--) {
+    if (!strstr(radices, radix ? "r62" : "r32")) continue;
+    int nrows = radix || do_sweep || rows_override ? 1 : 2;
+    for (int rr = 0; rr < nrows; rr++)
+      for (int li = 0; li < nlogs && ncfg < 32; li++) {
+        int rows = rows_override ? rows_override : radix ? 32 : (do_sweep || rr) ? 64 : 32;
+        cfgs[ncfg++] = (config){(fhjit_radix)radix, logs[li], rows};
       }
-  if (!fake) {
-    bench_keyswitch(FHJIT_R62, quick, &failures);
-    bench_keyswitch(FHJIT_R32, quick, &failures);
+  }
+  if (do_sweep) {
+    if (!logs_given && !user_plans) {
+      /* r32's small sizes matter less than its large ones */
+      int k = 0;
+      for (int i = 0; i < ncfg; i++)
+        if (cfgs[i].radix == FHJIT_R62 || cfgs[i].log_n >= 14) cfgs[k++] = cfgs[i];
+      ncfg = k;
+    }
+    sweep(cfgs, ncfg, user_plans, racecheck ? 1 : quick ? 3 : reps, &failures);
+  } else {
+    for (int i = 0; i < ncfg; i++) {
+      int kf = 0, ki = 0;
+      double f = bench_one(&cfgs[i], 1, quick, &failures, &kf);
+      double v = bench_one(&cfgs[i], 0, quick, &failures, &ki);
+      printf("%-4s N=2^%-2d rows=%-3d  fwd %8.2f us  inv %8.2f us | kernels %d + %d\n",
+             rname(cfgs[i].radix), cfgs[i].log_n, cfgs[i].rows, f, v, kf, ki);
+      fflush(stdout);
+    }
+    if (!fake && keyswitch) {
+      bench_keyswitch(FHJIT_R62, quick, &failures);
+      bench_keyswitch(FHJIT_R32, quick, &failures);
+    }
   }
   printf(failures ? "FAILED: %d mismatches\n" : "all results match the interpreter\n", failures);
+  free(user_plans);
   fhjit_context_destroy(ctx);
   return failures ? 1 : 0;
 }

@@ -46,10 +46,12 @@ typedef struct lw_ntt_kplan {
   int staged_store; /* shared -> global copy after the last pass */
   int pre, post;    /* this kernel applies the kind's pre step / post step */
   int in_place;     /* source and destination are the same buffer */
-  int pad_shift;    /* chunk kernels: shared index k + (k >> pad_shift) */
+  int pad_shift;    /* shared index: chunks k + (k >> pad_shift) within a chunk row,
+                     * columns x + (x >> pad_shift) of the linear index; 0: none */
   uint32_t threads; /* per block */
   int64_t blocks;   /* grid */
   uint32_t smem_words;
+  int minb;         /* > 0: minimum blocks per SM (launch bound) */
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -73,11 +75,43 @@ typedef struct lw_ntt_plan {
   lw_ntt_kplan k[2];
 } lw_ntt_plan;
 
+/* Schedule choices that may be overridden (tuning, sweeps); -1 everywhere
+ * means the default. Every combination that lw_ntt_plan_make_tuned accepts
+ * computes SPEC's exact representatives (only the grouping of the
+ * butterflies and the data movement change). */
+typedef struct lw_ntt_tuning {
+  int one;       /* largest log N run in one kernel (whole rows per block) */
+  int n1;        /* two kernels: log2 of the column length N1 (N = N1 * N2) */
+  int e_one, e_col, e_chunk; /* log2 words per thread, 1..4, per kernel type */
+  int c_col;     /* log2 columns per block of the column kernel */
+  int t_one, t_chunk; /* log2 target threads per block: rows / chunks per block */
+  int pad_col;   /* column kernel shared index x + (x >> pad_col); 0: none */
+  int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
+  int minb;      /* > 0: at least this many blocks per SM (ptxas register cap) */
+} lw_ntt_tuning;
+
+/* All fields -1 (the defaults). */
+void lw_ntt_tuning_default(lw_ntt_tuning *t);
+/* Parses "key=value,..." (keys as the field names: one, n1, e (all three
+ * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
+ * (both pad_*), pad_col, pad_chunk, minb) over *t. NULL or "" change
+ * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
+fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
+
 /* Chooses the schedule for one transform over [batch_rows, N] words. The
- * same plan serves the GPU and the host. Errors: FHJIT_ERR_UNSUPPORTED (N
- * outside 2^4..2^17, too many rows for one launch grid). */
+ * same plan serves the GPU and the host. The environment variable
+ * FHJIT_NTT_PLAN (lw_ntt_tuning_parse's syntax) overrides the defaults (it
+ * is part of compile-cache keys: see fhjit_graph_hash). Errors:
+ * FHJIT_ERR_UNSUPPORTED (N outside 2^4..2^17, too many rows for one launch
+ * grid), FHJIT_ERR_ARGUMENT (a malformed FHJIT_NTT_PLAN or one this size
+ * cannot take). */
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *out);
+/* The same with explicit tuning (NULL: defaults; the environment is not
+ * read). */
+fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                                    int log_n, int64_t rows, int64_t batch_rows,
+                                    const lw_ntt_tuning *t, lw_ntt_plan *out);
 
 /* A one-line description of a plan ("2 kernels: cols M=2^8 C=16 E=8 passes
  * 3+3+2 | chunks ..."), for diagnostics and benches. */

@@ -14,6 +14,7 @@
  *        then the canonical subtraction of q.
  * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,29 +55,98 @@ static int64_t chunk_stride(const lw_ntt_kplan *k) {
   return mlen + (k->pad_shift ? (mlen >> k->pad_shift) : 0);
 }
 
-static void finish_kernel(lw_ntt_kplan *k, int forward, fhjit_radix radix, int64_t batch_rows) {
+/* Static shared memory of one block: the PTX limit without opting in. */
+#define SMEM_LIMIT_BYTES 49152
+
+static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows) {
   if (k->log_e > k->m) k->log_e = k->m;
   plan_passes(k, forward);
   k->threads = (uint32_t)1 << (k->log_c + k->m - k->log_e);
   int64_t per_row = INT64_C(1) << k->log_subs;
   k->blocks = batch_rows * per_row / (INT64_C(1) << k->log_c);
+  k->pad_shift = pad_shift;
   if (k->cols) {
     k->staged_load = k->staged_store = 0;
-    k->pad_shift = 0;
-    k->smem_words = (uint32_t)1 << (k->log_c + k->m);
+    uint32_t words = (uint32_t)1 << (k->log_c + k->m);
+    k->smem_words = words + (pad_shift ? words >> pad_shift : 0);
   } else {
     /* The pass touching the top bits is coalesced straight from/to global
      * memory; the one touching the bottom bits goes through shared memory. */
     k->staged_load = !forward;
     k->staged_store = forward;
-    k->pad_shift = radix == FHJIT_R32 ? 5 : 4;
     k->smem_words = (uint32_t)(chunk_stride(k) << k->log_c);
   }
 }
 
+void lw_ntt_tuning_default(lw_ntt_tuning *t) {
+  t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = -1;
+}
+
+fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
+  static const struct {
+    const char *key;
+    size_t off[3];
+    int n, lo, hi;
+  } keys[] = {
+      {"one", {offsetof(lw_ntt_tuning, one)}, 1, 3, 17},
+      {"n1", {offsetof(lw_ntt_tuning, n1)}, 1, 1, 16},
+      {"e", {offsetof(lw_ntt_tuning, e_one), offsetof(lw_ntt_tuning, e_col), offsetof(lw_ntt_tuning, e_chunk)}, 3, 1, 4},
+      {"e_one", {offsetof(lw_ntt_tuning, e_one)}, 1, 1, 4},
+      {"e_col", {offsetof(lw_ntt_tuning, e_col)}, 1, 1, 4},
+      {"e_chunk", {offsetof(lw_ntt_tuning, e_chunk)}, 1, 1, 4},
+      {"c_col", {offsetof(lw_ntt_tuning, c_col)}, 1, 0, 10},
+      {"t", {offsetof(lw_ntt_tuning, t_one), offsetof(lw_ntt_tuning, t_chunk)}, 2, 5, 10},
+      {"t_one", {offsetof(lw_ntt_tuning, t_one)}, 1, 5, 10},
+      {"t_chunk", {offsetof(lw_ntt_tuning, t_chunk)}, 1, 5, 10},
+      {"pad", {offsetof(lw_ntt_tuning, pad_col), offsetof(lw_ntt_tuning, pad_chunk)}, 2, 0, 16},
+      {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
+      {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
+      {"minb", {offsetof(lw_ntt_tuning, minb)}, 1, 0, 32},
+  };
+  if (!text) return FHJIT_OK;
+  for (const char *p = text; *p;) {
+    while (*p == ' ' || *p == ',') p++;
+    if (!*p) break;
+    size_t len = strcspn(p, "=, ");
+    size_t item = strcspn(p, ", ");
+    int found = -1;
+    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
+      if (strlen(keys[j].key) == len && !strncmp(keys[j].key, p, len)) found = (int)j;
+    char *end = NULL;
+    long v = found >= 0 && p[len] == '=' ? strtol(p + len + 1, &end, 10) : 0;
+    if (found < 0 || !end || end == p + len + 1 || end != p + item || v < keys[found].lo ||
+        v > keys[found].hi)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb; values "
+                      "are log2 counts)",
+                      (int)item, p);
+    for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
+    p += item;
+  }
+  return FHJIT_OK;
+}
+
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
   memset(p, 0, sizeof *p);
+  fhjit_status st = lw_ntt_tuning_parse(ctx, getenv("FHJIT_NTT_PLAN"), &t);
+  if (st) return st;
+  return lw_ntt_plan_make_tuned(ctx, radix, kind, log_n, rows, batch_rows, &t, p);
+}
+
+static int pick(int tuned, int dflt) { return tuned >= 0 ? tuned : dflt; }
+
+fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                                    int log_n, int64_t rows, int64_t batch_rows,
+                                    const lw_ntt_tuning *tuning, lw_ntt_plan *p) {
+  memset(p, 0, sizeof *p);
+  lw_ntt_tuning t;
+  if (tuning) t = *tuning;
+  else lw_ntt_tuning_default(&t);
   if (log_n < IR_NTT_MIN_LOG || log_n > IR_NTT_MAX_LOG)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: NTT size N = 2^%d is outside the supported 2^%d .. 2^%d", log_n,
@@ -105,53 +175,79 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   p->tw_offset = 0;
   p->tw_row_stride = INT64_C(1) << log_n;
   int fwd = ir_ntt_is_forward(kind);
+  int ws = radix == FHJIT_R32 ? 4 : 8;
   /* r62 butterflies are bound by 64-bit products: 8 words per thread keeps
    * registers (and so occupancy) reasonable; r32 is bound by memory and
    * takes 16 words per thread, one pass fewer through shared memory. */
   int log_e = radix == FHJIT_R32 ? 4 : 3;
   /* C words of a column run: 128 bytes. */
   int log_cols = radix == FHJIT_R32 ? 5 : 4;
-  if (log_n <= 12) {
+  int pad_chunk = pick(t.pad_chunk, radix == FHJIT_R32 ? 5 : 4);
+  int one_max = pick(t.one, 12);
+  if (log_n <= one_max) {
     p->nkernels = 1;
     lw_ntt_kplan *k = &p->k[0];
     k->cols = 0;
     k->m = log_n;
-    k->log_e = log_e < log_n ? log_e : log_n;
+    k->log_e = pick(t.e_one, log_e);
+    if (k->log_e > log_n) k->log_e = log_n;
     k->log_subs = 0;
     /* whole rows per block: about 256 threads, C dividing batch_rows */
-    int log_c = 8 - (log_n - k->log_e);
+    int log_c = pick(t.t_one, 8) - (log_n - k->log_e);
     if (log_c < 0) log_c = 0;
     while (log_c > 0 && batch_rows % (INT64_C(1) << log_c)) log_c--;
     k->log_c = log_c;
     k->pre = k->post = 1;
-    finish_kernel(k, fwd, radix, batch_rows);
-    return FHJIT_OK;
-  }
-  p->nkernels = 2;
-  int m_chunk = (log_n + 1) / 2, m_col = log_n - m_chunk;
-  lw_ntt_kplan col = {0}, chunk = {0};
-  col.cols = 1;
-  col.m = m_col;
-  col.log_e = log_e;
-  col.log_subs = m_chunk;
-  col.log_c = log_cols;
-  chunk.cols = 0;
-  chunk.m = m_chunk;
-  chunk.log_e = log_e;
-  chunk.log_subs = m_col;
-  chunk.log_c = 8 - (m_chunk - log_e); /* about 256 threads */
-  if (chunk.log_c < 0) chunk.log_c = 0;
-  if (chunk.log_c > m_col) chunk.log_c = m_col;
-  finish_kernel(&col, fwd, radix, batch_rows);
-  finish_kernel(&chunk, fwd, radix, batch_rows);
-  if (fwd) {
-    p->k[0] = col, p->k[1] = chunk;
+    k->minb = pick(t.minb, 0);
+    finish_kernel(k, fwd, pad_chunk, batch_rows);
   } else {
-    p->k[0] = chunk, p->k[1] = col;
+    p->nkernels = 2;
+    int m_col = pick(t.n1, log_n - (log_n + 1) / 2);
+    if (m_col < 1 || m_col >= log_n)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: FHJIT_NTT_PLAN: n1=%d does not split N = 2^%d", m_col, log_n);
+    int m_chunk = log_n - m_col;
+    lw_ntt_kplan col = {0}, chunk = {0};
+    col.cols = 1;
+    col.m = m_col;
+    col.log_e = pick(t.e_col, log_e);
+    col.log_subs = m_chunk;
+    col.log_c = pick(t.c_col, log_cols);
+    if (col.log_c > m_chunk) col.log_c = m_chunk;
+    chunk.cols = 0;
+    chunk.m = m_chunk;
+    chunk.log_e = pick(t.e_chunk, log_e);
+    if (chunk.log_e > m_chunk) chunk.log_e = m_chunk;
+    chunk.log_subs = m_col;
+    chunk.log_c = pick(t.t_chunk, 8) - (m_chunk - chunk.log_e); /* about 256 threads */
+    if (chunk.log_c < 0) chunk.log_c = 0;
+    if (chunk.log_c > m_col) chunk.log_c = m_col;
+    col.minb = chunk.minb = pick(t.minb, 0);
+    finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows);
+    finish_kernel(&chunk, fwd, pad_chunk, batch_rows);
+    if (fwd) {
+      p->k[0] = col, p->k[1] = chunk;
+    } else {
+      p->k[0] = chunk, p->k[1] = col;
+    }
+    p->k[0].pre = 1;
+    p->k[1].post = 1;
+    p->k[1].in_place = 1;
   }
-  p->k[0].pre = 1;
-  p->k[1].post = 1;
-  p->k[1].in_place = 1;
+  for (int j = 0; j < p->nkernels; j++) {
+    const lw_ntt_kplan *k = &p->k[j];
+    if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
+                      "of shared memory per block (at most 1024 and %d; see FHJIT_NTT_PLAN)",
+                      log_n, j, k->threads, (long long)k->smem_words * ws, SMEM_LIMIT_BYTES);
+    /* the staged copy moves 16-byte vectors, one per thread at least */
+    if (!k->cols && (ws << k->log_e) < 16)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: NTT plan for N = 2^%d: kernel %d holds %d words per thread, fewer "
+                      "than a 16-byte vector (see FHJIT_NTT_PLAN)",
+                      log_n, j, 1 << k->log_e);
+  }
   return FHJIT_OK;
 }
 
@@ -166,9 +262,11 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
     for (int i = 0; i < k->npass && used < size; i++)
       used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? "+" : "", k->pass_e[i]);
     if (used < size)
-      used += (size_t)snprintf(buf + used, size - used, " grid %lld smem %u B",
-                               (long long)k->blocks,
+      used += (size_t)snprintf(buf + used, size - used, " pad %d grid %lld smem %u B",
+                               k->pad_shift, (long long)k->blocks,
                                k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
+    if (used < size && k->minb)
+      used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
   }
 }
 
@@ -491,12 +589,17 @@ static LLVMValueRef soff(ne *E, const place *p, LLVMValueRef kpos) {
   return LLVMBuildNUWAdd(E->b, src_rowoff(E, p->batch_row), i, "");
 }
 
+/* x + (x >> pad_shift): padding against bank conflicts (none for 0). */
+static LLVMValueRef padded(ne *E, LLVMValueRef x) {
+  if (!E->K->pad_shift) return x;
+  return LLVMBuildNUWAdd(E->b, x, LLVMBuildLShr(E->b, x, c32(E, (uint64_t)E->K->pad_shift), ""), "");
+}
+
 static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
   LLVMBuilderRef b = E->b;
   if (E->K->cols) /* [M][C]: consecutive columns are consecutive words */
-    return LLVMBuildNUWAdd(b, LLVMBuildShl(b, kpos, c32(E, (uint64_t)E->K->log_c), ""), p->sbase, "");
-  LLVMValueRef padded = LLVMBuildNUWAdd(b, kpos, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)E->K->pad_shift), ""), "");
-  return LLVMBuildNUWAdd(b, p->sbase, padded, "");
+    return padded(E, LLVMBuildNUWAdd(b, LLVMBuildShl(b, kpos, c32(E, (uint64_t)E->K->log_c), ""), p->sbase, ""));
+  return LLVMBuildNUWAdd(b, p->sbase, padded(E, kpos), "");
 }
 
 /* The source element (br, i) computed by the prologue's evaluator: the
@@ -677,7 +780,7 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
     if (!is_load) {
       for (int v = 0; v < V; v++) {
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
+        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, padded(E, kv), "");
         vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
         if (step) vals[v] = post_step(E, &r, &mc, vals[v]);
       }
@@ -724,7 +827,7 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
                             walign(E), "x");
         if (step) x = pre_step(E, &r, &mc, x);
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, LLVMBuildNUWAdd(b, kv, LLVMBuildLShr(b, kv, c32(E, (uint64_t)k->pad_shift), ""), ""), "");
+        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, padded(E, kv), "");
         store(E, x, E->smem, si, walign(E));
       }
     }
@@ -816,6 +919,13 @@ static void build_gpu_kernel(ne *E, const char *name) {
                            LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
   LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                               LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+  if (k->minb > 0) {
+    /* blocks per SM wanted: ptxas caps registers to fit them */
+    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)k->minb, 0))};
+    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
+  }
 }
 
 /* A counted loop: returns the induction variable; close with loop_end. */

@@ -40,8 +40,8 @@ static void put_word(fhjit_radix radix, void *buf, size_t i, uint64_t x) {
 
 /* Runs one configuration on the host and compares with the reference;
  * returns the number of rows checked. */
-static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
-                         uint64_t seed, int input_pattern) {
+static void check_config_tuned(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
+                               uint64_t seed, int input_pattern, const lw_ntt_tuning *tuning) {
   fhjit_context *ctx = fhjit_context_create();
   int64_t n = INT64_C(1) << logn, brows = (int64_t)rows * batch;
   size_t ws = radix == FHJIT_R32 ? 4 : 8;
@@ -70,7 +70,10 @@ static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows
   memset(out, 0xA5, ws * (size_t)(brows * n));
 
   lw_ntt_plan plan;
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, logn, rows, brows, &plan), FHJIT_OK);
+  if (tuning)
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, rows, brows, tuning, &plan), FHJIT_OK);
+  else
+    ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, logn, rows, brows, &plan), FHJIT_OK);
   lw_ntt_host *h = NULL;
   fhjit_status st = lw_ntt_host_create(ctx, &plan, NULL, &h);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
@@ -109,6 +112,11 @@ static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows
   fhjit_context_destroy(ctx);
 }
 
+static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
+                         uint64_t seed, int input_pattern) {
+  check_config_tuned(radix, kind, logn, rows, batch, seed, input_pattern, NULL);
+}
+
 /* _i = logN - 4 + 14 * radix: every kind; rows and batches shrink with N. */
 START_TEST(test_host_vs_reference) {
   fhjit_radix radix = _i >= 14 ? FHJIT_R62 : FHJIT_R32;
@@ -129,6 +137,113 @@ START_TEST(test_odd_rows) {
   check_config(radix, IR_NTT_STD_TO_NTT, logn, 1, 1, 77 + (uint64_t)_i, 0);
   check_config(radix, IR_NTT_TO_STD, logn, 3, 1, 78 + (uint64_t)_i, 1);
   check_config(radix, IR_NTT_TO_MONT, logn, 1, 5, 79 + (uint64_t)_i, 2);
+}
+END_TEST
+
+/* Random schedules (the space FHJIT_NTT_PLAN and ntt_bench --sweep choose
+ * from): every plan the planner accepts is bit for bit the reference. */
+START_TEST(test_tuned_random) {
+  uint64_t seed = 0x7a11 + (uint64_t)_i * 7919;
+  int ran = 0;
+  for (int attempt = 0; attempt < 200 && ran < 3; attempt++) {
+    fhjit_radix radix = tu_below(&seed, 2) ? FHJIT_R62 : FHJIT_R32;
+    int logn = 4 + (int)tu_below(&seed, 12); /* 2^4 .. 2^15 */
+    ir_ntt_kind kind = (ir_ntt_kind)tu_below(&seed, IR_NTT_NUM_KINDS);
+    lw_ntt_tuning t;
+    lw_ntt_tuning_default(&t);
+    if (tu_below(&seed, 3)) t.one = 3 + (int)tu_below(&seed, 11);
+    if (tu_below(&seed, 2)) t.n1 = 1 + (int)tu_below(&seed, (uint64_t)logn - 1);
+    if (tu_below(&seed, 2)) t.e_one = 1 + (int)tu_below(&seed, 4);
+    if (tu_below(&seed, 2)) t.e_col = 1 + (int)tu_below(&seed, 4);
+    if (tu_below(&seed, 2)) t.e_chunk = 1 + (int)tu_below(&seed, 4);
+    if (tu_below(&seed, 2)) t.c_col = (int)tu_below(&seed, 7);
+    if (tu_below(&seed, 2)) t.t_one = 5 + (int)tu_below(&seed, 6);
+    if (tu_below(&seed, 2)) t.t_chunk = 5 + (int)tu_below(&seed, 6);
+    if (tu_below(&seed, 2)) t.pad_col = (int)tu_below(&seed, 7);
+    if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
+    int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
+    lw_ntt_plan p;
+    if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
+      continue;
+    check_config_tuned(radix, kind, logn, rows, batch, seed, (int)tu_below(&seed, 3), &t);
+    ran++;
+  }
+  ck_assert_int_eq(ran, 3);
+}
+END_TEST
+
+/* The sweep's kinds of plans at the sizes the GPU runs (ntt_bench's grid):
+ * two kernels at 2^12, small column blocks, padding, other splits. */
+START_TEST(test_tuned_grid) {
+  static const char *const plans[] = {
+      "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
+      "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3"};
+  int which = _i % 6;
+  fhjit_radix radix = _i >= 6 ? FHJIT_R32 : FHJIT_R62;
+  int logn = which < 2 ? 12 : 16;
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(NULL, plans[which], &t), FHJIT_OK);
+  ir_ntt_kind kind = (ir_ntt_kind)(_i % IR_NTT_NUM_KINDS);
+  check_config_tuned(radix, kind, logn, logn == 12 ? 3 : 1, logn == 12 ? 2 : 1, 4242 + (uint64_t)_i, _i % 3,
+                     &t);
+}
+END_TEST
+
+/* FHJIT_NTT_PLAN's syntax: items, ranges, refusals with a message; and the
+ * planner's limits (threads, shared memory, the split). */
+START_TEST(test_tuning_parse) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "e=2, c_col=3,pad=0,t_chunk=7,one=11,n1=9,minb=2", &t), FHJIT_OK);
+  ck_assert_int_eq(t.e_one, 2);
+  ck_assert_int_eq(t.e_col, 2);
+  ck_assert_int_eq(t.e_chunk, 2);
+  ck_assert_int_eq(t.c_col, 3);
+  ck_assert_int_eq(t.pad_col, 0);
+  ck_assert_int_eq(t.pad_chunk, 0);
+  ck_assert_int_eq(t.t_chunk, 7);
+  ck_assert_int_eq(t.t_one, -1);
+  ck_assert_int_eq(t.one, 11);
+  ck_assert_int_eq(t.n1, 9);
+  ck_assert_int_eq(t.minb, 2);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
+  static const char *const bad[] = {"e=5", "e=0", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    lw_ntt_tuning u;
+    lw_ntt_tuning_default(&u);
+    ck_assert_int_eq(lw_ntt_tuning_parse(ctx, bad[i], &u), FHJIT_ERR_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "FHJIT_NTT_PLAN"));
+    ck_assert_int_eq(u.e_one, -1); /* nothing before the bad item changed */
+  }
+  lw_ntt_plan p;
+  lw_ntt_tuning_default(&t);
+  t.n1 = 16; /* no split of 2^16 */
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 1, 1, &t, &p),
+                   FHJIT_ERR_ARGUMENT);
+  lw_ntt_tuning_default(&t);
+  t.one = 13; /* a 2^13 r62 row does not fit in 48 KiB of shared memory */
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 13, 1, 1, &t, &p),
+                   FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 13, 1, 1, &t, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 1);
+  lw_ntt_tuning_default(&t);
+  t.c_col = 6; /* 64 columns x 256 words x 8 bytes */
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 1, 1, &t, &p),
+                   FHJIT_ERR_ARGUMENT);
+  /* defaults through the environment */
+  setenv("FHJIT_NTT_PLAN", "one=11,c_col=2", 1);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 12, 1, 32, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 2);
+  ck_assert_int_eq(p.k[0].cols, 1);
+  ck_assert_int_eq(p.k[0].log_c, 2);
+  ck_assert_int_eq(p.k[0].blocks, 32 * 64 / 4);
+  setenv("FHJIT_NTT_PLAN", "c_col=x", 1);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 12, 1, 32, &p), FHJIT_ERR_ARGUMENT);
+  unsetenv("FHJIT_NTT_PLAN");
+  fhjit_context_destroy(ctx);
 }
 END_TEST
 
@@ -205,6 +320,9 @@ int main(void) {
   TCase *tc = tcase_create("ntt_emit");
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_plans);
+  tcase_add_test(tc, test_tuning_parse);
+  tcase_add_loop_test(tc, test_tuned_random, 0, 10);
+  tcase_add_loop_test(tc, test_tuned_grid, 0, 12);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
   tcase_add_loop_test(tc, test_host_vs_reference, 0, 28);
