@@ -84,15 +84,6 @@ static int compute(const fhjit_graph *g, uint64_t out[2]) {
       for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
       break;
     }
-  /* NTT schedules can be overridden for tuning (FHJIT_NTT_PLAN, read when
-   * the plan is chosen): a cached kernel of another schedule must not be
-   * taken for this one. */
-  const char *ntt_plan = getenv("FHJIT_NTT_PLAN");
-  for (int32_t i = 0; ntt_plan && *ntt_plan && i < g->nnodes; i++)
-    if (canon[i] >= 0 && g->nodes[i].op == IR_NTT) {
-      for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
-      break;
-    }
   mix(&h, (uint64_t)g->noutputs);
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];
