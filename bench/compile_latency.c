@@ -1,6 +1,7 @@
 /* compile_latency.c: how long fhjit takes from graph text to PTX. For each
  * example graph (the .fh files of examples/) and for random 40-op graphs (randgraph.h,
- * printed to text first), times fhjit_parse, fhjit_bind and
+ * printed to text first) and realistic 40-op graphs (a chain, a key switch
+ * with 3 outputs), times fhjit_parse, fhjit_bind and
  * fhjit_emit(FHJIT_EMIT_PTX) on a fresh context each run, and prints the
  * median of each phase and of the total in a table. Not run by the tests.
  *
@@ -125,6 +126,85 @@ static void add_random(item *items, int *n, fhjit_radix radix, uint64_t seed) {
   fhjit_context_destroy(ctx);
 }
 
+/* Realistic 40-op pointwise graphs, as .fh text: "chain", one value through
+ * 40 ops (products, lazy and exact sums, differences) with four inputs and
+ * one output; "key switch", the inner product of key switching over 13
+ * digits (13 digit products, 12 lazy sums), then the two halves taken apart,
+ * multiplied by a plaintext and added to a ciphertext (3 outputs). */
+static fhjit_type poly_type(int comps, int64_t rows, int64_t n) {
+  fhjit_type t;
+  memset(&t, 0, sizeof t);
+  t.kind = FHJIT_KIND_POLY;
+  t.comps = comps;
+  t.rows = rows;
+  t.n = n;
+  t.domain = FHJIT_DOMAIN_NTT;
+  t.form = FHJIT_FORM_MONT;
+  return t;
+}
+
+static void add_realistic(item *items, int *n, fhjit_radix radix, int keyswitch) {
+  if (*n == MAX_GRAPHS) return;
+  fhjit_context *ctx = fhjit_context_create();
+  fhjit_graph *g = fhjit_graph_create(ctx, keyswitch ? "keyswitch13" : "chain40", radix);
+  fhjit_type t = poly_type(0, 8, 1 << 16);
+  if (!keyswitch) {
+    fhjit_value in[4];
+    for (int i = 0; i < 4; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "x%d", i);
+      in[i] = fhjit_input(g, name, &t);
+    }
+    fhjit_value x = in[0];
+    for (int i = 0; i < 40; i++) {
+      fhjit_value y = in[1 + i % 3];
+      switch (i % 4) {
+      case 0: x = fhjit_mul(g, x, y); break;
+      case 1: x = fhjit_add_lazy(g, x, y); break;
+      case 2: x = fhjit_sub(g, x, y); break;
+      default: x = fhjit_add(g, x, y); break;
+      }
+    }
+    fhjit_output(g, x, "y");
+  } else {
+    enum { D = 13 };
+    fhjit_value dg[D];
+    for (int j = 0; j < D; j++) {
+      char name[8];
+      snprintf(name, sizeof name, "d%d", j);
+      dg[j] = fhjit_input(g, name, &t);
+    }
+    fhjit_type key = poly_type(2, 8, 1 << 16), ct = poly_type(2, 8, 1 << 16);
+    key.kind = FHJIT_KIND_KEY;
+    key.digits = D;
+    fhjit_value k = fhjit_input(g, "key", &key), c = fhjit_input(g, "ct", &ct);
+    fhjit_value p = fhjit_input(g, "p", &t), acc = FHJIT_NO_VALUE;
+    for (int j = 0; j < D; j++) {
+      fhjit_value prod = fhjit_keyswitch_digit_product(g, dg[j], k, j, 0);
+      acc = j ? fhjit_add_lazy(g, acc, prod) : prod;
+    }
+    fhjit_value a0 = fhjit_extract(g, acc, 0), a1 = fhjit_extract(g, acc, 1);
+    fhjit_value c0 = fhjit_extract(g, c, 0), c1 = fhjit_extract(g, c, 1);
+    fhjit_output(g, fhjit_add(g, fhjit_mul(g, a0, p), c0), "r0");
+    fhjit_output(g, fhjit_add(g, fhjit_mul(g, a1, p), c1), "r1");
+    fhjit_output(g, acc, "acc");
+  }
+  const char *text = fhjit_bind(g) == FHJIT_OK ? fhjit_print(g) : NULL;
+  if (!text) {
+    fprintf(stderr, "compile_latency: %s graph: %s\n", keyswitch ? "key switch" : "chain",
+            fhjit_last_error(ctx));
+  } else {
+    item *it = &items[*n];
+    it->text = strdup(text);
+    it->len = strlen(text);
+    snprintf(it->name, sizeof it->name, "%s (%s)", keyswitch ? "key switch 13 digits, 3 out"
+                                                             : "chain of 40 ops, 1 out",
+             radix == FHJIT_R32 ? "r32" : "r62");
+    (*n)++;
+  }
+  fhjit_context_destroy(ctx);
+}
+
 int main(int argc, char **argv) {
   int runs = 15;
   const char *arch = "sm_90";
@@ -153,6 +233,10 @@ int main(int argc, char **argv) {
   if (!paths) add_path(items, &n, FHJIT_EXAMPLES_DIR);
   add_random(items, &n, FHJIT_R62, 1);
   add_random(items, &n, FHJIT_R32, 2);
+  for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
+    add_realistic(items, &n, (fhjit_radix)radix, 0);
+    add_realistic(items, &n, (fhjit_radix)radix, 1);
+  }
 
   printf("graph -> PTX (%s), median of %d runs, fresh context each run; times in ms\n\n", arch,
          runs);

@@ -39,6 +39,9 @@ LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx);
 /* The same with another code generation level (the host JIT of the fused
  * kernel uses LLVMCodeGenLevelNone: fast instruction selection). */
 LLVMTargetMachineRef nv_host_machine_level(fhjit_context *ctx, LLVMCodeGenOptLevel level);
+/* A GPU target machine at another level (nv_gpu_machine: Aggressive). */
+LLVMTargetMachineRef nv_gpu_machine_level(fhjit_context *ctx, const nv_target *t,
+                                          LLVMCodeGenOptLevel level);
 
 /* Sets the module's triple and data layout from the target machine. */
 void nv_prepare_module(LLVMModuleRef m, LLVMTargetMachineRef tm);

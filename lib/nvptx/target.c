@@ -79,6 +79,11 @@ LLVMTargetMachineRef nv_gpu_machine(fhjit_context *ctx, const nv_target *t) {
   return make_machine(ctx, NV_TRIPLE, t->arch, t->feature, LLVMCodeGenLevelAggressive);
 }
 
+LLVMTargetMachineRef nv_gpu_machine_level(fhjit_context *ctx, const nv_target *t,
+                                          LLVMCodeGenOptLevel level) {
+  return make_machine(ctx, NV_TRIPLE, t->arch, t->feature, level);
+}
+
 LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx) {
   return nv_host_machine_level(ctx, LLVMCodeGenLevelDefault);
 }
