@@ -39,8 +39,9 @@ static void mix_type(hasher *h, const fhjit_type *t) {
   mix(h, (uint64_t)t->n);
 }
 
-/* The hash of bound graph g; 0 when out of memory (nothing recorded). */
-static int compute(const fhjit_graph *g, uint64_t out[2]) {
+/* The hash of bound graph g's structure (what fhjit_bind caches); 0 when
+ * out of memory (nothing recorded). *live_ntt: g computes an NTT. */
+static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
   int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
   if (!canon) return 0;
@@ -75,15 +76,9 @@ static int compute(const fhjit_graph *g, uint64_t out[2]) {
       mix(&h, (uint64_t)l->index_stride);
     }
   }
-  /* NTT schedules can be overridden for tuning (FHJIT_NTT_PLAN, read when
-   * the plan is chosen): a cached kernel of another schedule must not be
-   * taken for this one. */
-  const char *ntt_plan = getenv("FHJIT_NTT_PLAN");
-  for (int32_t i = 0; ntt_plan && *ntt_plan && i < g->nnodes; i++)
-    if (canon[i] >= 0 && g->nodes[i].op == IR_NTT) {
-      for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
-      break;
-    }
+  *live_ntt = 0;
+  for (int32_t i = 0; i < g->nnodes; i++)
+    if (canon[i] >= 0 && g->nodes[i].op == IR_NTT) *live_ntt = 1;
   mix(&h, (uint64_t)g->noutputs);
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];
@@ -98,8 +93,21 @@ static int compute(const fhjit_graph *g, uint64_t out[2]) {
   return 1;
 }
 
+/* NTT schedules can be overridden for tuning (FHJIT_NTT_PLAN, read when
+ * the plan is chosen, at compile time): a cached kernel of another schedule
+ * must not be taken for this one. Mixed in at every call, after the cached
+ * structural hash, since the variable may change after fhjit_bind. */
+static void mix_ntt_plan(uint64_t out[2], int live_ntt) {
+  const char *ntt_plan = getenv("FHJIT_NTT_PLAN");
+  if (!live_ntt || !ntt_plan || !*ntt_plan) return;
+  hasher h = {out[0], out[1]};
+  for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
+  out[0] = finish(h.a);
+  out[1] = finish(h.b ^ h.a);
+}
+
 void ir_cache_hash(fhjit_graph *g) {
-  g->hash_valid = g->bound && compute(g, g->hash);
+  g->hash_valid = g->bound && compute(g, g->hash, &g->hash_live_ntt);
 }
 
 fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
@@ -108,11 +116,10 @@ fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
   if (!g->bound)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "fhjit_graph_hash: graph @%s is not bound (call fhjit_bind)", g->name);
-  if (g->hash_valid) {
-    out[0] = g->hash[0], out[1] = g->hash[1];
-    return FHJIT_OK;
-  }
-  if (!compute(g, out))
+  int live_ntt = g->hash_live_ntt;
+  if (g->hash_valid) out[0] = g->hash[0], out[1] = g->hash[1];
+  else if (!compute(g, out, &live_ntt))
     return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_graph_hash: out of memory");
+  mix_ntt_plan(out, live_ntt);
   return FHJIT_OK;
 }

@@ -139,6 +139,7 @@ struct fhjit_graph {
    * by it at every call); hash_valid is cleared with the binding. */
   int hash_valid;
   uint64_t hash[2];
+  int hash_live_ntt; /* a live NTT: FHJIT_NTT_PLAN is mixed in at each call */
 
   /* Diagnostics for graphs parsed from text: errors at a node's loc show
    * file:line:col, the source line and a caret. */
