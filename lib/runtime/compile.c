@@ -423,6 +423,18 @@ static fhjit_status link_ptx(fhjit_context *ctx, const rt_driver *d, const char 
   return s;
 }
 
+/* Kernels that use shared memory (the NTT's) ask for the largest shared
+ * carveout: the driver's default left room for one 32 KB block per SM, so
+ * occupancy was capped at one block whatever the registers allowed. A hint:
+ * a driver that refuses it leaves the kernel correct, only slower. */
+static void prefer_shared_memory(const rt_driver *d, CUfunction f, const lw_kernel *kd) {
+  int static_bytes = 0;
+  if (d->cuFuncGetAttribute(&static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f) != CUDA_SUCCESS)
+    static_bytes = 0;
+  if (static_bytes > 0 || kd->shared_bytes > 0)
+    (void)d->cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+}
+
 /* Loads the cubin into the current context: module, functions, scratch. On
  * failure everything loaded so far is released. */
 static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const char *what,
@@ -440,7 +452,10 @@ static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const ch
     if (r != CUDA_SUCCESS) {
       s = rt_cuda_error(ctx, d, r, "cuModuleGetFunction", "%s: graph @%s: kernel %s", what, gname,
                         kd->name);
-    } else if (kd->shared_bytes > 48 * 1024) {
+      continue;
+    }
+    prefer_shared_memory(d, k->funcs[i], kd);
+    if (kd->shared_bytes > 48 * 1024) {
       r = d->cuFuncSetAttribute(k->funcs[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                 (int)kd->shared_bytes);
       if (r != CUDA_SUCCESS)

@@ -79,7 +79,11 @@ enum {
 enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
 
 /* CUfunction_attribute */
-enum { CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8 };
+enum {
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+};
 
 /* Streams, events, capture */
 enum { CU_STREAM_DEFAULT = 0, CU_STREAM_NON_BLOCKING = 1 };
@@ -155,6 +159,7 @@ typedef CUresult (*PFN_cuModuleLoadData)(CUmodule *module, const void *image);
 typedef CUresult (*PFN_cuModuleUnload)(CUmodule module);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *func, CUmodule module, const char *name);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction func, int attrib, int value);
+typedef CUresult (*PFN_cuFuncGetAttribute)(int *value, int attrib, CUfunction func);
 typedef CUresult (*PFN_cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy,
                                        unsigned int gz, unsigned int bx, unsigned int by,
                                        unsigned int bz, unsigned int shared_bytes,

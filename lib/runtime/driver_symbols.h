@@ -36,6 +36,7 @@
   X(cuModuleUnload, cuModuleUnload)                          \
   X(cuModuleGetFunction, cuModuleGetFunction)                \
   X(cuFuncSetAttribute, cuFuncSetAttribute)                  \
+  X(cuFuncGetAttribute, cuFuncGetAttribute)                  \
   X(cuLaunchKernel, cuLaunchKernel)
 
 #endif

@@ -618,6 +618,14 @@ EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
   return f && value >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
+  ENTER(CUDA_ERROR_INVALID_VALUE);
+  (void)attr;
+  if (!f || !value) return CUDA_ERROR_INVALID_VALUE;
+  *value = 0; /* the fake's kernels use no static shared memory */
+  return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                void **params, void **extra) {
