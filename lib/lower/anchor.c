@@ -51,6 +51,15 @@ typedef struct an_step {
   fhjit_graph *pro_sub;
   an_buf *pro_in;
   int pro_comp;
+  /* a fused epilogue: results computed in the last kernel, each by a bound
+   * sub-graph (inputs epi_in[t], input epi_reg[t] being the transform's
+   * value) into result buffer epi_out[t] */
+  int nepi;
+  fhjit_graph *epi_sub[LW_NTT_MAX_EPI];
+  an_buf *epi_in[LW_NTT_MAX_EPI];
+  int32_t epi_reg[LW_NTT_MAX_EPI];
+  an_buf epi_out[LW_NTT_MAX_EPI];
+  int skip_store; /* the transform's own result is read by nothing */
 } an_step;
 
 typedef struct an_plan {
@@ -69,6 +78,7 @@ static void plan_free(an_plan *p) {
     free(p->steps[s].in);
     free(p->steps[s].out);
     free(p->steps[s].pro_in);
+    for (int t = 0; t < p->steps[s].nepi; t++) free(p->steps[s].epi_in[t]);
     lw_ntt_host_destroy(p->host[s]);
   }
   fhjit_context_destroy(p->sctx);
@@ -109,6 +119,8 @@ typedef struct an_build {
   char *live;
   int has_where;
   an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
+  fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
+  char *in_memory;     /* per anchor: some step reads its buffer */
   fhjit_status st;
 } an_build;
 
@@ -298,17 +310,164 @@ static void set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *
   p->src_index_stride = l->index_stride;
 }
 
+/* ----------------------------------------------------- epilogue choice */
+
+/* Marks the cone of root in mark[]: root and what it depends on, stopping at
+ * inputs and live anchors (marked, not entered); root itself is entered
+ * even when it is an anchor only if enter_root. */
+static void mark_cone(const an_build *B, fhjit_value root, char *mark, int enter_root) {
+  const fhjit_graph *g = B->g;
+  memset(mark, 0, (size_t)g->nnodes);
+  mark[root] = 1;
+  for (int32_t v = root; v >= 0; v--) {
+    if (!mark[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_INPUT || (is_live_anchor(g, B->live, v) && !(v == root && enter_root))) continue;
+    for (int a = 0; a < n->nargs; a++) mark[n->args[a]] = 1;
+  }
+}
+
+static int same_shape(const fhjit_type *a, const fhjit_type *b) {
+  if (a->n != b->n || a->rows != b->rows || a->nbatch != b->nbatch || a->digits != b->digits) return 0;
+  for (int i = 0; i < a->nbatch; i++)
+    if (a->batch[i] != b->batch[i]) return 0;
+  return 1;
+}
+
+/* Whether result value u (cone marked) can be computed in anchor v's last
+ * kernel, element by element from v's value there: same rows, batch axes
+ * and N; v read only at the element itself (no compressed operand, whose
+ * expansion reads other indices); a v of several components read only
+ * component-wise (element-wise ops of v's components, u of the same
+ * components), so that the thread holding component c computes u's
+ * component c. */
+static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const char *cone,
+                       char *dep) {
+  const fhjit_graph *g = B->g;
+  const fhjit_type *tu = &g->nodes[u].type, *tv = &g->nodes[v].type;
+  if (!same_shape(tu, tv)) return 0;
+  int cv = tv->comps > 1 ? tv->comps : 1, cu = tu->comps > 1 ? tu->comps : 1;
+  if (cv > 1 && cu != cv) return 0;
+  memset(dep, 0, (size_t)g->nnodes);
+  dep[v] = 1;
+  for (int32_t w = v + 1; w <= u; w++) {
+    if (!cone[w] || is_live_anchor(g, B->live, w) || g->nodes[w].op == IR_INPUT) continue;
+    const ir_node *n = &g->nodes[w];
+    for (int a = 0; a < n->nargs; a++) dep[w] |= dep[n->args[a]];
+    if (!dep[w]) continue;
+    switch (n->op) {
+    case IR_MUL_COMPRESSED:
+    case IR_ADD_COMPRESSED: return 0;
+    case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL:
+    case IR_TO_MONT: case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN:
+      break;
+    default:
+      if (cv > 1) return 0; /* extract, pack, key-switch products move components */
+    }
+    if (cv > 1 && (n->type.comps > 1 ? n->type.comps : 1) != cv) return 0;
+  }
+  return 1;
+}
+
+/* Chooses the epilogues (B->epi_of) and which anchors some step reads from
+ * memory (B->in_memory). A computed result whose latest anchor is v goes
+ * into v's epilogue when epilogue_ok; the others stay in the final
+ * pointwise step. Operands of later NTTs are not epilogue targets: a
+ * prologue computing them from what they read moves fewer words than an
+ * epilogue storing them (a key switch's sum has two components per digit
+ * transform it reads). */
+static void choose_epilogues(an_build *B) {
+  fhjit_graph *g = B->g;
+  size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
+  char *cone = malloc(nn), *dep = malloc(nn);
+  int *count = calloc(nn, sizeof *count);
+  if (!cone || !dep || !count) {
+    B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  for (int32_t k = 0; k < g->nresults; k++) {
+    fhjit_value u = g->results[k].value;
+    const ir_node *n = &g->nodes[u];
+    if (n->op == IR_INPUT || is_live_anchor(g, B->live, u) || B->epi_of[u] >= 0) continue;
+    mark_cone(B, u, cone, 0);
+    fhjit_value v = -1;
+    for (int32_t w = 0; w < u; w++)
+      if (cone[w] && is_live_anchor(g, B->live, w)) v = w;
+    if (v < 0 || count[v] == LW_NTT_MAX_EPI || !epilogue_ok(B, u, v, cone, dep)) continue;
+    B->epi_of[u] = v;
+    count[v]++;
+  }
+  /* what reads each anchor from memory: later NTT operands (read in place
+   * or by a prologue), results outside epilogues, and epilogues of other
+   * anchors */
+  for (int32_t w = 0; w < g->nnodes; w++) {
+    fhjit_value root = -1, own = -1;
+    if (is_live_anchor(g, B->live, w)) {
+      root = g->nodes[w].args[0];
+    } else if (g->result_of[w] >= 0 && B->live[w]) {
+      root = w;
+      own = B->epi_of[w];
+    }
+    if (root < 0) continue;
+    mark_cone(B, root, cone, 0);
+    for (int32_t a = 0; a <= root; a++)
+      if (cone[a] && is_live_anchor(g, B->live, a) && a != own) B->in_memory[a] = 1;
+  }
+done:
+  free(cone);
+  free(dep);
+  free(count);
+}
+
+/* Builds the epilogue sub-graphs of NTT step s (anchor v, its buffer set in
+ * where[v]). */
+static void add_epilogues(an_build *B, an_step *s, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  for (int32_t k = 0; k < g->nresults && !B->st; k++) {
+    fhjit_value u = g->results[k].value;
+    if (B->epi_of[u] != v || B->where[u].kind >= 0) continue;
+    int t = s->nepi;
+    char name[64];
+    snprintf(name, sizeof name, "%s_epi%d_%d", g->name, B->p->nsteps - 1, t);
+    s->epi_sub[t] = make_sub(B, name, &u, 1, &s->epi_in[t]);
+    s->nepi++;
+    if (B->st) return;
+    s->epi_reg[t] = -1;
+    for (int32_t i = 0; i < s->epi_sub[t]->ninputs; i++)
+      if (s->epi_in[t][i].kind == s->dst.kind && s->epi_in[t][i].index == s->dst.index) s->epi_reg[t] = i;
+    if (s->epi_reg[t] < 0) {
+      B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s: internal: an epilogue without its transform", g->name);
+      return;
+    }
+    s->epi_out[t] = (an_buf){LW_ARG_RESULT, k};
+  }
+  /* after every target's sub-graph: none reads another's buffer */
+  for (int t = 0; t < s->nepi; t++) B->where[g->results[s->epi_out[t].index].value] = s->epi_out[t];
+  s->skip_store = g->result_of[v] < 0 && !B->in_memory[v];
+}
+
 static an_plan *build_plan(fhjit_graph *g) {
   an_build B = {.g = g};
   B.p = calloc(1, sizeof *B.p);
   B.live = live_values(g);
   B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
+  B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
+  B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   if (B.p) B.p->sctx = fhjit_context_create();
-  if (!B.p || !B.live || !B.where || !B.p->sctx) {
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
   }
-  for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0};
+  for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
+  {
+    /* FHJIT_NTT_PLAN=epi=0 turns epilogues off (comparisons); a malformed
+     * value is reported when the first plan is made */
+    lw_ntt_tuning t;
+    lw_ntt_tuning_default(&t);
+    lw_ntt_tuning_parse(NULL, getenv("FHJIT_NTT_PLAN"), &t);
+    if (t.epi != 0) choose_epilogues(&B);
+  }
 
   for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
     if (!is_live_anchor(g, B.live, v)) continue;
@@ -375,6 +534,7 @@ static an_plan *build_plan(fhjit_graph *g) {
     set_source(&s->plan, &g->nodes[x].type, &view);
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
+    add_epilogues(&B, s, v);
   }
   /* the results no step wrote, in one final pointwise step */
   if (!B.st) {
@@ -395,15 +555,31 @@ static an_plan *build_plan(fhjit_graph *g) {
   if (B.st) goto fail;
   free(B.live);
   free(B.where);
+  free(B.epi_of);
+  free(B.in_memory);
   return B.p;
 fail:
   free(B.live);
   free(B.where);
+  free(B.epi_of);
+  free(B.in_memory);
   plan_free(B.p);
   return NULL;
 }
 
 /* --------------------------------------------------------------- GPU */
+
+/* The fused work of NTT step s for ntt_emit.c. */
+static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu) {
+  memset(fu, 0, sizeof *fu);
+  fu->sub = s->pro_sub;
+  fu->comp = s->pro_comp;
+  fu->nepi = s->nepi;
+  for (int t = 0; t < s->nepi; t++) fu->epi[t] = (lw_ntt_epi){s->epi_sub[t], s->epi_reg[t]};
+  const fhjit_type *tv = &g->nodes[s->node].type;
+  fu->ntt_comps = tv->comps > 1 ? tv->comps : 1;
+  fu->skip_store = s->skip_store;
+}
 
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
   (void)p;
@@ -421,6 +597,12 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
     if (j == 0 && st->pro_sub)
       for (int32_t i = 0; i < st->pro_sub->ninputs; i++)
         k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->pro_in[i].kind, st->pro_in[i].index};
+    if (j == np->nkernels - 1)
+      for (int t = 0; t < st->nepi; t++) {
+        for (int32_t i = 0; i < st->epi_sub[t]->ninputs; i++)
+          k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_in[t][i].kind, st->epi_in[t][i].index};
+        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_out[t].kind, st->epi_out[t].index};
+      }
     return;
   }
   for (int32_t i = 0; i < st->sub->ninputs; i++)
@@ -454,10 +636,11 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
     if (sp->is_ntt) {
       char prefix[40];
       snprintf(prefix, sizeof prefix, "fhjit_ntt%d_n%d", s, sp->plan.log_n);
-      lw_ntt_prologue pro = {sp->pro_sub, sp->pro_comp};
-      st = lw_ntt_build(g->ctx, &sp->plan, sp->pro_sub ? &pro : NULL, LW_GPU, prefix, c, m);
-      if (st && sp->pro_sub && fhjit_last_status(p->sctx))
-        st = ir_error(g->ctx, st, "error: graph @%s: NTT prologue: %s", g->name,
+      lw_ntt_fusion fu;
+      step_fusion(g, sp, &fu);
+      st = lw_ntt_build(g->ctx, &sp->plan, &fu, LW_GPU, prefix, c, m);
+      if (st && (sp->pro_sub || sp->nepi) && fhjit_last_status(p->sctx))
+        st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
                       fhjit_last_error(p->sctx));
       for (int j = 0; j < sp->plan.nkernels && !st; j++) {
         if (out.nkernels == LW_MAX_KERNELS) {
@@ -555,9 +738,9 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     for (int s = 0; s < p->nsteps; s++) {
       if (!p->steps[s].is_ntt) continue;
-      lw_ntt_prologue pro = {p->steps[s].pro_sub, p->steps[s].pro_comp};
-      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan,
-                                           p->steps[s].pro_sub ? &pro : NULL, &p->host[s]);
+      lw_ntt_fusion fu;
+      step_fusion(g, &p->steps[s], &fu);
+      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &fu, &p->host[s]);
       if (st) {
         plan_free(p);
         return st;
@@ -580,6 +763,11 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       const void *extra[LW_MAX_ARGS];
       int32_t nextra = sp->pro_sub ? sp->pro_sub->ninputs : 0;
       for (int32_t i = 0; i < nextra; i++) extra[i] = buf_ptr(&sp->pro_in[i], inputs, results, scratch);
+      for (int t = 0; t < sp->nepi; t++) {
+        for (int32_t i = 0; i < sp->epi_sub[t]->ninputs && nextra < LW_MAX_ARGS; i++)
+          extra[nextra++] = buf_ptr(&sp->epi_in[t][i], inputs, results, scratch);
+        if (nextra < LW_MAX_ARGS) extra[nextra++] = buf_ptr(&sp->epi_out[t], inputs, results, scratch);
+      }
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
                            sp->pro_sub ? NULL : buf_ptr(&sp->src, inputs, results, scratch),

@@ -135,6 +135,8 @@ typedef struct lw {
   int nctx, ctx_cap;
   fhjit_status st;
   int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
+  int32_t reg_input;      /* >= 0: this input's value is the eval function's last argument */
+  LLVMValueRef reg_value; /* (lw_build_eval_reg, NTT epilogues: no load) */
 } lw;
 
 static fhjit_status oom(lw *L) {
@@ -493,6 +495,14 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
 }
 
 static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out) {
+  if (L->reg_value && in->input_index == L->reg_input) {
+    /* only at the walk's own element (the caller holds that one) */
+    if (x != 0 && !L->st)
+      L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "internal: graph @%s: a register input read at another index", L->g->name);
+    for (int l = 0; l < L->p->vec; l++) out[l] = L->reg_value;
+    return;
+  }
   const fhjit_layout *l = &in->layout;
   int64_t konst = l->offset + (in->type.comps > 1 ? c * l->comp_stride : 0);
   int aligned;
@@ -827,7 +837,7 @@ static void name_args(lw *L, LLVMValueRef fn) {
 static LLVMValueRef build_body(lw *L) {
   fhjit_graph *g = L->g;
   int32_t n = lw_num_args(g);
-  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1));
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 2)); /* + group, + a register input */
   L->inputs = malloc(sizeof *L->inputs * (size_t)(g->ninputs + 1));
   L->results = malloc(sizeof *L->results * (size_t)(g->nresults + 1));
   if (!types || !L->inputs || !L->results) {
@@ -837,11 +847,13 @@ static LLVMValueRef build_body(lw *L) {
   }
   arg_types(L, types);
   types[n] = L->idxt;
+  int reg = L->eval_comp >= 0 && L->reg_input >= 0;
+  if (reg) types[n + 1] = L->word;
   char fname[96];
   if (L->eval_comp >= 0) snprintf(fname, sizeof fname, "%s.eval%d", L->p->name, L->eval_comp);
   else snprintf(fname, sizeof fname, "%s.body", L->p->name);
   LLVMTypeRef ret = L->eval_comp >= 0 ? L->word : L->voidt;
-  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)n + 1, 0));
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg), 0));
   free(types);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   add_fn_attr(L, fn, "alwaysinline");
@@ -849,6 +861,10 @@ static LLVMValueRef build_body(lw *L) {
   set_arg_attrs(L, fn);
   name_args(L, fn);
   LLVMSetValueName2(LLVMGetParam(fn, (unsigned)n), "group", 5);
+  if (reg) {
+    L->reg_value = LLVMGetParam(fn, (unsigned)n + 1);
+    LLVMSetValueName2(L->reg_value, "reg", 3);
+  }
   L->fn = fn;
   L->params = LLVMGetParam(fn, 0);
   L->pstride = LLVMGetParam(fn, 1);
@@ -1029,7 +1045,7 @@ static void build_host(lw *L, LLVMValueRef body) {
 
 static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target target,
                     LLVMContextRef c, LLVMModuleRef m) {
-  lw L = {.g = g, .p = plan, .target = target, .c = c, .m = m, .eval_comp = -1};
+  lw L = {.g = g, .p = plan, .target = target, .c = c, .m = m, .eval_comp = -1, .reg_input = -1};
   L.b = LLVMCreateBuilderInContext(c);
   L.wbits = g->radix == FHJIT_R32 ? 32 : 62;
   L.word = g->radix == FHJIT_R32 ? LLVMInt32TypeInContext(c) : LLVMInt64TypeInContext(c);
@@ -1060,6 +1076,11 @@ static void fini_lw(lw *L) {
 
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
                            LLVMContextRef c, LLVMModuleRef m) {
+  return lw_build_eval_reg(g, plan, target, c, m, -1);
+}
+
+fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input) {
   if (plan->vec != 1 || g->nresults < 1)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
   fhjit_value v = g->results[0].value;
@@ -1067,6 +1088,7 @@ fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target
     lw L;
     init_lw(&L, g, plan, target, c, m);
     L.eval_comp = comp;
+    L.reg_input = reg_input;
     build_body(&L);
     fhjit_status st = L.st;
     fini_lw(&L);

@@ -69,6 +69,11 @@ char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *ar
  * pointers are unused). plan->vec must be 1. */
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
                            LLVMContextRef c, LLVMModuleRef m);
+/* The same, input #reg_input (>= 0) not loaded: its value at the element is
+ * the functions' last argument (a word), for NTT epilogues whose operand is
+ * in registers. reg_input -1: lw_build_eval. */
+fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input);
 
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {

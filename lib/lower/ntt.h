@@ -88,13 +88,14 @@ typedef struct lw_ntt_tuning {
   int pad_col;   /* column kernel shared index x + (x >> pad_col); 0: none */
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap) */
+  int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb) over *t. NULL or "" change
+ * (both pad_*), pad_col, pad_chunk, minb, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 
@@ -117,25 +118,51 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
  * 3+3+2 | chunks ..."), for diagnostics and benches. */
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size);
 
-/* A fused prologue: the first kernel computes its source element by
+/* Pointwise work fused into an NTT's kernels.
+ *
+ * Prologue (sub != NULL): the first kernel computes its source element by
  * element instead of loading it, with lower.c's evaluator (lw_build_eval)
  * for result 0 of `sub`, a bound pointwise graph; its inputs become extra
  * arguments of that kernel. comp >= 0: the source is component `comp` of
- * result 0; -1: the whole of it (batch-row = component-major). */
-typedef struct lw_ntt_prologue {
+ * result 0; -1: the whole of it (batch-row = component-major).
+ *
+ * Epilogue (nepi > 0): the last kernel, where it stores the transform's
+ * final word at (batch-row br, index i), also evaluates result 0 of each
+ * epi[t].sub there (lw_build_eval_reg: input epi[t].reg is the transform's
+ * value, taken from registers) and stores it into that target's dense
+ * buffer. ntt_comps <= 1: the transform has one component and every
+ * component c of the target is computed at walk offset br * N + i and
+ * stored at (c * batch_rows + br) * N + i; ntt_comps > 1: the target has the
+ * transform's shape (components included), and only component br /
+ * (batch_rows / ntt_comps) is computed, stored at br * N + i. skip_store:
+ * the transform's own result is not stored (nothing else reads it). */
+#define LW_NTT_MAX_EPI 4
+
+typedef struct lw_ntt_epi {
   fhjit_graph *sub;
+  int32_t reg;
+} lw_ntt_epi;
+
+typedef struct lw_ntt_fusion {
+  fhjit_graph *sub; /* prologue */
   int comp;
-} lw_ntt_prologue;
+  int nepi;         /* epilogue */
+  lw_ntt_epi epi[LW_NTT_MAX_EPI];
+  int ntt_comps;
+  int skip_store;
+} lw_ntt_fusion;
 
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every
- * kernel takes (params, i64 pstride, twiddles, src, dst), and the first one
- * also the prologue's inputs (pro may be NULL; src is then unused): src as
- * the plan's source view, dst dense [batch_rows, N]; kernel 1 of a
- * two-kernel plan works in place on dst. For LW_GPU each is a PTX kernel
- * with launch bounds; for LW_HOST each is "<prefix>_k<j>_host"(ptr slots,
- * i64 block_begin, i64 block_end, ptr shared), slot j holding argument j as
- * 64 bits, and runs every thread of blocks [block_begin, block_end). */
-fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_prologue *pro,
+ * kernel takes (params, i64 pstride, twiddles, src, dst); the first one also
+ * the prologue's inputs (src is then unused), the last one then, per
+ * epilogue target, its sub-graph's inputs and its output buffer (fu may be
+ * NULL: neither): src as the plan's source view, dst dense [batch_rows, N];
+ * kernel 1 of a two-kernel plan works in place on dst. For LW_GPU each is a
+ * PTX kernel with launch bounds; for LW_HOST each is "<prefix>_k<j>_host"(ptr
+ * slots, i64 block_begin, i64 block_end, ptr shared), slot j holding
+ * argument j as 64 bits, and runs every thread of blocks [block_begin,
+ * block_end). */
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *fu,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m);
 
@@ -155,12 +182,13 @@ fhjit_status lw_ntt_emit_text(fhjit_context *ctx, const lw_ntt_plan *p, fhjit_em
 typedef struct lw_ntt_host lw_ntt_host;
 
 fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
-                                const lw_ntt_prologue *pro, lw_ntt_host **out);
+                                const lw_ntt_fusion *fu, lw_ntt_host **out);
 void lw_ntt_host_destroy(lw_ntt_host *h);
 /* Runs the transform: twiddles and `in` as the plan says, out dense
  * [batch_rows, N] words of the radix, not overlapping `in`; with a prologue,
- * `in` is unused (may be NULL) and extra[] are its inputs. threads: worker
- * threads, 0 = automatic. */
+ * `in` is unused (may be NULL); extra[]: the prologue's inputs, then per
+ * epilogue target its inputs and its output (the kernels' extra arguments
+ * in order). threads: worker threads, 0 = automatic. */
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
                              int64_t pstride, const void *twiddles, const void *in, void *out,
                              const void *const *extra, int threads);

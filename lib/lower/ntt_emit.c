@@ -80,7 +80,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->epi = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -103,6 +103,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
       {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
       {"minb", {offsetof(lw_ntt_tuning, minb)}, 1, 0, 32},
+      {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -119,8 +120,8 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb; values "
-                      "are log2 counts)",
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, epi; "
+                      "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
     p += item;
@@ -290,7 +291,7 @@ typedef struct ne {
   int src_view; /* 1: this kernel reads the plan's source view (kernel 0) */
   int src_dense; /* that view is dense [batch_rows, N] from src_offset */
   /* fused prologue (kernel 0 only) */
-  const lw_ntt_prologue *pro;
+  const lw_ntt_fusion *pro;
   int pro_active;
   int pro_ncomp;             /* eval functions */
   LLVMValueRef pro_fn[3];
@@ -298,6 +299,15 @@ typedef struct ne {
   int pro_idx64;
   int64_t pro_rows_per_comp; /* batch * rows of the sub-graph's result */
   LLVMValueRef extra[LW_MAX_ARGS];
+  /* fused epilogue (last kernel only): per target, eval functions, their
+   * inputs and the output pointer among the kernel's arguments */
+  int epi_active;
+  int epi_ncomp[LW_NTT_MAX_EPI];
+  int epi_idx64[LW_NTT_MAX_EPI];
+  LLVMValueRef epi_fn[LW_NTT_MAX_EPI][3];
+  LLVMTypeRef epi_ty[LW_NTT_MAX_EPI][3];
+  LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
+  LLVMValueRef epi_out[LW_NTT_MAX_EPI];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -647,6 +657,86 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
   return phi;
 }
 
+/* Epilogue target t at the transform's element of dense offset off (i64;
+ * br = off >> logN), whose final value is x: the value of the target's
+ * component slot `slot` (ntt_comps <= 1: component slot; else the
+ * element's own component, selected by a switch). */
+static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValueRef x) {
+  LLVMBuilderRef b = E->b;
+  const fhjit_graph *sub = E->pro->epi[t].sub;
+  int nargs = 2 + sub->ninputs + sub->nresults + 2;
+  LLVMValueRef args[LW_MAX_ARGS + 4];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[t][j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  args[nargs - 1] = x;
+  int ncomp = E->epi_ncomp[t];
+  if (E->pro->ntt_comps <= 1 || ncomp == 1) {
+    args[nargs - 2] = E->epi_idx64[t] ? off : LLVMBuildTrunc(b, off, E->i32, "");
+    int c = E->pro->ntt_comps <= 1 ? slot : 0;
+    return LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
+  }
+  /* the element's component: off / (rows per component * N) */
+  int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
+  LLVMValueRef comp = LLVMBuildUDiv(b, off, c64(E, (uint64_t)per_comp), "epi.comp");
+  LLVMValueRef walk = LLVMBuildURem(b, off, c64(E, (uint64_t)per_comp), "");
+  args[nargs - 2] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
+  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.merge");
+  LLVMValueRef vals[3];
+  for (int c = 0; c < ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.comp");
+  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[ncomp - 1],
+                                    (unsigned)ncomp - 1);
+  for (int c = 0; c + 1 < ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
+  for (int c = 0; c < ncomp; c++) {
+    LLVMPositionBuilderAtEnd(b, blocks[c]);
+    vals[c] = LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
+    blocks[c] = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, merge);
+  }
+  LLVMPositionBuilderAtEnd(b, merge);
+  LLVMValueRef phi = LLVMBuildPhi(b, E->W, "epi");
+  LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
+  return phi;
+}
+
+/* Component slots of target t per element, and the dense offset of slot
+ * `slot` of the element at transform offset off. */
+static int epi_slots(ne *E, int t) { return E->pro->ntt_comps <= 1 ? E->epi_ncomp[t] : 1; }
+
+static LLVMValueRef epi_offset(ne *E, int slot, LLVMValueRef off) {
+  if (!slot) return off;
+  return LLVMBuildNUWAdd(E->b, off, c64(E, (uint64_t)((E->P->batch_rows * slot) << E->P->log_n)), "");
+}
+
+/* The last kernel's store of n consecutive final words x[] (n = 1, or a
+ * 16-byte vector's V at an aligned offset) at dense offset off: the
+ * transform's result unless skipped, and every epilogue target there. */
+static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
+  LLVMBuilderRef b = E->b;
+  unsigned align = n > 1 && E->target == LW_GPU ? 16u : walign(E);
+  int store_ntt = !E->epi_active || !E->pro->skip_store;
+  for (int t = -1; t < (E->epi_active ? E->pro->nepi : 0); t++) {
+    if (t < 0 && !store_ntt) continue;
+    for (int slot = 0; slot < (t < 0 ? 1 : epi_slots(E, t)); slot++) {
+      LLVMValueRef vals[4];
+      for (int v = 0; v < n; v++) {
+        LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)v), "") : off;
+        vals[v] = t < 0 ? x[v] : epi_value(E, t, slot, o, x[v]);
+      }
+      LLVMValueRef base = t < 0 ? E->dst : E->epi_out[t];
+      LLVMValueRef o = t < 0 ? off : epi_offset(E, slot, off);
+      if (n == 1) {
+        store(E, vals[0], base, o, walign(E));
+      } else {
+        LLVMValueRef vec = LLVMGetUndef(E->vecW);
+        for (int v = 0; v < n; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
+        store(E, vec, base, o, align);
+      }
+    }
+  }
+}
+
 /* --------------------------------------------------------------- phases */
 
 /* Cache of the twiddle constants of one pass, by table index offset. */
@@ -733,7 +823,8 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
     if (k->post) post = post_const(E, &r);
     for (int i = 0; i < nr; i++) {
       LLVMValueRef v = k->post ? post_step(E, &r, &post, x[i]) : x[i];
-      store(E, v, E->dst, goff(E, &p, kpos[i]), walign(E));
+      if (k->post) final_store(E, goff(E, &p, kpos[i]), &v, 1);
+      else store(E, v, E->dst, goff(E, &p, kpos[i]), walign(E));
     }
   } else {
     for (int i = 0; i < nr; i++) store(E, x[i], E->smem, sidx(E, &p, kpos[i]), walign(E));
@@ -784,9 +875,13 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
         vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
         if (step) vals[v] = post_step(E, &r, &mc, vals[v]);
       }
-      LLVMValueRef vec = LLVMGetUndef(E->vecW);
-      for (int v = 0; v < V; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
-      store(E, vec, E->dst, gi, E->target == LW_GPU ? 16u : walign(E));
+      if (step) {
+        final_store(E, gi, vals, V);
+      } else {
+        LLVMValueRef vec = LLVMGetUndef(E->vecW);
+        for (int v = 0; v < V; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
+        store(E, vec, E->dst, gi, E->target == LW_GPU ? 16u : walign(E));
+      }
     } else {
       /* the source view: 16-byte vectors when they stay on the vector grid,
        * else word by word */
@@ -852,17 +947,21 @@ static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
 
 /* ------------------------------------------------------------ functions */
 
-/* (params, pstride, tw, src, dst) with their attributes. */
-/* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...). */
+/* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...,
+ * per epilogue target: its inputs..., its output). */
+static int num_pro_args(const ne *E) { return E->pro_active ? (int)E->pro->sub->ninputs : 0; }
+
 static int num_kernel_args(const ne *E) {
-  return 5 + (E->pro_active ? (int)E->pro->sub->ninputs : 0);
+  int n = 5 + num_pro_args(E);
+  for (int t = 0; E->epi_active && t < E->pro->nepi; t++) n += (int)E->pro->epi[t].sub->ninputs + 1;
+  return n;
 }
 
 static void kernel_params(ne *E, LLVMValueRef fn) {
   const char *names[5] = {"params", "pstride", "twiddles", "src", "dst"};
-  int n = num_kernel_args(E);
   for (int j = 0; j < 5; j++) LLVMSetValueName2(LLVMGetParam(fn, (unsigned)j), names[j], strlen(names[j]));
-  for (int j = 0; j < n; j++) {
+  int npro = num_pro_args(E);
+  for (int j = 0; j < 5 + npro; j++) {
     if (j == 1) continue;
     param_attr(E, fn, (unsigned)j, "nocapture");
     if (j <= 2 || j >= 5 || !E->K->in_place) param_attr(E, fn, (unsigned)j, "noalias");
@@ -873,12 +972,35 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
   E->tw = LLVMGetParam(fn, 2);
   E->src = LLVMGetParam(fn, 3);
   E->dst = LLVMGetParam(fn, 4);
-  for (int j = 5; j < n; j++) {
+  for (int j = 5; j < 5 + npro; j++) {
     E->extra[j - 5] = LLVMGetParam(fn, (unsigned)j);
     const char *in = LLVMGetValueName(LLVMGetParam(E->pro_fn[0], (unsigned)(j - 3)));
     char nm[96];
     snprintf(nm, sizeof nm, "pro.%s", in);
     LLVMSetValueName2(E->extra[j - 5], nm, strlen(nm));
+  }
+  int j = 5 + npro;
+  for (int t = 0; E->epi_active && t < E->pro->nepi; t++) {
+    const lw_ntt_epi *ep = &E->pro->epi[t];
+    char nm[96];
+    for (int32_t i = 0; i < ep->sub->ninputs; i++, j++) {
+      E->epi_in[t][i] = LLVMGetParam(fn, (unsigned)j);
+      const char *in = LLVMGetValueName(LLVMGetParam(E->epi_fn[t][0], (unsigned)(2 + i)));
+      snprintf(nm, sizeof nm, "epi%d.%s", t, in);
+      LLVMSetValueName2(E->epi_in[t][i], nm, strlen(nm));
+      /* the register input's slot carries an unused pointer (dst) */
+      if (i == ep->reg) continue;
+      param_attr(E, fn, (unsigned)j, "nocapture");
+      param_attr(E, fn, (unsigned)j, "noalias");
+      param_attr(E, fn, (unsigned)j, "readonly");
+    }
+    E->epi_out[t] = LLVMGetParam(fn, (unsigned)j);
+    snprintf(nm, sizeof nm, "epi%d.out", t);
+    LLVMSetValueName2(E->epi_out[t], nm, strlen(nm));
+    param_attr(E, fn, (unsigned)j, "nocapture");
+    param_attr(E, fn, (unsigned)j, "noalias");
+    param_attr(E, fn, (unsigned)j, "writeonly");
+    j++;
   }
 }
 
@@ -1015,6 +1137,33 @@ static void build_host_fn(ne *E, const char *name) {
   LLVMBuildRetVoid(E->b);
 }
 
+/* The epilogue targets' evaluator functions in module m (lower.c), the
+ * transform's value passed in registers. */
+static fhjit_status build_epilogue(ne *E) {
+  for (int t = 0; t < E->pro->nepi; t++) {
+    fhjit_graph *sub = E->pro->epi[t].sub;
+    lw_plan pl;
+    fhjit_status st = lw_plan_graph(sub, &pl);
+    if (st) return st;
+    pl.vec = 1;
+    pl.groups = pl.work;
+    st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg);
+    if (st) return st;
+    const ir_node *res = &sub->nodes[sub->results[0].value];
+    E->epi_ncomp[t] = res->type.comps > 1 ? res->type.comps : 1;
+    E->epi_idx64[t] = pl.idx_bits == 64;
+    for (int comp = 0; comp < E->epi_ncomp[t]; comp++) {
+      char name[112];
+      snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
+      E->epi_fn[t][comp] = LLVMGetNamedFunction(E->m, name);
+      if (!E->epi_fn[t][comp])
+        return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", name);
+      E->epi_ty[t][comp] = LLVMGlobalGetValueType(E->epi_fn[t][comp]);
+    }
+  }
+  return FHJIT_OK;
+}
+
 /* The prologue's evaluator functions in module m (lower.c). */
 static fhjit_status build_prologue(ne *E) {
   fhjit_graph *sub = E->pro->sub;
@@ -1041,7 +1190,7 @@ static fhjit_status build_prologue(ne *E) {
   return FHJIT_OK;
 }
 
-fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_prologue *pro,
+fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m) {
   ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m, .pro = pro};
@@ -1067,20 +1216,25 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
   if (pro) {
-    fhjit_status st = build_prologue(&E);
+    int nargs = 5 + (pro->sub ? pro->sub->ninputs : 0);
+    for (int t = 0; t < pro->nepi; t++) nargs += pro->epi[t].sub->ninputs + 1;
+    fhjit_status st = FHJIT_OK;
+    if (nargs > LW_MAX_ARGS || pro->nepi > LW_NTT_MAX_EPI)
+      st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: NTT with fused work of too many inputs (%d kernel arguments, at most %d)",
+                    nargs, LW_MAX_ARGS);
+    if (!st && pro->sub) st = build_prologue(&E);
+    if (!st && pro->nepi) st = build_epilogue(&E);
     if (st) {
       LLVMDisposeBuilder(E.b);
       return st;
-    }
-    if (pro->sub->ninputs + 5 > LW_MAX_ARGS) {
-      LLVMDisposeBuilder(E.b);
-      return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: NTT prologue with too many inputs");
     }
   }
   for (int j = 0; j < p->nkernels; j++) {
     E.K = &p->k[j];
     E.src_view = j == 0;
-    E.pro_active = pro && j == 0;
+    E.pro_active = pro && pro->sub && j == 0;
+    E.epi_active = pro && pro->nepi > 0 && j == p->nkernels - 1;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
     if (target == LW_GPU) build_gpu_kernel(&E, name);
@@ -1173,6 +1327,7 @@ typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void 
 struct lw_ntt_host {
   lw_ntt_plan plan;
   int nextra; /* prologue inputs (-1: no prologue) */
+  int nepi_args; /* epilogue arguments of the last kernel */
   LLVMOrcLLJITRef jit;
   host_fn fn[2];
 };
@@ -1194,7 +1349,7 @@ void lw_ntt_host_destroy(lw_ntt_host *h) {
 }
 
 fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
-                                const lw_ntt_prologue *pro, lw_ntt_host **out) {
+                                const lw_ntt_fusion *pro, lw_ntt_host **out) {
   *out = NULL;
   LLVMTargetMachineRef tm = nv_host_machine(ctx);
   if (!tm) return FHJIT_ERR_LLVM;
@@ -1204,7 +1359,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   h->plan = *p;
-  h->nextra = pro ? pro->sub->ninputs : -1;
+  h->nextra = pro && pro->sub ? pro->sub->ninputs : -1;
+  for (int t = 0; pro && t < pro->nepi; t++) h->nepi_args += pro->epi[t].sub->ninputs + 1;
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
@@ -1275,7 +1431,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
                              int64_t pstride, const void *twiddles, const void *in, void *out,
                              const void *const *extra, int threads) {
   int pro = h && h->nextra >= 0;
-  if (!h || !params || !twiddles || !out || (!in && !pro) || (pro && h->nextra > 0 && !extra))
+  if (!h || !params || !twiddles || !out || (!in && !pro) ||
+      ((h->nextra > 0 || h->nepi_args > 0) && !extra))
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT host run: null argument");
   if (in == out)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -1296,8 +1453,11 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     slots[2] = (uint64_t)(uintptr_t)twiddles;
     slots[3] = (uint64_t)(uintptr_t)(j == 0 ? (in ? in : out) : out);
     slots[4] = (uint64_t)(uintptr_t)out;
-    if (j == 0 && pro)
-      for (int e = 0; e < h->nextra; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
+    int npro = pro ? h->nextra : 0;
+    if (j == 0)
+      for (int e = 0; e < npro; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
+    if (j == p->nkernels - 1)
+      for (int e = 0; e < h->nepi_args; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[npro + e];
     int64_t nt = threads < k->blocks ? threads : k->blocks;
     host_job jobs[64];
     pthread_t tids[64];

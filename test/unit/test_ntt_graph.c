@@ -435,6 +435,96 @@ START_TEST(test_chain_keyswitch) {
 }
 END_TEST
 
+/* --------------------------------------------------------------- epilogues */
+
+/* Results computed from an NTT's value in its last kernel (epilogues): a
+ * key switch whose 2-component inverse is added to a ciphertext (only the
+ * sum is an output: the transform itself is never stored), products of a
+ * forward transform (one component -> one, and -> two components through a
+ * key-switch product), a sum of two transforms (the earlier one read from
+ * memory), a transform that is an output with a consumer, a batch axis with
+ * a broadcast plaintext; with_extract adds a result that cannot be fused
+ * (a component of the inverse: the final pointwise kernel then reads the
+ * transform, which must be stored). */
+static fhjit_graph *epilogue_graph(env *e, int with_extract) {
+  fhjit_graph *g = fhjit_graph_create(e->ctx, "epi", e->radix);
+  int64_t b2[1] = {2};
+  fhjit_type dt = poly(0, 0, NULL, 2, e->n), tt = twiddles(2, e->n), ct = poly(2, 0, NULL, 2, e->n);
+  fhjit_type bt = poly(0, 1, b2, 2, e->n);
+  fhjit_type kt = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = 2, .rows = 2, .n = e->n};
+  fhjit_value d0 = fhjit_input(g, "d0", &dt), d1 = fhjit_input(g, "d1", &dt);
+  fhjit_value c = fhjit_input(g, "ct", &ct), key = fhjit_input(g, "key", &kt);
+  fhjit_value xb = fhjit_input(g, "xb", &bt), pl = fhjit_input(g, "pl", &dt);
+  fhjit_value tf = fhjit_input(g, "tf", &tt), ti = fhjit_input(g, "ti", &tt);
+  fhjit_value f0 = fhjit_ntt(g, d0, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  fhjit_value f1 = fhjit_ntt(g, d1, tf, FHJIT_NTT_COEF_STD_TO_NTT);
+  fhjit_value acc = fhjit_add_lazy(g, fhjit_keyswitch_digit_product(g, f0, key, 0, 0),
+                                   fhjit_keyswitch_digit_product(g, f1, key, 1, 0));
+  fhjit_value out = fhjit_ntt(g, acc, ti, FHJIT_NTT_TO_COEF_MONT);
+  fhjit_value yb = fhjit_ntt(g, xb, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  ck_assert_int_eq(fhjit_output(g, fhjit_add(g, out, c), "res"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_mul(g, f1, f1), "sq"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_keyswitch_digit_product(g, f1, key, 0, 0), "pp"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_sub(g, f1, f0), "diff"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, yb, "yb"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_mul(g, fhjit_neg(g, yb), pl), "nyb"), FHJIT_OK);
+  if (with_extract)
+    ck_assert_int_eq(fhjit_output(g, fhjit_mul(g, fhjit_extract(g, out, 1), pl), "x1"), FHJIT_OK);
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
+  return g;
+}
+
+/* _i: radix (bit 0), one-kernel or two-kernel transforms (bit 1), the
+ * unfusable extra result (bit 2). Fused (host JIT) against the interpreter
+ * (run_both) and against the same graph with epilogues off (FHJIT_NTT_PLAN
+ * epi=0: results in the final pointwise kernel), word for word. */
+START_TEST(test_epilogue) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = _i & 2 ? 13 : 8, with_extract = (_i >> 2) & 1;
+  env e;
+  env_init(&e, radix, 2, logn);
+  uint64_t seed = 777 + (uint64_t)_i;
+  fhjit_graph *g = epilogue_graph(&e, with_extract);
+  void **in = make_inputs(&e, g, &seed, _i % 3 == 2);
+  void **fused = run_both(&e, g, in, "epilogues");
+  setenv("FHJIT_NTT_PLAN", "epi=0", 1);
+  fhjit_graph *g2 = epilogue_graph(&e, with_extract);
+  void **plain = make_results(&e, g2);
+  fhjit_status st = fhjit_run_host(g2, e.params, e.rows, (const void *const *)in, plain, 2);
+  unsetenv("FHJIT_NTT_PLAN");
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  int32_t nr = fhjit_num_results(g);
+  for (int32_t k = 0; k < nr; k++) {
+    fhjit_type t;
+    fhjit_result_type(g, k, &t);
+    same_words(&e, fused[k], plain[k], fhjit_type_elements(&t), "fused vs one by one");
+  }
+  /* the GPU program: NTT kernels only (4 transforms) unless a result
+   * cannot be fused; the epilogues' outputs are arguments of the last
+   * kernels */
+  lw_program p;
+  st = lw_compile_ptx(g, "sm_90", &p);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  int per_ntt = logn <= 12 ? 1 : 2;
+  ck_assert_int_eq(p.nkernels, 4 * per_ntt + with_extract);
+  int epi_outs = 0;
+  for (int k = 0; k < 4 * per_ntt; k++)
+    for (int a = 5; a < p.kernels[k].nargs; a++) {
+      const lw_arg *x = &p.kernels[k].args[a], *dst = &p.kernels[k].args[4];
+      /* (a register operand's slot carries the transform's own buffer) */
+      epi_outs += x->kind == LW_ARG_RESULT && !(x->kind == dst->kind && x->index == dst->index);
+    }
+  ck_assert_int_eq(epi_outs, 5); /* res, sq, pp, diff, nyb */
+  lw_program_free(&p);
+  free_bufs(fused, nr);
+  free_bufs(plain, nr);
+  free_bufs(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  fhjit_graph_destroy(g2);
+  env_free(&e);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- refusals */
 
 START_TEST(test_refusals) {
@@ -594,6 +684,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_views, 0, 4);
   tcase_add_loop_test(tc, test_chain_product, 0, 4);
   tcase_add_loop_test(tc, test_chain_keyswitch, 0, 4);
+  tcase_add_loop_test(tc, test_epilogue, 0, 8);
   tcase_add_loop_test(tc, test_single, 0, 28);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
