@@ -11,13 +11,16 @@
  *     inside the NTT kernel, its inputs appended to that kernel's arguments.
  *     The last kernel writes a result buffer (the anchor is an output) or a
  *     scratch buffer (a later step reads it);
+ *     Computed results whose latest anchor is this one, reading it only at
+ *     the element, are computed in its last kernel from the transform's
+ *     value in registers (a fused epilogue, lower.c's lw_build_eval_reg),
+ *     and the transform itself is not stored when nothing reads it;
  *   - one final pointwise kernel (lower.c's fused kernel on a sub-graph) for
  *     the results no NTT wrote, reading inputs and anchors at the element.
  * So a chain such as forward NTT -> key-switch products -> add_lazy ->
- * inverse NTT materialises only the forward transforms (scratch between
- * kernels): the products and the sum live in registers of the inverse's
- * first kernel. Not fused yet: pointwise consumers of an NTT's result into
- * its last kernel (an epilogue); they run as the final pointwise kernel.
+ * inverse NTT -> + ciphertext materialises only the forward transforms
+ * (scratch between kernels): the products and the sum live in registers of
+ * the inverse's first kernel, the addition in its last.
  *
  * The sub-graphs live in a private context owned by the compiled state, so
  * their lifetime never mixes with the user's graphs. */
