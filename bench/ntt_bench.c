@@ -298,11 +298,13 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
   int n = 0;
   out[n++] = "";
   if (log_n <= 12) {
+    /* the default splits small N with few rows into two kernels; one=12
+     * forces whole rows per block */
+    out[n++] = "one=12";
     if (radix == FHJIT_R62) {
       out[n++] = "e=2";
       out[n++] = "one=11";
       out[n++] = "one=11,c_col=3,t=7";
-      out[n++] = "one=11,c_col=2,t=6";
       out[n++] = "one=11,c_col=2,t=5";
       out[n++] = "one=11,e=2,c_col=2,t=6";
       out[n++] = "one=11,c_col=3,t=6,minb=4";
@@ -311,7 +313,7 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
       out[n++] = "e=3";
       out[n++] = "one=11";
       out[n++] = "one=11,c_col=4,t=7";
-      out[n++] = "one=11,c_col=3,t=6";
+      out[n++] = "one=12,t=7";
       out[n++] = "one=11,e=3,c_col=3,t=6";
       out[n++] = "one=11,e=3,c_col=4,t=7";
       out[n++] = "one=11,c_col=3,t=5";

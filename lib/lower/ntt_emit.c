@@ -57,6 +57,10 @@ static int64_t chunk_stride(const lw_ntt_kplan *k) {
 
 /* Static shared memory of one block: the PTX limit without opting in. */
 #define SMEM_LIMIT_BYTES 49152
+/* One-kernel plans with fewer blocks than this (2 per SM of an H100/H200)
+ * run as two kernels from N = 2^SMALL_SPLIT_MIN_LOG on. */
+#define FEW_BLOCKS 264
+#define SMALL_SPLIT_MIN_LOG 10
 
 static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows) {
   if (k->log_e > k->m) k->log_e = k->m;
@@ -185,7 +189,18 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   int log_cols = radix == FHJIT_R32 ? 5 : 4;
   int pad_chunk = pick(t.pad_chunk, radix == FHJIT_R32 ? 5 : 4);
   int one_max = pick(t.one, 12);
-  if (log_n <= one_max) {
+  /* Whole rows per block leave most of the GPU idle when there are few rows
+   * (2^12 x 32 rows: 32 blocks on 132 SMs, each bound by its products):
+   * then two kernels of many small blocks, though they pass over memory
+   * twice (small N: L2-resident anyway). */
+  int few_blocks = 0;
+  if (t.one < 0 && log_n <= one_max && log_n >= SMALL_SPLIT_MIN_LOG) {
+    int le = log_e < log_n ? log_e : log_n;
+    int log_c = pick(t.t_one, 8) - (log_n - le);
+    if (log_c < 0) log_c = 0;
+    few_blocks = (batch_rows >> log_c) < FEW_BLOCKS;
+  }
+  if (log_n <= one_max && !few_blocks) {
     p->nkernels = 1;
     lw_ntt_kplan *k = &p->k[0];
     k->cols = 0;
@@ -213,14 +228,18 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     col.m = m_col;
     col.log_e = pick(t.e_col, log_e);
     col.log_subs = m_chunk;
-    col.log_c = pick(t.c_col, log_cols);
+    /* small N split for parallelism: column runs of 32 bytes (one sector)
+     * or more, blocks of 64 threads (two full warps) */
+    int small_cols = 6 - (m_col - (col.log_e < m_col ? col.log_e : m_col));
+    if (small_cols < (radix == FHJIT_R32 ? 3 : 2)) small_cols = radix == FHJIT_R32 ? 3 : 2;
+    col.log_c = pick(t.c_col, few_blocks ? small_cols : log_cols);
     if (col.log_c > m_chunk) col.log_c = m_chunk;
     chunk.cols = 0;
     chunk.m = m_chunk;
     chunk.log_e = pick(t.e_chunk, log_e);
     if (chunk.log_e > m_chunk) chunk.log_e = m_chunk;
     chunk.log_subs = m_col;
-    chunk.log_c = pick(t.t_chunk, 8) - (m_chunk - chunk.log_e); /* about 256 threads */
+    chunk.log_c = pick(t.t_chunk, few_blocks ? 6 : 8) - (m_chunk - chunk.log_e); /* threads per block */
     if (chunk.log_c < 0) chunk.log_c = 0;
     if (chunk.log_c > m_col) chunk.log_c = m_col;
     col.minb = chunk.minb = pick(t.minb, 0);

@@ -247,14 +247,21 @@ START_TEST(test_tuning_parse) {
 }
 END_TEST
 
+/* Default plans: passes cover every bit once, limits, grid. With 4096
+ * batch rows N <= 2^12 runs as one kernel; with 32, N from 2^10 to 2^12 is
+ * split into two kernels so that the grid fills the GPU. */
 START_TEST(test_plans) {
+  for (int few = 0; few < 2; few++)
   for (int radix = 0; radix < 2; radix++)
     for (int logn = IR_NTT_MIN_LOG; logn <= IR_NTT_MAX_LOG; logn++)
       for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
         lw_ntt_plan p;
-        ck_assert_int_eq(lw_ntt_plan_make(NULL, (fhjit_radix)radix, (ir_ntt_kind)kind, logn, 4, 32, &p),
+        int64_t brows = few ? 32 : 4096;
+        ck_assert_int_eq(lw_ntt_plan_make(NULL, (fhjit_radix)radix, (ir_ntt_kind)kind, logn, 4, brows, &p),
                          FHJIT_OK);
-        ck_assert_int_eq(p.nkernels, logn <= 12 ? 1 : 2);
+        ck_assert_int_eq(p.nkernels, logn <= 12 && !(few && logn >= 10) ? 1 : 2);
+        if (few && logn >= 10 && logn <= 12)
+          for (int j = 0; j < 2; j++) ck_assert_int_ge(p.k[j].blocks, (INT64_C(1) << (logn - 5)));
         int total_bits = 0;
         for (int j = 0; j < p.nkernels; j++) {
           const lw_ntt_kplan *k = &p.k[j];
@@ -271,7 +278,7 @@ START_TEST(test_plans) {
           total_bits += k->m;
           ck_assert_uint_le(k->threads, 1024);
           ck_assert_uint_le(k->smem_words * (radix ? 8u : 4u), 48u * 1024u);
-          ck_assert_int_eq(k->blocks * (INT64_C(1) << k->log_c), 32 << k->log_subs);
+          ck_assert_int_eq(k->blocks * (INT64_C(1) << k->log_c), brows << k->log_subs);
         }
         ck_assert_int_eq(total_bits, logn);
       }
