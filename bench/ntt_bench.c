@@ -329,6 +329,7 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "e_chunk=4,c_col=3";
     out[n++] = "c_col=3,minb=3";
     out[n++] = "c_col=3,pad_chunk=0";
+    out[n++] = "c_col=3,pad_col=4";
     out[n++] = log_n == 17 ? "n1=9,c_col=3" : log_n == 16 ? "n1=7,c_col=3" : "n1=6,c_col=3";
     out[n++] = "e=2,c_col=3,t=7";
   } else {
@@ -339,6 +340,7 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "e=3,c_col=3,t=7";
     out[n++] = "e_col=3,c_col=4";
     out[n++] = "c_col=3,pad_col=5";
+    out[n++] = "c_col=4,pad_col=4";
     out[n++] = "c_col=4,minb=2";
     out[n++] = log_n == 17 ? "n1=9,c_col=4" : log_n == 16 ? "n1=7,c_col=4" : "n1=6,c_col=4";
   }
