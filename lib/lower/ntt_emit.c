@@ -426,9 +426,12 @@ static LLVMValueRef lazyadd(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b
   return csub(E, LLVMBuildNUWAdd(E->b, a, b, ""), r->q2);
 }
 
-/* lazyadd(a, 2q - b) */
+/* lazyadd(a, 2q - b), that is a - b when a >= b, else a - b + 2q (the
+ * same word, one operation fewer) */
 static LLVMValueRef lazysub(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
-  return lazyadd(E, r, a, LLVMBuildNUWSub(E->b, r->q2, b, ""));
+  LLVMValueRef d = LLVMBuildSub(E->b, a, b, "");
+  LLVMValueRef lt = LLVMBuildICmp(E->b, LLVMIntULT, a, b, "");
+  return LLVMBuildSelect(E->b, lt, LLVMBuildAdd(E->b, d, r->q2, ""), d, "");
 }
 
 /* ------------------------------------------------------------- row data */
