@@ -135,9 +135,13 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 
 /* Measured defaults per radix and log N (FHJIT_NTT_PLAN syntax; NULL: the
  * planner's rules alone), from ntt_bench --sweep on an H200. */
+/* The fastest plan of each measured size on the H200 (bench/ntt_bench
+ * --sweep, 2026-11-30, commit 2c575d9: bench/RESULTS.md); sizes not measured
+ * keep the built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {NULL},
-    [FHJIT_R62] = {NULL},
+    [FHJIT_R32] = {[14] = "e=3,c_col=4", [16] = "c_col=3", [17] = "c_col=3"},
+    [FHJIT_R62] = {[14] = "e=2,c_col=3,t=7",
+                   [16] = "n1=7,c_col=3", [17] = "c_col=3,t=7"},
 };
 
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
