@@ -226,7 +226,11 @@ static void moduli_for(fhjit_radix radix, int64_t rows, uint64_t *out) {
  * (below 2 * min q): one random chunk uploaded, then doubled on the device. */
 static void fill_device(fhjit_cuda_ptr dst, size_t words, size_t ws, uint64_t bound) {
   size_t chunk = words < ((size_t)1 << 18) ? words : ((size_t)1 << 18);
-  void *host = malloc(chunk * ws);
+  void *host = calloc(chunk ? chunk : 1, ws);
+  if (!host) {
+    fprintf(stderr, "fhjit_bench: out of host memory\n");
+    exit(1);
+  }
   for (size_t i = 0; i < chunk; i++) {
     uint64_t v = rnd() % bound;
     if (ws == 4) ((uint32_t *)host)[i] = (uint32_t)v;

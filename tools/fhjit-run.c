@@ -448,7 +448,7 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
   for (int64_t e = 0; e < sh->count && rc == 0; e++) {
     int negative;
     uint64_t x = npy_get(&a, e, &negative), row = 0;
-    int64_t r;
+    int64_t r = 0;
     int64_t off = element_offset(sh, l->offset, e, &r);
     row = (uint64_t)r;
     uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
@@ -488,7 +488,7 @@ static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhji
   for (int32_t r = 0; r < s->rows; r++)
     if (2 * s->moduli[r] < min2q) min2q = 2 * s->moduli[r];
   for (int64_t e = 0; e < sh->count; e++) {
-    int64_t row;
+    int64_t row = 0;
     int64_t off = element_offset(sh, l->offset, e, &row);
     uint64_t b = t->kind == FHJIT_KIND_KEY || row >= s->rows ? min2q : 2 * s->moduli[row];
     if (bound[off] == 0 || b < bound[off]) bound[off] = b;

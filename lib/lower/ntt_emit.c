@@ -1058,7 +1058,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   kernel_params(E, fn);
   E->fn = fn;
   /* shared memory: a static array of the kernel */
-  char sname[96];
+  char sname[128]; /* kernel names are at most 63 characters */
   snprintf(sname, sizeof sname, "%s.smem", name);
   LLVMTypeRef arr = LLVMArrayType2(E->W, k->smem_words);
   LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
@@ -1123,7 +1123,7 @@ static void build_host_fn(ne *E, const char *name) {
   kernel_types(E, types);
   types[n] = types[n + 1] = E->i64;
   types[n + 2] = E->sptr;
-  char fname[96];
+  char fname[128]; /* kernel names are at most 63 characters */
   snprintf(fname, sizeof fname, "%s_host_body", name);
   LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
   LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
