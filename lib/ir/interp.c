@@ -315,26 +315,8 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
                              const void *const *inputs, void *const *results) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   const char *fn = "fhjit_interpret";
-  if (!g->bound)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (call fhjit_bind)",
-                    fn, g->name);
-  if (!params)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null parameter table", fn,
-                    g->name);
-  if (g->ninputs > 0 && !inputs)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null input array", fn, g->name);
-  for (int32_t i = 0; i < g->ninputs; i++)
-    if (!inputs[i])
-      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null buffer for input %%%s",
-                      fn, g->name, g->nodes[g->inputs[i]].name);
-  if (g->nresults > 0 && !results)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null result array", fn,
-                    g->name);
-  for (int32_t k = 0; k < g->nresults; k++)
-    if (!results[k])
-      return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
-                      "%s: graph @%s: null buffer for result #%d (%%%s)", fn, g->name, (int)k,
-                      g->nodes[g->results[k].value].name);
+  fhjit_status st0 = ir_check_run_args(g, fn, params, inputs, results);
+  if (st0) return st0;
 
   /* Live nodes: those the results depend on. Their rows fix how many
    * columns of the parameter table are read. */

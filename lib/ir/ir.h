@@ -172,6 +172,12 @@ const char *ir_domain_name(fhjit_domain d); /* "coef", "ntt", "any" */
 const char *ir_form_name(fhjit_form f);     /* "std", "mont", "any" */
 const char *ir_radix_name(fhjit_radix r);   /* "r32", "r62" */
 
+/* Checks the buffers of a host-side run (fhjit_interpret, fhjit_run_host):
+ * the graph is bound, the table and every input and result pointer given.
+ * `fn` names the public call in the message. */
+fhjit_status ir_check_run_args(fhjit_graph *g, const char *fn, const void *params,
+                               const void *const *inputs, void *const *results);
+
 /* Marks the graph unbound and drops derived state (after any change). */
 void ir_unbind(fhjit_graph *g);
 /* Computes the bound graph's hash into g->hash (hash.c); on failure (out of
