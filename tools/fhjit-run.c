@@ -31,8 +31,9 @@ static const char usage_text[] =
     "stdin), runs it, and reports (or writes) its outputs.\n"
     "\n"
     "options:\n"
-    "  --backend=host|cuda|interp  where to run: the host JIT (default), a CUDA\n"
-    "                      GPU, or the reference interpreter\n"
+    "  --backend=host|cuda|interp  where to run: the host JIT, a CUDA GPU, or\n"
+    "                      the reference interpreter (default: cuda when a CUDA\n"
+    "                      driver and device are present, otherwise host)\n"
     "  --in NAME=FILE.npy  the values of input %NAME (repeatable). The shape must\n"
     "                      be the input's bound shape: [C, *batch, rows, n] (no C\n"
     "                      axis for pt), key [digits, 2, rows, n], twiddles\n"
@@ -53,8 +54,8 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 success, 1 error (or --check mismatches), 2 bad usage\n";
 
-typedef enum backend { B_HOST, B_CUDA, B_INTERP } backend;
-static const char *const backend_names[] = {"host", "cuda", "interp"};
+typedef enum backend { B_HOST, B_CUDA, B_INTERP, B_AUTO } backend;
+static const char *const backend_names[] = {"host", "cuda", "interp", "auto"};
 
 #define MAX_IN 256
 
@@ -154,6 +155,7 @@ static const char *option_value(int argc, char **argv, int *i, const char *opt, 
 
 static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
+  o->backend = B_AUTO;
   o->seed = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
@@ -570,6 +572,19 @@ static void free_results(const run_state *s, void **r) {
 
 /* ------------------------------------------------------------ backends */
 
+/* The default backend: the GPU when this build has the CUDA runtime and a
+ * driver with a device answers; otherwise the host JIT. */
+static int cuda_present(fhjit_context *ctx) {
+#ifdef FHJIT_RUN_HAVE_CUDA
+  int present = fhjit_cuda_available(ctx);
+  fhjit_clear_error(ctx); /* "no driver" is an answer here, not an error */
+  return present;
+#else
+  (void)ctx;
+  return 0;
+#endif
+}
+
 /* One execution of the graph on host buffers; *ms is the wall time of the
  * call. repeat > 1 (--bench) runs it repeat times and reports each. */
 typedef struct timing {
@@ -695,8 +710,9 @@ static int run_backend(run_state *s, backend b, int threads, void **results, tim
   case B_HOST: return run_host(s, results, threads, tm);
   case B_INTERP: return run_interp(s, results, tm);
   case B_CUDA: return run_cuda(s, results, tm);
+  case B_AUTO: break; /* resolved in main before any run */
   }
-  return 1;
+  return error("internal: no backend chosen");
 }
 
 /* ------------------------------------------------------------ outputs */
@@ -868,6 +884,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   timing tm = {.runs = o.bench ? 21 : 1};
+  if (o.backend == B_AUTO) o.backend = cuda_present(s.ctx) ? B_CUDA : B_HOST;
   const char *bname = backend_names[o.backend];
   if ((rc = run_backend(&s, o.backend, o.threads, results, &tm))) goto out;
   printf("ran on %s\n", bname);
