@@ -97,9 +97,13 @@ void rt_free_generation_bump(void) {
   atomic_fetch_add_explicit(&free_generation, 1, memory_order_acq_rel);
 }
 
-static rt_ptr_seen *seen_slot(fhjit_cuda_kernel *k, CUdeviceptr first) {
-  uint64_t h = (uint64_t)first * UINT64_C(0x9e3779b97f4a7c15);
-  return &k->seen[h >> 59]; /* 32 slots */
+/* The entry remembering `first`, or NULL. Fully associative: a launch's few
+ * pointers must never evict one another (a direct-mapped table made two
+ * colliding buffers miss at every launch). Called under seen_lock. */
+static rt_ptr_seen *seen_find(fhjit_cuda_kernel *k, CUdeviceptr first) {
+  for (int i = 0; i < RT_PTR_SEEN; i++)
+    if (k->seen[i].first == first) return &k->seen[i];
+  return NULL;
 }
 
 /* The driver's view of the allocation holding `first`: remembered from an
@@ -108,9 +112,9 @@ static rt_ptr_seen *seen_slot(fhjit_cuda_kernel *k, CUdeviceptr first) {
 static CUresult driver_view(fhjit_cuda_kernel *k, const rt_driver *d, CUdeviceptr first,
                             CUcontext *owner, CUdeviceptr *start, size_t *size) {
   uint64_t gen = rt_free_generation_now();
-  rt_ptr_seen *e = seen_slot(k, first);
   pthread_mutex_lock(&k->seen_lock);
-  int hit = e->first == first && e->generation == gen;
+  rt_ptr_seen *e = seen_find(k, first);
+  int hit = e && e->generation == gen;
   if (hit) *owner = e->owner, *start = e->start, *size = e->size;
   pthread_mutex_unlock(&k->seen_lock);
   if (hit) return CUDA_SUCCESS;
@@ -121,6 +125,8 @@ static CUresult driver_view(fhjit_cuda_kernel *k, const rt_driver *d, CUdevicept
   CUresult r = d->cuPointerGetAttributes(3, attrs, data, first);
   if (r == CUDA_SUCCESS && *size != 0 && *start <= first) {
     pthread_mutex_lock(&k->seen_lock);
+    e = seen_find(k, first);
+    if (!e) e = &k->seen[k->seen_next++ % RT_PTR_SEEN];
     *e = (rt_ptr_seen){first, *start, *size, *owner, gen};
     pthread_mutex_unlock(&k->seen_lock);
   }

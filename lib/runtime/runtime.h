@@ -101,7 +101,7 @@ typedef struct rt_ptr_seen {
   uint64_t generation;
 } rt_ptr_seen;
 
-#define RT_PTR_SEEN 32 /* per kernel, direct-mapped by address */
+#define RT_PTR_SEEN 32 /* per kernel, fully associative, replaced in turn */
 
 /* Bumped whenever fhjit frees device memory: remembered pointers are then
  * checked again. */
@@ -118,6 +118,7 @@ struct fhjit_cuda_kernel {
                        launches find the kernel without the device queries */
   pthread_mutex_t seen_lock;
   rt_ptr_seen seen[RT_PTR_SEEN];
+  unsigned seen_next; /* the entry a new pointer replaces */
   CUcontext cuctx;
   unsigned long long cuctx_id; /* tells a destroyed context from a new one at
                                   the same address */
