@@ -15,6 +15,8 @@ ninja -C build/release -j "$(nproc)" fhjit-dump fhjit-run
 echo "== $GRAPH, canonical text =="
 build/release/tools/fhjit-dump "$GRAPH" --emit=graph
 echo "== PTX for sm_90 (first lines) =="
-build/release/tools/fhjit-dump "$GRAPH" --emit=ptx --arch=sm_90 | head -n 25
+mkdir -p build/release/example-out
+build/release/tools/fhjit-dump "$GRAPH" --emit=ptx --arch=sm_90 -o build/release/example-out/kernel.ptx
+head -n 25 build/release/example-out/kernel.ptx
 echo "== run and check against the interpreter =="
 build/release/tools/fhjit-run "$GRAPH" --check --out-dir build/release/example-out
