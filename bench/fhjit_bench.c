@@ -318,6 +318,23 @@ static const char copy_ptx[] =
     "\t@%p4 st.global.v2.u64 [%rd30], {%rd17, %rd18};\n"
     "\tret;\n}\n";
 
+/* Source and destination buffers of a copy kernel, enough sets (2 to 16)
+ * that rotating through them covers `working_set` bytes; sources filled.
+ * Returns the number of sets. */
+static int alloc_copy_sets(fhjit_cuda_ptr *src, fhjit_cuda_ptr *dst, size_t bytes,
+                           size_t working_set) {
+  int nsets = (int)((working_set + 2 * bytes - 1) / (2 * bytes));
+  if (nsets < 2) nsets = 2;
+  if (nsets > 16) nsets = 16;
+  for (int i = 0; i < nsets; i++) {
+    if (fhjit_cuda_alloc(ctx, bytes, &src[i]) != FHJIT_OK ||
+        fhjit_cuda_alloc(ctx, bytes, &dst[i]) != FHJIT_OK)
+      die("copy buffers");
+    fill_device(src[i], bytes / 8, 8, UINT64_MAX);
+  }
+  return nsets;
+}
+
 typedef struct copy_job {
   CUfunction fn;
   fhjit_cuda_ptr src[16], dst[16];
@@ -337,15 +354,7 @@ static void launch_copy(void *arg, int set, CUstream s) {
 static double copy_bandwidth(CUfunction fn, size_t bytes, size_t working_set, int reps, CUstream s,
                              double *ms_out) {
   copy_job j = {.fn = fn, .n16 = bytes / 16};
-  int nsets = (int)((working_set + 2 * bytes - 1) / (2 * bytes));
-  if (nsets < 2) nsets = 2;
-  if (nsets > 16) nsets = 16;
-  for (int i = 0; i < nsets; i++) {
-    if (fhjit_cuda_alloc(ctx, bytes, &j.src[i]) != FHJIT_OK ||
-        fhjit_cuda_alloc(ctx, bytes, &j.dst[i]) != FHJIT_OK)
-      die("copy buffers");
-    fill_device(j.src[i], bytes / 8, 8, UINT64_MAX);
-  }
+  int nsets = alloc_copy_sets(j.src, j.dst, bytes, working_set);
   /* check the kernel copies (the first set, once) */
   launch_copy(&j, 0, s);
   CU_OK(cu.cuStreamSynchronize(s));
@@ -431,15 +440,7 @@ static double plan_copy_bandwidth(int vbytes, int per_thread, int block, size_t 
   free(ptx);
   uint64_t per_block = (uint64_t)block * (uint64_t)per_thread;
   j.grid = (unsigned)((j.nvec + per_block - 1) / per_block);
-  int nsets = (int)((working_set + 2 * bytes - 1) / (2 * bytes));
-  if (nsets < 2) nsets = 2;
-  if (nsets > 16) nsets = 16;
-  for (int i = 0; i < nsets; i++) {
-    if (fhjit_cuda_alloc(ctx, bytes, &j.src[i]) != FHJIT_OK ||
-        fhjit_cuda_alloc(ctx, bytes, &j.dst[i]) != FHJIT_OK)
-      die("copy buffers");
-    fill_device(j.src[i], bytes / 8, 8, UINT64_MAX);
-  }
+  int nsets = alloc_copy_sets(j.src, j.dst, bytes, working_set);
   launch_plan_copy(&j, 0, s);
   CU_OK(cu.cuStreamSynchronize(s));
   uint64_t a[4], b[4];
