@@ -97,6 +97,11 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
+/* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
+ * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
+ * (test_ntt_emit runs this text through a small PTX interpreter). */
+extern const char lw_ntt_redc62_ptx[];
+
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 
 /* Chooses the schedule for one transform over [batch_rows, N] words. The

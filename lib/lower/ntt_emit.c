@@ -400,9 +400,24 @@ static void store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx, un
 
 /* ------------------------------------------------------------ arithmetic */
 
+static LLVMValueRef umin(ne *E, LLVMValueRef a, LLVMValueRef b) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.umin", 9);
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, &ty, 1);
+  LLVMValueRef args[2] = {a, b};
+  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
+}
+
+/* x - bound when x >= bound, else x. r32 (x < 2^32, bound < 2^31): the
+ * unsigned minimum of x and x - bound, which wraps above x exactly when
+ * x < bound (one min.u32 on the GPU instead of a compare and a select);
+ * r62: compare and select (no 64-bit min instruction; the signed forms
+ * gave ptxas longer code). */
 static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
+  LLVMValueRef d = LLVMBuildSub(E->b, x, bound, "");
+  if (E->wbits == 32) return umin(E, x, d);
   LLVMValueRef ge = LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, "");
-  return LLVMBuildSelect(E->b, ge, LLVMBuildSub(E->b, x, bound, ""), x, "");
+  return LLVMBuildSelect(E->b, ge, d, x, "");
 }
 
 /* High word of the double-word product a*b (mul.hi on the GPU). */
@@ -427,8 +442,67 @@ static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
 
 /* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
  * canonical. w_is_one: REDC(x * 1), where the first high product is 0. */
+/* r62 on the GPU: u = hi128(4w * x + m4 * q), the file comment's sum with
+ * its carry, as one PTX chain over 32-bit halves. The low halves of the
+ * two products sum to 0 or 2^64, so the carry out of the low word is the
+ * `m4 != 0` of the IR form: the same word. ptxas fuses each mad.lo.cc /
+ * madc.hi.cc pair into one IMAD.WIDE with carries, where the IR form's two
+ * mul.hi.u64, compare, select and 64-bit add cost about a fifth more
+ * instructions (bench/ntt-profile.sh counts them). The host path keeps the
+ * IR form, so both are checked against the reference (the GPU one on the
+ * GPU machine). */
+const char lw_ntt_redc62_ptx[] =
+    "{\n\t"
+    ".reg .u32 fx0, fx1, fw0, fw1, fk0, fk1, fq0, fq1, fm0, fm1, ft, fr0, fr1, fr2, fr3;\n\t"
+    "mov.b64 {fx0, fx1}, $1;\n\t"
+    "mov.b64 {fw0, fw1}, $2;\n\t"
+    "mov.b64 {fk0, fk1}, $3;\n\t"
+    "mov.b64 {fq0, fq1}, $4;\n\t"
+    /* m4 = x * wk4 mod 2^64 */
+    "mul.lo.u32 fm0, fx0, fk0;\n\t"
+    "mul.hi.u32 ft, fx0, fk0;\n\t"
+    "mad.lo.u32 ft, fx0, fk1, ft;\n\t"
+    "mad.lo.u32 fm1, fx1, fk0, ft;\n\t"
+    /* weight 2^0: x0 w0 + m0 q0 (only its carries matter) */
+    "mul.lo.u32 fr0, fx0, fw0;\n\t"
+    "mul.hi.u32 fr1, fx0, fw0;\n\t"
+    "mad.lo.cc.u32 fr0, fm0, fq0, fr0;\n\t"
+    "madc.hi.cc.u32 fr1, fm0, fq0, fr1;\n\t"
+    "addc.u32 fr2, 0, 0;\n\t"
+    /* weight 2^32 */
+    "mad.lo.cc.u32 fr1, fx0, fw1, fr1;\n\t"
+    "madc.hi.cc.u32 fr2, fx0, fw1, fr2;\n\t"
+    "addc.u32 fr3, 0, 0;\n\t"
+    "mad.lo.cc.u32 fr1, fx1, fw0, fr1;\n\t"
+    "madc.hi.cc.u32 fr2, fx1, fw0, fr2;\n\t"
+    "addc.u32 fr3, fr3, 0;\n\t"
+    "mad.lo.cc.u32 fr1, fm0, fq1, fr1;\n\t"
+    "madc.hi.cc.u32 fr2, fm0, fq1, fr2;\n\t"
+    "addc.u32 fr3, fr3, 0;\n\t"
+    "mad.lo.cc.u32 fr1, fm1, fq0, fr1;\n\t"
+    "madc.hi.cc.u32 fr2, fm1, fq0, fr2;\n\t"
+    "addc.u32 fr3, fr3, 0;\n\t"
+    /* weight 2^64 (the result is below 2^64: no carry out of fr3) */
+    "mad.lo.cc.u32 fr2, fx1, fw1, fr2;\n\t"
+    "madc.hi.u32 fr3, fx1, fw1, fr3;\n\t"
+    "mad.lo.cc.u32 fr2, fm1, fq1, fr2;\n\t"
+    "madc.hi.u32 fr3, fm1, fq1, fr3;\n\t"
+    "mov.b64 $0, {fr2, fr3};\n\t"
+    "}";
+
+static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
+  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
+  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
+  static const char constraints[] = "=l,l,l,l,l";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_redc62_ptx, sizeof lw_ntt_redc62_ptx - 1, constraints,
+                                     sizeof constraints - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef vals[4] = {x, mc->w4, mc->wk4, r->q};
+  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
+}
+
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
+  if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
   LLVMValueRef m4 = LLVMBuildMul(E->b, x, mc->wk4, "m");
   LLVMValueRef h2 = mulhi(E, m4, r->q);
   LLVMValueRef carry = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""),
@@ -443,11 +517,14 @@ static LLVMValueRef lazyadd(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b
 }
 
 /* lazyadd(a, 2q - b), that is a - b when a >= b, else a - b + 2q (the
- * same word, one operation fewer) */
+ * same word, one operation fewer). r32 (4q < 2^32): the unsigned minimum
+ * of a - b and a - b + 2q (the first wraps above 2q exactly when a < b). */
 static LLVMValueRef lazysub(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef d = LLVMBuildSub(E->b, a, b, "");
+  LLVMValueRef d2 = LLVMBuildAdd(E->b, d, r->q2, "");
+  if (E->wbits == 32) return umin(E, d, d2);
   LLVMValueRef lt = LLVMBuildICmp(E->b, LLVMIntULT, a, b, "");
-  return LLVMBuildSelect(E->b, lt, LLVMBuildAdd(E->b, d, r->q2, ""), d, "");
+  return LLVMBuildSelect(E->b, lt, d2, d, "");
 }
 
 /* ------------------------------------------------------------- row data */

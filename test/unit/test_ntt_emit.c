@@ -309,6 +309,8 @@ START_TEST(test_ptx) {
   ck_assert_ptr_nonnull(strstr(prog.ptx, ".shared"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, "bar.sync"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "mul.hi.u64" : "mul.hi.u32"));
+  /* r62 butterflies: the carry chain of lw_ntt_redc62_ptx; r32: min.u32 */
+  ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "madc.hi.cc.u32" : "min.u32"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, "ld.global.nc"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, ".maxntid"));
   for (int j = 0; j < prog.nkernels; j++) {
@@ -322,6 +324,170 @@ START_TEST(test_ptx) {
 }
 END_TEST
 
+/* ------------------------------------------------ the GPU's r62 product */
+
+/* A PTX interpreter for the instructions lw_ntt_redc62_ptx uses (32-bit
+ * registers, the carry flag): any other instruction fails the test, so the
+ * text the GPU gets is what runs here. */
+typedef struct ptxreg {
+  char name[8];
+  uint32_t v;
+} ptxreg;
+
+static uint32_t *ptx_reg(ptxreg *regs, int *nregs, const char *name, size_t len) {
+  ck_assert_uint_lt(len, sizeof regs[0].name);
+  for (int i = 0; i < *nregs; i++)
+    if (strlen(regs[i].name) == len && !strncmp(regs[i].name, name, len)) return &regs[i].v;
+  ck_assert_int_lt(*nregs, 32);
+  memcpy(regs[*nregs].name, name, len);
+  regs[*nregs].name[len] = 0;
+  regs[*nregs].v = 0;
+  return &regs[(*nregs)++].v;
+}
+
+/* Splits "a, b, c" operands (braces kept) into at most 4 tokens. */
+static int ptx_operands(const char *s, const char *tok[4], size_t len[4]) {
+  int n = 0;
+  while (*s && n < 4) {
+    while (*s == ' ') s++;
+    const char *start = s;
+    int depth = 0;
+    while (*s && (depth || *s != ',')) {
+      if (*s == '{') depth++;
+      if (*s == '}') depth--;
+      s++;
+    }
+    const char *end = s;
+    while (end > start && end[-1] == ' ') end--;
+    tok[n] = start, len[n++] = (size_t)(end - start);
+    if (*s == ',') s++;
+  }
+  return n;
+}
+
+static uint32_t ptx_value(ptxreg *regs, int *nregs, const char *t, size_t len) {
+  if (t[0] >= '0' && t[0] <= '9') return (uint32_t)strtoul(t, NULL, 10);
+  return *ptx_reg(regs, nregs, t, len);
+}
+
+static uint64_t run_redc62_ptx(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q) {
+  const uint64_t in[5] = {0, x, w4, wk4, q};
+  uint64_t out = 0;
+  ptxreg regs[32];
+  int nregs = 0, cc = 0, executed = 0;
+  const char *p = lw_ntt_redc62_ptx;
+  while (*p) {
+    const char *eol = strchr(p, '\n');
+    size_t n = eol ? (size_t)(eol - p) : strlen(p);
+    char line[160];
+    ck_assert_uint_lt(n, sizeof line);
+    memcpy(line, p, n);
+    line[n] = 0;
+    p += n + (eol ? 1 : 0);
+    char *l = line;
+    while (*l == ' ' || *l == '\t') l++;
+    if (!*l || !strcmp(l, "{") || !strcmp(l, "}") || !strncmp(l, ".reg", 4)) continue;
+    char *semi = strrchr(l, ';');
+    ck_assert_msg(semi != NULL, "PTX line without ';': %s", l);
+    *semi = 0;
+    char op[32];
+    size_t oplen = strcspn(l, " ");
+    ck_assert_uint_lt(oplen, sizeof op);
+    memcpy(op, l, oplen);
+    op[oplen] = 0;
+    const char *tok[4];
+    size_t len[4];
+    int nt = ptx_operands(l + oplen, tok, len);
+    executed++;
+    if (!strcmp(op, "mov.b64")) {
+      ck_assert_int_eq(nt, 2);
+      if (tok[0][0] == '{') { /* unpack {lo, hi}, $N */
+        const char *t2[4];
+        size_t l2[4];
+        char inner[64];
+        ck_assert_uint_lt(len[0], sizeof inner);
+        memcpy(inner, tok[0] + 1, len[0] - 2);
+        inner[len[0] - 2] = 0;
+        ck_assert_int_eq(ptx_operands(inner, t2, l2), 2);
+        ck_assert_int_eq(tok[1][0], '$');
+        uint64_t v = in[tok[1][1] - '0'];
+        *ptx_reg(regs, &nregs, t2[0], l2[0]) = (uint32_t)v;
+        *ptx_reg(regs, &nregs, t2[1], l2[1]) = (uint32_t)(v >> 32);
+      } else { /* $0, {lo, hi} */
+        ck_assert(tok[0][0] == '$' && tok[0][1] == '0' && tok[1][0] == '{');
+        const char *t2[4];
+        size_t l2[4];
+        char inner[64];
+        memcpy(inner, tok[1] + 1, len[1] - 2);
+        inner[len[1] - 2] = 0;
+        ck_assert_int_eq(ptx_operands(inner, t2, l2), 2);
+        out = (uint64_t)ptx_value(regs, &nregs, t2[0], l2[0]) |
+              (uint64_t)ptx_value(regs, &nregs, t2[1], l2[1]) << 32;
+      }
+      continue;
+    }
+    uint32_t *d = ptx_reg(regs, &nregs, tok[0], len[0]);
+    uint64_t a = ptx_value(regs, &nregs, tok[1], len[1]), b = ptx_value(regs, &nregs, tok[2], len[2]);
+    uint64_t c = nt > 3 ? ptx_value(regs, &nregs, tok[3], len[3]) : 0, r;
+    if (!strcmp(op, "mul.lo.u32")) {
+      *d = (uint32_t)(a * b);
+    } else if (!strcmp(op, "mul.hi.u32")) {
+      *d = (uint32_t)((a * b) >> 32);
+    } else if (!strcmp(op, "mad.lo.u32")) {
+      *d = (uint32_t)(a * b + c);
+    } else if (!strcmp(op, "mad.lo.cc.u32")) {
+      r = (uint64_t)(uint32_t)(a * b) + c, *d = (uint32_t)r, cc = (int)(r >> 32);
+    } else if (!strcmp(op, "madc.hi.cc.u32") || !strcmp(op, "madc.hi.u32")) {
+      r = ((a * b) >> 32) + c + (uint64_t)cc, *d = (uint32_t)r;
+      if (strstr(op, ".cc")) cc = (int)(r >> 32);
+    } else if (!strcmp(op, "addc.u32")) {
+      r = a + b + (uint64_t)cc, *d = (uint32_t)r;
+    } else {
+      ck_abort_msg("PTX interpreter: unknown instruction '%s'", op);
+    }
+  }
+  ck_assert_int_gt(executed, 10);
+  return out;
+}
+
+/* SPEC's REDC with R = 2^62, in 128-bit arithmetic. */
+static uint64_t redc62_ref(uint64_t w, uint64_t x, uint64_t q, uint64_t k) {
+  const uint64_t mask = (UINT64_C(1) << 62) - 1;
+  unsigned __int128 t = (unsigned __int128)w * x;
+  uint64_t m = ((uint64_t)t & mask) * k & mask;
+  return (uint64_t)((t + (unsigned __int128)m * q) >> 62);
+}
+
+START_TEST(test_redc62_ptx) {
+  uint64_t p[2];
+  uint64_t qs[4];
+  ck_assert_int_eq(fhjit_find_primes(NULL, 60, UINT64_C(1) << 18, 1, p), FHJIT_OK);
+  qs[0] = p[0];
+  ck_assert_int_eq(fhjit_find_primes(NULL, 22, UINT64_C(1) << 18, 1, p), FHJIT_OK);
+  qs[1] = p[0];
+  qs[2] = UINT64_C(1152921504606584833); /* SPEC section 6 */
+  qs[3] = (UINT64_C(1) << 60) - 1;         /* odd, all ones (the algebra needs q odd only) */
+  uint64_t s = 0x5eed0f62ULL + (uint64_t)_i;
+  for (int qi = 0; qi < 4; qi++) {
+    uint64_t q = qs[qi];
+    /* k = -q^-1 mod 2^62 (Newton) */
+    uint64_t inv = q;
+    for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
+    uint64_t k = (0 - inv) & ((UINT64_C(1) << 62) - 1);
+    const uint64_t edges[] = {0, 1, 2, q - 1, q, q + 1, 2 * q - 1, 2 * q - 2, q / 2, 3 * q, 4 * q - 1};
+    for (int i = 0; i < 400; i++) {
+      uint64_t w = i < 121 ? edges[(i / 11) % 11] % (2 * q) : tu_below(&s, 2 * q);
+      uint64_t x = i < 121 ? edges[i % 11] : tu_below(&s, 4 * q);
+      uint64_t want = redc62_ref(w, x, q, k);
+      uint64_t got = run_redc62_ptx(x, w << 2, w * (k << 2), q);
+      ck_assert_msg(got == want, "q %llu w %llu x %llu: PTX %llu, REDC %llu", (unsigned long long)q,
+                    (unsigned long long)w, (unsigned long long)x, (unsigned long long)got,
+                    (unsigned long long)want);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ntt_emit");
   TCase *tc = tcase_create("ntt_emit");
@@ -331,6 +497,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_tuned_random, 0, 10);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 12);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
+  tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
   tcase_add_loop_test(tc, test_host_vs_reference, 0, 28);
   suite_add_tcase(s, tc);
