@@ -139,9 +139,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * --sweep, 2026-11-30, commit 2c575d9: bench/RESULTS.md); sizes not measured
  * keep the built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[14] = "e=3,c_col=4", [16] = "c_col=3", [17] = "c_col=3"},
+    [FHJIT_R32] = {[14] = "e=3,c_col=4", [16] = "c_col=3,t=7", [17] = "c_col=3"},
     [FHJIT_R62] = {[14] = "e=2,c_col=3,t=7",
-                   [16] = "n1=7,c_col=3", [17] = "c_col=3,t=7"},
+                   [16] = "n1=7,c_col=3,t=7", [17] = "c_col=3,t=7"},
 };
 
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
@@ -463,16 +463,20 @@ const char lw_ntt_redc62_ptx[] =
     "mul.hi.u32 ft, fx0, fk0;\n\t"
     "mad.lo.u32 ft, fx0, fk1, ft;\n\t"
     "mad.lo.u32 fm1, fx1, fk0, ft;\n\t"
-    /* weight 2^0: x0 w0 + m0 q0 (only its carries matter) */
+    /* x0 w0 at weight 2^0, x1 w1 at 2^64, then m0 q0 at 2^0 (the low word
+     * only for its carry) */
     "mul.lo.u32 fr0, fx0, fw0;\n\t"
     "mul.hi.u32 fr1, fx0, fw0;\n\t"
+    "mul.lo.u32 fr2, fx1, fw1;\n\t"
+    "mul.hi.u32 fr3, fx1, fw1;\n\t"
     "mad.lo.cc.u32 fr0, fm0, fq0, fr0;\n\t"
     "madc.hi.cc.u32 fr1, fm0, fq0, fr1;\n\t"
-    "addc.u32 fr2, 0, 0;\n\t"
+    "addc.cc.u32 fr2, fr2, 0;\n\t"
+    "addc.u32 fr3, fr3, 0;\n\t"
     /* weight 2^32 */
     "mad.lo.cc.u32 fr1, fx0, fw1, fr1;\n\t"
     "madc.hi.cc.u32 fr2, fx0, fw1, fr2;\n\t"
-    "addc.u32 fr3, 0, 0;\n\t"
+    "addc.u32 fr3, fr3, 0;\n\t"
     "mad.lo.cc.u32 fr1, fx1, fw0, fr1;\n\t"
     "madc.hi.cc.u32 fr2, fx1, fw0, fr2;\n\t"
     "addc.u32 fr3, fr3, 0;\n\t"
@@ -482,9 +486,7 @@ const char lw_ntt_redc62_ptx[] =
     "mad.lo.cc.u32 fr1, fm1, fq0, fr1;\n\t"
     "madc.hi.cc.u32 fr2, fm1, fq0, fr2;\n\t"
     "addc.u32 fr3, fr3, 0;\n\t"
-    /* weight 2^64 (the result is below 2^64: no carry out of fr3) */
-    "mad.lo.cc.u32 fr2, fx1, fw1, fr2;\n\t"
-    "madc.hi.u32 fr3, fx1, fw1, fr3;\n\t"
+    /* m1 q1 at weight 2^64 (the result is below 2^64: no carry out) */
     "mad.lo.cc.u32 fr2, fm1, fq1, fr2;\n\t"
     "madc.hi.u32 fr3, fm1, fq1, fr3;\n\t"
     "mov.b64 $0, {fr2, fr3};\n\t"

@@ -440,8 +440,9 @@ static uint64_t run_redc62_ptx(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q
     } else if (!strcmp(op, "madc.hi.cc.u32") || !strcmp(op, "madc.hi.u32")) {
       r = ((a * b) >> 32) + c + (uint64_t)cc, *d = (uint32_t)r;
       if (strstr(op, ".cc")) cc = (int)(r >> 32);
-    } else if (!strcmp(op, "addc.u32")) {
+    } else if (!strcmp(op, "addc.u32") || !strcmp(op, "addc.cc.u32")) {
       r = a + b + (uint64_t)cc, *d = (uint32_t)r;
+      if (strstr(op, ".cc")) cc = (int)(r >> 32);
     } else {
       ck_abort_msg("PTX interpreter: unknown instruction '%s'", op);
     }
