@@ -2,7 +2,7 @@
 # ntt-round.sh: the NTT part of a GPU round, in one command (shorter than
 # device-round.sh, which adds the pointwise benchmarks and Triton): the GPU
 # tests, bench/ntt-run.sh (the CUDA baseline, its floors and fhjit's table),
-# a sweep of the given plans at N = 2^16 and 2^17 (r62 x 32 rows, r32 x 64),
+# a sweep of the given plans at N = 2^12 .. 2^17 (NTT_LOGS; r62 x 32 rows, r32 x 64),
 # compute-sanitizer memcheck and racecheck on the NTT kernels, and the NTT
 # example through fhjit-run --check. Logs packed into OUT/logs.tgz.
 #   bench/ntt-round.sh BUILD OUT ['PLAN;PLAN;...' for r62] ['PLAN;...' for r32]
@@ -21,11 +21,11 @@ timeout 200 "$BUILD/test/gpu/fhjit_gpu_test" >"$LOGS/gpu_test.log" 2>&1 || STATU
 bash "$REPO/bench/ntt-run.sh" "$BUILD" "$LOGS/ntt" >"$LOGS/ntt.out" 2>&1 || STATUS=1
 rm -f "$LOGS/ntt/ntt_cuda"
 if [ -n "$P62" ]; then
-  timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r62 --rows 32 --log2 16,17 --plans "$P62" \
+  timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r62 --rows 32 --log2 ${NTT_LOGS:-12,14,16,17} --plans "$P62" \
     >"$LOGS/sweep-r62.log" 2>&1 || STATUS=1
 fi
 if [ -n "$P32" ]; then
-  timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r32 --rows 64 --log2 16,17 --plans "$P32" \
+  timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r32 --rows 64 --log2 ${NTT_LOGS:-12,14,16,17} --plans "$P32" \
     >"$LOGS/sweep-r32.log" 2>&1 || STATUS=1
 fi
 if [ -n "$SAN" ]; then

@@ -301,6 +301,9 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     /* the default splits small N with few rows into two kernels; one=12
      * forces whole rows per block */
     out[n++] = "one=12";
+    out[n++] = "tws=1";
+    out[n++] = "tws=2";
+    out[n++] = "one=12,tws=2";
     if (radix == FHJIT_R62) {
       out[n++] = "e=2";
       out[n++] = "one=11";
@@ -332,6 +335,10 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "c_col=3,pad_col=4";
     out[n++] = log_n == 17 ? "n1=9,c_col=3" : log_n == 16 ? "n1=7,c_col=3" : "n1=6,c_col=3";
     out[n++] = "e=2,c_col=3,t=7";
+    out[n++] = "tws=1";
+    out[n++] = "tws=2";
+    out[n++] = "c_col=3,t=7,tws=2";
+    out[n++] = "c_col=4,t=7,tws=2";
   } else {
     out[n++] = "c_col=4";
     out[n++] = "c_col=3";
@@ -343,6 +350,9 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "c_col=4,pad_col=4";
     out[n++] = "c_col=4,minb=2";
     out[n++] = log_n == 17 ? "n1=9,c_col=4" : log_n == 16 ? "n1=7,c_col=4" : "n1=6,c_col=4";
+    out[n++] = "tws=1";
+    out[n++] = "tws=2";
+    out[n++] = "c_col=4,t=7,tws=1";
   }
   return n;
 }

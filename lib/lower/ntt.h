@@ -32,6 +32,11 @@
 
 #define LW_NTT_MAX_PASSES 8
 
+/* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
+ * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
+ * (test_ntt_emit runs this text through a small PTX interpreter). */
+extern const char lw_ntt_redc62_ptx[];
+
 /* One kernel of a plan. */
 typedef struct lw_ntt_kplan {
   int cols;       /* 1: sub-transforms are columns (stride N/M); 0: contiguous chunks */
@@ -52,6 +57,14 @@ typedef struct lw_ntt_kplan {
   int64_t blocks;   /* grid */
   uint32_t smem_words;
   int minb;         /* > 0: minimum blocks per SM (launch bound) */
+  /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
+   * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
+   * table subtree: the levels several threads share), are computed once
+   * per block, in a first phase, into shared memory from word tws_word on
+   * (2 words per entry; columns share one set); the passes read them from
+   * there, and the deeper levels' twiddles from global memory as before. */
+  int tws, tws_log;
+  uint32_t tws_word;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -88,6 +101,7 @@ typedef struct lw_ntt_tuning {
   int pad_col;   /* column kernel shared index x + (x >> pad_col); 0: none */
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap) */
+  int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -95,13 +109,8 @@ typedef struct lw_ntt_tuning {
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb, epi) over *t. NULL or "" change
+ * (both pad_*), pad_col, pad_chunk, minb, tws, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
-/* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
- * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
- * (test_ntt_emit runs this text through a small PTX interpreter). */
-extern const char lw_ntt_redc62_ptx[];
-
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 
 /* Chooses the schedule for one transform over [batch_rows, N] words. The

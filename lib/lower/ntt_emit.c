@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->epi = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->epi = t->tws = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -108,6 +108,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
       {"minb", {offsetof(lw_ntt_tuning, minb)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
+      {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -124,7 +125,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, tws, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -270,6 +271,23 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
+  /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit. */
+  int tws = pick(t.tws, 0);
+  for (int j = 0; j < p->nkernels; j++) {
+    lw_ntt_kplan *k = &p->k[j];
+    if (!(k->cols ? tws >= 1 : tws >= 2)) continue;
+    /* columns: all levels (every column of the block shares them); chunks:
+     * the levels with fewer twiddles than the chunk has threads */
+    int lg = k->cols ? k->m : k->m - k->log_e;
+    if (lg < 1) continue;
+    uint32_t at = (k->smem_words + 3u) & ~3u; /* 16-byte aligned pairs */
+    int64_t words = (int64_t)at + ((INT64_C(2) << lg) << (k->cols ? 0 : k->log_c));
+    if (words * ws > SMEM_LIMIT_BYTES) continue;
+    k->tws = 1;
+    k->tws_log = lg;
+    k->tws_word = at;
+    k->smem_words = (uint32_t)words;
+  }
   for (int j = 0; j < p->nkernels; j++) {
     const lw_ntt_kplan *k = &p->k[j];
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
@@ -303,6 +321,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
                                k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
     if (used < size && k->minb)
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
+    if (used < size && k->tws)
+      used += (size_t)snprintf(buf + used, size - used, " tws");
   }
 }
 
@@ -864,6 +884,87 @@ typedef struct twcache {
   mconst mc[64];
 } twcache;
 
+/* Shared twiddle constants (k->tws): entry j of sub-transform c (local
+ * index: j = 2^l + i holds the twiddle of level l, offset i, of that
+ * sub-transform's table subtree; column kernels share c = 0) at words
+ * tws_word + 2 * ((c << tws_log) + j). */
+static LLVMValueRef tws_slot(ne *E, LLVMValueRef c, LLVMValueRef j) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMValueRef e = c ? LLVMBuildNUWAdd(E->b, LLVMBuildShl(E->b, c, c32(E, (uint64_t)k->tws_log), ""), j, "")
+                     : j;
+  return LLVMBuildNUWAdd(E->b, c32(E, k->tws_word), LLVMBuildShl(E->b, e, c32(E, 1), ""), "tws");
+}
+
+static mconst tws_const(ne *E, const place *p, LLVMValueRef ku, int beta, uint32_t key) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  /* the table index with the sub-transform's root taken as 1 */
+  LLVMValueRef j = LLVMBuildNUWAdd(b, c32(E, (UINT64_C(1) << (k->m - 1 - beta)) + key),
+                                   LLVMBuildLShr(b, ku, c32(E, (uint64_t)beta + 1), ""), "twj");
+  LLVMValueRef slot = tws_slot(E, k->cols ? NULL : p->c, j);
+  LLVMTypeRef pair = LLVMVectorType(E->W, 2);
+  LLVMValueRef v = load(E, pair, E->smem, slot, 2 * walign(E), "twc");
+  mconst mc;
+  mc.w4 = LLVMBuildExtractElement(b, v, c32(E, 0), "w4");
+  mc.wk4 = LLVMBuildExtractElement(b, v, c32(E, 1), "wk4");
+  return mc;
+}
+
+/* The phase that fills the shared twiddle constants: entry e = tid + i*T of
+ * the block's (C or 1) << m entries; local index j of sub-transform c is
+ * table index ((root - 1) << l) + j at level l = floor(log2 j) (entry 0 is
+ * never read; it gets a harmless in-row index). */
+static void emit_tws_fill(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int64_t total = (INT64_C(1) << k->tws_log) << (k->cols ? 0 : k->log_c);
+  int64_t T = k->threads;
+  place p0 = thread_place(E, c32(E, 0), blk);
+  int one_row = k->cols || k->log_c <= k->log_subs;
+  rowc r0 = {0};
+  if (one_row) r0 = row_consts(E, p0.batch_row);
+  unsigned ctlz_id = LLVMLookupIntrinsicID("llvm.ctlz", 9);
+  LLVMTypeRef i32t = E->i32;
+  LLVMValueRef ctlz = LLVMGetIntrinsicDeclaration(E->m, ctlz_id, &i32t, 1);
+  LLVMTypeRef ctlz_ty = LLVMIntrinsicGetType(E->c, ctlz_id, &i32t, 1);
+  for (int64_t i = 0; i * T < total; i++) {
+    LLVMValueRef e = LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(i * T)), "twe");
+    LLVMBasicBlockRef after = NULL;
+    if ((i + 1) * T > total) { /* the last round covers part of the threads */
+      LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(E->c, E->fn, "tws.body");
+      after = LLVMAppendBasicBlockInContext(E->c, E->fn, "tws.after");
+      LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, e, c32(E, (uint64_t)total), ""), body, after);
+      LLVMPositionBuilderAtEnd(b, body);
+    }
+    LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->tws_log), "");
+    LLVMValueRef j = LLVMBuildAnd(b, e, c32(E, (1u << k->tws_log) - 1), "");
+    rowc r = r0;
+    LLVMValueRef root = c64(E, 1);
+    if (!k->cols) {
+      LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                        LLVMBuildZExt(b, c, E->i64, ""), "gs");
+      if (!one_row) r = row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
+      root = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
+                             LLVMBuildAnd(b, gs, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "root");
+    }
+    LLVMValueRef args[2] = {LLVMBuildOr(b, j, c32(E, 1), ""), LLVMConstInt(LLVMInt1TypeInContext(E->c), 0, 0)};
+    LLVMValueRef lz = LLVMBuildCall2(b, ctlz_ty, ctlz, args, 2, "");
+    LLVMValueRef level = LLVMBuildZExt(b, LLVMBuildSub(b, c32(E, 31), lz, ""), E->i64, "lvl");
+    LLVMValueRef idx = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildSub(b, root, c64(E, 1), ""), level, ""),
+                                       LLVMBuildZExt(b, j, E->i64, ""), "twidx");
+    mconst mc = make_const(E, &r, load(E, E->W, r.twrow, idx, walign(E), "w"));
+    LLVMTypeRef pair = LLVMVectorType(E->W, 2);
+    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(pair), mc.w4, c32(E, 0), "");
+    v = LLVMBuildInsertElement(b, v, mc.wk4, c32(E, 1), "");
+    LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, E->W, E->smem, (LLVMValueRef[]){tws_slot(E, k->cols ? NULL : c, j)}, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(b, v, ptr), 2 * walign(E));
+    if (after) {
+      LLVMBuildBr(b, after);
+      LLVMPositionBuilderAtEnd(b, after);
+    }
+  }
+}
+
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
@@ -915,11 +1016,14 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
       for (int t = 0; t < tc.n; t++)
         if (tc.beta[t] == beta && tc.key[t] == key) mc = &tc.mc[t];
       if (!mc) {
-        LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base;
-        LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
         tc.beta[tc.n] = beta;
         tc.key[tc.n] = key;
-        tc.mc[tc.n] = make_const(E, &r, w);
+        if (k->tws && k->m - 1 - beta < k->tws_log) {
+          tc.mc[tc.n] = tws_const(E, &p, ku, beta, key);
+        } else {
+          LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base;
+          tc.mc[tc.n] = make_const(E, &r, load(E, E->W, r.twrow, idx, walign(E), "w"));
+        }
         mc = &tc.mc[tc.n++];
       }
       if (fwd) {
@@ -1046,11 +1150,20 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   }
 }
 
-/* Phase ph of the kernel: [staged load] passes... [staged store]. */
-static int num_phases(const lw_ntt_kplan *k) { return k->npass + k->staged_load + k->staged_store; }
+/* Phase ph of the kernel: [shared twiddles] [staged load] passes... [staged store]. */
+static int num_phases(const lw_ntt_kplan *k) {
+  return k->tws + k->npass + k->staged_load + k->staged_store;
+}
 
 static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
+  if (k->tws) {
+    if (ph == 0) {
+      emit_tws_fill(E, tid, blk);
+      return;
+    }
+    ph--;
+  }
   if (k->staged_load) {
     if (ph == 0) {
       emit_staged(E, 1, tid, blk);

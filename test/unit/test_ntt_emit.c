@@ -161,6 +161,7 @@ START_TEST(test_tuned_random) {
     if (tu_below(&seed, 2)) t.t_chunk = 5 + (int)tu_below(&seed, 6);
     if (tu_below(&seed, 2)) t.pad_col = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
+    if (tu_below(&seed, 2)) t.tws = (int)tu_below(&seed, 3);
     int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
     lw_ntt_plan p;
     if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
@@ -173,14 +174,16 @@ START_TEST(test_tuned_random) {
 END_TEST
 
 /* The sweep's kinds of plans at the sizes the GPU runs (ntt_bench's grid):
- * two kernels at 2^12, small column blocks, padding, other splits. */
+ * two kernels at 2^12, small column blocks, padding, other splits, shared
+ * twiddle constants (column kernels, all kernels, one kernel). */
 START_TEST(test_tuned_grid) {
   static const char *const plans[] = {
       "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
-      "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3"};
-  int which = _i % 6;
-  fhjit_radix radix = _i >= 6 ? FHJIT_R32 : FHJIT_R62;
-  int logn = which < 2 ? 12 : 16;
+      "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3",
+      "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2"};
+  int which = _i % 9;
+  fhjit_radix radix = _i >= 9 ? FHJIT_R32 : FHJIT_R62;
+  int logn = which < 2 || which == 8 ? 12 : 16;
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   ck_assert_int_eq(lw_ntt_tuning_parse(NULL, plans[which], &t), FHJIT_OK);
@@ -495,8 +498,8 @@ int main(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
-  tcase_add_loop_test(tc, test_tuned_random, 0, 10);
-  tcase_add_loop_test(tc, test_tuned_grid, 0, 12);
+  tcase_add_loop_test(tc, test_tuned_random, 0, 14);
+  tcase_add_loop_test(tc, test_tuned_grid, 0, 18);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
