@@ -373,7 +373,9 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
   for (int ci = 0; ci < ncfg; ci++) {
     const config *c = &cfgs[ci];
     const char *plans[64];
-    int np = user_plans ? split_plans(user_plans, plans, 64) : sweep_plans(c->radix, c->log_n, plans);
+    /* strtok cuts the list it splits: each size splits its own copy */
+    char *list = user_plans ? strdup(user_plans) : NULL;
+    int np = list ? split_plans(list, plans, 64) : sweep_plans(c->radix, c->log_n, plans);
     ncase kf, ki;
     case_init(&kf, c, 1, reps <= 3);
     case_init(&ki, c, 0, reps <= 3);
@@ -403,6 +405,7 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
              "best %s N=2^%-2d rows=%-3d plan %-34s sum %8.2f us (default %8.2f us, %.2fx)",
              rname(c->radix), c->log_n, c->rows, *best_plan ? best_plan : "(default)", best, base,
              base / best);
+    free(list);
     case_free(&kf);
     case_free(&ki);
   }
