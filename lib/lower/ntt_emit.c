@@ -140,9 +140,10 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * --sweep, 2026-11-30, commit 2c575d9: bench/RESULTS.md); sizes not measured
  * keep the built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[14] = "e=3,c_col=4", [16] = "c_col=3,t=7", [17] = "c_col=3"},
-    [FHJIT_R62] = {[14] = "e=2,c_col=3,t=7",
-                   [16] = "n1=7,c_col=3,t=7", [17] = "c_col=3,t=7"},
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "c_col=4,t=7,tws=1",
+                   [17] = "c_col=4,tws=2"},
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=3,t=7,tws=2",
+                   [16] = "n1=7,c_col=3,t=7,tws=2", [17] = "c_col=3,t=7,tws=2"},
 };
 
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
@@ -525,6 +526,17 @@ static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValue
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
   if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
+  if (E->wbits == 32) {
+    /* SPEC's own form: u = (w*x + m*q) >> 32 in 64 bits (w*x, m*q < 2^62),
+     * two mul.wide.u32 (one with the other as addend) and no carry test */
+    LLVMValueRef m = LLVMBuildMul(E->b, x, mc->wk4, "m");
+    LLVMValueRef t = LLVMBuildZExt(E->b, x, E->i64, "");
+    if (!w_is_one) t = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, mc->w4, E->i64, ""), t, "");
+    LLVMValueRef mq = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, m, E->i64, ""),
+                                      LLVMBuildZExt(E->b, r->q, E->i64, ""), "");
+    LLVMValueRef u = LLVMBuildLShr(E->b, LLVMBuildNUWAdd(E->b, t, mq, ""), c64(E, 32), "");
+    return csub(E, LLVMBuildTrunc(E->b, u, E->W, "u"), r->q);
+  }
   LLVMValueRef m4 = LLVMBuildMul(E->b, x, mc->wk4, "m");
   LLVMValueRef h2 = mulhi(E, m4, r->q);
   LLVMValueRef carry = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""),
