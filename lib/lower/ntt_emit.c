@@ -10,8 +10,8 @@
  *        carry c of the low 62-bit halves is 1 exactly when they are not
  *        both zero (their sum is 0 mod 2^62), that is when m != 0 (k is odd,
  *        so m = 0 iff w*x = 0 mod 2^62). One mul.lo and two mul.hi.
- *   r32: the same with 32-bit halves (m = x * (w*k mod 2^32), no scaling),
- *        then the canonical subtraction of q.
+ *   r32: m = x * (w*k mod 2^32) (no scaling), u = (w*x + m*q) >> 32 in
+ *        64 bits, then the canonical subtraction of q.
  * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). */
 #include <pthread.h>
 #include <stddef.h>
@@ -137,8 +137,8 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 /* Measured defaults per radix and log N (FHJIT_NTT_PLAN syntax; NULL: the
  * planner's rules alone), from ntt_bench --sweep on an H200. */
 /* The fastest plan of each measured size on the H200 (bench/ntt_bench
- * --sweep, 2026-11-30, commit 2c575d9: bench/RESULTS.md); sizes not measured
- * keep the built-in choice. Every plan is bit-exact (test_ntt_emit). */
+ * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
+ * built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "c_col=4,t=7,tws=1",
                    [17] = "c_col=4,tws=2"},
