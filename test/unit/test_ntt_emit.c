@@ -199,7 +199,7 @@ START_TEST(test_tuning_parse) {
   fhjit_context *ctx = fhjit_context_create();
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
-  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "e=2, c_col=3,pad=0,t_chunk=7,one=11,n1=9,minb=2", &t), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "e=2, c_col=3,pad=0,t_chunk=7,one=11,n1=9,minb=2,tws=2", &t), FHJIT_OK);
   ck_assert_int_eq(t.e_one, 2);
   ck_assert_int_eq(t.e_col, 2);
   ck_assert_int_eq(t.e_chunk, 2);
@@ -211,9 +211,10 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.one, 11);
   ck_assert_int_eq(t.n1, 9);
   ck_assert_int_eq(t.minb, 2);
+  ck_assert_int_eq(t.tws, 2);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=5", "e=0", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18"};
+  static const char *const bad[] = {"e=5", "e=0", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
