@@ -304,7 +304,6 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "tws=1";
     out[n++] = "tws=2";
     out[n++] = "one=12,tws=2";
-    out[n++] = "pf=1";
     if (radix == FHJIT_R62) {
       out[n++] = "e=2";
       out[n++] = "one=11";
@@ -340,7 +339,6 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "tws=2";
     out[n++] = "c_col=3,t=7,tws=2";
     out[n++] = "c_col=4,t=7,tws=2";
-    out[n++] = "pf=1";
   } else {
     out[n++] = "c_col=4";
     out[n++] = "c_col=3";
@@ -355,7 +353,6 @@ static int sweep_plans(fhjit_radix radix, int log_n, const char **out) {
     out[n++] = "tws=1";
     out[n++] = "tws=2";
     out[n++] = "c_col=4,t=7,tws=1";
-    out[n++] = "pf=1,minb=0";
   }
   return n;
 }

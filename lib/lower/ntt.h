@@ -65,10 +65,6 @@ typedef struct lw_ntt_kplan {
    * there, and the deeper levels' twiddles from global memory as before. */
   int tws, tws_log;
   uint32_t tws_word;
-  /* sub-transform groups ("tiles") per block, one after the other: 1, or 2
-   * (the grid halves; on the GPU the second tile's first loads are issued
-   * with the first tile's, so they are in flight while it computes) */
-  int tiles;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -106,7 +102,6 @@ typedef struct lw_ntt_tuning {
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
-  int pf;        /* 1: two tiles per block, the second's loads prefetched (lw_ntt_kplan.tiles) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -114,7 +109,7 @@ typedef struct lw_ntt_tuning {
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb, tws, pf, epi) over *t. NULL or "" change
+ * (both pad_*), pad_col, pad_chunk, minb, tws, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 

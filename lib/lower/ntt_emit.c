@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->epi = t->tws = t->pf = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->epi = t->tws = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -109,7 +109,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb", {offsetof(lw_ntt_tuning, minb)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
-      {"pf", {offsetof(lw_ntt_tuning, pf)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -126,7 +125,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, tws, pf, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, tws, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -290,13 +289,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->tws_word = at;
     k->smem_words = (uint32_t)words;
   }
-  /* Two tiles per block (lw_ntt_kplan.tiles) where the grid is even. */
-  int pf = pick(t.pf, 0);
-  for (int j = 0; j < p->nkernels; j++) {
-    lw_ntt_kplan *k = &p->k[j];
-    k->tiles = 1;
-    if (pf && k->blocks >= 2 && k->blocks % 2 == 0) k->tiles = 2, k->blocks /= 2;
-  }
   for (int j = 0; j < p->nkernels; j++) {
     const lw_ntt_kplan *k = &p->k[j];
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
@@ -332,8 +324,6 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
     if (used < size && k->tws)
       used += (size_t)snprintf(buf + used, size - used, " tws");
-    if (used < size && k->tiles > 1)
-      used += (size_t)snprintf(buf + used, size - used, " tiles %d", k->tiles);
   }
 }
 
@@ -354,9 +344,6 @@ typedef struct ne {
   LLVMValueRef params, pstride, tw, src, dst, smem;
   LLVMValueRef barrier_fn;
   LLVMTypeRef barrier_ty;
-  int tile;                 /* the tile being emitted (lw_ntt_kplan.tiles) */
-  LLVMValueRef pf[16];      /* GPU: the next tile's first loads, issued early */
-  int pf_n;
   int src_view; /* 1: this kernel reads the plan's source view (kernel 0) */
   int src_dense; /* that view is dense [batch_rows, N] from src_offset */
   /* fused prologue (kernel 0 only) */
@@ -1014,20 +1001,10 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
         LLVMValueRef k64 = LLVMBuildZExt(b, kpos[i], E->i64, "");
         if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
         x[i] = pro_value(E, p.batch_row, LLVMBuildNUWAdd(b, p.ibase, k64, ""));
-      } else if (E->tile == 1 && E->pf_n == nr) {
-        x[i] = E->pf[i]; /* loaded with the first tile's */
       } else {
         x[i] = load(E, E->W, E->src, soff(E, &p, kpos[i]), walign(E), "x");
       }
       if (k->pre) x[i] = pre_step(E, &r, &pre, x[i]);
-    }
-    /* GPU, two tiles: the second tile's words are loaded now, so their
-     * latency hides behind this tile's passes (the tiles' words are
-     * disjoint: no store of this tile changes them) */
-    if (E->target == LW_GPU && k->tiles == 2 && E->tile == 0 && !E->pro_active && nr <= 16) {
-      place p1 = thread_place(E, tid, LLVMBuildNUWAdd(b, blk, c64(E, 1), ""));
-      for (int i = 0; i < nr; i++) E->pf[i] = load(E, E->W, E->src, soff(E, &p1, kpos[i]), walign(E), "xn");
-      E->pf_n = nr;
     }
   } else {
     for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx(E, &p, kpos[i]), walign(E), "x");
@@ -1186,25 +1163,12 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
 }
 
 /* Phase ph of the kernel: [shared twiddles] [staged load] passes... [staged store]. */
-static int tile_phases(const lw_ntt_kplan *k) {
+static int num_phases(const lw_ntt_kplan *k) {
   return k->tws + k->npass + k->staged_load + k->staged_store;
 }
 
-static int num_tiles(const lw_ntt_kplan *k) { return k->tiles > 1 ? k->tiles : 1; }
-
-static int num_phases(const lw_ntt_kplan *k) { return num_tiles(k) * tile_phases(k); }
-
-/* Phase ph of the block: tile ph / tile_phases, as block blk * tiles + tile
- * of a one-tile grid. */
 static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
-  int nt = num_tiles(k);
-  E->tile = ph / tile_phases(k);
-  ph %= tile_phases(k);
-  if (nt > 1)
-    blk = LLVMBuildNUWAdd(E->b, LLVMBuildMul(E->b, blk, c64(E, (uint64_t)nt), ""),
-                          c64(E, (uint64_t)E->tile), "vblk");
-  if (E->tile == 0 && ph == 0) E->pf_n = 0;
   if (k->tws) {
     if (ph == 0) {
       emit_tws_fill(E, tid, blk);
