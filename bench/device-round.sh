@@ -14,7 +14,6 @@ mkdir -p "$2" && OUT=$(cd "$2" && pwd) || exit 2
 LOGS=$(mktemp -d /tmp/fhjit-round-XXXXXX)
 export LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 STATUS=0
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 
 FHJIT_DEVICE_BUDGET=${FHJIT_DEVICE_BUDGET:-300} bash "$REPO/bench/device-run.sh" "$BUILD" "$LOGS/pointwise" \
   >"$LOGS/pointwise.out" 2>&1 || STATUS=1
@@ -26,13 +25,7 @@ if [ "${NTT_SWEEP:-1}" != 0 ]; then
   timeout 240 "$BUILD/bench/ntt_bench" --sweep ${NTT_PLANS:+--plans "$NTT_PLANS"} \
     >"$LOGS/ntt-sweep.log" 2>&1 || STATUS=1
 fi
-if [ -n "$SAN" ]; then
-  timeout 150 "$SAN" --tool memcheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --quick \
-    >"$LOGS/ntt-memcheck.log" 2>&1 || STATUS=1
-  # racecheck: tiny sizes, every plan of the sweep's grid
-  timeout 150 "$SAN" --tool racecheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --racecheck --sweep \
-    >"$LOGS/ntt-racecheck.log" 2>&1 || STATUS=1
-fi
+bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS" || STATUS=1
 for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
   [ -f "$f" ] || continue
   echo "== $f" >>"$LOGS/examples-cuda.log"

@@ -14,7 +14,6 @@ P62=${3:-}
 P32=${4:-}
 LOGS=$(mktemp -d /tmp/fhjit-ntt-round-XXXXXX)
 export LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 STATUS=0
 echo "commit $(cat "$BUILD/COMMIT" 2>/dev/null)"
 timeout 200 "$BUILD/test/gpu/fhjit_gpu_test" >"$LOGS/gpu_test.log" 2>&1 || STATUS=1
@@ -28,12 +27,7 @@ if [ -n "$P32" ]; then
   timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r32 --rows 64 --log2 ${NTT_LOGS:-12,14,16,17} --plans "$P32" \
     >"$LOGS/sweep-r32.log" 2>&1 || STATUS=1
 fi
-if [ -n "$SAN" ]; then
-  timeout 150 "$SAN" --tool memcheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --quick \
-    >"$LOGS/ntt-memcheck.log" 2>&1 || STATUS=1
-  timeout 150 "$SAN" --tool racecheck --error-exitcode 99 "$BUILD/bench/ntt_bench" --racecheck --sweep \
-    >"$LOGS/ntt-racecheck.log" 2>&1 || STATUS=1
-fi
+bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS" || STATUS=1
 for f in "$REPO"/examples/ntt/*.fh; do
   timeout 60 "$BUILD/tools/fhjit-run" "$f" --backend=cuda --check >>"$LOGS/examples-cuda.log" 2>&1 || {
     STATUS=1; echo "FAILED: $f" >>"$LOGS/examples-cuda.log"; }
