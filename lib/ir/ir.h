@@ -125,6 +125,13 @@ struct fhjit_graph {
 
   ir_node *nodes; /* malloc'd vector */
   int32_t nnodes, nodes_cap;
+  /* Node ids by name (builder.c: open addressing, -1 empty; a slot whose
+   * node was renamed no longer matches and is probed past). name_cap 0
+   * with name_index_off set: the index could not grow, names are found by
+   * a scan. */
+  int32_t *name_index; /* malloc'd [name_cap] */
+  int32_t name_cap, name_used;
+  int name_index_off;
   fhjit_value *inputs; /* malloc'd vector of node ids */
   int32_t ninputs, inputs_cap;
   ir_output *outputs; /* malloc'd vector */

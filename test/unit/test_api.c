@@ -217,6 +217,44 @@ START_TEST(test_builder_calls) {
 }
 END_TEST
 
+/* Names stay unique over many values, renames and the name index's
+ * growth: every taken name is refused, freed names (renamed away) can be
+ * given again, automatic names skip names the user took. */
+START_TEST(test_many_names) {
+  enum { N = 3000 };
+  static fhjit_value v[N];
+  char name[32];
+  /* the user takes t<id> names of values to come */
+  ck_assert_int_eq(fhjit_set_name(g, a, "t5"), FHJIT_OK);
+  for (int i = 0; i < N; i++) {
+    v[i] = fhjit_add(g, i ? v[i - 1] : a, b);
+    ck_assert_int_ne(v[i], FHJIT_NO_VALUE);
+  }
+  ck_assert_str_eq(fhjit_value_name(g, 5), "t5_1"); /* automatic name skipped t5 */
+  for (int i = 0; i < N; i += 7) {
+    snprintf(name, sizeof name, "x%d", i);
+    ck_assert_int_eq(fhjit_set_name(g, v[i], name), FHJIT_OK);
+  }
+  for (int i = 0; i < N; i += 7) {
+    snprintf(name, sizeof name, "x%d", i);
+    ck_assert_int_eq(fhjit_set_name(g, v[(i + 1) % N], name), FHJIT_ERR_TYPE); /* taken */
+    ck_assert_str_eq(fhjit_value_name(g, v[i]), name);
+    ck_assert_int_eq(fhjit_set_name(g, v[i], name), FHJIT_OK); /* its own name again */
+  }
+  /* renamed away, a name is free again */
+  ck_assert_int_eq(fhjit_set_name(g, v[0], "first"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_set_name(g, v[1], "x0"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_set_name(g, v[2], "first"), FHJIT_ERR_TYPE);
+  ck_assert_int_eq(fhjit_set_name(g, v[3], "b"), FHJIT_ERR_TYPE);
+  ck_assert_int_eq(fhjit_set_name(g, v[3], "a"), FHJIT_OK); /* a is t5 now */
+  ck_assert_int_eq(fhjit_set_name(g, v[3], "t5"), FHJIT_ERR_TYPE);
+  fhjit_type ct = tu_poly(2, 0, NULL, 2, 8);
+  ck_assert_int_eq(fhjit_input(g, "x7", &ct), FHJIT_NO_VALUE);
+  ck_assert_int_ne(fhjit_input(g, "x8", &ct), FHJIT_NO_VALUE);
+  fhjit_clear_error(ctx);
+}
+END_TEST
+
 START_TEST(test_query_calls) {
   ck_assert_int_eq(fhjit_num_values(NULL), 0);
   ck_assert_int_eq(fhjit_num_inputs(NULL), 0);
@@ -349,6 +387,7 @@ int main(void) {
   tcase_add_test(tc, test_context_calls);
   tcase_add_test(tc, test_builder_calls);
   tcase_add_test(tc, test_query_calls);
+  tcase_add_test(tc, test_many_names);
   tcase_add_test(tc, test_bind_calls);
   tcase_add_test(tc, test_interpret_calls);
   tcase_add_test(tc, test_rns_calls);
