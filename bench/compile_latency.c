@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "fhjit/fhjit.h"
 #include "randgraph.h"
 
@@ -28,22 +29,6 @@ typedef struct item {
   char *text;
   size_t len;
 } item;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 static char *read_file(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
@@ -251,13 +236,13 @@ int main(int argc, char **argv) {
     char why[512] = "";
     for (int r = 0; r < runs && !failed; r++) {
       fhjit_context *ctx = fhjit_context_create();
-      double t0 = now_ms();
+      double t0 = bu_now_ms();
       fhjit_graph *g = fhjit_parse(ctx, items[k].text, items[k].len, items[k].name);
-      double t1 = now_ms();
+      double t1 = bu_now_ms();
       fhjit_status st = g ? fhjit_bind(g) : fhjit_last_status(ctx);
-      double t2 = now_ms();
+      double t2 = bu_now_ms();
       const char *ptx = st == FHJIT_OK ? fhjit_emit(g, FHJIT_EMIT_PTX, arch) : NULL;
-      double t3 = now_ms();
+      double t3 = bu_now_ms();
       if (!g) failed = "parse";
       else if (st != FHJIT_OK) failed = "bind";
       else if (!ptx) failed = "emit";
@@ -278,8 +263,8 @@ int main(int argc, char **argv) {
       failures++;
       continue;
     }
-    printf("%-40s %5d %9.3f %9.3f %9.3f %9.3f %9.1f\n", items[k].name, ops, median(t_parse, runs),
-           median(t_bind, runs), median(t_emit, runs), median(t_total, runs),
+    printf("%-40s %5d %9.3f %9.3f %9.3f %9.3f %9.1f\n", items[k].name, ops, bu_median(t_parse, runs),
+           bu_median(t_bind, runs), bu_median(t_emit, runs), bu_median(t_total, runs),
            (double)ptx_len / 1024.0);
     fflush(stdout);
   }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"
 #include "fake_exec.h"
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
@@ -37,29 +38,8 @@ static fhjit_context *ctx;
 static FILE *json;
 static int json_items;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static uint64_t rng = 0xbe9c4;
-static uint64_t rnd(void) {
-  uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static uint64_t rnd(void) { return bu_splitmix(&rng); }
 
 static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void json_item(const char *fmt, ...) {
@@ -275,7 +255,7 @@ static double time_launches(launch_fn fn, void *arg, int nsets, int per_graph, i
     CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
     t[r] = (double)ms / per_graph;
   }
-  double m = median(t, reps);
+  double m = bu_median(t, reps);
   free(t);
   cu.cuEventDestroy(e0);
   cu.cuEventDestroy(e1);
@@ -674,8 +654,8 @@ static void bench_compile(int reps) {
         else warm[r - 1] = info.source == FHJIT_CUDA_FROM_DISK ? info.total_ms : -1;
         fhjit_context_destroy(c);
       }
-      double mc = median(cold, reps), ml = median(lower, reps), mk = median(link, reps),
-             mw = median(warm, reps);
+      double mc = bu_median(cold, reps), ml = bu_median(lower, reps), mk = bu_median(link, reps),
+             mw = bu_median(warm, reps);
       printf("  %-18s %s  cold %8.3f ms (LLVM %.3f, driver link %.3f)  warm %7.3f ms%s\n",
              graph_names[which], radix ? "r62" : "r32", mc, ml, mk, mw,
              first_source == FHJIT_CUDA_FROM_DISK ? "  (first was already a disk hit)" : "");
@@ -694,9 +674,9 @@ static void compile_once(void) {
     for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++) {
       fhjit_graph *g = build(ctx, which, (fhjit_radix)radix, 32, 1 << 16);
       fhjit_cuda_compile_info info;
-      double t0 = now_ms();
+      double t0 = bu_now_ms();
       if (!fhjit_cuda_compile(g, NULL, &info)) die("fhjit_cuda_compile");
-      double wall = now_ms() - t0;
+      double wall = bu_now_ms() - t0;
       const char *src = info.source == FHJIT_CUDA_FROM_DISK ? "disk" : "compiled";
       printf("  %-18s %s  %-8s %8.3f ms\n", graph_names[which], radix ? "r62" : "r32", src, wall);
       json_item("\"kind\": \"compile_process\", \"graph\": \"%s\", \"radix\": \"%s\", "
@@ -773,22 +753,22 @@ static void bench_launch(int count, CUstream s) {
     int batches = count / BATCH;
     double *per = malloc(sizeof *per * (size_t)batches);
     for (int b = 0; b < batches; b++) {
-      double t0 = now_ms();
+      double t0 = bu_now_ms();
       for (int i = 0; i < BATCH; i++)
         if (launch_once(v, g, k, &a, fn, params, s) != FHJIT_OK) die("launch");
-      per[b] = (now_ms() - t0) * 1e3 / BATCH;
+      per[b] = (bu_now_ms() - t0) * 1e3 / BATCH;
       host += per[b];
       CU_OK(cu.cuStreamSynchronize(s));
     }
-    double batched_mean = host / batches, batched_median = median(per, batches);
+    double batched_mean = host / batches, batched_median = bu_median(per, batches);
     free(per);
     /* stream: back to back */
-    double t0 = now_ms();
+    double t0 = bu_now_ms();
     for (int i = 0; i < count; i++)
       if (launch_once(v, g, k, &a, fn, params, s) != FHJIT_OK) die("launch");
-    double stream_host = (now_ms() - t0) * 1e3 / count;
+    double stream_host = (bu_now_ms() - t0) * 1e3 / count;
     CU_OK(cu.cuStreamSynchronize(s));
-    double total = (now_ms() - t0) * 1e3 / count;
+    double total = (bu_now_ms() - t0) * 1e3 / count;
     printf("  %-38s batched %6.2f us (median batch %6.2f)   stream %6.2f us host, %6.2f with the "
            "GPU's work\n",
            v->name, batched_mean, batched_median, stream_host, total);

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "fake_exec.h"
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
@@ -72,17 +73,7 @@ static void *proc(const char *name, const char *fallback) {
   } while (0)
 
 static uint64_t rng = 0x5eed;
-static uint64_t rnd(void) {
-  uint64_t z = (rng += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+static uint64_t rnd(void) { return bu_splitmix(&rng); }
 
 /* On the fake driver: the first kernel of the program runs the whole graph
  * on the host; the others do nothing. */
@@ -267,7 +258,7 @@ static double case_run(ncase *k, int reps, int *mismatch, int *nkernels) {
     CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
     samples[r] = ms * 1000.0 / per;
   }
-  qsort(samples, (size_t)reps, sizeof *samples, cmp_double);
+  qsort(samples, (size_t)reps, sizeof *samples, bu_cmp_double);
   CU_OK(cu.cuEventDestroy(e0));
   CU_OK(cu.cuEventDestroy(e1));
   fhjit_graph_destroy(g);
@@ -437,7 +428,7 @@ static double time_batches(void (*fn)(void *), void *arg, int reps) {
     CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
     samples[r] = ms * 100.0;
   }
-  qsort(samples, (size_t)reps, sizeof *samples, cmp_double);
+  qsort(samples, (size_t)reps, sizeof *samples, bu_cmp_double);
   CU_OK(cu.cuEventDestroy(e0));
   CU_OK(cu.cuEventDestroy(e1));
   return samples[reps / 2];

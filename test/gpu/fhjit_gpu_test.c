@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_util.h"         /* clock, splitmix64 */
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
 #include "fake_exec.h"          /* kernels on the host under the fake driver */
@@ -57,19 +58,8 @@ static void check(int ok, const char *fmt, ...) {
   }
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static uint64_t rng_state = 0x5eed;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return bu_splitmix(&rng_state); }
 static uint64_t below(uint64_t n) { return n ? (uint64_t)(((unsigned __int128)rnd() * n) >> 64) : 0; }
 
 /* --------------------------------------------------------------- driver */
@@ -700,10 +690,10 @@ static void group_sizes(int max_log2) {
       gcase c;
       char label[96];
       snprintf(label, sizeof label, "%s %lld elements", radix ? "r62" : "r32", (long long)sizes[i]);
-      double t0 = now_ms();
+      double t0 = bu_now_ms();
       if (case_init(&c, g, moduli, NULL, label)) {
         int ok = case_run(&c, NULL, label);
-        check(ok, "%s (%.0f ms with the interpreter)", label, now_ms() - t0);
+        check(ok, "%s (%.0f ms with the interpreter)", label, bu_now_ms() - t0);
       }
       case_free(&c);
       fhjit_graph_destroy(g);
