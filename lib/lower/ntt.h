@@ -31,6 +31,8 @@
 #include "lower/lw_llvm.h"
 
 #define LW_NTT_MAX_PASSES 8
+/* Words per thread: at most 2^LW_NTT_MAX_LOG_E. */
+#define LW_NTT_MAX_LOG_E 5
 
 /* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
  * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
@@ -65,6 +67,12 @@ typedef struct lw_ntt_kplan {
    * there, and the deeper levels' twiddles from global memory as before. */
   int tws, tws_log;
   uint32_t tws_word;
+  /* r32 with tws: the shared entries are Shoup pairs (w~, floor(w~ 2^32 /
+   * q)) of the standard-form twiddle w~ = w R^-1 mod q, and the products
+   * by them Shoup products x w~ - hi(x w~') q in [0, 2q), made canonical:
+   * the same word as REDC(w x), which is canonical too, for one wide
+   * product fewer than REDC (the pair costs a division, once per block). */
+  int shoup;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -100,8 +108,10 @@ typedef struct lw_ntt_tuning {
   int t_one, t_chunk; /* log2 target threads per block: rows / chunks per block */
   int pad_col;   /* column kernel shared index x + (x >> pad_col); 0: none */
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
-  int minb;      /* > 0: at least this many blocks per SM (ptxas register cap) */
+  int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
+  int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
+  int sh;        /* 1: r32 shared twiddle constants as Shoup pairs (lw_ntt_kplan.shoup) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -109,7 +119,8 @@ typedef struct lw_ntt_tuning {
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb, tws, epi) over *t. NULL or "" change
+ * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*), minb_col,
+ * minb_chunk, tws, sh, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 

@@ -153,15 +153,16 @@ START_TEST(test_tuned_random) {
     lw_ntt_tuning_default(&t);
     if (tu_below(&seed, 3)) t.one = 3 + (int)tu_below(&seed, 11);
     if (tu_below(&seed, 2)) t.n1 = 1 + (int)tu_below(&seed, (uint64_t)logn - 1);
-    if (tu_below(&seed, 2)) t.e_one = 1 + (int)tu_below(&seed, 4);
-    if (tu_below(&seed, 2)) t.e_col = 1 + (int)tu_below(&seed, 4);
-    if (tu_below(&seed, 2)) t.e_chunk = 1 + (int)tu_below(&seed, 4);
+    if (tu_below(&seed, 2)) t.e_one = 1 + (int)tu_below(&seed, LW_NTT_MAX_LOG_E);
+    if (tu_below(&seed, 2)) t.e_col = 1 + (int)tu_below(&seed, LW_NTT_MAX_LOG_E);
+    if (tu_below(&seed, 2)) t.e_chunk = 1 + (int)tu_below(&seed, LW_NTT_MAX_LOG_E);
     if (tu_below(&seed, 2)) t.c_col = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.t_one = 5 + (int)tu_below(&seed, 6);
     if (tu_below(&seed, 2)) t.t_chunk = 5 + (int)tu_below(&seed, 6);
     if (tu_below(&seed, 2)) t.pad_col = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.tws = (int)tu_below(&seed, 3);
+    if (tu_below(&seed, 2)) t.sh = (int)tu_below(&seed, 2);
     int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
     lw_ntt_plan p;
     if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
@@ -180,10 +181,11 @@ START_TEST(test_tuned_grid) {
   static const char *const plans[] = {
       "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
       "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3",
-      "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2"};
-  int which = _i % 9;
-  fhjit_radix radix = _i >= 9 ? FHJIT_R32 : FHJIT_R62;
-  int logn = which < 2 || which == 8 ? 12 : 16;
+      "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2",
+      "e=5,c_col=4,t=7,tws=1,sh=1,minb=8", "tws=2,sh=1,e_col=5,t=7", "one=12,tws=2,sh=1"};
+  int which = _i % 12;
+  fhjit_radix radix = _i >= 12 ? FHJIT_R32 : FHJIT_R62;
+  int logn = which < 2 || which == 8 || which == 11 ? 12 : 16;
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   ck_assert_int_eq(lw_ntt_tuning_parse(NULL, plans[which], &t), FHJIT_OK);
@@ -214,7 +216,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.tws, 2);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=5", "e=0", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
+  static const char *const bad[] = {"e=6", "e=0", "sh=2", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -501,7 +503,7 @@ int main(void) {
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
-  tcase_add_loop_test(tc, test_tuned_grid, 0, 18);
+  tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
