@@ -653,7 +653,7 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
         }
         lw_kernel *k = &out.kernels[out.nkernels++];
         snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
-        k->grid[0] = (uint32_t)sp->plan.k[j].gpu_blocks;
+        k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
         k->grid[1] = k->grid[2] = 1;
         k->block[0] = sp->plan.k[j].threads;
         k->block[1] = k->block[2] = 1;

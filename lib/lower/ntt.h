@@ -73,15 +73,6 @@ typedef struct lw_ntt_kplan {
    * the same word as REDC(w x), which is canonical too, for one wide
    * product fewer than REDC (the pair costs a division, once per block). */
   int shoup;
-  /* GPU only: each block runs 2^pp consecutive tiles (a tile: what a block
-   * does without pp) in a loop, the next tile's words copied into shared
-   * memory (cp.async, a second tile buffer) while the current one computes,
-   * so memory and arithmetic overlap; gpu_blocks = blocks >> pp. The host
-   * runs the tiles as blocks (pp changes no word). tile_words: one tile
-   * buffer (buffer b at word b * tile_words). */
-  int pp;
-  int64_t gpu_blocks;
-  uint32_t tile_words;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -121,7 +112,6 @@ typedef struct lw_ntt_tuning {
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int sh;        /* 1: r32 shared twiddle constants as Shoup pairs (lw_ntt_kplan.shoup) */
-  int pp_col, pp_chunk; /* log2 tiles per block, pipelined (lw_ntt_kplan.pp); 0: off */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -130,7 +120,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*), minb_col,
- * minb_chunk, tws, sh, pp (both pp_*), pp_col, pp_chunk, epi) over *t. NULL or "" change
+ * minb_chunk, tws, sh, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 

@@ -85,7 +85,6 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->sh = -1;
-  t->pp_col = t->pp_chunk = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -113,9 +112,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"sh", {offsetof(lw_ntt_tuning, sh)}, 1, 0, 1},
-      {"pp", {offsetof(lw_ntt_tuning, pp_col), offsetof(lw_ntt_tuning, pp_chunk)}, 2, 0, 6},
-      {"pp_col", {offsetof(lw_ntt_tuning, pp_col)}, 1, 0, 6},
-      {"pp_chunk", {offsetof(lw_ntt_tuning, pp_chunk)}, 1, 0, 6},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -132,7 +128,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, sh, pp, pp_col, pp_chunk, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, sh, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -269,8 +265,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     if (chunk.log_c > m_col) chunk.log_c = m_col;
     col.minb = pick(t.minb_col, 0);
     chunk.minb = pick(t.minb_chunk, 0);
-    col.pp = pick(t.pp_col, 0);
-    chunk.pp = pick(t.pp_chunk, 0);
     finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows);
     finish_kernel(&chunk, fwd, pad_chunk, batch_rows);
     if (fwd) {
@@ -282,24 +276,11 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
-  /* Pipelined tiles (lw_ntt_kplan.pp): at most the tiles there are, and
-   * for columns at most a row's (the shared twiddles serve every tile of
-   * the block); two tile buffers. */
-  for (int j = 0; j < p->nkernels; j++) {
-    lw_ntt_kplan *k = &p->k[j];
-    while (k->pp > 0 && (k->blocks % (INT64_C(1) << k->pp) ||
-                         (k->cols && k->pp > k->log_subs - k->log_c)))
-      k->pp--;
-    k->tile_words = (k->smem_words + 3u) & ~3u;
-    if (k->pp) k->smem_words = 2 * k->tile_words;
-    k->gpu_blocks = k->blocks >> k->pp;
-  }
-  /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit; not
-   * in pipelined chunk kernels (their tiles' twiddles differ). */
+  /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit. */
   int tws = pick(t.tws, 0);
   for (int j = 0; j < p->nkernels; j++) {
     lw_ntt_kplan *k = &p->k[j];
-    if (!(k->cols ? tws >= 1 : tws >= 2) || (k->pp && !k->cols)) continue;
+    if (!(k->cols ? tws >= 1 : tws >= 2)) continue;
     /* columns: all levels (every column of the block shares them); chunks:
      * the levels with fewer twiddles than the chunk has threads */
     int lg = k->cols ? k->m : k->m - k->log_e;
@@ -348,9 +329,6 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
     if (used < size && k->tws)
       used += (size_t)snprintf(buf + used, size - used, k->shoup ? " tws shoup" : " tws");
-    if (used < size && k->pp)
-      used += (size_t)snprintf(buf + used, size - used, " pp %d (gpu grid %lld)", 1 << k->pp,
-                               (long long)k->gpu_blocks);
   }
 }
 
@@ -396,12 +374,6 @@ typedef struct ne {
    * latency overlaps the twiddle loads and the barrier) */
   int preloaded;
   LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
-  /* pipelined kernels (k->pp): the current tile buffer's first word (i32;
-   * NULL otherwise), and whether the first pass's words are already in it
-   * (cp.async: each thread copied the words it reads first) */
-  LLVMValueRef buf_off;
-  int async;
-  int issuing; /* emit_staged's load: cp.async into the buffer at buf_off instead */
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -800,16 +772,11 @@ static LLVMValueRef padded(ne *E, LLVMValueRef x) {
   return LLVMBuildNUWAdd(E->b, x, LLVMBuildLShr(E->b, x, c32(E, (uint64_t)E->K->pad_shift), ""), "");
 }
 
-/* The current tile buffer's word s (pipelined kernels: two buffers). */
-static LLVMValueRef in_buf(ne *E, LLVMValueRef s) {
-  return E->buf_off ? LLVMBuildNUWAdd(E->b, s, E->buf_off, "") : s;
-}
-
 static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
   LLVMBuilderRef b = E->b;
   if (E->K->cols) /* [M][C]: consecutive columns are consecutive words */
-    return in_buf(E, padded(E, LLVMBuildNUWAdd(b, LLVMBuildShl(b, kpos, c32(E, (uint64_t)E->K->log_c), ""), p->sbase, "")));
-  return in_buf(E, LLVMBuildNUWAdd(b, p->sbase, padded(E, kpos), ""));
+    return padded(E, LLVMBuildNUWAdd(b, LLVMBuildShl(b, kpos, c32(E, (uint64_t)E->K->log_c), ""), p->sbase, ""));
+  return LLVMBuildNUWAdd(b, p->sbase, padded(E, kpos), "");
 }
 
 /* The source element (br, i) computed by the prologue's evaluator: the
@@ -1098,13 +1065,6 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   int direct_store = j == k->npass - 1 && !k->staged_store;
   if (direct_load && E->preloaded) {
     for (int i = 0; i < nr; i++) x[i] = E->pre_x[i];
-  } else if (direct_load && E->async) {
-    mconst pre = {0};
-    if (k->pre) pre = pre_const(E, &r);
-    for (int i = 0; i < nr; i++) {
-      x[i] = load(E, E->W, E->smem, sidx(E, &p, kpos[i]), walign(E), "x");
-      if (k->pre) x[i] = pre_step(E, &r, &pre, x[i]);
-    }
   } else if (direct_load) {
     load_direct(E, &p, &r, kpos, x);
   } else {
@@ -1165,16 +1125,6 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   }
 }
 
-/* cp.async of source word g (i64) into shared word si (i32), GPU only. */
-static void cp_async_word(ne *E, LLVMValueRef si, LLVMValueRef g) {
-  LLVMTypeRef fty;
-  LLVMValueRef fn = intrinsic(E, E->wbits == 32 ? "llvm.nvvm.cp.async.ca.shared.global.4"
-                                                : "llvm.nvvm.cp.async.ca.shared.global.8", &fty);
-  LLVMValueRef args[2] = {LLVMBuildInBoundsGEP2(E->b, E->W, E->smem, &si, 1, ""),
-                          LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &g, 1, "")};
-  LLVMBuildCall2(E->b, fty, fn, args, 2, "");
-}
-
 /* Staged copy between global memory and shared memory for chunk kernels:
  * the block's C chunks are C*M consecutive words, read or written in 16-byte
  * vectors by consecutive threads. */
@@ -1202,7 +1152,7 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
     LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
     LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
     LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
-    LLVMValueRef s0 = in_buf(E, LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), ""));
+    LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), "");
     rowc r = r0;
     mconst mc = mc0;
     if (!one_row && step) {
@@ -1253,14 +1203,6 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
           gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
         }
       }
-      if (E->issuing) { /* cp.async of the words, for a later tile (pipelined kernels) */
-        for (int v = 0; v < V; v++) {
-          LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-          LLVMValueRef g = v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs;
-          cp_async_word(E, LLVMBuildNUWAdd(b, s0, padded(E, kv), ""), g);
-        }
-        continue;
-      }
       LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
                                 : NULL;
       for (int v = 0; v < V; v++) {
@@ -1292,7 +1234,7 @@ static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   if (k->staged_load) {
     if (ph == 0) {
-      if (!E->async) emit_staged(E, 1, tid, blk); /* else cp.async brought the words */
+      emit_staged(E, 1, tid, blk);
       if (k->tws) emit_tws_fill(E, tid, blk);
       return;
     }
@@ -1372,6 +1314,53 @@ static void kernel_types(ne *E, LLVMTypeRef *types) {
   for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
 }
 
+static void build_gpu_kernel(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[LW_MAX_ARGS + 8];
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
+  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn);
+  E->fn = fn;
+  /* shared memory: a static array of the kernel */
+  char sname[128]; /* kernel names are at most 63 characters */
+  snprintf(sname, sizeof sname, "%s.smem", name);
+  LLVMTypeRef arr = LLVMArrayType2(E->W, k->smem_words);
+  LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
+  LLVMSetInitializer(sm, LLVMGetUndef(arr));
+  LLVMSetLinkage(sm, LLVMInternalLinkage);
+  LLVMSetAlignment(sm, 16);
+  E->smem = sm;
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
+  LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
+  E->preloaded = 0;
+  if (k->tws && !k->staged_load) {
+    preload_pass0(E, tid, blk);
+    E->preloaded = 1;
+  }
+  for (int ph = 0; ph < num_phases(k); ph++) {
+    if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+    emit_phase(E, ph, tid, blk);
+  }
+  LLVMBuildRetVoid(E->b);
+  E->preloaded = 0;
+  /* launch bounds, before any pass runs (added later they are dropped) */
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
+  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+  if (k->minb > 0) {
+    /* blocks per SM wanted: ptxas caps registers to fit them */
+    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)k->minb, 0))};
+    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
+  }
+}
+
 /* A counted loop: returns the induction variable; close with loop_end. */
 typedef struct loop {
   LLVMBasicBlockRef head, body;
@@ -1397,151 +1386,6 @@ static void loop_end(ne *E, loop *L, LLVMValueRef end, const char *name) {
   LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
   LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, next, end, ""), L->head, after);
   LLVMPositionBuilderAtEnd(E->b, after);
-}
-
-static void barrier(ne *E) { LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, ""); }
-
-static void cp_async_commit(ne *E) {
-  LLVMTypeRef fty;
-  LLVMValueRef fn = intrinsic(E, "llvm.nvvm.cp.async.commit.group", &fty);
-  LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
-}
-
-/* Waits until at most n of this thread's latest cp.async groups are
- * pending (its earlier copies are then visible to it). */
-static void cp_async_wait(ne *E, unsigned n) {
-  LLVMTypeRef fty;
-  LLVMValueRef fn = intrinsic(E, "llvm.nvvm.cp.async.wait.group", &fty);
-  LLVMValueRef arg = c32(E, n);
-  LLVMBuildCall2(E->b, fty, fn, &arg, 1, "");
-}
-
-/* cp.async of the words tile's first phase reads into the tile buffer at
- * word off: a staged load's words, or those of the first pass, each by the
- * thread that reads it first (then no barrier is needed before that read). */
-static void issue_tile(ne *E, LLVMValueRef tid, LLVMValueRef tile, LLVMValueRef off) {
-  LLVMValueRef saved = E->buf_off;
-  E->buf_off = off;
-  if (E->K->staged_load) {
-    E->issuing = 1;
-    emit_staged(E, 1, tid, tile);
-    E->issuing = 0;
-  } else {
-    passmap pm;
-    LLVMValueRef kpos[1 << LW_NTT_MAX_LOG_E];
-    place p = thread_place(E, tid, tile);
-    pass_positions(E, 0, &p, &pm, kpos);
-    for (int i = 0; i < (1 << E->K->log_e); i++) cp_async_word(E, sidx(E, &p, kpos[i]), soff(E, &p, kpos[i]));
-  }
-  E->buf_off = saved;
-}
-
-/* A pipelined kernel (k->pp): the block's 2^pp tiles in a loop over two
- * tile buffers; while tile t computes in one, the next tile's words arrive
- * in the other (cp.async, one group per tile). Barriers: the phases' own,
- * and one at the end of a tile, after which its buffer may be refilled. A
- * prologue (computed operand) cannot be copied: its tiles load as usual. */
-static void build_pp_body(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_kplan *k = E->K;
-  LLVMBuilderRef b = E->b;
-  int ntiles = 1 << k->pp;
-  LLVMValueRef tile0 = LLVMBuildShl(b, blk, c64(E, (uint64_t)k->pp), "tile0");
-  E->async = !E->pro_active;
-  int first = 0;
-  if (k->tws) { /* column kernels: every tile of the block is in one row */
-    emit_tws_fill(E, tid, tile0);
-    barrier(E);
-    first = 1;
-  }
-  if (E->async) {
-    issue_tile(E, tid, tile0, c32(E, 0));
-    cp_async_commit(E);
-  }
-  loop L = loop_begin(E, c32(E, 0), E->i32, "tile");
-  /* tid read again in the loop, opaquely: else LLVM hoists every index
-   * that depends on it alone out of the loop, and the registers they hold
-   * across it cost more than recomputing them */
-  LLVMTypeRef tfty = LLVMFunctionType(E->i32, NULL, 0, 0);
-  static const char tid_asm[] = "mov.u32 $0, %tid.x;", tid_con[] = "=r";
-  LLVMValueRef tid_fn = LLVMGetInlineAsm(tfty, tid_asm, sizeof tid_asm - 1, tid_con, sizeof tid_con - 1,
-                                         1, 0, LLVMInlineAsmDialectATT, 0);
-  tid = LLVMBuildCall2(b, tfty, tid_fn, NULL, 0, "tid");
-  LLVMValueRef tile = LLVMBuildNUWAdd(b, tile0, LLVMBuildZExt(b, L.iv, E->i64, ""), "tile");
-  LLVMValueRef parity = LLVMBuildAnd(b, L.iv, c32(E, 1), "");
-  E->buf_off = LLVMBuildNUWMul(b, parity, c32(E, k->tile_words), "buf");
-  if (E->async) {
-    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->c, E->fn, "pp.next");
-    LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(E->c, E->fn, "pp.cont");
-    LLVMValueRef more = LLVMBuildICmp(b, LLVMIntULT, LLVMBuildNUWAdd(b, L.iv, c32(E, 1), ""),
-                                      c32(E, (uint64_t)ntiles), "");
-    LLVMBuildCondBr(b, more, next, cont);
-    LLVMPositionBuilderAtEnd(b, next);
-    LLVMValueRef other = LLVMBuildNUWMul(b, LLVMBuildXor(b, parity, c32(E, 1), ""), c32(E, k->tile_words), "");
-    issue_tile(E, tid, LLVMBuildNUWAdd(b, tile, c64(E, 1), ""), other);
-    LLVMBuildBr(b, cont);
-    LLVMPositionBuilderAtEnd(b, cont);
-    cp_async_commit(E); /* empty on the last tile: the wait below still covers this tile's group */
-    cp_async_wait(E, 1);
-  }
-  for (int ph = first; ph < num_phases(k); ph++) {
-    if (ph > first) barrier(E);
-    emit_phase(E, ph, tid, tile);
-  }
-  barrier(E);
-  loop_end(E, &L, c32(E, (uint64_t)ntiles), "tiles_done");
-  E->buf_off = NULL;
-  E->async = 0;
-}
-
-static void build_gpu_kernel(ne *E, const char *name) {
-  const lw_ntt_kplan *k = E->K;
-  LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = num_kernel_args(E);
-  kernel_types(E, types);
-  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  fn_attr(E, fn, "nounwind");
-  kernel_params(E, fn);
-  E->fn = fn;
-  /* shared memory: a static array of the kernel */
-  char sname[128]; /* kernel names are at most 63 characters */
-  snprintf(sname, sizeof sname, "%s.smem", name);
-  LLVMTypeRef arr = LLVMArrayType2(E->W, k->smem_words);
-  LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
-  LLVMSetInitializer(sm, LLVMGetUndef(arr));
-  LLVMSetLinkage(sm, LLVMInternalLinkage);
-  LLVMSetAlignment(sm, 16);
-  E->smem = sm;
-  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
-  LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
-  LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
-  E->preloaded = 0;
-  if (k->pp) {
-    build_pp_body(E, tid, blk);
-  } else {
-    if (k->tws && !k->staged_load) {
-      preload_pass0(E, tid, blk);
-      E->preloaded = 1;
-    }
-    for (int ph = 0; ph < num_phases(k); ph++) {
-      if (ph) barrier(E);
-      emit_phase(E, ph, tid, blk);
-    }
-  }
-  LLVMBuildRetVoid(E->b);
-  E->preloaded = 0;
-  /* launch bounds, before any pass runs (added later they are dropped) */
-  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
-                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
-  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
-                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
-  if (k->minb > 0) {
-    /* blocks per SM wanted: ptxas caps registers to fit them */
-    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
-                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)k->minb, 0))};
-    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
-                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
-  }
 }
 
 static void build_host_fn(ne *E, const char *name) {
@@ -1772,7 +1616,7 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
   for (int j = 0; j < p->nkernels; j++) {
     lw_kernel *k = &out->kernels[j];
     snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
-    k->grid[0] = (uint32_t)p->k[j].gpu_blocks;
+    k->grid[0] = (uint32_t)p->k[j].blocks;
     k->grid[1] = k->grid[2] = 1;
     k->block[0] = p->k[j].threads;
     k->block[1] = k->block[2] = 1;
