@@ -67,12 +67,6 @@ typedef struct lw_ntt_kplan {
    * there, and the deeper levels' twiddles from global memory as before. */
   int tws, tws_log;
   uint32_t tws_word;
-  /* r32 with tws: the shared entries are Shoup pairs (w~, floor(w~ 2^32 /
-   * q)) of the standard-form twiddle w~ = w R^-1 mod q, and the products
-   * by them Shoup products x w~ - hi(x w~') q in [0, 2q), made canonical:
-   * the same word as REDC(w x), which is canonical too, for one wide
-   * product fewer than REDC (the pair costs a division, once per block). */
-  int shoup;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -111,7 +105,6 @@ typedef struct lw_ntt_tuning {
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
-  int sh;        /* 1: r32 shared twiddle constants as Shoup pairs (lw_ntt_kplan.shoup) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -120,7 +113,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*), minb_col,
- * minb_chunk, tws, sh, epi) over *t. NULL or "" change
+ * minb_chunk, tws, epi) over *t. NULL or "" change
  * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 

@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->sh = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -111,7 +111,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
-      {"sh", {offsetof(lw_ntt_tuning, sh)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -128,7 +127,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, sh, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -143,10 +142,10 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
  * built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "c_col=4,t=7,tws=1,minb=6",
-                   [17] = "c_col=4,tws=2,minb=6"},
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6",
+                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=3,t=7,tws=2",
-                   [16] = "n1=7,c_col=3,t=7,tws=2", [17] = "c_col=3,t=7,tws=2"},
+                   [16] = "n1=6,c_col=4,t=7,tws=2", [17] = "n1=7,c_col=3,t=7,tws=2"},
 };
 
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
@@ -292,7 +291,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->tws_log = lg;
     k->tws_word = at;
     k->smem_words = (uint32_t)words;
-    k->shoup = radix == FHJIT_R32 && pick(t.sh, 0) == 1;
   }
   for (int j = 0; j < p->nkernels; j++) {
     const lw_ntt_kplan *k = &p->k[j];
@@ -328,7 +326,7 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
     if (used < size && k->minb)
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
     if (used < size && k->tws)
-      used += (size_t)snprintf(buf + used, size - used, k->shoup ? " tws shoup" : " tws");
+      used += (size_t)snprintf(buf + used, size - used, " tws");
   }
 }
 
@@ -369,11 +367,6 @@ typedef struct ne {
   LLVMTypeRef epi_ty[LW_NTT_MAX_EPI][3];
   LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
   LLVMValueRef epi_out[LW_NTT_MAX_EPI];
-  /* GPU kernels whose first pass loads from global memory after the
-   * shared twiddle phase: those loads, issued before that phase (so their
-   * latency overlaps the twiddle loads and the barrier) */
-  int preloaded;
-  LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -386,7 +379,6 @@ typedef struct rowc {
 /* A constant multiplier w with its precomputed Montgomery constant. */
 typedef struct mconst {
   LLVMValueRef w4, wk4; /* r62: 4w and w*4k mod 2^64; r32: w and w*k mod 2^32 */
-  int shoup;            /* r32 only: w4 = w R^-1 mod q, wk4 = floor(w4 2^32 / q) */
 } mconst;
 
 static LLVMValueRef cw(ne *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
@@ -537,13 +529,6 @@ static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValue
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
   if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
-  if (mc->shoup) {
-    /* Shoup: x w~ - floor(x w~' / 2^32) q is in [0, 2q) for any 32-bit x
-     * and congruent to x w R^-1, so canonical it is REDC(w x) */
-    LLVMValueRef t = mulhi(E, x, mc->wk4);
-    LLVMValueRef p = LLVMBuildSub(E->b, LLVMBuildMul(E->b, x, mc->w4, ""), LLVMBuildMul(E->b, t, r->q, ""), "sh");
-    return csub(E, p, r->q);
-  }
   if (E->wbits == 32) {
     /* SPEC's own form: u = (w*x + m*q) >> 32 in 64 bits (w*x, m*q < 2^62),
      * two mul.wide.u32 (one with the other as addend) and no carry test */
@@ -623,7 +608,7 @@ static LLVMValueRef post_step(ne *E, const rowc *r, const mconst *ninv, LLVMValu
   if (ir_ntt_is_forward(E->P->kind)) return v;
   v = redc_const(E, r, ninv, v, 0);
   if (E->P->kind == IR_NTT_TO_STD) {
-    mconst one = {cw(E, E->wbits == 64 ? 4 : 1), r->k4, 0};
+    mconst one = {cw(E, E->wbits == 64 ? 4 : 1), r->k4};
     v = csub(E, redc_const(E, r, &one, v, 1), r->q);
   }
   return v;
@@ -935,22 +920,8 @@ static mconst tws_const(ne *E, const place *p, LLVMValueRef ku, int beta, uint32
   LLVMTypeRef pair = LLVMVectorType(E->W, 2);
   LLVMValueRef v = load(E, pair, E->smem, slot, 2 * walign(E), "twc");
   mconst mc = {0};
-  mc.shoup = k->shoup;
   mc.w4 = LLVMBuildExtractElement(b, v, c32(E, 0), "w4");
   mc.wk4 = LLVMBuildExtractElement(b, v, c32(E, 1), "wk4");
-  return mc;
-}
-
-/* The Shoup pair of an r32 twiddle w (Montgomery form): w~ = REDC(w * 1),
- * canonical, and floor(w~ 2^32 / q) < 2^32 (w~ < q), by a 64-bit division. */
-static mconst shoup_const(ne *E, const rowc *r, LLVMValueRef w) {
-  LLVMBuilderRef b = E->b;
-  mconst one = {cw(E, 1), r->k4, 0};
-  mconst mc = {0};
-  mc.shoup = 1;
-  mc.w4 = redc_const(E, r, &one, w, 1);
-  LLVMValueRef num = LLVMBuildShl(b, LLVMBuildZExt(b, mc.w4, E->i64, ""), c64(E, 32), "");
-  mc.wk4 = LLVMBuildTrunc(b, LLVMBuildUDiv(b, num, LLVMBuildZExt(b, r->q, E->i64, ""), ""), E->W, "wsh");
   return mc;
 }
 
@@ -997,7 +968,7 @@ static void emit_tws_fill(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     LLVMValueRef idx = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildSub(b, root, c64(E, 1), ""), level, ""),
                                        LLVMBuildZExt(b, j, E->i64, ""), "twidx");
     LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
-    mconst mc = k->shoup ? shoup_const(E, &r, w) : make_const(E, &r, w);
+    mconst mc = make_const(E, &r, w);
     LLVMTypeRef pair = LLVMVectorType(E->W, 2);
     LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(pair), mc.w4, c32(E, 0), "");
     v = LLVMBuildInsertElement(b, v, mc.wk4, c32(E, 1), "");
@@ -1038,18 +1009,6 @@ static LLVMValueRef pass_positions(ne *E, int j, const place *p, passmap *pm, LL
   return ku;
 }
 
-/* GPU: the first pass's global loads, issued before the shared twiddle
- * phase (E->preloaded; the host runs phases as loops over threads, so it
- * keeps them in the pass). */
-static void preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  passmap pm;
-  LLVMValueRef kpos[1 << LW_NTT_MAX_LOG_E];
-  place p = thread_place(E, tid, blk);
-  rowc r = row_consts(E, p.batch_row);
-  pass_positions(E, 0, &p, &pm, kpos);
-  load_direct(E, &p, &r, kpos, E->pre_x);
-}
-
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
@@ -1063,9 +1022,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
 
   int direct_load = j == 0 && !k->staged_load;
   int direct_store = j == k->npass - 1 && !k->staged_store;
-  if (direct_load && E->preloaded) {
-    for (int i = 0; i < nr; i++) x[i] = E->pre_x[i];
-  } else if (direct_load) {
+  if (direct_load) {
     load_direct(E, &p, &r, kpos, x);
   } else {
     for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx(E, &p, kpos[i]), walign(E), "x");
@@ -1336,17 +1293,11 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
-  E->preloaded = 0;
-  if (k->tws && !k->staged_load) {
-    preload_pass0(E, tid, blk);
-    E->preloaded = 1;
-  }
   for (int ph = 0; ph < num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
   }
   LLVMBuildRetVoid(E->b);
-  E->preloaded = 0;
   /* launch bounds, before any pass runs (added later they are dropped) */
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
                            LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};

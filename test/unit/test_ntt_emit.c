@@ -162,7 +162,6 @@ START_TEST(test_tuned_random) {
     if (tu_below(&seed, 2)) t.pad_col = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.tws = (int)tu_below(&seed, 3);
-    if (tu_below(&seed, 2)) t.sh = (int)tu_below(&seed, 2);
     int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
     lw_ntt_plan p;
     if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
@@ -176,13 +175,14 @@ END_TEST
 
 /* The sweep's kinds of plans at the sizes the GPU runs (ntt_bench's grid):
  * two kernels at 2^12, small column blocks, padding, other splits, shared
- * twiddle constants (column kernels, all kernels, one kernel). */
+ * twiddle constants (column kernels, all kernels, one kernel), 32 words per
+ * thread, a launch bound on one kernel. */
 START_TEST(test_tuned_grid) {
   static const char *const plans[] = {
       "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
       "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3",
       "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2",
-      "e=5,c_col=4,t=7,tws=1,sh=1,minb=8", "tws=2,sh=1,e_col=5,t=7", "one=12,tws=2,sh=1"};
+      "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4", "one=12,tws=2,e=4"};
   int which = _i % 12;
   fhjit_radix radix = _i >= 12 ? FHJIT_R32 : FHJIT_R62;
   int logn = which < 2 || which == 8 || which == 11 ? 12 : 16;
@@ -213,10 +213,16 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.one, 11);
   ck_assert_int_eq(t.n1, 9);
   ck_assert_int_eq(t.minb, 2);
+  ck_assert_int_eq(t.minb_col, 2);
+  ck_assert_int_eq(t.minb_chunk, 2);
   ck_assert_int_eq(t.tws, 2);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "minb_col=5,e_col=5", &t), FHJIT_OK);
+  ck_assert_int_eq(t.minb_col, 5);
+  ck_assert_int_eq(t.minb_chunk, 2);
+  ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "sh=2", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
