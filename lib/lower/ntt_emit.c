@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->stg = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -111,7 +111,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
-      {"stg", {offsetof(lw_ntt_tuning, stg)}, 1, 0, 16},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -276,7 +275,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
-  for (int j = 0; j < p->nkernels; j++) p->k[j].stagger = pick(t.stg, 0);
   /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit. */
   int tws = pick(t.tws, 0);
   for (int j = 0; j < p->nkernels; j++) {
@@ -1295,18 +1293,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
-  if (k->stagger > 0) {
-    /* the blocks resident at the start all load, then all compute: a
-     * delay by wave slot lets early slots compute while late ones load */
-    LLVMTypeRef vfty = LLVMFunctionType(E->voidt, NULL, 0, 0);
-    char text[200];
-    snprintf(text, sizeof text,
-             "{\n\t.reg .u32 b, n, d;\n\tmov.u32 b, %%ctaid.x;\n\tmov.u32 n, %%nsmid;\n\t"
-             "div.u32 d, b, n;\n\tand.b32 d, d, 3;\n\tshl.b32 d, d, %d;\n\tnanosleep.u32 d;\n\t}",
-             k->stagger);
-    LLVMValueRef fn = LLVMGetInlineAsm(vfty, text, strlen(text), "", 0, 1, 0, LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(E->b, vfty, fn, NULL, 0, "");
-  }
   for (int ph = 0; ph < num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
