@@ -21,9 +21,10 @@
  * --sweep: for each size, every candidate schedule (FHJIT_NTT_PLAN strings,
  * lib/lower/ntt.h; a built-in grid, or --plans; the default first), each
  * checked against the interpreter and timed forward and inverse, one line
- * per plan, the best plan per size last. --racecheck: tiny sizes (2^10 one
- * kernel, 2^14 two kernels, 2 rows), one launch per measurement, for
- * compute-sanitizer.
+ * per plan, the best plan per size last (it and the default timed once more:
+ * the winner must beat the default's better timing with its worse one).
+ * --racecheck: tiny sizes (2^10 one kernel, 2^14 two kernels, 2 rows),
+ * one launch per measurement, for compute-sanitizer.
  *
  * Against the unit tests' fake libcuda (FHJIT_LIBCUDA) the launches run on
  * the host (a check of this program, not a measurement). */
@@ -399,9 +400,28 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
       if (pi == 0) base = f + v;
       if (!bf && !bi && f + v < best) best = f + v, best_plan = plans[pi];
     }
+    /* the default and the winner once more, one after the other: small
+     * sizes drift by up to 30% between two timings of one plan in a sweep
+     * (2^12: clocks, L2), so a winner must hold against the default's
+     * better timing, with its own second timing */
+    if (np > 0 && best < 1e30) {
+      double again[2];
+      const char *which[2] = {plans[0], best_plan};
+      for (int j = 0; j < 2; j++) {
+        int bf = 0, bi = 0, kfn = 0, kin = 0;
+        setenv("FHJIT_NTT_PLAN", which[j], 1);
+        double f = case_run(&kf, reps, &bf, &kfn), v = case_run(&ki, reps, &bi, &kin);
+        *failures += bf + bi;
+        again[j] = f < 0 || v < 0 ? 1e30 : f + v;
+      }
+      if (again[0] < base) base = again[0];
+      if (again[1] > best) best = again[1];
+      if (best > base) best = base, best_plan = plans[0];
+    }
     unsetenv("FHJIT_NTT_PLAN");
     snprintf(best_lines[ci % 16], sizeof best_lines[0],
-             "best %s N=2^%-2d rows=%-3d plan %-34s sum %8.2f us (default %8.2f us, %.2fx)",
+             "best %s N=2^%-2d rows=%-3d plan %-34s sum %8.2f us (default %8.2f us, %.2fx; "
+             "each the worse of two timings for the winner, the better for the default)",
              rname(c->radix), c->log_n, c->rows, *best_plan ? best_plan : "(default)", best, base,
              base / best);
     free(list);
