@@ -66,10 +66,13 @@ if [ -n "$NCU" ]; then
         sed -e 's/smsp__average_warps_issue_stalled_/stall_/' -e 's/_per_issue_active.ratio//' -e 's/  */ /g'
     done
   done
-  # per-instruction SASS with stall samples, default plan, r62
-  timeout 150 "$NCU" --clock-control none -k regex:fhjit_ntt -c 2 --set full --import-source no \
-    --page source --print-source sass --csv "$BUILD/bench/ntt_bench" --log2 16 --radix r62 --rows 32 \
-    --no-keyswitch --reps 1 >"$LOGS/ncu-source-r62.csv" 2>&1
-  echo "== source page: $(wc -l <"$LOGS/ncu-source-r62.csv") lines"
+  # per-instruction SASS with stall samples, default plan, both radices
+  for spec in "r62 32" "r32 64"; do
+    set -- $spec
+    timeout 150 "$NCU" --clock-control none -k regex:fhjit_ntt -c 2 --set full --import-source no \
+      --page source --print-source sass --csv "$BUILD/bench/ntt_bench" --log2 16 --radix "$1" --rows "$2" \
+      --no-keyswitch --reps 1 >"$LOGS/ncu-source-$1.csv" 2>&1
+    echo "== source page $1: $(wc -l <"$LOGS/ncu-source-$1.csv") lines"
+  done
 fi
 tar czf "$OUT/profile.tgz" -C "$LOGS" .
