@@ -764,6 +764,45 @@ static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
   return LLVMBuildNUWAdd(b, p->sbase, padded(E, kpos), "");
 }
 
+/* The same offsets for a position split into the thread's part ku (i32,
+ * from deposit_u) and a register's constant part kc (disjoint bits): the
+ * constant part becomes an added constant, which ptxas folds into the
+ * load's or store's immediate offset, where the or of the two (shifted,
+ * padded) cost several instructions per access. Shifts and the padding
+ * x + (x >> s) distribute over an or of disjoint bits, so the offsets are
+ * those of ku | kc. */
+static LLVMValueRef add_const32(ne *E, LLVMValueRef x, uint64_t c) {
+  return c ? LLVMBuildNUWAdd(E->b, x, c32(E, c), "") : x;
+}
+
+static LLVMValueRef add_const64(ne *E, LLVMValueRef x, uint64_t c) {
+  return c ? LLVMBuildNUWAdd(E->b, x, c64(E, c), "") : x;
+}
+
+static uint64_t kc_words(ne *E, uint32_t kc) {
+  return (uint64_t)kc << (E->K->cols ? E->K->log_subs : 0);
+}
+
+static LLVMValueRef goff_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) {
+  return add_const64(E, goff(E, p, ku), kc_words(E, kc));
+}
+
+static LLVMValueRef soff_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) {
+  uint64_t c = kc_words(E, kc);
+  int view = E->src_view && !E->src_dense;
+  if (view) c *= (uint64_t)E->P->src_index_stride;
+  return add_const64(E, soff(E, p, ku), c);
+}
+
+static uint64_t padded_const(ne *E, uint64_t x) {
+  return E->K->pad_shift ? x + (x >> E->K->pad_shift) : x;
+}
+
+static LLVMValueRef sidx_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) {
+  uint64_t c = E->K->cols ? padded_const(E, (uint64_t)kc << E->K->log_c) : padded_const(E, kc);
+  return add_const32(E, sidx(E, p, ku), c);
+}
+
 /* The source element (br, i) computed by the prologue's evaluator: the
  * component's eval function at walk offset rest * N + i. A source of several
  * components switches on the component (uniform within a block but for the
@@ -983,7 +1022,8 @@ static void emit_tws_fill(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
 
 /* The first pass's words straight from global memory (or the prologue),
  * with the kind's pre step. */
-static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef *kpos, LLVMValueRef *x) {
+static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef *kpos, LLVMValueRef ku,
+                        const uint32_t *kc, LLVMValueRef *x) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
   mconst pre = {0};
@@ -994,7 +1034,7 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef *kpos
       if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
       x[i] = pro_value(E, p->batch_row, LLVMBuildNUWAdd(b, p->ibase, k64, ""));
     } else {
-      x[i] = load(E, E->W, E->src, soff(E, p, kpos[i]), walign(E), "x");
+      x[i] = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "x");
     }
     if (k->pre) x[i] = pre_step(E, r, &pre, x[i]);
   }
@@ -1023,9 +1063,9 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   int direct_load = j == 0 && !k->staged_load;
   int direct_store = j == k->npass - 1 && !k->staged_store;
   if (direct_load) {
-    load_direct(E, &p, &r, kpos, x);
+    load_direct(E, &p, &r, kpos, ku, pm.kconst, x);
   } else {
-    for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx(E, &p, kpos[i]), walign(E), "x");
+    for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx_k(E, &p, ku, pm.kconst[i]), walign(E), "x");
   }
 
   /* Stages of the pass, each butterfly on registers lo and hi = lo | bit. */
@@ -1074,11 +1114,11 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
     if (k->post) post = post_const(E, &r);
     for (int i = 0; i < nr; i++) {
       LLVMValueRef v = k->post ? post_step(E, &r, &post, x[i]) : x[i];
-      if (k->post) final_store(E, goff(E, &p, kpos[i]), &v, 1);
-      else store(E, v, E->dst, goff(E, &p, kpos[i]), walign(E));
+      if (k->post) final_store(E, goff_k(E, &p, ku, pm.kconst[i]), &v, 1);
+      else store(E, v, E->dst, goff_k(E, &p, ku, pm.kconst[i]), walign(E));
     }
   } else {
-    for (int i = 0; i < nr; i++) store(E, x[i], E->smem, sidx(E, &p, kpos[i]), walign(E));
+    for (int i = 0; i < nr; i++) store(E, x[i], E->smem, sidx_k(E, &p, ku, pm.kconst[i]), walign(E));
   }
 }
 
