@@ -59,6 +59,7 @@ typedef struct lw_ntt_kplan {
   int64_t blocks;   /* grid */
   uint32_t smem_words;
   int minb;         /* > 0: minimum blocks per SM (launch bound) */
+  int early;        /* GPU: the first pass's global loads issued before the tws phase */
   /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
    * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
    * table subtree: the levels several threads share), are computed once
@@ -104,6 +105,7 @@ typedef struct lw_ntt_tuning {
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
+  int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;

@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -111,6 +111,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
+      {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -127,7 +128,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -288,6 +289,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     int64_t words = (int64_t)at + ((INT64_C(2) << lg) << (k->cols ? 0 : k->log_c));
     if (words * ws > SMEM_LIMIT_BYTES) continue;
     k->tws = 1;
+    k->early = !k->staged_load && pick(t.early, 0) == 1;
     k->tws_log = lg;
     k->tws_word = at;
     k->smem_words = (uint32_t)words;
@@ -367,6 +369,11 @@ typedef struct ne {
   LLVMTypeRef epi_ty[LW_NTT_MAX_EPI][3];
   LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
   LLVMValueRef epi_out[LW_NTT_MAX_EPI];
+  /* k->early on the GPU: the first pass's words, loaded before the shared
+   * twiddle phase (the host runs phases as loops over threads: it loads
+   * them in the pass) */
+  int preloaded;
+  LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -1049,6 +1056,15 @@ static LLVMValueRef pass_positions(ne *E, int j, const place *p, passmap *pm, LL
   return ku;
 }
 
+static void preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  passmap pm;
+  LLVMValueRef kpos[1 << LW_NTT_MAX_LOG_E];
+  place p = thread_place(E, tid, blk);
+  rowc r = row_consts(E, p.batch_row);
+  LLVMValueRef ku = pass_positions(E, 0, &p, &pm, kpos);
+  load_direct(E, &p, &r, kpos, ku, pm.kconst, E->pre_x);
+}
+
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
@@ -1062,7 +1078,9 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
 
   int direct_load = j == 0 && !k->staged_load;
   int direct_store = j == k->npass - 1 && !k->staged_store;
-  if (direct_load) {
+  if (direct_load && E->preloaded) {
+    for (int i = 0; i < nr; i++) x[i] = E->pre_x[i];
+  } else if (direct_load) {
     load_direct(E, &p, &r, kpos, ku, pm.kconst, x);
   } else {
     for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx_k(E, &p, ku, pm.kconst[i]), walign(E), "x");
@@ -1333,11 +1351,17 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
+  E->preloaded = 0;
+  if (k->early) {
+    preload_pass0(E, tid, blk);
+    E->preloaded = 1;
+  }
   for (int ph = 0; ph < num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
   }
   LLVMBuildRetVoid(E->b);
+  E->preloaded = 0;
   /* launch bounds, before any pass runs (added later they are dropped) */
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
                            LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
