@@ -143,8 +143,8 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
  * built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6",
-                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6"},
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
+                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=3,t=7,tws=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2", [17] = "n1=7,c_col=3,t=7,tws=2"},
 };

@@ -182,7 +182,7 @@ START_TEST(test_tuned_grid) {
       "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
       "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3",
       "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2",
-      "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4", "one=12,tws=2,e=4"};
+      "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4,early=1", "one=12,tws=2,e=4"};
   int which = _i % 12;
   fhjit_radix radix = _i >= 12 ? FHJIT_R32 : FHJIT_R62;
   int logn = which < 2 || which == 8 || which == 11 ? 12 : 16;
