@@ -245,13 +245,15 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
                          "%%%s = %s: digit %lld is out of range; the key %%%s has %lld digits",
                          n->name, ir_op_name(n->op), (long long)n->attr[0], k->name,
                          (long long)k->type.digits);
-    if (n->attr[1] + a->type.rows > k->type.rows)
+    /* row_start (>= 0, the builder checks) may be anything up to
+     * INT64_MAX: compared and printed without a signed overflow */
+    if (n->attr[1] > k->type.rows - a->type.rows)
       return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                         "%%%s = %s: key rows %lld..%lld are out of range; the key %%%s has "
+                         "%%%s = %s: key rows %lld..%llu are out of range; the key %%%s has "
                          "%lld rows",
                          n->name, ir_op_name(n->op), (long long)n->attr[1],
-                         (long long)(n->attr[1] + a->type.rows - 1), k->name,
-                         (long long)k->type.rows);
+                         (unsigned long long)n->attr[1] + (unsigned long long)a->type.rows - 1u,
+                         k->name, (long long)k->type.rows);
     t.comps = 2;
     break;
   }
