@@ -114,9 +114,9 @@ typedef struct lw_ntt_tuning {
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*), minb_col,
- * minb_chunk, tws, epi) over *t. NULL or "" change
- * nothing. Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
+ * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
+ * minb_col, minb_chunk, tws, early, epi) over *t. NULL or "" change nothing.
+ * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 
 /* Chooses the schedule for one transform over [batch_rows, N] words. The
