@@ -1029,17 +1029,18 @@ static void emit_tws_fill(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
 
 /* The first pass's words straight from global memory (or the prologue),
  * with the kind's pre step. */
-static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef *kpos, LLVMValueRef ku,
-                        const uint32_t *kc, LLVMValueRef *x) {
+static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, const uint32_t *kc,
+                        LLVMValueRef *x) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
   mconst pre = {0};
   if (k->pre) pre = pre_const(E, r);
   for (int i = 0; i < (1 << k->log_e); i++) {
     if (E->pro_active) {
-      LLVMValueRef k64 = LLVMBuildZExt(b, kpos[i], E->i64, "");
+      LLVMValueRef k64 = LLVMBuildZExt(b, ku, E->i64, "");
       if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
-      x[i] = pro_value(E, p->batch_row, LLVMBuildNUWAdd(b, p->ibase, k64, ""));
+      LLVMValueRef i64 = add_const64(E, LLVMBuildNUWAdd(b, p->ibase, k64, ""), kc_words(E, kc[i]));
+      x[i] = pro_value(E, p->batch_row, i64);
     } else {
       x[i] = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "x");
     }
@@ -1047,22 +1048,19 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef *kpos
   }
 }
 
-/* A thread's local positions in pass j: kpos[r] for register r. */
-static LLVMValueRef pass_positions(ne *E, int j, const place *p, passmap *pm, LLVMValueRef *kpos) {
+/* The thread's own bits of its local positions in pass j (register r's
+ * position adds pm->kconst[r]). */
+static LLVMValueRef pass_positions(ne *E, int j, const place *p, passmap *pm) {
   make_passmap(E->K, j, pm);
-  LLVMValueRef ku = deposit_u(E, pm, p->u);
-  for (int i = 0; i < (1 << E->K->log_e); i++)
-    kpos[i] = pm->kconst[i] ? LLVMBuildOr(E->b, ku, c32(E, pm->kconst[i]), "") : ku;
-  return ku;
+  return deposit_u(E, pm, p->u);
 }
 
 static void preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   passmap pm;
-  LLVMValueRef kpos[1 << LW_NTT_MAX_LOG_E];
   place p = thread_place(E, tid, blk);
   rowc r = row_consts(E, p.batch_row);
-  LLVMValueRef ku = pass_positions(E, 0, &p, &pm, kpos);
-  load_direct(E, &p, &r, kpos, ku, pm.kconst, E->pre_x);
+  LLVMValueRef ku = pass_positions(E, 0, &p, &pm);
+  load_direct(E, &p, &r, ku, pm.kconst, E->pre_x);
 }
 
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
@@ -1073,15 +1071,15 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   passmap pm;
   place p = thread_place(E, tid, blk);
   rowc r = row_consts(E, p.batch_row);
-  LLVMValueRef x[1 << LW_NTT_MAX_LOG_E], kpos[1 << LW_NTT_MAX_LOG_E];
-  LLVMValueRef ku = pass_positions(E, j, &p, &pm, kpos);
+  LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
+  LLVMValueRef ku = pass_positions(E, j, &p, &pm);
 
   int direct_load = j == 0 && !k->staged_load;
   int direct_store = j == k->npass - 1 && !k->staged_store;
   if (direct_load && E->preloaded) {
     for (int i = 0; i < nr; i++) x[i] = E->pre_x[i];
   } else if (direct_load) {
-    load_direct(E, &p, &r, kpos, ku, pm.kconst, x);
+    load_direct(E, &p, &r, ku, pm.kconst, x);
   } else {
     for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx_k(E, &p, ku, pm.kconst[i]), walign(E), "x");
   }
