@@ -28,9 +28,17 @@ typedef struct lw_kernel {
   uint32_t grid[3];    /* launch grid */
   uint32_t block[3];   /* launch block */
   uint32_t shared_bytes; /* dynamic shared memory */
+  uint32_t flags;      /* LW_KERNEL_* */
   int32_t nargs;
   lw_arg args[LW_MAX_ARGS];
 } lw_kernel;
+
+/* Launched with programmatic stream serialization (sm_90 on): the kernel
+ * may start while the one before it in the program runs, reads only the
+ * program's immutable inputs (parameters, twiddles) until its
+ * griddepcontrol.wait, which returns once that kernel has completed and its
+ * writes are visible. */
+#define LW_KERNEL_PDL 1u
 
 /* A compiled GPU program: one PTX module, kernels launched in order on one
  * stream, and the scratch buffers they need (bytes each). */

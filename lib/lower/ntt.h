@@ -60,6 +60,11 @@ typedef struct lw_ntt_kplan {
   uint32_t smem_words;
   int minb;         /* > 0: minimum blocks per SM (launch bound) */
   int early;        /* GPU: the first pass's global loads issued before the tws phase */
+  /* GPU, sm_90 on (the caller clears it for older targets): kernel 0 lets
+   * kernel 1 launch early (griddepcontrol.launch_dependents), kernel 1
+   * reads parameters and twiddles, then waits for kernel 0
+   * (griddepcontrol.wait; LW_KERNEL_PDL) */
+  int pdl;
   /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
    * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
    * table subtree: the levels several threads share), are computed once
@@ -106,6 +111,7 @@ typedef struct lw_ntt_tuning {
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
+  int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;

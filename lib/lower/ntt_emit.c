@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -112,6 +112,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
+      {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -128,7 +129,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -273,6 +274,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
       p->k[0] = chunk, p->k[1] = col;
     }
     p->k[0].pre = 1;
+    p->k[0].pdl = p->k[1].pdl = pick(t.pdl, 1);
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
@@ -329,6 +331,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
     if (used < size && k->tws)
       used += (size_t)snprintf(buf + used, size - used, " tws");
+    if (used < size && k->pdl)
+      used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
   }
 }
 
@@ -1327,6 +1331,15 @@ static void kernel_types(ne *E, LLVMTypeRef *types) {
   for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
 }
 
+/* Programmatic dependent launch (sm_90): an instruction with memory
+ * effects, so that no data access moves across it. */
+static void grid_dep(ne *E, const char *text) {
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
+}
+
 static void build_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
   LLVMTypeRef types[LW_MAX_ARGS + 8];
@@ -1350,13 +1363,29 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
   E->preloaded = 0;
-  if (k->early) {
+  int first = k == &E->P->k[0];
+  /* Kernel 1 waits for kernel 0 (k->pdl) before touching kernel 0's only
+   * output, dst: at once, or after the shared-twiddle fill when that comes
+   * first. Everything else it reads (parameters, twiddles, epilogue
+   * inputs: noalias read-only, so LLVM may load them before the wait) was
+   * written before kernel 0 started, which was an ordinary launch. */
+  int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load;
+  if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
+  if (!first && k->pdl && !wait_after_tws) grid_dep(E, "griddepcontrol.wait;");
+  if (k->early && !wait_after_tws) {
     preload_pass0(E, tid, blk);
     E->preloaded = 1;
   }
   for (int ph = 0; ph < num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
+    if (ph == 0 && wait_after_tws) {
+      grid_dep(E, "griddepcontrol.wait;");
+      if (k->early) {
+        preload_pass0(E, tid, blk);
+        E->preloaded = 1;
+      }
+    }
   }
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;
@@ -1588,7 +1617,9 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   plan_prefix(p, prefix, sizeof prefix);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_ntt_build(ctx, p, NULL, LW_GPU, prefix, c, m);
+  lw_ntt_plan pt = *p;
+  if (!nv_target_has_pdl(t)) pt.k[0].pdl = pt.k[1].pdl = 0;
+  fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
   if (!st) st = nv_verify(ctx, m, prefix);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
     st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
@@ -1634,6 +1665,8 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
     k->block[0] = p->k[j].threads;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = 0; /* static shared memory only */
+    const nv_target *t = nv_find_target(ctx, arch);
+    k->flags = j > 0 && p->k[j].pdl && t && nv_target_has_pdl(t) ? LW_KERNEL_PDL : 0;
     k->nargs = 5;
     k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
     k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};

@@ -28,6 +28,9 @@ int nv_init(void);
 /* The target for `arch` (NULL: sm_90), or NULL after recording
  * FHJIT_ERR_TARGET with the list of supported targets on ctx. */
 const nv_target *nv_find_target(fhjit_context *ctx, const char *arch);
+/* 1 when the target has programmatic dependent launch (griddepcontrol:
+ * sm_90 on, PTX ISA 7.8). */
+int nv_target_has_pdl(const nv_target *t);
 /* NULL-terminated list of supported arch names (fhjit_targets). */
 const char *const *nv_target_names(void);
 

@@ -56,6 +56,10 @@ const nv_target *nv_find_target(fhjit_context *ctx, const char *arch) {
   return NULL;
 }
 
+int nv_target_has_pdl(const nv_target *t) {
+  return atoi(t->arch + 3) >= 90 && t->ptx_version >= 78;
+}
+
 static LLVMTargetMachineRef make_machine(fhjit_context *ctx, const char *triple,
                                          const char *cpu, const char *features,
                                          LLVMCodeGenOptLevel level) {

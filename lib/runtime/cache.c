@@ -17,7 +17,7 @@
 #include "runtime/runtime.h"
 
 #define RT_DISK_MAGIC "FHJITKC1"
-#define RT_DISK_FORMAT 1u
+#define RT_DISK_FORMAT 2u /* 2: kernel flags */
 #define RT_DISK_HEADER 48
 #define RT_DISK_MAX_FILE ((uint64_t)1 << 30)
 #define RT_DESC_MAGIC 0x4450574cu /* "LWPD" */
@@ -66,6 +66,7 @@ void rt_desc_write(ir_buf *out, const lw_program *p) {
     for (int i = 0; i < 3; i++) put32(out, kd->grid[i]);
     for (int i = 0; i < 3; i++) put32(out, kd->block[i]);
     put32(out, kd->shared_bytes);
+    put32(out, kd->flags);
     put32(out, (uint32_t)kd->nargs);
     for (int32_t a = 0; a < kd->nargs; a++) {
       put32(out, (uint32_t)kd->args[a].kind);
@@ -123,8 +124,9 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
     for (int i = 0; i < 3; i++) kd->grid[i] = get32(&r);
     for (int i = 0; i < 3; i++) kd->block[i] = get32(&r);
     kd->shared_bytes = get32(&r);
+    kd->flags = get32(&r);
     uint32_t na = get32(&r);
-    if (r.bad || na > LW_MAX_ARGS) return 0;
+    if (r.bad || na > LW_MAX_ARGS || (kd->flags & ~LW_KERNEL_PDL)) return 0;
     kd->nargs = (int32_t)na;
     for (uint32_t a = 0; a < na; a++) {
       uint32_t kind = get32(&r), index = get32(&r);

@@ -160,6 +160,27 @@ typedef CUresult (*PFN_cuModuleUnload)(CUmodule module);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *func, CUmodule module, const char *name);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction func, int attrib, int value);
 typedef CUresult (*PFN_cuFuncGetAttribute)(int *value, int attrib, CUfunction func);
+/* cuLaunchKernelEx's configuration (CUDA 12.0), with only the attribute
+ * fhjit sets: programmatic stream serialization (id 6, an int value). */
+typedef struct CUlaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+} CUlaunchAttribute;
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+
+typedef struct CUlaunchConfig {
+  unsigned int grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_bytes;
+  CUstream stream;
+  CUlaunchAttribute *attrs;
+  unsigned int nattrs;
+} CUlaunchConfig;
+
+typedef CUresult (*PFN_cuLaunchKernelEx)(const CUlaunchConfig *config, CUfunction f,
+                                         void **params, void **extra);
 typedef CUresult (*PFN_cuLaunchKernel)(CUfunction f, unsigned int gx, unsigned int gy,
                                        unsigned int gz, unsigned int bx, unsigned int by,
                                        unsigned int bz, unsigned int shared_bytes,

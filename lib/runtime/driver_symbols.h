@@ -37,6 +37,7 @@
   X(cuModuleGetFunction, cuModuleGetFunction)                \
   X(cuFuncSetAttribute, cuFuncSetAttribute)                  \
   X(cuFuncGetAttribute, cuFuncGetAttribute)                  \
-  X(cuLaunchKernel, cuLaunchKernel)
+  X(cuLaunchKernel, cuLaunchKernel)                          \
+  X(cuLaunchKernelEx, cuLaunchKernelEx)
 
 #endif

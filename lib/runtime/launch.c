@@ -304,10 +304,21 @@ checks:
       }
       ptrs[j] = &vals[j];
     }
-    r = d->cuLaunchKernel(k->funcs[i], kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0],
-                          kd->block[1], kd->block[2], kd->shared_bytes, stream, ptrs, NULL);
+    if (kd->flags & LW_KERNEL_PDL) {
+      /* the kernel waits for the one before it itself (griddepcontrol.wait) */
+      CUlaunchAttribute attr;
+      memset(&attr, 0, sizeof attr);
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmatic_stream_serialization_allowed = 1;
+      CUlaunchConfig cfg = {kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0], kd->block[1],
+                            kd->block[2], kd->shared_bytes, stream, &attr, 1};
+      r = d->cuLaunchKernelEx(&cfg, k->funcs[i], ptrs, NULL);
+    } else {
+      r = d->cuLaunchKernel(k->funcs[i], kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0],
+                            kd->block[1], kd->block[2], kd->shared_bytes, stream, ptrs, NULL);
+    }
     if (r != CUDA_SUCCESS)
-      return rt_cuda_error(ctx, d, r, "cuLaunchKernel", "%s: graph @%s: kernel %s (grid %u x %u x "
+      return rt_cuda_error(ctx, d, r, (kd->flags & LW_KERNEL_PDL) ? "cuLaunchKernelEx" : "cuLaunchKernel", "%s: graph @%s: kernel %s (grid %u x %u x "
                            "%u, block %u x %u x %u, %u bytes shared)", what,
                            g ? g->name : k->graph_name, kd->name, kd->grid[0], kd->grid[1],
                            kd->grid[2], kd->block[0], kd->block[1], kd->block[2],

@@ -669,6 +669,25 @@ static fhjit_graph *fma_graph(fhjit_radix radix, int64_t size) {
   return g;
 }
 
+/* A forward NTT (2^14: two kernels) and its square, fused into the
+ * second kernel's epilogue. */
+static fhjit_graph *ntt_graph(void) {
+  static const char text[] = "graph @ntt_sq radix(r62) {\n"
+                             "  %x = input pt<[], 4, 16384> coef std\n"
+                             "  %tw = input twiddles<4, 16384>\n"
+                             "  %f = ntt_fwd %x, %tw mode(std)\n"
+                             "  %s = mul %f, %f\n"
+                             "  output %f\n"
+                             "  output %s\n"
+                             "}\n";
+  fhjit_graph *g = fhjit_parse(ctx, text, sizeof text - 1, "ntt_sq.fh");
+  if (g && fhjit_bind(g) != FHJIT_OK) {
+    fhjit_graph_destroy(g);
+    g = NULL;
+  }
+  return g;
+}
+
 static void group_sizes(int max_log2) {
   group_begin();
   int64_t sizes[64];
@@ -759,17 +778,29 @@ static void group_streams(int max_log2) {
   group_end("streams");
 }
 
+static int on_fake; /* the fake libcuda (fake_exec.h) runs the launches */
+
 /* Launches recorded into a CUDA graph, replayed. */
 static void group_capture(void) {
   group_begin();
   CUstream s;
   CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  for (int variant = 0; variant < 3; variant++) {
-    fhjit_graph *g = fma_graph((fhjit_radix)(variant & 1), 1 << 18);
+  /* the fake runs a launch through fhjit_run_host of the whole graph, which
+   * a program of several kernels cannot be */
+  for (int variant = 0; variant < (on_fake ? 3 : 4); variant++) {
+    /* variant 3: an NTT of two kernels, the second launched as a
+     * programmatic dependent of the first (sm_90), with an epilogue */
+    fhjit_graph *g = variant < 3 ? fma_graph((fhjit_radix)(variant & 1), 1 << 18) : ntt_graph();
     uint64_t moduli[64];
-    pick_moduli(fhjit_graph_radix(g), graph_rows(g), moduli, 0);
+    if (variant < 3) pick_moduli(fhjit_graph_radix(g), graph_rows(g), moduli, 0);
+    else if (fhjit_find_primes(ctx, 60, UINT64_C(1) << 18, graph_rows(g), moduli) != FHJIT_OK)
+      check(0, "capture: %s", fhjit_last_error(ctx));
     gcase c;
-    const char *names[] = {"kernel handle", "fhjit_cuda_launch", "no pointer checks"};
+    const char *names[] = {"kernel handle", "fhjit_cuda_launch", "no pointer checks", "NTT"};
+    if (!g) {
+      check(0, "capture: graph %d: %s", variant, fhjit_last_error(ctx));
+      continue;
+    }
     if (!case_init(&c, g, moduli, NULL, names[variant])) goto next;
     c.kernel = fhjit_cuda_compile(g, NULL, NULL); /* compiled before the capture */
     if (!c.kernel) {
@@ -958,7 +989,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   if (!load_driver()) return 1;
-  if (fx_install(ctx, NULL)) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
+  if ((on_fake = fx_install(ctx, NULL))) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
   printf("fhjit %s GPU tests: sizes up to 2^%d, %d random graphs, seed %llu\n", fhjit_version(),
          max_log2, nrandom, (unsigned long long)rng_state);
   /* the disk cache of the user is left alone: this run's own */

@@ -7,6 +7,7 @@
  * module builds, verifies and yields PTX with shared memory, bar.sync and
  * mul.hi. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +338,71 @@ START_TEST(test_ptx) {
 }
 END_TEST
 
+/* Programmatic dependent launch (sm_90): the first kernel of a two-kernel
+ * plan lets the second launch early, and the second reads nothing but
+ * parameters and twiddles (ld.global.nc) and writes nothing but shared
+ * memory before its griddepcontrol.wait; the launch description says so.
+ * Older targets and pdl=0 get neither the instructions nor the flag. */
+START_TEST(test_pdl) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  ir_ntt_kind kind = _i & 2 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT;
+  static const char *const tunings[] = {"", "tws=2", "tws=2,early=1", "tws=0", "n1=8,e=3"};
+  fhjit_context *ctx = fhjit_context_create();
+  for (int logn = 11; logn <= 17; logn += 3)
+    for (size_t ti = 0; ti < sizeof tunings / sizeof tunings[0]; ti++)
+      for (int arch = 0; arch < 3; arch++) { /* sm_90, sm_80, sm_90 with pdl=0 */
+        lw_ntt_tuning t;
+        lw_ntt_tuning_default(&t);
+        ck_assert_int_eq(lw_ntt_tuning_parse(ctx, tunings[ti], &t), FHJIT_OK);
+        if (arch == 2) ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "pdl=0", &t), FHJIT_OK);
+        t.one = 10; /* two kernels from 2^11 on */
+        lw_ntt_plan p;
+        ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, 4, 8, &t, &p), FHJIT_OK);
+        ck_assert_int_eq(p.nkernels, 2);
+        lw_program prog;
+        fhjit_status st = lw_ntt_compile_ptx(ctx, &p, arch == 1 ? "sm_80" : "sm_90", &prog);
+        ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+        int on = arch == 0;
+        char entry[96];
+        snprintf(entry, sizeof entry, ".entry %s(", prog.kernels[1].name);
+        const char *k1 = strstr(prog.ptx, entry);
+        ck_assert_ptr_nonnull(k1);
+        const char *trigger = strstr(prog.ptx, "griddepcontrol.launch_dependents");
+        const char *wait = strstr(prog.ptx, "griddepcontrol.wait");
+        ck_assert_uint_eq(prog.kernels[0].flags, 0);
+        ck_assert_uint_eq(prog.kernels[1].flags, on ? LW_KERNEL_PDL : 0);
+        if (!on) {
+          ck_assert_ptr_null(trigger);
+          ck_assert_ptr_null(wait);
+          lw_program_free(&prog);
+          continue;
+        }
+        ck_assert_msg(trigger && trigger < k1, "2^%d %s: kernel 0 does not trigger", logn, tunings[ti]);
+        ck_assert_ptr_null(strstr(trigger + 1, "griddepcontrol.launch_dependents"));
+        ck_assert_msg(wait && wait > k1, "2^%d %s: kernel 1 does not wait", logn, tunings[ti]);
+        ck_assert_ptr_null(strstr(wait + 1, "griddepcontrol.wait"));
+        /* before the wait: loads of parameters and twiddles only, no global stores */
+        for (const char *q = k1; (q = strstr(q, "ld.global")) && q < wait; q++)
+          ck_assert_msg(!strncmp(q, "ld.global.nc", 12), "2^%d %s: a coherent load before the wait",
+                        logn, tunings[ti]);
+        const char *stg = strstr(k1, "st.global");
+        ck_assert_ptr_nonnull(stg);
+        ck_assert(wait < stg);
+        lw_program_free(&prog);
+      }
+  /* one kernel: nothing to wait for */
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, 10, 4, 4096, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 1);
+  lw_program prog;
+  ck_assert_int_eq(lw_ntt_compile_ptx(ctx, &p, "sm_90", &prog), FHJIT_OK);
+  ck_assert_ptr_null(strstr(prog.ptx, "griddepcontrol"));
+  ck_assert_uint_eq(prog.kernels[0].flags, 0);
+  lw_program_free(&prog);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------ the GPU's r62 product */
 
 /* A PTX interpreter for the instructions lw_ntt_redc62_ptx uses (32-bit
@@ -508,6 +574,7 @@ int main(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
+  tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
   tcase_add_loop_test(tc, test_ptx, 0, 4);

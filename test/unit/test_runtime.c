@@ -1173,6 +1173,55 @@ START_TEST(real_lowering) {
 }
 END_TEST
 
+/* A two-kernel NTT on sm_90: the second kernel goes through
+ * cuLaunchKernelEx with programmatic stream serialization (it waits for the
+ * first itself); for sm_80 both are plain launches; a failing
+ * cuLaunchKernelEx is reported under its own name. */
+START_TEST(ntt_dependent_launch) {
+  use_fake();
+  rt_lower = lw_compile_ptx;
+  static const char text[] = "graph @nt radix(r32) {\n"
+                             "  %x = input pt<[], 2, 16384> coef mont\n"
+                             "  %tw = input twiddles<2, 16384>\n"
+                             "  %f = ntt_fwd %x, %tw mode(mont)\n"
+                             "  output %f\n"
+                             "}\n";
+  for (int arch = 0; arch < 2; arch++) {
+    fhjit_context *c = fhjit_context_create();
+    fhjit_graph *g = fhjit_parse(c, text, sizeof text - 1, "nt.fh");
+    ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fhjit_cuda_options o = {.target = arch ? "sm_80" : "sm_90"};
+    fhjit_cuda_compile_info info;
+    fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
+    ck_assert_int_eq(info.nkernels, 2);
+    size_t ib, tb, rb;
+    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+    fhjit_cuda_ptr params = alloc_ok(c, 8 * 2 * 4), ins[2] = {alloc_ok(c, ib), alloc_ok(c, tb)},
+                   outs[1] = {alloc_ok(c, rb)};
+    fhjit_cuda_args args = {.params = params, .pstride = 2, .inputs = ins, .ninputs = 2,
+                            .results = outs, .nresults = 1};
+    int before = fake_calls("cuLaunchKernelEx");
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fake_launch l0, l1;
+    ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+    ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+    ck_assert_int_eq(l0.pdl, 0);
+    ck_assert_int_eq(l1.pdl, arch ? 0 : 1);
+    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, arch ? 0 : 1);
+    if (!arch) {
+      setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx=1", 1);
+      ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
+      unsetenv("FAKE_CUDA_FAIL");
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "fhjit_ntt0_n14_k1"), "%s", fhjit_last_error(c));
+    }
+    fhjit_context_destroy(c);
+  }
+}
+END_TEST
+
 START_TEST(nothing_to_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
@@ -1285,6 +1334,7 @@ START_TEST(description_roundtrip) {
     snprintf(p.kernels[k].name, sizeof p.kernels[k].name, "kernel_%d_with_a_long_name", k);
     for (int d = 0; d < 3; d++) p.kernels[k].grid[d] = (uint32_t)(k + d + 1), p.kernels[k].block[d] = (uint32_t)(32 >> d);
     p.kernels[k].shared_bytes = 1000u * (uint32_t)k;
+    p.kernels[k].flags = k == 1 ? LW_KERNEL_PDL : 0;
     p.kernels[k].nargs = 4 + k;
     for (int a = 0; a < p.kernels[k].nargs; a++)
       p.kernels[k].args[a] = (lw_arg){(lw_arg_kind)(a % 5), a / 5};
@@ -1306,8 +1356,12 @@ START_TEST(description_roundtrip) {
   char *longer = malloc(b.len + 4);
   memcpy(longer, b.data, b.len);
   ck_assert(!rt_desc_read(longer, b.len + 4, &q));
-  uint32_t bad_kind = 9;
-  memcpy(longer + 12 + 64 + 4 * 7 + 4, &bad_kind, 4); /* kernel 0, argument 0's kind */
+  uint32_t bad_kind = 9, bad_flags = 2;
+  memcpy(longer + 12 + 64 + 4 * 8 + 4, &bad_kind, 4); /* kernel 0, argument 0's kind */
+  ck_assert(!rt_desc_read(longer, b.len, &q));
+  memcpy(longer, b.data, b.len);
+  ck_assert(rt_desc_read(longer, b.len, &q));
+  memcpy(longer + 12 + 64 + 4 * 7, &bad_flags, 4); /* kernel 0's flags: unknown bit */
   ck_assert(!rt_desc_read(longer, b.len, &q));
   free(longer);
   /* every single-bit change of a buffer changes the checksum */
@@ -1346,6 +1400,7 @@ END_TEST
 long cudah_value(const char *name, int *found);
 const char *cudah_symbol(const char *plain);
 uintptr_t cudah_stream_legacy(void);
+void cudah_launch_layout(size_t out[8]);
 
 /* fhjit's declarations agree with the CUDA toolkit's cuda.h. */
 START_TEST(agrees_with_cuda_h) {
@@ -1361,6 +1416,18 @@ START_TEST(agrees_with_cuda_h) {
   RT_DRIVER_SYMBOLS(CHECK_SYMBOL)
 #undef CHECK_SYMBOL
   ck_assert(cudah_stream_legacy() == (uintptr_t)FHJIT_CU_STREAM_LEGACY);
+  size_t theirs[8], ours[8] = {sizeof(CUlaunchAttribute),
+                               offsetof(CUlaunchAttribute, value),
+                               offsetof(CUlaunchAttribute, value.programmatic_stream_serialization_allowed),
+                               sizeof(CUlaunchConfig),
+                               offsetof(CUlaunchConfig, shared_bytes),
+                               offsetof(CUlaunchConfig, stream),
+                               offsetof(CUlaunchConfig, attrs),
+                               offsetof(CUlaunchConfig, nattrs)};
+  cudah_launch_layout(theirs);
+  for (int i = 0; i < 8; i++)
+    ck_assert_msg(theirs[i] == ours[i], "launch structure figure %d: cuda.h %zu, fhjit %zu", i,
+                  theirs[i], ours[i]);
 }
 END_TEST
 #endif
@@ -1392,6 +1459,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, threads);
   tcase_add_test(tc, real_lowering);
   tcase_add_test(tc, nothing_to_launch);
+  tcase_add_test(tc, ntt_dependent_launch);
   tcase_add_test(tc, memory_helpers);
   tcase_add_test(tc, buffer_sizes);
   tcase_add_test(tc, description_roundtrip);

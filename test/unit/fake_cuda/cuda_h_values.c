@@ -3,6 +3,7 @@
  * declarations with CUDA's: enum values, and the versioned symbol that
  * cuda.h maps each plain function name to. */
 #include <cuda.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -33,3 +34,17 @@ const char *cudah_symbol(const char *plain) {
 }
 
 uintptr_t cudah_stream_legacy(void) { return (uintptr_t)CU_STREAM_LEGACY; }
+
+/* Sizes and offsets of cuLaunchKernelEx's structures, in the order
+ * test_runtime lists fhjit's own. */
+void cudah_launch_layout(size_t out[8]);
+void cudah_launch_layout(size_t out[8]) {
+  out[0] = sizeof(CUlaunchAttribute);
+  out[1] = offsetof(CUlaunchAttribute, value);
+  out[2] = offsetof(CUlaunchAttribute, value.programmaticStreamSerializationAllowed);
+  out[3] = sizeof(CUlaunchConfig);
+  out[4] = offsetof(CUlaunchConfig, sharedMemBytes);
+  out[5] = offsetof(CUlaunchConfig, hStream);
+  out[6] = offsetof(CUlaunchConfig, attrs);
+  out[7] = offsetof(CUlaunchConfig, numAttrs);
+}

@@ -626,10 +626,9 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                               unsigned by, unsigned bz, unsigned shared, CUstream stream,
-                               void **params, void **extra) {
-  ENTER(CUDA_ERROR_LAUNCH_FAILED);
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params,
+                       void **extra, int pdl) {
   if (!f || !f->mod->alive || extra) return CUDA_ERROR_INVALID_HANDLE;
   if (!current || f->mod->ctx != current) return CUDA_ERROR_INVALID_CONTEXT;
   if (stream && stream != FHJIT_CU_STREAM_LEGACY && stream != FHJIT_CU_STREAM_PER_THREAD &&
@@ -655,6 +654,7 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
     }
   }
   l.tag = executor_tag;
+  l.pdl = pdl;
   if (stream && stream != FHJIT_CU_STREAM_LEGACY && stream != FHJIT_CU_STREAM_PER_THREAD &&
       stream->capture) {
     if (stream->capture->n == 64) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -667,6 +667,28 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
   pthread_mutex_unlock(&lock);
   if (executor) executor(&l);
   return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                               unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                               void **params, void **extra) {
+  ENTER(CUDA_ERROR_LAUNCH_FAILED);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra, 0);
+}
+
+/* Only the attribute fhjit sets is known; launches run in order anyway. */
+EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
+                                 void **extra) {
+  ENTER(CUDA_ERROR_LAUNCH_FAILED);
+  if (!c || (c->nattrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  int pdl = 0;
+  for (unsigned i = 0; i < c->nattrs; i++) {
+    if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      return CUDA_ERROR_INVALID_VALUE;
+    pdl = c->attrs[i].value.programmatic_stream_serialization_allowed != 0;
+  }
+  return launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
+                c->shared_bytes, c->stream, params, extra, pdl);
 }
 
 /* ------------------------------------------------- capture, events, misc */
