@@ -182,6 +182,26 @@ static fhjit_graph *case_graph(const ncase *k) {
   return g;
 }
 
+/* One launch on input set 0 into a poisoned output, compared with the
+ * interpreter's result. */
+static void check_launch(ncase *k, fhjit_cuda_kernel *kern, fhjit_cuda_args *a, const char *when,
+                         int *mismatch) {
+  memset(k->h_out, 0xA5, k->bytes);
+  if (fhjit_cuda_upload(ctx, k->outs[0], k->h_out, k->bytes)) die("upload");
+  fhjit_cuda_ptr in2[2] = {k->ins[0], k->d_tw};
+  a->inputs = in2;
+  a->results = &k->outs[0];
+  if (fhjit_cuda_launch_kernel(kern, a)) die("launch");
+  if (fhjit_cuda_download(ctx, k->h_out, k->outs[0], k->bytes)) die("download");
+  if (memcmp(k->h_out, k->h_ref, k->bytes) != 0) {
+    size_t i = 0, n = (size_t)1 << k->c.log_n;
+    while (i < k->words && !memcmp((char *)k->h_out + i * k->ws, (char *)k->h_ref + i * k->ws, k->ws)) i++;
+    printf("MISMATCH %s N=2^%d rows=%d %s%s: first at row %zu index %zu\n", rname(k->c.radix),
+           k->c.log_n, k->c.rows, k->forward ? "fwd" : "inv", when, i / n, i % n);
+    *mismatch = 1;
+  }
+}
+
 /* Compiles the transform under the current FHJIT_NTT_PLAN, checks its first
  * launch against the interpreter and times it: the median microseconds per
  * transform, or -1 when the plan is refused (the message is printed). */
@@ -215,20 +235,7 @@ static double case_run(ncase *k, int reps, int *mismatch, int *nkernels) {
   /* correctness: the first launch against the interpreter (output poisoned
    * first, so a kernel that writes nothing cannot pass on an earlier plan's
    * result) */
-  memset(k->h_out, 0xA5, k->bytes);
-  if (fhjit_cuda_upload(ctx, k->outs[0], k->h_out, k->bytes)) die("upload");
-  fhjit_cuda_ptr in2[2] = {k->ins[0], k->d_tw};
-  a.inputs = in2;
-  a.results = &k->outs[0];
-  if (fhjit_cuda_launch_kernel(kern, &a)) die("launch");
-  if (fhjit_cuda_download(ctx, k->h_out, k->outs[0], k->bytes)) die("download");
-  if (memcmp(k->h_out, k->h_ref, k->bytes) != 0) {
-    size_t i = 0, n = (size_t)1 << k->c.log_n;
-    while (i < k->words && !memcmp((char *)k->h_out + i * k->ws, (char *)k->h_ref + i * k->ws, k->ws)) i++;
-    printf("MISMATCH %s N=2^%d rows=%d %s: first at row %zu index %zu\n", rname(k->c.radix),
-           k->c.log_n, k->c.rows, k->forward ? "fwd" : "inv", i / n, i % n);
-    *mismatch = 1;
-  }
+  check_launch(k, kern, &a, "", mismatch);
 
   /* timing */
   CUevent e0, e1;
@@ -259,6 +266,14 @@ static double case_run(ncase *k, int reps, int *mismatch, int *nkernels) {
     CU_OK(cu.cuEventElapsedTime(&ms, e0, e1));
     samples[r] = ms * 1000.0 / per;
   }
+  /* and after the timed launches, which reused the kernel's per-row
+   * completion counters hundreds of times: once more so, then once with
+   * the caller's scratch (none: own = 0, the grid-wide wait) */
+  check_launch(k, kern, &a, " after the timed launches", mismatch);
+  fhjit_cuda_ptr no_scratch[1] = {0};
+  a.scratch = no_scratch;
+  check_launch(k, kern, &a, " with the caller's scratch", mismatch);
+  a.scratch = NULL;
   qsort(samples, (size_t)reps, sizeof *samples, bu_cmp_double);
   CU_OK(cu.cuEventDestroy(e0));
   CU_OK(cu.cuEventDestroy(e1));
@@ -622,6 +637,25 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
   int reps = quick ? 3 : 11;
   double tf_us = fake ? 0 : time_batches(ks_fused, &run, reps);
   double tp_us = fake ? 1 : time_batches(ks_parts, &run, reps);
+  /* both again after the timed launches (the fused program's NTTs reused
+   * their per-row completion counters every time) */
+  if (!fake) {
+    memset(h_out, 0xA5, 2 * poly);
+    if (fhjit_cuda_upload(ctx, d_out, h_out, 2 * poly) || fhjit_cuda_upload(ctx, d_out2, h_out, 2 * poly))
+      die("upload");
+    ks_fused(&run);
+    ks_parts(&run);
+    if (fhjit_cuda_download(ctx, h_out, d_out, 2 * poly)) die("download");
+    int late = memcmp(h_out, h_ref, 2 * poly) != 0;
+    if (fhjit_cuda_download(ctx, h_out, d_out2, 2 * poly)) die("download");
+    int late2 = memcmp(h_out, h_ref, 2 * poly) != 0;
+    if (late || late2) {
+      printf("MISMATCH key switch %s after the timed launches:%s%s\n", rname(radix),
+             late ? " fused" : "", late2 ? " separate" : "");
+      (*failures)++;
+      bad |= late, bad2 |= late2;
+    }
+  }
   printf("%-4s key switch N=2^16 rows=%d (2 fwd NTT, digit products + add_lazy, inverse NTT, + ct):\n"
          "       fused %8.2f us (%d kernels, %lld scratch bytes) | separate %8.2f us (%d kernels, "
          "5 graphs) | %.2fx%s\n",

@@ -660,6 +660,7 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
         k->block[1] = k->block[2] = 1;
         k->flags = j > 0 && sp->plan.k[j].pdl ? LW_KERNEL_PDL : 0;
         step_args(p, s, &sp->plan, j, k);
+        if (sp->plan.k[j].pdl == 2) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
       }
       continue;
     }

@@ -12,7 +12,10 @@ typedef enum lw_arg_kind {
   LW_ARG_PSTRIDE,    /* i64: its row stride in words */
   LW_ARG_INPUT,      /* pointer: base of input #index */
   LW_ARG_RESULT,     /* pointer: dense buffer of result #index */
-  LW_ARG_SCRATCH     /* pointer: scratch buffer #index (multi-kernel plans) */
+  LW_ARG_SCRATCH,    /* pointer: scratch buffer #index (multi-kernel plans) */
+  LW_ARG_OWN         /* i64: 1 when the launch uses the kernel's own buffers (a->scratch
+                      * NULL, so launches of the kernel do not overlap in time), else 0:
+                      * NTT kernels then may use the completion counters of their module */
 } lw_arg_kind;
 
 #define LW_MAX_ARGS 64

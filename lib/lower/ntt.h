@@ -31,6 +31,9 @@
 #include "lower/lw_llvm.h"
 
 #define LW_NTT_MAX_PASSES 8
+/* The most batch-rows that get per-row completion counters (4 bytes each,
+ * two arrays per NTT in its module). */
+#define LW_NTT_ROWSYNC_MAX_ROWS 65536
 /* Words per thread: at most 2^LW_NTT_MAX_LOG_E. */
 #define LW_NTT_MAX_LOG_E 5
 
@@ -62,8 +65,10 @@ typedef struct lw_ntt_kplan {
   int early;        /* GPU: the first pass's global loads issued before the tws phase */
   /* GPU, sm_90 on (the caller clears it for older targets): kernel 0 lets
    * kernel 1 launch early (griddepcontrol.launch_dependents), kernel 1
-   * reads parameters and twiddles, then waits for kernel 0
-   * (griddepcontrol.wait; LW_KERNEL_PDL) */
+   * reads parameters and twiddles, then waits for kernel 0 (LW_KERNEL_PDL).
+   * 1: griddepcontrol.wait; 2: both kernels take a last argument
+   * (LW_ARG_OWN): 1 selects per-row completion counters in the module
+   * (ntt_emit.c, row_wait), 0 the grid-wide wait */
   int pdl;
   /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
    * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
@@ -112,6 +117,7 @@ typedef struct lw_ntt_tuning {
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
+  int rowsync;   /* with pdl: 1 (default) for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;

@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = t->rowsync = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -113,6 +113,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
+      {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -129,7 +130,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, rowsync, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -274,7 +275,9 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
       p->k[0] = chunk, p->k[1] = col;
     }
     p->k[0].pre = 1;
-    p->k[0].pdl = p->k[1].pdl = pick(t.pdl, 1);
+    int pdl = pick(t.pdl, 1);
+    if (pdl && pick(t.rowsync, 1) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
+    p->k[0].pdl = p->k[1].pdl = pdl;
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
@@ -376,6 +379,8 @@ typedef struct ne {
   /* k->early on the GPU: the first pass's words, loaded before the shared
    * twiddle phase (the host runs phases as loops over threads: it loads
    * them in the pass) */
+  const char *prefix; /* of the kernel names: the completion counters' */
+  LLVMValueRef own;   /* pdl 2: the LW_ARG_OWN argument */
   int preloaded;
   LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
 } ne;
@@ -1270,13 +1275,13 @@ static void emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk) {
 /* ------------------------------------------------------------ functions */
 
 /* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...,
- * per epilogue target: its inputs..., its output). */
+ * per epilogue target: its inputs..., its output, [GPU, pdl 2: i64 own]). */
 static int num_pro_args(const ne *E) { return E->pro_active ? (int)E->pro->sub->ninputs : 0; }
 
 static int num_kernel_args(const ne *E) {
   int n = 5 + num_pro_args(E);
   for (int t = 0; E->epi_active && t < E->pro->nepi; t++) n += (int)E->pro->epi[t].sub->ninputs + 1;
-  return n;
+  return n + (E->target == LW_GPU && E->K->pdl == 2);
 }
 
 static void kernel_params(ne *E, LLVMValueRef fn) {
@@ -1324,11 +1329,17 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
     param_attr(E, fn, (unsigned)j, "writeonly");
     j++;
   }
+  E->own = NULL;
+  if (E->K->pdl == 2) {
+    E->own = LLVMGetParam(fn, (unsigned)j);
+    LLVMSetValueName2(E->own, "own", 3);
+  }
 }
 
 static void kernel_types(ne *E, LLVMTypeRef *types) {
   int n = num_kernel_args(E);
   for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
+  if (E->target == LW_GPU && E->K->pdl == 2) types[n - 1] = E->i64;
 }
 
 /* Programmatic dependent launch (sm_90): an instruction with memory
@@ -1338,6 +1349,148 @@ static void grid_dep(ne *E, const char *text) {
   LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
+}
+
+/* Per-row completion counters (k->pdl 2, launches with own = 1): kernel 0's
+ * blocks of batch-row r count themselves in <prefix>.rowdone[r] when their
+ * stores are done (release); kernel 1's blocks of row r start on it once
+ * the count is complete (acquire), instead of waiting for all of kernel 0:
+ * kernel 1 then fills the SM slots of kernel 0's last wave. Kernel 0 writes
+ * nothing but dst, whose rows the blocks of one row own, so no other
+ * ordering is needed. The last of row r's kernel-1 blocks (counted in
+ * <prefix>.rowused[r]) sets both back to zero, the state the module was
+ * loaded with, for the next launch: hence one launch at a time per loaded
+ * kernel (launches with own = 0, the caller's scratch, use the grid-wide
+ * griddepcontrol.wait instead). A count that never completes (launches of
+ * one kernel overlapping against the contract) ends in a trap after 30 s
+ * rather than a hang. */
+static LLVMValueRef row_counter(ne *E, const char *which) {
+  char nm[96];
+  snprintf(nm, sizeof nm, "%s.%s", E->prefix, which);
+  LLVMValueRef g = LLVMGetNamedGlobal(E->m, nm);
+  if (!g) {
+    LLVMTypeRef arr = LLVMArrayType2(E->i32, (uint64_t)E->P->batch_rows);
+    g = LLVMAddGlobalInAddressSpace(E->m, arr, nm, 1);
+    LLVMSetInitializer(g, LLVMConstNull(arr));
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetAlignment(g, 4);
+  }
+  return g;
+}
+
+/* The batch-row of a block (every block lies in one row). */
+static LLVMValueRef block_row(ne *E, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  if (k->cols) return LLVMBuildLShr(E->b, blk, c64(E, (uint64_t)(k->log_subs - k->log_c)), "brow");
+  return LLVMBuildLShr(E->b, LLVMBuildShl(E->b, blk, c64(E, (uint64_t)k->log_c), ""),
+                       c64(E, (uint64_t)k->log_subs), "brow");
+}
+
+static LLVMValueRef row_counter_addr(ne *E, const char *which, LLVMValueRef row) {
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, E->i32, row_counter(E, which), &row, 1, "");
+  return LLVMBuildPtrToInt(E->b, p, E->i64, "");
+}
+
+static LLVMValueRef asm_call(ne *E, LLVMTypeRef ret, const char *text, const char *cons,
+                             LLVMValueRef *args, unsigned n) {
+  LLVMTypeRef at[4];
+  for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(E->b, fty, fn, args, n, "");
+}
+
+/* Branches on cond: returns the join block, the builder in the then-block. */
+static LLVMBasicBlockRef begin_if(ne *E, LLVMValueRef cond, const char *name) {
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
+  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, E->fn, "join");
+  LLVMBuildCondBr(E->b, cond, body, join);
+  LLVMPositionBuilderAtEnd(E->b, body);
+  return join;
+}
+
+static void end_if(ne *E, LLVMBasicBlockRef join) {
+  LLVMBuildBr(E->b, join);
+  LLVMPositionBuilderAtEnd(E->b, join);
+}
+
+static LLVMValueRef owned(ne *E) {
+  return LLVMBuildICmp(E->b, LLVMIntNE, E->own, c64(E, 0), "owned");
+}
+
+static LLVMValueRef is_tid0(ne *E, LLVMValueRef tid) {
+  return LLVMBuildICmp(E->b, LLVMIntEQ, tid, c32(E, 0), "");
+}
+
+/* Kernel 0, after its last store: the block counts itself done. */
+static void row_signal(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  LLVMBasicBlockRef j1 = begin_if(E, owned(E), "signal");
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  LLVMBasicBlockRef j2 = begin_if(E, is_tid0(E, tid), "signal.t0");
+  LLVMValueRef a[1] = {row_counter_addr(E, "rowdone", block_row(E, blk))};
+  asm_call(E, E->voidt, "red.release.gpu.global.add.u32 [$0], 1;", "l,~{memory}", a, 1);
+  end_if(E, j2);
+  end_if(E, j1);
+}
+
+/* Kernel 1, before its first access to dst: own = 1, thread 0 waits for the
+ * row's count (relaxed polling, then an acquire fence: an acquire load
+ * would invalidate the SM's L1 at every poll) and the block follows it
+ * through the barrier; own = 0, every thread waits for kernel 0's grid. */
+static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_plan *P = E->P;
+  uint64_t need = (uint64_t)(P->k[0].blocks / P->batch_rows);
+  uint64_t users = (uint64_t)(P->k[1].blocks / P->batch_rows);
+  LLVMBasicBlockRef grid = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.grid");
+  LLVMBasicBlockRef rows = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.row");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.done");
+  LLVMBuildCondBr(E->b, owned(E), rows, grid);
+  LLVMPositionBuilderAtEnd(E->b, grid);
+  grid_dep(E, "griddepcontrol.wait;");
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, rows);
+  LLVMBasicBlockRef j0 = begin_if(E, is_tid0(E, tid), "wait.t0");
+  LLVMValueRef row = block_row(E, blk);
+  LLVMValueRef da = row_counter_addr(E, "rowdone", row), ua = row_counter_addr(E, "rowused", row);
+  LLVMValueRef t0 = asm_call(E, E->i64, "mov.u64 $0, %globaltimer;", "=l,~{memory}", NULL, 0);
+  LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin");
+  LLVMBasicBlockRef late = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin.late");
+  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin.done");
+  LLVMBuildBr(E->b, spin);
+  LLVMPositionBuilderAtEnd(E->b, spin);
+  LLVMValueRef a[1] = {da};
+  LLVMValueRef v = asm_call(E, E->i32, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", a, 1);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntUGE, v, c32(E, need), ""), go, late);
+  LLVMPositionBuilderAtEnd(E->b, late);
+  LLVMValueRef now = asm_call(E, E->i64, "mov.u64 $0, %globaltimer;", "=l,~{memory}", NULL, 0);
+  LLVMValueRef over = LLVMBuildICmp(E->b, LLVMIntUGT, LLVMBuildSub(E->b, now, t0, ""),
+                                    c64(E, UINT64_C(30000000000)), "");
+  LLVMBasicBlockRef jt = begin_if(E, over, "spin.trap");
+  asm_call(E, E->voidt, "trap;", "~{memory}", NULL, 0);
+  end_if(E, jt);
+  LLVMBuildBr(E->b, spin);
+  /* the join block of the trap is where the loop goes on: move on from it */
+  LLVMPositionBuilderAtEnd(E->b, go);
+  asm_call(E, E->voidt, "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
+  LLVMValueRef b1[1] = {ua};
+  LLVMValueRef old = asm_call(E, E->i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;",
+                              "=r,l,~{memory}", b1, 1);
+  LLVMBasicBlockRef jr = begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, old, c32(E, users - 1), ""), "reset");
+  LLVMValueRef c2[2] = {da, ua};
+  asm_call(E, E->voidt, "st.relaxed.gpu.global.u32 [$0], 0;\n\tst.relaxed.gpu.global.u32 [$1], 0;",
+           "l,l,~{memory}", c2, 2);
+  end_if(E, jr);
+  end_if(E, j0);
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* Kernel 1's wait for kernel 0 (pdl 1: the grid; pdl 2: as the launch says). */
+static void wait_for_kernel0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  if (E->K->pdl == 2) row_wait(E, tid, blk);
+  else grid_dep(E, "griddepcontrol.wait;");
 }
 
 static void build_gpu_kernel(ne *E, const char *name) {
@@ -1371,7 +1524,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
    * written before kernel 0 started, which was an ordinary launch. */
   int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load;
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
-  if (!first && k->pdl && !wait_after_tws) grid_dep(E, "griddepcontrol.wait;");
+  if (!first && k->pdl && !wait_after_tws) wait_for_kernel0(E, tid, blk);
   if (k->early && !wait_after_tws) {
     preload_pass0(E, tid, blk);
     E->preloaded = 1;
@@ -1380,13 +1533,14 @@ static void build_gpu_kernel(ne *E, const char *name) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
     if (ph == 0 && wait_after_tws) {
-      grid_dep(E, "griddepcontrol.wait;");
+      wait_for_kernel0(E, tid, blk);
       if (k->early) {
         preload_pass0(E, tid, blk);
         E->preloaded = 1;
       }
     }
   }
+  if (first && k->pdl == 2) row_signal(E, tid, blk);
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;
   /* launch bounds, before any pass runs (added later they are dropped) */
@@ -1546,7 +1700,7 @@ static fhjit_status build_prologue(ne *E) {
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m) {
-  ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m, .pro = pro};
+  ne E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m, .pro = pro, .prefix = prefix};
   E.b = LLVMCreateBuilderInContext(c);
   E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
   E.W = LLVMIntTypeInContext(c, (unsigned)E.wbits);
@@ -1673,6 +1827,7 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
     k->args[2] = (lw_arg){LW_ARG_INPUT, 1};
     k->args[3] = j == 0 ? (lw_arg){LW_ARG_INPUT, 0} : (lw_arg){LW_ARG_RESULT, 0};
     k->args[4] = (lw_arg){LW_ARG_RESULT, 0};
+    if (p->k[j].pdl == 2 && t && nv_target_has_pdl(t)) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
   }
   return FHJIT_OK;
 }

@@ -130,7 +130,7 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
     kd->nargs = (int32_t)na;
     for (uint32_t a = 0; a < na; a++) {
       uint32_t kind = get32(&r), index = get32(&r);
-      if (kind > LW_ARG_SCRATCH || index > INT32_MAX) return 0;
+      if (kind > LW_ARG_OWN || index > INT32_MAX) return 0;
       kd->args[a].kind = (lw_arg_kind)kind;
       kd->args[a].index = (int32_t)index;
     }

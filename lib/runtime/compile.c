@@ -301,6 +301,7 @@ static const char *program_problem(const fhjit_cuda_kernel *k, const lw_program 
       case LW_ARG_INPUT: if (idx < 0 || idx >= k->ninputs) return "an input index out of range"; break;
       case LW_ARG_RESULT: if (idx < 0 || idx >= k->nresults) return "a result index out of range"; break;
       case LW_ARG_SCRATCH: if (idx < 0 || idx >= p->nscratch) return "a scratch index out of range"; break;
+      case LW_ARG_OWN: break;
       default: return "an unknown argument kind";
       }
     }

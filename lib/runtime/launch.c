@@ -301,6 +301,7 @@ checks:
       case LW_ARG_INPUT: vals[j] = a->inputs[x]; break;
       case LW_ARG_RESULT: vals[j] = a->results[x]; break;
       case LW_ARG_SCRATCH: vals[j] = a->scratch ? a->scratch[x] : k->scratch[x]; break;
+      case LW_ARG_OWN: vals[j] = a->scratch == NULL; break;
       }
       ptrs[j] = &vals[j];
     }

@@ -780,6 +780,76 @@ static void group_streams(int max_log2) {
 
 static int on_fake; /* the fake libcuda (fake_exec.h) runs the launches */
 
+/* One compiled NTT program (two kernels, the second waiting for the first
+ * per batch-row through the module's completion counters when the launch
+ * uses the kernel's own state): 20 launches in a row on one stream (the
+ * counters must be back at zero after each), then 4 streams at once, each
+ * launch with the caller's scratch (none: own = 0, the grid-wide wait, so
+ * the launches may overlap), every result checked. */
+static void group_ntt(void) {
+  group_begin();
+  enum { NS = 4 };
+  fhjit_graph *g = ntt_graph();
+  if (!g) {
+    check(0, "ntt: %s", fhjit_last_error(ctx));
+    group_end("ntt");
+    return;
+  }
+  uint64_t moduli[64];
+  if (fhjit_find_primes(ctx, 60, UINT64_C(1) << 18, graph_rows(g), moduli) != FHJIT_OK)
+    check(0, "ntt: %s", fhjit_last_error(ctx));
+  gcase c[NS];
+  int ready[NS];
+  for (int s = 0; s < NS; s++) {
+    char name[32];
+    snprintf(name, sizeof name, "ntt%d", s);
+    ready[s] = case_init(&c[s], g, moduli, NULL, name);
+    if (ready[s] && !(c[s].kernel = fhjit_cuda_compile(g, NULL, NULL))) {
+      check(0, "%s: %s", name, fhjit_last_error(ctx));
+      ready[s] = 0;
+    }
+  }
+  if (ready[0]) {
+    case_poison(&c[0]);
+    fhjit_cuda_args a;
+    case_args(&c[0], &a, NULL);
+    int ok = 1;
+    for (int rep = 0; rep < 20 && ok; rep++) ok = fhjit_cuda_launch_kernel(c[0].kernel, &a) == FHJIT_OK;
+    check(ok, "ntt: 20 launches: %s", ok ? "" : fhjit_last_error(ctx));
+    CU_OK(cu.cuCtxSynchronize());
+    check(case_verify(&c[0], "ntt x 20"), "ntt: 20 launches in a row, own state");
+  }
+  CUstream streams[NS];
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
+  fhjit_cuda_ptr none[1] = {0};
+  for (int s = 0; s < NS; s++) {
+    if (!ready[s]) continue;
+    case_poison(&c[s]);
+  }
+  CU_OK(cu.cuCtxSynchronize());
+  for (int s = 0; s < NS; s++) {
+    if (!ready[s]) continue;
+    fhjit_cuda_args a;
+    case_args(&c[s], &a, streams[s]);
+    a.scratch = none;
+    for (int rep = 0; rep < 5 && ready[s]; rep++)
+      if (fhjit_cuda_launch_kernel(c[s].kernel, &a) != FHJIT_OK) {
+        check(0, "ntt stream %d: %s", s, fhjit_last_error(ctx));
+        ready[s] = 0;
+      }
+  }
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamSynchronize(streams[s]));
+  for (int s = 0; s < NS; s++) {
+    char name[32];
+    snprintf(name, sizeof name, "ntt stream %d", s);
+    if (ready[s]) check(case_verify(&c[s], name), "%s: 5 launches overlapping 3 other streams, caller's scratch", name);
+    case_free(&c[s]);
+    CU_OK(cu.cuStreamDestroy(streams[s]));
+  }
+  fhjit_graph_destroy(g);
+  group_end("ntt");
+}
+
 /* Launches recorded into a CUDA graph, replayed. */
 static void group_capture(void) {
   group_begin();
@@ -1000,6 +1070,7 @@ int main(int argc, char **argv) {
   group_sizes(max_log2);
   group_streams(max_log2);
   group_capture();
+  if (!on_fake) group_ntt(); /* the fake cannot run programs of several kernels */
   group_errors();
   group_cache();
   printf("%d passed, %d failed\n", passed, failed);

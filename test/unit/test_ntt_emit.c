@@ -342,7 +342,11 @@ END_TEST
  * plan lets the second launch early, and the second reads nothing but
  * parameters and twiddles (ld.global.nc) and writes nothing but shared
  * memory before its griddepcontrol.wait; the launch description says so.
- * Older targets and pdl=0 get neither the instructions nor the flag. */
+ * Older targets and pdl=0 get neither the instructions nor the flag. With
+ * per-row counters (rowsync, the default) both kernels take the LW_ARG_OWN
+ * argument last: kernel 0 counts its blocks (a release), kernel 1 polls
+ * and fences (acquire) on the other side of the same branch as its grid
+ * wait. */
 START_TEST(test_pdl) {
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   ir_ntt_kind kind = _i & 2 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT;
@@ -350,11 +354,12 @@ START_TEST(test_pdl) {
   fhjit_context *ctx = fhjit_context_create();
   for (int logn = 11; logn <= 17; logn += 3)
     for (size_t ti = 0; ti < sizeof tunings / sizeof tunings[0]; ti++)
-      for (int arch = 0; arch < 3; arch++) { /* sm_90, sm_80, sm_90 with pdl=0 */
+      for (int arch = 0; arch < 4; arch++) { /* sm_90, sm_80, sm_90 with pdl=0, rowsync=0 */
         lw_ntt_tuning t;
         lw_ntt_tuning_default(&t);
         ck_assert_int_eq(lw_ntt_tuning_parse(ctx, tunings[ti], &t), FHJIT_OK);
         if (arch == 2) ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "pdl=0", &t), FHJIT_OK);
+        if (arch == 3) ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "rowsync=0", &t), FHJIT_OK);
         t.one = 10; /* two kernels from 2^11 on */
         lw_ntt_plan p;
         ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, 4, 8, &t, &p), FHJIT_OK);
@@ -362,7 +367,15 @@ START_TEST(test_pdl) {
         lw_program prog;
         fhjit_status st = lw_ntt_compile_ptx(ctx, &p, arch == 1 ? "sm_80" : "sm_90", &prog);
         ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-        int on = arch == 0;
+        int on = arch == 0 || arch == 3, rows = arch == 0;
+        ck_assert_int_eq(p.k[0].pdl, arch == 2 ? 0 : arch == 3 ? 1 : 2);
+        for (int j = 0; j < 2; j++) {
+          ck_assert_int_eq(prog.kernels[j].nargs, 5 + rows);
+          if (rows) ck_assert_int_eq(prog.kernels[j].args[5].kind, LW_ARG_OWN);
+        }
+        ck_assert_int_eq(strstr(prog.ptx, "_rowdone") != NULL, rows);
+        ck_assert_int_eq(strstr(prog.ptx, "red.release.gpu.global.add.u32") != NULL, rows);
+        ck_assert_int_eq(strstr(prog.ptx, "fence.acq_rel.gpu") != NULL, rows);
         char entry[96];
         snprintf(entry, sizeof entry, ".entry %s(", prog.kernels[1].name);
         const char *k1 = strstr(prog.ptx, entry);
@@ -390,8 +403,12 @@ START_TEST(test_pdl) {
         ck_assert(wait < stg);
         lw_program_free(&prog);
       }
-  /* one kernel: nothing to wait for */
+  /* more rows than the counters serve: the grid-wide wait */
   lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, 14, 4, 2 * LW_NTT_ROWSYNC_MAX_ROWS, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].pdl, 1);
+  ck_assert_int_eq(p.k[1].pdl, 1);
+  /* one kernel: nothing to wait for */
   ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, 10, 4, 4096, &p), FHJIT_OK);
   ck_assert_int_eq(p.nkernels, 1);
   lw_program prog;

@@ -659,10 +659,16 @@ START_TEST(test_gpu_program) {
   ck_assert_int_eq(p.kernels[0].args[3].kind, LW_ARG_INPUT);
   ck_assert_int_eq(p.kernels[0].args[3].index, 0);
   ck_assert_int_eq(p.kernels[0].args[4].kind, LW_ARG_SCRATCH);
-  ck_assert_int_eq(p.kernels[0].nargs, 5);
+  /* the last argument of an NTT kernel on sm_90: LW_ARG_OWN (per-row counters) */
+  ck_assert_int_eq(p.kernels[0].nargs, 6);
+  ck_assert_int_eq(p.kernels[0].args[5].kind, LW_ARG_OWN);
   /* the inverse's first kernel reads the product's operand y (scratch 0)
    * as a prologue input; its last writes result 0 */
-  ck_assert_int_eq(p.kernels[2].nargs, 6);
+  ck_assert_int_eq(p.kernels[2].nargs, 7);
+  ck_assert_int_eq(p.kernels[2].args[6].kind, LW_ARG_OWN);
+  ck_assert_uint_eq(p.kernels[1].flags, LW_KERNEL_PDL);
+  ck_assert_uint_eq(p.kernels[2].flags, 0);
+  ck_assert_uint_eq(p.kernels[3].flags, LW_KERNEL_PDL);
   ck_assert_int_eq(p.kernels[2].args[5].kind, LW_ARG_SCRATCH);
   ck_assert_int_eq(p.kernels[2].args[5].index, 0);
   ck_assert_int_eq(p.kernels[3].args[4].kind, LW_ARG_RESULT);

@@ -1209,7 +1209,23 @@ START_TEST(ntt_dependent_launch) {
     ck_assert(fake_launch_get(fake_launches() - 1, &l1));
     ck_assert_int_eq(l0.pdl, 0);
     ck_assert_int_eq(l1.pdl, arch ? 0 : 1);
-    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, arch ? 0 : 1);
+    /* sm_90: the last argument says the launch uses the kernel's own state */
+    ck_assert_int_eq(l0.nparams, arch ? 5 : 6);
+    ck_assert_int_eq(l1.nparams, arch ? 5 : 6);
+    if (!arch) {
+      ck_assert_uint_eq(l0.params[5], 1);
+      ck_assert_uint_eq(l1.params[5], 1);
+      /* the caller's scratch (none here): launches may overlap, own = 0 */
+      fhjit_cuda_ptr none[1] = {0};
+      args.scratch = none;
+      ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+      ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+      ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+      ck_assert_uint_eq(l0.params[5], 0);
+      ck_assert_uint_eq(l1.params[5], 0);
+      args.scratch = NULL;
+    }
+    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, (arch ? 0 : 2));
     if (!arch) {
       setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx=1", 1);
       ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
