@@ -70,6 +70,10 @@ typedef struct lw_ntt_kplan {
    * (LW_ARG_OWN): 1 selects per-row completion counters in the module
    * (ntt_emit.c, row_wait), 0 the grid-wide wait */
   int pdl;
+  /* with pdl: kernel 0 is a dependent launch of the stream's previous
+   * kernel too (griddepcontrol.wait before any access, LW_KERNEL_PDL), and
+   * kernel 1 lets the stream's next kernel launch early */
+  int entry;
   /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
    * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
    * table subtree: the levels several threads share), are computed once
@@ -117,6 +121,7 @@ typedef struct lw_ntt_tuning {
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
+  int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */
   int rowsync;   /* with pdl: 1 (default) for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */

@@ -84,7 +84,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = t->rowsync = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = t->rowsync = t->entry = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -114,6 +114,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
+      {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -130,7 +131,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, rowsync, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -278,6 +279,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     int pdl = pick(t.pdl, 1);
     if (pdl && pick(t.rowsync, 1) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
     p->k[0].pdl = p->k[1].pdl = pdl;
+    p->k[0].entry = p->k[1].entry = pdl && pick(t.entry, 1);
     p->k[1].post = 1;
     p->k[1].in_place = 1;
   }
@@ -1291,7 +1293,11 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
   for (int j = 0; j < 5 + npro; j++) {
     if (j == 1) continue;
     param_attr(E, fn, (unsigned)j, "nocapture");
-    if (j <= 2 || j >= 5 || !E->K->in_place) param_attr(E, fn, (unsigned)j, "noalias");
+    /* a kernel 0 that waits for the stream's previous kernel (k->entry)
+     * must not read before the wait, and LLVM may move loads of noalias
+     * memory across it: its pointers are only read-only */
+    int entry_wait = E->K->entry && E->K == &E->P->k[0];
+    if ((j <= 2 || j >= 5 || !E->K->in_place) && !entry_wait) param_attr(E, fn, (unsigned)j, "noalias");
     if (j <= 2 || j >= 5 || (j == 3 && !E->K->in_place)) param_attr(E, fn, (unsigned)j, "readonly");
   }
   E->params = LLVMGetParam(fn, 0);
@@ -1523,6 +1529,10 @@ static void build_gpu_kernel(ne *E, const char *name) {
    * inputs: noalias read-only, so LLVM may load them before the wait) was
    * written before kernel 0 started, which was an ordinary launch. */
   int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load;
+  /* k->entry: kernel 0 is a dependent launch of the stream's previous
+   * kernel too, and kernel 1 lets the stream's next kernel launch early */
+  if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
+  if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (!first && k->pdl && !wait_after_tws) wait_for_kernel0(E, tid, blk);
   if (k->early && !wait_after_tws) {
@@ -1772,7 +1782,7 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   lw_ntt_plan pt = *p;
-  if (!nv_target_has_pdl(t)) pt.k[0].pdl = pt.k[1].pdl = 0;
+  if (!nv_target_has_pdl(t)) pt.k[0].pdl = pt.k[1].pdl = pt.k[0].entry = pt.k[1].entry = 0;
   fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
   if (!st) st = nv_verify(ctx, m, prefix);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
@@ -1820,7 +1830,7 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = 0; /* static shared memory only */
     const nv_target *t = nv_find_target(ctx, arch);
-    k->flags = j > 0 && p->k[j].pdl && t && nv_target_has_pdl(t) ? LW_KERNEL_PDL : 0;
+    k->flags = (j > 0 ? p->k[j].pdl : p->k[j].entry) && t && nv_target_has_pdl(t) ? LW_KERNEL_PDL : 0;
     k->nargs = 5;
     k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
     k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};

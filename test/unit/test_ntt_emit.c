@@ -342,33 +342,43 @@ END_TEST
  * plan lets the second launch early, and the second reads nothing but
  * parameters and twiddles (ld.global.nc) and writes nothing but shared
  * memory before its griddepcontrol.wait; the launch description says so.
- * Older targets and pdl=0 get neither the instructions nor the flag. With
- * per-row counters (rowsync, the default) both kernels take the LW_ARG_OWN
- * argument last: kernel 0 counts its blocks (a release), kernel 1 polls
- * and fences (acquire) on the other side of the same branch as its grid
- * wait. */
+ * With entry (the default) kernel 0 also waits, before any access, for the
+ * stream's previous kernel, and kernel 1 lets the stream's next kernel
+ * launch early. Older targets and pdl=0 get neither the instructions nor
+ * the flags. With per-row counters (rowsync, the default) both kernels take
+ * the LW_ARG_OWN argument last: kernel 0 counts its blocks (a release),
+ * kernel 1 polls and fences (acquire) on the other side of the same branch
+ * as its grid wait. */
+static int count_of(const char *from, const char *to, const char *what) {
+  int n = 0;
+  for (const char *q = from; (q = strstr(q, what)) && q < to; q++) n++;
+  return n;
+}
+
 START_TEST(test_pdl) {
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   ir_ntt_kind kind = _i & 2 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT;
   static const char *const tunings[] = {"", "tws=2", "tws=2,early=1", "tws=0", "n1=8,e=3"};
+  /* sm_90, sm_80, sm_90 with pdl=0, rowsync=0, entry=0 */
+  static const char *const modes[] = {"", "", "pdl=0", "rowsync=0", "entry=0"};
   fhjit_context *ctx = fhjit_context_create();
   for (int logn = 11; logn <= 17; logn += 3)
     for (size_t ti = 0; ti < sizeof tunings / sizeof tunings[0]; ti++)
-      for (int arch = 0; arch < 4; arch++) { /* sm_90, sm_80, sm_90 with pdl=0, rowsync=0 */
+      for (int mode = 0; mode < 5; mode++) {
         lw_ntt_tuning t;
         lw_ntt_tuning_default(&t);
         ck_assert_int_eq(lw_ntt_tuning_parse(ctx, tunings[ti], &t), FHJIT_OK);
-        if (arch == 2) ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "pdl=0", &t), FHJIT_OK);
-        if (arch == 3) ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "rowsync=0", &t), FHJIT_OK);
+        ck_assert_int_eq(lw_ntt_tuning_parse(ctx, modes[mode], &t), FHJIT_OK);
         t.one = 10; /* two kernels from 2^11 on */
         lw_ntt_plan p;
         ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, 4, 8, &t, &p), FHJIT_OK);
         ck_assert_int_eq(p.nkernels, 2);
         lw_program prog;
-        fhjit_status st = lw_ntt_compile_ptx(ctx, &p, arch == 1 ? "sm_80" : "sm_90", &prog);
+        fhjit_status st = lw_ntt_compile_ptx(ctx, &p, mode == 1 ? "sm_80" : "sm_90", &prog);
         ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-        int on = arch == 0 || arch == 3, rows = arch == 0;
-        ck_assert_int_eq(p.k[0].pdl, arch == 2 ? 0 : arch == 3 ? 1 : 2);
+        int on = mode != 1 && mode != 2, rows = on && mode != 3, entry = on && mode != 4;
+        ck_assert_int_eq(p.k[0].pdl, mode == 2 ? 0 : mode == 3 ? 1 : 2);
+        ck_assert_int_eq(p.k[0].entry, mode != 2 && mode != 4);
         for (int j = 0; j < 2; j++) {
           ck_assert_int_eq(prog.kernels[j].nargs, 5 + rows);
           if (rows) ck_assert_int_eq(prog.kernels[j].args[5].kind, LW_ARG_OWN);
@@ -376,24 +386,35 @@ START_TEST(test_pdl) {
         ck_assert_int_eq(strstr(prog.ptx, "_rowdone") != NULL, rows);
         ck_assert_int_eq(strstr(prog.ptx, "red.release.gpu.global.add.u32") != NULL, rows);
         ck_assert_int_eq(strstr(prog.ptx, "fence.acq_rel.gpu") != NULL, rows);
-        char entry[96];
-        snprintf(entry, sizeof entry, ".entry %s(", prog.kernels[1].name);
-        const char *k1 = strstr(prog.ptx, entry);
-        ck_assert_ptr_nonnull(k1);
-        const char *trigger = strstr(prog.ptx, "griddepcontrol.launch_dependents");
-        const char *wait = strstr(prog.ptx, "griddepcontrol.wait");
-        ck_assert_uint_eq(prog.kernels[0].flags, 0);
+        ck_assert_uint_eq(prog.kernels[0].flags, entry ? LW_KERNEL_PDL : 0);
         ck_assert_uint_eq(prog.kernels[1].flags, on ? LW_KERNEL_PDL : 0);
+        char name[96];
+        snprintf(name, sizeof name, ".entry %s(", prog.kernels[0].name);
+        const char *k0 = strstr(prog.ptx, name);
+        snprintf(name, sizeof name, ".entry %s(", prog.kernels[1].name);
+        const char *k1 = strstr(prog.ptx, name);
+        ck_assert(k0 && k1 && k0 < k1);
+        const char *end = k1 + strlen(k1);
         if (!on) {
-          ck_assert_ptr_null(trigger);
-          ck_assert_ptr_null(wait);
+          ck_assert_ptr_null(strstr(prog.ptx, "griddepcontrol"));
           lw_program_free(&prog);
           continue;
         }
-        ck_assert_msg(trigger && trigger < k1, "2^%d %s: kernel 0 does not trigger", logn, tunings[ti]);
-        ck_assert_ptr_null(strstr(trigger + 1, "griddepcontrol.launch_dependents"));
-        ck_assert_msg(wait && wait > k1, "2^%d %s: kernel 1 does not wait", logn, tunings[ti]);
-        ck_assert_ptr_null(strstr(wait + 1, "griddepcontrol.wait"));
+        /* kernel 0: [wait for the stream's previous kernel,] trigger kernel 1 */
+        const char *trigger0 = strstr(k0, "griddepcontrol.launch_dependents");
+        ck_assert_msg(trigger0 && trigger0 < k1, "2^%d %s: kernel 0 does not trigger", logn, tunings[ti]);
+        ck_assert_int_eq(count_of(k0, k1, "griddepcontrol.launch_dependents"), 1);
+        ck_assert_int_eq(count_of(k0, k1, "griddepcontrol.wait"), entry);
+        if (entry) { /* the wait comes before any global access */
+          const char *wait0 = strstr(k0, "griddepcontrol.wait");
+          ck_assert(wait0 < trigger0);
+          ck_assert_int_eq(count_of(k0, wait0, "ld.global"), 0);
+          ck_assert_int_eq(count_of(k0, k1, "ld.global.nc"), 0); /* no noalias: coherent loads */
+        }
+        /* kernel 1: [trigger the stream's next kernel,] wait for kernel 0 */
+        ck_assert_int_eq(count_of(k1, end, "griddepcontrol.launch_dependents"), entry);
+        ck_assert_int_eq(count_of(k1, end, "griddepcontrol.wait"), 1);
+        const char *wait = strstr(k1, "griddepcontrol.wait");
         /* before the wait: loads of parameters and twiddles only, no global stores */
         for (const char *q = k1; (q = strstr(q, "ld.global")) && q < wait; q++)
           ck_assert_msg(!strncmp(q, "ld.global.nc", 12), "2^%d %s: a coherent load before the wait",

@@ -666,9 +666,7 @@ START_TEST(test_gpu_program) {
    * as a prologue input; its last writes result 0 */
   ck_assert_int_eq(p.kernels[2].nargs, 7);
   ck_assert_int_eq(p.kernels[2].args[6].kind, LW_ARG_OWN);
-  ck_assert_uint_eq(p.kernels[1].flags, LW_KERNEL_PDL);
-  ck_assert_uint_eq(p.kernels[2].flags, 0);
-  ck_assert_uint_eq(p.kernels[3].flags, LW_KERNEL_PDL);
+  for (int k = 0; k < 4; k++) ck_assert_uint_eq(p.kernels[k].flags, LW_KERNEL_PDL);
   ck_assert_int_eq(p.kernels[2].args[5].kind, LW_ARG_SCRATCH);
   ck_assert_int_eq(p.kernels[2].args[5].index, 0);
   ck_assert_int_eq(p.kernels[3].args[4].kind, LW_ARG_RESULT);

@@ -1173,10 +1173,11 @@ START_TEST(real_lowering) {
 }
 END_TEST
 
-/* A two-kernel NTT on sm_90: the second kernel goes through
- * cuLaunchKernelEx with programmatic stream serialization (it waits for the
- * first itself); for sm_80 both are plain launches; a failing
- * cuLaunchKernelEx is reported under its own name. */
+/* A two-kernel NTT on sm_90: both kernels go through cuLaunchKernelEx with
+ * programmatic stream serialization (the first waits for the stream's
+ * previous kernel, the second for the first, each itself); for sm_80 both
+ * are plain launches; a failing cuLaunchKernelEx is reported under its own
+ * name and kernel. */
 START_TEST(ntt_dependent_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
@@ -1207,7 +1208,7 @@ START_TEST(ntt_dependent_launch) {
     fake_launch l0, l1;
     ck_assert(fake_launch_get(fake_launches() - 2, &l0));
     ck_assert(fake_launch_get(fake_launches() - 1, &l1));
-    ck_assert_int_eq(l0.pdl, 0);
+    ck_assert_int_eq(l0.pdl, arch ? 0 : 1);
     ck_assert_int_eq(l1.pdl, arch ? 0 : 1);
     /* sm_90: the last argument says the launch uses the kernel's own state */
     ck_assert_int_eq(l0.nparams, arch ? 5 : 6);
@@ -1225,9 +1226,9 @@ START_TEST(ntt_dependent_launch) {
       ck_assert_uint_eq(l1.params[5], 0);
       args.scratch = NULL;
     }
-    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, (arch ? 0 : 2));
+    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, (arch ? 0 : 4));
     if (!arch) {
-      setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx=1", 1);
+      setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx=1#6", 1); /* kernel 1 of the third launch */
       ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
       unsetenv("FAKE_CUDA_FAIL");
       ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
