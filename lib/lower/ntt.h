@@ -122,7 +122,7 @@ typedef struct lw_ntt_tuning {
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */
-  int rowsync;   /* with pdl: 1 (default) for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows */
+  int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;

@@ -277,7 +277,9 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     }
     p->k[0].pre = 1;
     int pdl = pick(t.pdl, 1);
-    if (pdl && pick(t.rowsync, 1) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
+    /* per-row waits pay from 2^16 on; at 2^14 they measured 2-10% slower
+     * than the grid-wide wait (bench/RESULTS.md round 10) */
+    if (pdl && pick(t.rowsync, log_n >= 16) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
     p->k[0].pdl = p->k[1].pdl = pdl;
     p->k[0].entry = p->k[1].entry = pdl && pick(t.entry, 1);
     p->k[1].post = 1;
@@ -1363,8 +1365,8 @@ static void grid_dep(ne *E, const char *text) {
  * the count is complete (acquire), instead of waiting for all of kernel 0:
  * kernel 1 then fills the SM slots of kernel 0's last wave. Kernel 0 writes
  * nothing but dst, whose rows the blocks of one row own, so no other
- * ordering is needed. The last of row r's kernel-1 blocks (counted in
- * <prefix>.rowused[r]) sets both back to zero, the state the module was
+ * ordering is needed. The last of row r's kernel-1 blocks to finish (counted
+ * in <prefix>.rowused[r]) sets both back to zero, the state the module was
  * loaded with, for the next launch: hence one launch at a time per loaded
  * kernel (launches with own = 0, the caller's scratch, use the grid-wide
  * griddepcontrol.wait instead). A count that never completes (launches of
@@ -1447,7 +1449,6 @@ static void row_signal(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
 static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_plan *P = E->P;
   uint64_t need = (uint64_t)(P->k[0].blocks / P->batch_rows);
-  uint64_t users = (uint64_t)(P->k[1].blocks / P->batch_rows);
   LLVMBasicBlockRef grid = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.grid");
   LLVMBasicBlockRef rows = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.row");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.done");
@@ -1458,7 +1459,7 @@ static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   LLVMPositionBuilderAtEnd(E->b, rows);
   LLVMBasicBlockRef j0 = begin_if(E, is_tid0(E, tid), "wait.t0");
   LLVMValueRef row = block_row(E, blk);
-  LLVMValueRef da = row_counter_addr(E, "rowdone", row), ua = row_counter_addr(E, "rowused", row);
+  LLVMValueRef da = row_counter_addr(E, "rowdone", row);
   LLVMValueRef t0 = asm_call(E, E->i64, "mov.u64 $0, %globaltimer;", "=l,~{memory}", NULL, 0);
   LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin");
   LLVMBasicBlockRef late = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin.late");
@@ -1479,6 +1480,23 @@ static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   /* the join block of the trap is where the loop goes on: move on from it */
   LLVMPositionBuilderAtEnd(E->b, go);
   asm_call(E, E->voidt, "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
+  end_if(E, j0);
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* Kernel 1, at its end (off the path to its first access): the block counts
+ * itself in rowused[row]; the row's last one sets both counts back to zero
+ * for the next launch (whose kernel 0 counts only after this kernel has
+ * completed). */
+static void row_release(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_plan *P = E->P;
+  uint64_t users = (uint64_t)(P->k[1].blocks / P->batch_rows);
+  LLVMBasicBlockRef j1 = begin_if(E, owned(E), "release");
+  LLVMBasicBlockRef j2 = begin_if(E, is_tid0(E, tid), "release.t0");
+  LLVMValueRef row = block_row(E, blk);
+  LLVMValueRef da = row_counter_addr(E, "rowdone", row), ua = row_counter_addr(E, "rowused", row);
   LLVMValueRef b1[1] = {ua};
   LLVMValueRef old = asm_call(E, E->i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;",
                               "=r,l,~{memory}", b1, 1);
@@ -1487,10 +1505,8 @@ static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   asm_call(E, E->voidt, "st.relaxed.gpu.global.u32 [$0], 0;\n\tst.relaxed.gpu.global.u32 [$1], 0;",
            "l,l,~{memory}", c2, 2);
   end_if(E, jr);
-  end_if(E, j0);
-  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, done);
+  end_if(E, j2);
+  end_if(E, j1);
 }
 
 /* Kernel 1's wait for kernel 0 (pdl 1: the grid; pdl 2: as the launch says). */
@@ -1551,6 +1567,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     }
   }
   if (first && k->pdl == 2) row_signal(E, tid, blk);
+  if (!first && k->pdl == 2) row_release(E, tid, blk);
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;
   /* launch bounds, before any pass runs (added later they are dropped) */

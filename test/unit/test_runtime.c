@@ -1182,8 +1182,8 @@ START_TEST(ntt_dependent_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
   static const char text[] = "graph @nt radix(r32) {\n"
-                             "  %x = input pt<[], 2, 16384> coef mont\n"
-                             "  %tw = input twiddles<2, 16384>\n"
+                             "  %x = input pt<[], 2, 65536> coef mont\n"
+                             "  %tw = input twiddles<2, 65536>\n"
                              "  %f = ntt_fwd %x, %tw mode(mont)\n"
                              "  output %f\n"
                              "}\n";
@@ -1232,7 +1232,7 @@ START_TEST(ntt_dependent_launch) {
       ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
       unsetenv("FAKE_CUDA_FAIL");
       ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
-      ck_assert_msg(tu_contains(fhjit_last_error(c), "fhjit_ntt0_n14_k1"), "%s", fhjit_last_error(c));
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "fhjit_ntt0_n16_k1"), "%s", fhjit_last_error(c));
     }
     fhjit_context_destroy(c);
   }
