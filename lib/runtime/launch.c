@@ -291,6 +291,7 @@ checks:
   if ((s = check_args(k, a, g, d, cur, what)) != FHJIT_OK) return s;
   uint64_t vals[LW_MAX_ARGS];
   void *ptrs[LW_MAX_ARGS];
+  int own = a->scratch == NULL && !atomic_load(&k->counters_unsure);
   for (int32_t i = 0; i < k->prog.nkernels; i++) {
     const lw_kernel *kd = &k->prog.kernels[i];
     for (int32_t j = 0; j < kd->nargs; j++) {
@@ -301,7 +302,7 @@ checks:
       case LW_ARG_INPUT: vals[j] = a->inputs[x]; break;
       case LW_ARG_RESULT: vals[j] = a->results[x]; break;
       case LW_ARG_SCRATCH: vals[j] = a->scratch ? a->scratch[x] : k->scratch[x]; break;
-      case LW_ARG_OWN: vals[j] = a->scratch == NULL; break;
+      case LW_ARG_OWN: vals[j] = (uint64_t)own; break;
       }
       ptrs[j] = &vals[j];
     }
@@ -318,6 +319,7 @@ checks:
       r = d->cuLaunchKernel(k->funcs[i], kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0],
                             kd->block[1], kd->block[2], kd->shared_bytes, stream, ptrs, NULL);
     }
+    if (r != CUDA_SUCCESS && i > 0) atomic_store(&k->counters_unsure, 1);
     if (r != CUDA_SUCCESS)
       return rt_cuda_error(ctx, d, r, (kd->flags & LW_KERNEL_PDL) ? "cuLaunchKernelEx" : "cuLaunchKernel", "%s: graph @%s: kernel %s (grid %u x %u x "
                            "%u, block %u x %u x %u, %u bytes shared)", what,

@@ -131,6 +131,10 @@ struct fhjit_cuda_kernel {
   rt_buffer *inputs, *results;
   int64_t param_rows;  /* columns of the parameter table */
   int pointwise;       /* in-place allowed: one kernel of pointwise ops */
+  /* 1 once a launch failed after enqueueing part of the program: an NTT's
+   * per-row completion counters may then be off, so LW_ARG_OWN is 0 (the
+   * grid-wide wait, which does not read them) for the kernel's life */
+  _Atomic int counters_unsure;
   fhjit_cuda_compile_info info;
 };
 

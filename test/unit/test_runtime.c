@@ -1175,9 +1175,11 @@ END_TEST
 
 /* A two-kernel NTT on sm_90: both kernels go through cuLaunchKernelEx with
  * programmatic stream serialization (the first waits for the stream's
- * previous kernel, the second for the first, each itself); for sm_80 both
- * are plain launches; a failing cuLaunchKernelEx is reported under its own
- * name and kernel. */
+ * previous kernel, the second for the first, each itself), with own = 1
+ * (the module's per-row counters) unless the caller gives scratch; for
+ * sm_80 both are plain launches; a failing cuLaunchKernelEx is reported
+ * under its own name and kernel, and once a launch failed half-way the
+ * kernel's own launches keep own = 0. */
 START_TEST(ntt_dependent_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
@@ -1233,6 +1235,13 @@ START_TEST(ntt_dependent_launch) {
       unsetenv("FAKE_CUDA_FAIL");
       ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
       ck_assert_msg(tu_contains(fhjit_last_error(c), "fhjit_ntt0_n16_k1"), "%s", fhjit_last_error(c));
+      /* kernel 0 ran and counted, kernel 1 never will: from now on the
+       * kernel's own launches take the grid-wide wait (own = 0) */
+      ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+      ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+      ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+      ck_assert_uint_eq(l0.params[5], 0);
+      ck_assert_uint_eq(l1.params[5], 0);
     }
     fhjit_context_destroy(c);
   }
