@@ -66,12 +66,9 @@ typedef struct fhjit_cuda_args {
   const fhjit_cuda_ptr *results;  /* fhjit_num_results(g) pointers */
   int32_t nresults;
   const fhjit_cuda_ptr *scratch;  /* NULL: the kernel's own scratch buffers
-                                     and, with NTTs, the completion counters
-                                     of its module (then launches of one
-                                     kernel must not overlap in time); else
-                                     fhjit_cuda_scratch_count() buffers
-                                     (non-NULL even when that is 0), and
-                                     launches may overlap */
+                                     (then launches of one kernel must not
+                                     overlap in time); else
+                                     fhjit_cuda_scratch_count() buffers */
   fhjit_cuda_stream stream;
   const fhjit_cuda_options *options; /* NULL: defaults (used to compile) */
 } fhjit_cuda_args;

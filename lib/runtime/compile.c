@@ -449,6 +449,8 @@ static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const ch
   fhjit_status s = FHJIT_OK;
   for (int32_t i = 0; i < k->prog.nkernels && s == FHJIT_OK; i++) {
     const lw_kernel *kd = &k->prog.kernels[i];
+    for (int32_t j = 0; j < kd->nargs; j++)
+      if (kd->args[j].kind == LW_ARG_OWN) k->has_own = 1;
     r = d->cuModuleGetFunction(&k->funcs[i], k->module, kd->name);
     if (r != CUDA_SUCCESS) {
       s = rt_cuda_error(ctx, d, r, "cuModuleGetFunction", "%s: graph @%s: kernel %s", what, gname,

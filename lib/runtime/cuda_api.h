@@ -121,6 +121,12 @@ typedef CUresult (*PFN_cuCtxCreate_v2)(CUcontext *pctx, unsigned int flags, CUde
 typedef CUresult (*PFN_cuCtxDestroy_v2)(CUcontext ctx);
 typedef CUresult (*PFN_cuCtxSynchronize)(void);
 typedef CUresult (*PFN_cuStreamGetCtx)(CUstream stream, CUcontext *pctx);
+typedef enum CUstreamCaptureStatus {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+typedef CUresult (*PFN_cuStreamIsCapturing)(CUstream stream, CUstreamCaptureStatus *status);
 typedef CUresult (*PFN_cuStreamCreate)(CUstream *stream, unsigned int flags);
 typedef CUresult (*PFN_cuStreamDestroy_v2)(CUstream stream);
 typedef CUresult (*PFN_cuStreamSynchronize)(CUstream stream);

@@ -23,6 +23,7 @@
   X(cuCtxGetDevice, cuCtxGetDevice)                          \
   X(cuCtxGetId, cuCtxGetId)                                  \
   X(cuStreamGetCtx, cuStreamGetCtx)                          \
+  X(cuStreamIsCapturing, cuStreamIsCapturing)                \
   X(cuMemAlloc, cuMemAlloc_v2)                               \
   X(cuMemFree, cuMemFree_v2)                                 \
   X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                           \

@@ -291,7 +291,15 @@ checks:
   if ((s = check_args(k, a, g, d, cur, what)) != FHJIT_OK) return s;
   uint64_t vals[LW_MAX_ARGS];
   void *ptrs[LW_MAX_ARGS];
-  int own = a->scratch == NULL && !atomic_load(&k->counters_unsure);
+  int own = 0;
+  if (k->has_own && !a->scratch && !atomic_load(&k->counters_unsure) &&
+      stream != FHJIT_CU_STREAM_PER_THREAD) {
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (d->cuStreamIsCapturing(stream, &cs) == CUDA_SUCCESS && cs == CU_STREAM_CAPTURE_STATUS_NONE) {
+      uintptr_t want = (uintptr_t)stream + 1, cur = 0;
+      own = atomic_compare_exchange_strong(&k->home_stream, &cur, want) || cur == want;
+    }
+  }
   for (int32_t i = 0; i < k->prog.nkernels; i++) {
     const lw_kernel *kd = &k->prog.kernels[i];
     for (int32_t j = 0; j < kd->nargs; j++) {

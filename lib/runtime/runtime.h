@@ -135,6 +135,12 @@ struct fhjit_cuda_kernel {
    * per-row completion counters may then be off, so LW_ARG_OWN is 0 (the
    * grid-wide wait, which does not read them) for the kernel's life */
   _Atomic int counters_unsure;
+  /* the stream whose launches may use those counters, + 1 (0: none yet):
+   * the first stream of an own-state launch (not capturing, not the
+   * per-thread stream); launches on any other stream pass own = 0, so
+   * launches on several streams never share the counters */
+  _Atomic uintptr_t home_stream;
+  int has_own; /* some kernel takes LW_ARG_OWN */
   fhjit_cuda_compile_info info;
 };
 

@@ -669,12 +669,12 @@ static fhjit_graph *fma_graph(fhjit_radix radix, int64_t size) {
   return g;
 }
 
-/* A forward NTT (2^14: two kernels) and its square, fused into the
+/* A forward NTT (2^16: two kernels, per-row waits) and its square, fused into the
  * second kernel's epilogue. */
 static fhjit_graph *ntt_graph(void) {
   static const char text[] = "graph @ntt_sq radix(r62) {\n"
-                             "  %x = input pt<[], 4, 16384> coef std\n"
-                             "  %tw = input twiddles<4, 16384>\n"
+                             "  %x = input pt<[], 4, 65536> coef std\n"
+                             "  %tw = input twiddles<4, 65536>\n"
                              "  %f = ntt_fwd %x, %tw mode(std)\n"
                              "  %s = mul %f, %f\n"
                              "  output %f\n"
@@ -780,12 +780,14 @@ static void group_streams(int max_log2) {
 
 static int on_fake; /* the fake libcuda (fake_exec.h) runs the launches */
 
-/* One compiled NTT program (two kernels, the second waiting for the first
- * per batch-row through the module's completion counters when the launch
- * uses the kernel's own state): 20 launches in a row on one stream (the
- * counters must be back at zero after each), then 4 streams at once, each
- * launch with the caller's scratch (none: own = 0, the grid-wide wait, so
- * the launches may overlap), every result checked. */
+/* One compiled NTT program (two kernels; the second waits for its row of
+ * the first through the module's per-row counters on the kernel's home
+ * stream, for the whole first grid elsewhere): 20 launches in a row on
+ * stream 0 (which makes it the home stream; the counters must be back at
+ * zero after each), then 4 streams at once, 5 launches each: stream 0 on
+ * the counters, stream 1 without scratch (own = 0: not the home stream),
+ * streams 2 and 3 with the caller's scratch (none: own = 0); every result
+ * checked. */
 static void group_ntt(void) {
   group_begin();
   enum { NS = 4 };
@@ -809,40 +811,41 @@ static void group_ntt(void) {
       ready[s] = 0;
     }
   }
+  CUstream streams[NS];
+  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
   if (ready[0]) {
     case_poison(&c[0]);
+    CU_OK(cu.cuCtxSynchronize());
     fhjit_cuda_args a;
-    case_args(&c[0], &a, NULL);
+    case_args(&c[0], &a, streams[0]);
     int ok = 1;
     for (int rep = 0; rep < 20 && ok; rep++) ok = fhjit_cuda_launch_kernel(c[0].kernel, &a) == FHJIT_OK;
     check(ok, "ntt: 20 launches: %s", ok ? "" : fhjit_last_error(ctx));
-    CU_OK(cu.cuCtxSynchronize());
-    check(case_verify(&c[0], "ntt x 20"), "ntt: 20 launches in a row, own state");
+    CU_OK(cu.cuStreamSynchronize(streams[0]));
+    check(case_verify(&c[0], "ntt x 20"), "ntt: 20 launches in a row on the home stream");
   }
-  CUstream streams[NS];
-  for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamCreate(&streams[s], CU_STREAM_NON_BLOCKING));
   fhjit_cuda_ptr none[1] = {0};
-  for (int s = 0; s < NS; s++) {
-    if (!ready[s]) continue;
-    case_poison(&c[s]);
-  }
+  for (int s = 0; s < NS; s++)
+    if (ready[s]) case_poison(&c[s]);
   CU_OK(cu.cuCtxSynchronize());
-  for (int s = 0; s < NS; s++) {
-    if (!ready[s]) continue;
-    fhjit_cuda_args a;
-    case_args(&c[s], &a, streams[s]);
-    a.scratch = none;
-    for (int rep = 0; rep < 5 && ready[s]; rep++)
+  for (int rep = 0; rep < 5; rep++)
+    for (int s = 0; s < NS; s++) {
+      if (!ready[s]) continue;
+      fhjit_cuda_args a;
+      case_args(&c[s], &a, streams[s]);
+      if (s >= 2) a.scratch = none;
       if (fhjit_cuda_launch_kernel(c[s].kernel, &a) != FHJIT_OK) {
         check(0, "ntt stream %d: %s", s, fhjit_last_error(ctx));
         ready[s] = 0;
       }
-  }
+    }
   for (int s = 0; s < NS; s++) CU_OK(cu.cuStreamSynchronize(streams[s]));
+  static const char *const how[NS] = {"home stream, counters", "another stream, no scratch",
+                                      "caller's scratch", "caller's scratch"};
   for (int s = 0; s < NS; s++) {
     char name[32];
     snprintf(name, sizeof name, "ntt stream %d", s);
-    if (ready[s]) check(case_verify(&c[s], name), "%s: 5 launches overlapping 3 other streams, caller's scratch", name);
+    if (ready[s]) check(case_verify(&c[s], name), "%s (%s): 5 launches overlapping 3 other streams", name, how[s]);
     case_free(&c[s]);
     CU_OK(cu.cuStreamDestroy(streams[s]));
   }

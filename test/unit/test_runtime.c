@@ -40,6 +40,10 @@ static ctx_create_fn fake_ctx_create;
 static ctx_set_fn fake_ctx_set, fake_ctx_destroy;
 static ctx_get_fn fake_ctx_get;
 static stream_create_fn fake_stream_create;
+typedef CUresult (*capture_fn)(CUstream, int);
+typedef CUresult (*capture_end_fn)(CUstream, void **);
+static capture_fn fake_begin_capture;
+static capture_end_fn fake_end_capture;
 
 static void use_fake(void) {
   setenv("FHJIT_LIBCUDA", FAKE_CUDA_PATH, 1);
@@ -55,9 +59,11 @@ static void use_fake(void) {
   *(void **)&fake_ctx_destroy = dlsym(h, "cuCtxDestroy_v2");
   *(void **)&fake_ctx_get = dlsym(h, "cuCtxGetCurrent");
   *(void **)&fake_stream_create = dlsym(h, "cuStreamCreate");
+  *(void **)&fake_begin_capture = dlsym(h, "cuStreamBeginCapture_v2");
+  *(void **)&fake_end_capture = dlsym(h, "cuStreamEndCapture");
   ck_assert(fake_calls && fake_launches && fake_launch_get && fake_live_modules &&
             fake_live_allocs && fake_ctx_create && fake_ctx_set && fake_ctx_get &&
-            fake_stream_create && fake_ctx_destroy);
+            fake_stream_create && fake_ctx_destroy && fake_begin_capture && fake_end_capture);
 }
 
 static CUcontext current_context(void) {
@@ -1248,6 +1254,62 @@ START_TEST(ntt_dependent_launch) {
 }
 END_TEST
 
+/* The per-row counters of an NTT program serve one stream: the first one
+ * it was launched on with its own state; launches on other streams, on the
+ * per-thread default stream and into a capture pass own = 0 (the grid-wide
+ * wait), so launches on several streams never share them. */
+START_TEST(ntt_counters_home_stream) {
+  use_fake();
+  rt_lower = lw_compile_ptx;
+  static const char text[] = "graph @nt radix(r62) {\n"
+                             "  %x = input pt<[], 2, 65536> coef mont\n"
+                             "  %tw = input twiddles<2, 65536>\n"
+                             "  %f = ntt_fwd %x, %tw mode(mont)\n"
+                             "  output %f\n"
+                             "}\n";
+  fhjit_context *c = fhjit_context_create();
+  fhjit_graph *g = fhjit_parse(c, text, sizeof text - 1, "nt.fh");
+  ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+  fhjit_cuda_options o = {.target = "sm_90"};
+  fhjit_cuda_kernel *k = compile_ok(g, &o, NULL);
+  size_t ib, tb, rb;
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+  fhjit_cuda_ptr params = alloc_ok(c, 8 * 2 * 8), ins[2] = {alloc_ok(c, ib), alloc_ok(c, tb)},
+                 outs[1] = {alloc_ok(c, rb)};
+  fhjit_cuda_args args = {.params = params, .pstride = 2, .inputs = ins, .ninputs = 2,
+                          .results = outs, .nresults = 1};
+  CUstream s1, s2;
+  ck_assert_int_eq(fake_stream_create(&s1, 0), CUDA_SUCCESS);
+  ck_assert_int_eq(fake_stream_create(&s2, 0), CUDA_SUCCESS);
+  struct {
+    CUstream stream;
+    int capture, own;
+  } steps[] = {{s1, 0, 1}, {s2, 0, 0}, {s1, 0, 1}, {NULL, 0, 0},
+               {FHJIT_CU_STREAM_PER_THREAD, 0, 0}, {s1, 1, 0}, {s1, 0, 1}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    args.stream = (fhjit_cuda_stream)steps[i].stream;
+    if (steps[i].capture) ck_assert_int_eq(fake_begin_capture(steps[i].stream, 0), CUDA_SUCCESS);
+    int before = fake_launches();
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    if (steps[i].capture) {
+      void *graph = NULL;
+      ck_assert_int_eq(fake_end_capture(steps[i].stream, &graph), CUDA_SUCCESS);
+      continue; /* recorded in the graph, not in the launch log */
+    }
+    ck_assert_int_eq(fake_launches() - before, 2);
+    fake_launch l0, l1;
+    ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+    ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+    ck_assert_msg(l0.params[5] == (uint64_t)steps[i].own && l1.params[5] == (uint64_t)steps[i].own,
+                  "step %zu: own %llu/%llu, expected %d", i, (unsigned long long)l0.params[5],
+                  (unsigned long long)l1.params[5], steps[i].own);
+  }
+  fhjit_context_destroy(c);
+}
+END_TEST
+
 START_TEST(nothing_to_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
@@ -1486,6 +1548,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, real_lowering);
   tcase_add_test(tc, nothing_to_launch);
   tcase_add_test(tc, ntt_dependent_launch);
+  tcase_add_test(tc, ntt_counters_home_stream);
   tcase_add_test(tc, memory_helpers);
   tcase_add_test(tc, buffer_sizes);
   tcase_add_test(tc, description_roundtrip);

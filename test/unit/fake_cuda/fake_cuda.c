@@ -375,6 +375,14 @@ EXPORT CUresult cuStreamGetCtx(CUstream s, CUcontext *c) {
   return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) {
+  ENTER(CUDA_ERROR_INVALID_HANDLE);
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  int real = s && s != FHJIT_CU_STREAM_LEGACY && s != FHJIT_CU_STREAM_PER_THREAD;
+  *status = real && s->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+
 /* ----------------------------------------------------------------- memory */
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
