@@ -1179,6 +1179,51 @@ START_TEST(real_lowering) {
 }
 END_TEST
 
+/* A forward NTT over 2 rows of 2^16 words (two kernels), compiled for
+ * `target` with its buffers allocated: the launch arguments in *args, whose
+ * pointers live in bufs. */
+typedef struct ntt_bufs {
+  fhjit_cuda_ptr params, ins[2], outs[1];
+} ntt_bufs;
+
+static fhjit_cuda_kernel *ntt_kernel(fhjit_context *c, fhjit_radix radix, const char *target,
+                                     ntt_bufs *b, fhjit_cuda_args *args) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "graph @nt radix(%s) {\n"
+           "  %%x = input pt<[], 2, 65536> coef mont\n"
+           "  %%tw = input twiddles<2, 65536>\n"
+           "  %%f = ntt_fwd %%x, %%tw mode(mont)\n"
+           "  output %%f\n"
+           "}\n", radix == FHJIT_R32 ? "r32" : "r62");
+  fhjit_graph *g = fhjit_parse(c, text, strlen(text), "nt.fh");
+  ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+  fhjit_cuda_options o = {.target = target};
+  fhjit_cuda_compile_info info;
+  fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
+  ck_assert_int_eq(info.nkernels, 2);
+  size_t ib, tb, rb;
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+  b->params = alloc_ok(c, 8 * 2 * 8);
+  b->ins[0] = alloc_ok(c, ib), b->ins[1] = alloc_ok(c, tb);
+  b->outs[0] = alloc_ok(c, rb);
+  *args = (fhjit_cuda_args){.params = b->params, .pstride = 2, .inputs = b->ins, .ninputs = 2,
+                            .results = b->outs, .nresults = 1};
+  return k;
+}
+
+/* The last launch of an NTT program (its two kernels) passed `own` last. */
+static void expect_own(uint64_t own, const char *when) {
+  fake_launch l0, l1;
+  ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+  ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+  ck_assert_msg(l0.nparams == 6 && l1.nparams == 6 && l0.params[5] == own && l1.params[5] == own,
+                "%s: own %llu/%llu, expected %llu", when, (unsigned long long)l0.params[5],
+                (unsigned long long)l1.params[5], (unsigned long long)own);
+}
+
 /* A two-kernel NTT on sm_90: both kernels go through cuLaunchKernelEx with
  * programmatic stream serialization (the first waits for the stream's
  * previous kernel, the second for the first, each itself), with own = 1
@@ -1189,28 +1234,11 @@ END_TEST
 START_TEST(ntt_dependent_launch) {
   use_fake();
   rt_lower = lw_compile_ptx;
-  static const char text[] = "graph @nt radix(r32) {\n"
-                             "  %x = input pt<[], 2, 65536> coef mont\n"
-                             "  %tw = input twiddles<2, 65536>\n"
-                             "  %f = ntt_fwd %x, %tw mode(mont)\n"
-                             "  output %f\n"
-                             "}\n";
   for (int arch = 0; arch < 2; arch++) {
     fhjit_context *c = fhjit_context_create();
-    fhjit_graph *g = fhjit_parse(c, text, sizeof text - 1, "nt.fh");
-    ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
-    fhjit_cuda_options o = {.target = arch ? "sm_80" : "sm_90"};
-    fhjit_cuda_compile_info info;
-    fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
-    ck_assert_int_eq(info.nkernels, 2);
-    size_t ib, tb, rb;
-    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
-    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
-    ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
-    fhjit_cuda_ptr params = alloc_ok(c, 8 * 2 * 4), ins[2] = {alloc_ok(c, ib), alloc_ok(c, tb)},
-                   outs[1] = {alloc_ok(c, rb)};
-    fhjit_cuda_args args = {.params = params, .pstride = 2, .inputs = ins, .ninputs = 2,
-                            .results = outs, .nresults = 1};
+    ntt_bufs b;
+    fhjit_cuda_args args;
+    fhjit_cuda_kernel *k = ntt_kernel(c, FHJIT_R32, arch ? "sm_80" : "sm_90", &b, &args);
     int before = fake_calls("cuLaunchKernelEx");
     ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
     fake_launch l0, l1;
@@ -1222,16 +1250,12 @@ START_TEST(ntt_dependent_launch) {
     ck_assert_int_eq(l0.nparams, arch ? 5 : 6);
     ck_assert_int_eq(l1.nparams, arch ? 5 : 6);
     if (!arch) {
-      ck_assert_uint_eq(l0.params[5], 1);
-      ck_assert_uint_eq(l1.params[5], 1);
+      expect_own(1, "own state");
       /* the caller's scratch (none here): launches may overlap, own = 0 */
       fhjit_cuda_ptr none[1] = {0};
       args.scratch = none;
       ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
-      ck_assert(fake_launch_get(fake_launches() - 2, &l0));
-      ck_assert(fake_launch_get(fake_launches() - 1, &l1));
-      ck_assert_uint_eq(l0.params[5], 0);
-      ck_assert_uint_eq(l1.params[5], 0);
+      expect_own(0, "caller's scratch");
       args.scratch = NULL;
     }
     ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, (arch ? 0 : 4));
@@ -1244,10 +1268,7 @@ START_TEST(ntt_dependent_launch) {
       /* kernel 0 ran and counted, kernel 1 never will: from now on the
        * kernel's own launches take the grid-wide wait (own = 0) */
       ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
-      ck_assert(fake_launch_get(fake_launches() - 2, &l0));
-      ck_assert(fake_launch_get(fake_launches() - 1, &l1));
-      ck_assert_uint_eq(l0.params[5], 0);
-      ck_assert_uint_eq(l1.params[5], 0);
+      expect_own(0, "after a launch that failed half-way");
     }
     fhjit_context_destroy(c);
   }
@@ -1261,25 +1282,10 @@ END_TEST
 START_TEST(ntt_counters_home_stream) {
   use_fake();
   rt_lower = lw_compile_ptx;
-  static const char text[] = "graph @nt radix(r62) {\n"
-                             "  %x = input pt<[], 2, 65536> coef mont\n"
-                             "  %tw = input twiddles<2, 65536>\n"
-                             "  %f = ntt_fwd %x, %tw mode(mont)\n"
-                             "  output %f\n"
-                             "}\n";
   fhjit_context *c = fhjit_context_create();
-  fhjit_graph *g = fhjit_parse(c, text, sizeof text - 1, "nt.fh");
-  ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
-  fhjit_cuda_options o = {.target = "sm_90"};
-  fhjit_cuda_kernel *k = compile_ok(g, &o, NULL);
-  size_t ib, tb, rb;
-  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
-  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
-  ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
-  fhjit_cuda_ptr params = alloc_ok(c, 8 * 2 * 8), ins[2] = {alloc_ok(c, ib), alloc_ok(c, tb)},
-                 outs[1] = {alloc_ok(c, rb)};
-  fhjit_cuda_args args = {.params = params, .pstride = 2, .inputs = ins, .ninputs = 2,
-                          .results = outs, .nresults = 1};
+  ntt_bufs b;
+  fhjit_cuda_args args;
+  fhjit_cuda_kernel *k = ntt_kernel(c, FHJIT_R62, "sm_90", &b, &args);
   CUstream s1, s2;
   ck_assert_int_eq(fake_stream_create(&s1, 0), CUDA_SUCCESS);
   ck_assert_int_eq(fake_stream_create(&s2, 0), CUDA_SUCCESS);
@@ -1299,12 +1305,9 @@ START_TEST(ntt_counters_home_stream) {
       continue; /* recorded in the graph, not in the launch log */
     }
     ck_assert_int_eq(fake_launches() - before, 2);
-    fake_launch l0, l1;
-    ck_assert(fake_launch_get(fake_launches() - 2, &l0));
-    ck_assert(fake_launch_get(fake_launches() - 1, &l1));
-    ck_assert_msg(l0.params[5] == (uint64_t)steps[i].own && l1.params[5] == (uint64_t)steps[i].own,
-                  "step %zu: own %llu/%llu, expected %d", i, (unsigned long long)l0.params[5],
-                  (unsigned long long)l1.params[5], steps[i].own);
+    char when[32];
+    snprintf(when, sizeof when, "step %zu", i);
+    expect_own((uint64_t)steps[i].own, when);
   }
   fhjit_context_destroy(c);
 }
