@@ -1367,11 +1367,11 @@ static void grid_dep(ne *E, const char *text) {
  * nothing but dst, whose rows the blocks of one row own, so no other
  * ordering is needed. The last of row r's kernel-1 blocks to finish (counted
  * in <prefix>.rowused[r]) sets both back to zero, the state the module was
- * loaded with, for the next launch: hence one launch at a time per loaded
- * kernel (launches with own = 0, the caller's scratch, use the grid-wide
- * griddepcontrol.wait instead). A count that never completes (launches of
- * one kernel overlapping against the contract) ends in a trap after 30 s
- * rather than a hang. */
+ * loaded with, for the next launch. So no two launches that use them may
+ * overlap: the runtime passes own = 1 only on the kernel's home stream
+ * (launch.c), every other launch waits for kernel 0's whole grid
+ * (griddepcontrol.wait). A count that never completes would end in a trap
+ * after 30 s rather than a hang. */
 static LLVMValueRef row_counter(ne *E, const char *which) {
   char nm[96];
   snprintf(nm, sizeof nm, "%s.%s", E->prefix, which);
@@ -1477,7 +1477,7 @@ static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   asm_call(E, E->voidt, "trap;", "~{memory}", NULL, 0);
   end_if(E, jt);
   LLVMBuildBr(E->b, spin);
-  /* the join block of the trap is where the loop goes on: move on from it */
+  /* (the trap's join block polls again) */
   LLVMPositionBuilderAtEnd(E->b, go);
   asm_call(E, E->voidt, "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
   end_if(E, j0);
@@ -1543,10 +1543,14 @@ static void build_gpu_kernel(ne *E, const char *name) {
    * output, dst: at once, or after the shared-twiddle fill when that comes
    * first. Everything else it reads (parameters, twiddles, epilogue
    * inputs: noalias read-only, so LLVM may load them before the wait) was
-   * written before kernel 0 started, which was an ordinary launch. */
+   * written before kernel 0 started: kernel 1 launches only once every
+   * block of kernel 0 has triggered it, and with k->entry a block of
+   * kernel 0 triggers only after its own wait for the stream's previous
+   * kernel has returned. */
   int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load;
   /* k->entry: kernel 0 is a dependent launch of the stream's previous
-   * kernel too, and kernel 1 lets the stream's next kernel launch early */
+   * kernel too (its wait comes before its trigger: see above), and kernel 1
+   * lets the stream's next kernel launch early */
   if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
