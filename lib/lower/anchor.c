@@ -641,7 +641,7 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
       snprintf(prefix, sizeof prefix, "fhjit_ntt%d_n%d", s, sp->plan.log_n);
       lw_ntt_fusion fu;
       step_fusion(g, sp, &fu);
-      if (!nv_target_has_pdl(t)) sp->plan.k[0].pdl = sp->plan.k[1].pdl = sp->plan.k[0].entry = sp->plan.k[1].entry = 0;
+      lw_ntt_for_target(&sp->plan, t);
       st = lw_ntt_build(g->ctx, &sp->plan, &fu, LW_GPU, prefix, c, m);
       if (st && (sp->pro_sub || sp->nepi) && fhjit_last_status(p->sctx))
         st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
@@ -658,9 +658,8 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
         k->grid[1] = k->grid[2] = 1;
         k->block[0] = sp->plan.k[j].threads;
         k->block[1] = k->block[2] = 1;
-        k->flags = (j > 0 ? sp->plan.k[j].pdl : sp->plan.k[j].entry) ? LW_KERNEL_PDL : 0;
         step_args(p, s, &sp->plan, j, k);
-        if (sp->plan.k[j].pdl == 2) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
+        lw_ntt_launch_facts(&sp->plan, j, k);
       }
       continue;
     }

@@ -29,6 +29,7 @@
 
 #include "ir/ntt.h"
 #include "lower/lw_llvm.h"
+#include "nvptx/nvptx.h"
 
 #define LW_NTT_MAX_PASSES 8
 /* The most batch-rows that get per-row completion counters (4 bytes each,
@@ -202,6 +203,14 @@ typedef struct lw_ntt_fusion {
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *fu,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m);
+
+/* Clears what target t lacks (programmatic dependent launch before sm_90:
+ * pdl, entry) from a plan about to be built for it. */
+void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t);
+/* Kernel j's launch facts, for a plan lw_ntt_for_target has seen: its
+ * LW_KERNEL_PDL flag, and the trailing LW_ARG_OWN argument (appended after
+ * the others are set). */
+void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k);
 
 /* PTX and launch description of a standalone NTT: kernel arguments are
  * PARAMS, PSTRIDE, INPUT 1 (the twiddle table), then src and dst: INPUT 0

@@ -1791,6 +1791,17 @@ static void plan_prefix(const lw_ntt_plan *p, char *buf, size_t size) {
 
 /* Builds, verifies and optimises the module of a plan for the GPU; *ptx
  * (optional) receives the PTX, *text (optional) the requested text. */
+void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
+  if (nv_target_has_pdl(t)) return;
+  for (int j = 0; j < 2; j++) p->k[j].pdl = p->k[j].entry = 0;
+}
+
+void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
+  const lw_ntt_kplan *kp = &p->k[j];
+  k->flags = (j > 0 ? kp->pdl : kp->entry) ? LW_KERNEL_PDL : 0;
+  if (kp->pdl == 2) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
+}
+
 static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,
                                fhjit_emit_kind kind, char **text, char **ptx) {
   const nv_target *t = nv_find_target(ctx, arch);
@@ -1803,7 +1814,7 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   lw_ntt_plan pt = *p;
-  if (!nv_target_has_pdl(t)) pt.k[0].pdl = pt.k[1].pdl = pt.k[0].entry = pt.k[1].entry = 0;
+  lw_ntt_for_target(&pt, t);
   fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
   if (!st) st = nv_verify(ctx, m, prefix);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
@@ -1839,6 +1850,8 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
   memset(out, 0, sizeof *out);
   fhjit_status st = gpu_module(ctx, p, arch, FHJIT_EMIT_PTX, NULL, &out->ptx);
   if (st) return st;
+  lw_ntt_plan pt = *p; /* gpu_module found the target */
+  lw_ntt_for_target(&pt, nv_find_target(ctx, arch));
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
   out->nkernels = p->nkernels;
@@ -1850,15 +1863,13 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
     k->block[0] = p->k[j].threads;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = 0; /* static shared memory only */
-    const nv_target *t = nv_find_target(ctx, arch);
-    k->flags = (j > 0 ? p->k[j].pdl : p->k[j].entry) && t && nv_target_has_pdl(t) ? LW_KERNEL_PDL : 0;
     k->nargs = 5;
     k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
     k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};
     k->args[2] = (lw_arg){LW_ARG_INPUT, 1};
     k->args[3] = j == 0 ? (lw_arg){LW_ARG_INPUT, 0} : (lw_arg){LW_ARG_RESULT, 0};
     k->args[4] = (lw_arg){LW_ARG_RESULT, 0};
-    if (p->k[j].pdl == 2 && t && nv_target_has_pdl(t)) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
+    lw_ntt_launch_facts(&pt, j, k);
   }
   return FHJIT_OK;
 }
