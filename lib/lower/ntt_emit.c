@@ -148,7 +148,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=3,t=7,tws=2",
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2", [17] = "n1=7,c_col=3,t=7,tws=2"},
 };
 
@@ -489,7 +489,11 @@ static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
 /* r62 on the GPU: u = hi128(4w * x + m4 * q), the file comment's sum with
  * its carry, as one PTX chain over 32-bit halves. The low halves of the
  * two products sum to 0 or 2^64, so the carry out of the low word is the
- * `m4 != 0` of the IR form: the same word. ptxas fuses each mad.lo.cc /
+ * `m4 != 0` of the IR form: the same word. Moreover S = 4w x + m4 q is a
+ * multiple of 2^64, so with B = S - m0 q0 (every partial product but the
+ * low halves' of m4 q) and 0 <= m0 q0 < 2^64, S is B rounded up to a
+ * multiple of 2^64: u = (B + 2^64 - 1) >> 64, one 32 x 32 product fewer
+ * (the constant rides in x0 w0's addend). ptxas fuses each mad.lo.cc /
  * madc.hi.cc pair into one IMAD.WIDE with carries, where the IR form's two
  * mul.hi.u64, compare, select and 64-bit add cost about a fifth more
  * instructions (bench/ntt-profile.sh counts them). The host path keeps the
@@ -507,14 +511,12 @@ const char lw_ntt_redc62_ptx[] =
     "mul.hi.u32 ft, fx0, fk0;\n\t"
     "mad.lo.u32 ft, fx0, fk1, ft;\n\t"
     "mad.lo.u32 fm1, fx1, fk0, ft;\n\t"
-    /* x0 w0 at weight 2^0, x1 w1 at 2^64, then m0 q0 at 2^0 (the low word
-     * only for its carry) */
-    "mul.lo.u32 fr0, fx0, fw0;\n\t"
-    "mul.hi.u32 fr1, fx0, fw0;\n\t"
+    /* x1 w1 at weight 2^64; x0 w0 plus 2^64 - 1 at weight 2^0 (the low
+     * word only for its carry); m0 q0 is not computed (below) */
     "mul.lo.u32 fr2, fx1, fw1;\n\t"
     "mul.hi.u32 fr3, fx1, fw1;\n\t"
-    "mad.lo.cc.u32 fr0, fm0, fq0, fr0;\n\t"
-    "madc.hi.cc.u32 fr1, fm0, fq0, fr1;\n\t"
+    "mad.lo.cc.u32 fr0, fx0, fw0, 0xffffffff;\n\t"
+    "madc.hi.cc.u32 fr1, fx0, fw0, 0xffffffff;\n\t"
     "addc.cc.u32 fr2, fr2, 0;\n\t"
     "addc.u32 fr3, fr3, 0;\n\t"
     /* weight 2^32 */

@@ -485,7 +485,7 @@ static int ptx_operands(const char *s, const char *tok[4], size_t len[4]) {
 }
 
 static uint32_t ptx_value(ptxreg *regs, int *nregs, const char *t, size_t len) {
-  if (t[0] >= '0' && t[0] <= '9') return (uint32_t)strtoul(t, NULL, 10);
+  if (t[0] >= '0' && t[0] <= '9') return (uint32_t)strtoul(t, NULL, 0); /* 0x.. too */
   return *ptx_reg(regs, nregs, t, len);
 }
 
