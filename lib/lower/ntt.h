@@ -42,6 +42,9 @@
  * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
  * (test_ntt_emit runs this text through a small PTX interpreter). */
 extern const char lw_ntt_redc62_ptx[];
+/* r62's conditional subtraction on the GPU: $0 = $1 - $2 when $1 >= $2,
+ * else $1, for $1 < $2 + 2^63 and $2 <= 2^63 (the same interpreter). */
+extern const char lw_ntt_csub62_ptx[];
 
 /* One kernel of a plan. */
 typedef struct lw_ntt_kplan {

@@ -452,12 +452,42 @@ static LLVMValueRef umin(ne *E, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
 }
 
+/* r62's csub on the GPU (below): d = x - bound over 32-bit halves, then
+ * x where d's top bit is set, else d. */
+const char lw_ntt_csub62_ptx[] =
+    "{\n\t"
+    ".reg .u32 cx0, cx1, cb0, cb1, cd0, cd1;\n\t"
+    ".reg .pred cneg;\n\t"
+    "mov.b64 {cx0, cx1}, $1;\n\t"
+    "mov.b64 {cb0, cb1}, $2;\n\t"
+    "sub.cc.u32 cd0, cx0, cb0;\n\t"
+    "subc.u32 cd1, cx1, cb1;\n\t"
+    "setp.lt.s32 cneg, cd1, 0;\n\t"
+    "selp.b32 cd0, cx0, cd0, cneg;\n\t"
+    "selp.b32 cd1, cx1, cd1, cneg;\n\t"
+    "mov.b64 $0, {cd0, cd1};\n\t"
+    "}";
+
 /* x - bound when x >= bound, else x. r32 (x < 2^32, bound < 2^31): the
  * unsigned minimum of x and x - bound, which wraps above x exactly when
- * x < bound (one min.u32 on the GPU instead of a compare and a select);
- * r62: compare and select (no 64-bit min instruction; the signed forms
- * gave ptxas longer code). */
+ * x < bound (one min.u32 on the GPU instead of a compare and a select).
+ * r62 on the host: compare and select. r62 on the GPU: the sign of
+ * x - bound, which is set exactly when x < bound as long as x < bound +
+ * 2^63 and bound <= 2^63; every csub here has x below 4q < 2^62 for lazy
+ * inputs (q < 2^60). ptxas then tests one word instead of comparing two
+ * with a carry: 1.5-3.5% off r62 2^14 .. 2^17 (RESULTS.md round 11). As
+ * IR (icmp slt), LLVM and ptxas gave longer code than the compare. */
 static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
+  if (E->wbits == 64 && E->target == LW_GPU) {
+    LLVMTypeRef args[2] = {E->i64, E->i64};
+    LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 2, 0);
+    static const char constraints[] = "=l,l,l";
+    LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_csub62_ptx, sizeof lw_ntt_csub62_ptx - 1,
+                                       constraints, sizeof constraints - 1, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef vals[2] = {x, bound};
+    return LLVMBuildCall2(E->b, fty, fn, vals, 2, "r");
+  }
   LLVMValueRef d = LLVMBuildSub(E->b, x, bound, "");
   if (E->wbits == 32) return umin(E, x, d);
   LLVMValueRef ge = LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, "");

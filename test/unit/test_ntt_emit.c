@@ -325,6 +325,8 @@ START_TEST(test_ptx) {
   ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "mul.hi.u64" : "mul.wide.u32"));
   /* r62 butterflies: the carry chain of lw_ntt_redc62_ptx; r32: min.u32 */
   ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "madc.hi.cc.u32" : "min.u32"));
+  /* r62's reductions: lw_ntt_csub62_ptx (its predicate's name) */
+  if (radix == FHJIT_R62) ck_assert_ptr_nonnull(strstr(prog.ptx, "setp.lt.s32 cneg"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, "ld.global.nc"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, ".maxntid"));
   for (int j = 0; j < prog.nkernels; j++) {
@@ -445,9 +447,10 @@ END_TEST
 
 /* ------------------------------------------------ the GPU's r62 product */
 
-/* A PTX interpreter for the instructions lw_ntt_redc62_ptx uses (32-bit
- * registers, the carry flag): any other instruction fails the test, so the
- * text the GPU gets is what runs here. */
+/* A PTX interpreter for the instructions lw_ntt_redc62_ptx and
+ * lw_ntt_csub62_ptx use (32-bit registers, predicates, the carry flag):
+ * any other instruction fails the test, so the text the GPU gets is what
+ * runs here. */
 typedef struct ptxreg {
   char name[8];
   uint32_t v;
@@ -489,12 +492,11 @@ static uint32_t ptx_value(ptxreg *regs, int *nregs, const char *t, size_t len) {
   return *ptx_reg(regs, nregs, t, len);
 }
 
-static uint64_t run_redc62_ptx(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q) {
-  const uint64_t in[5] = {0, x, w4, wk4, q};
+/* Runs PTX text with 64-bit operands $1.. = in[1..]; returns $0. */
+static uint64_t run_ptx(const char *p, const uint64_t *in) {
   uint64_t out = 0;
   ptxreg regs[32];
   int nregs = 0, cc = 0, executed = 0;
-  const char *p = lw_ntt_redc62_ptx;
   while (*p) {
     const char *eol = strchr(p, '\n');
     size_t n = eol ? (size_t)(eol - p) : strlen(p);
@@ -562,12 +564,25 @@ static uint64_t run_redc62_ptx(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q
     } else if (!strcmp(op, "addc.u32") || !strcmp(op, "addc.cc.u32")) {
       r = a + b + (uint64_t)cc, *d = (uint32_t)r;
       if (strstr(op, ".cc")) cc = (int)(r >> 32);
+    } else if (!strcmp(op, "sub.cc.u32")) { /* CC.CF: the borrow */
+      *d = (uint32_t)(a - b), cc = a < b;
+    } else if (!strcmp(op, "subc.u32")) {
+      *d = (uint32_t)(a - b - (uint64_t)cc);
+    } else if (!strcmp(op, "setp.lt.s32")) { /* predicates: 0 or 1 in a register */
+      *d = (int32_t)(uint32_t)a < (int32_t)(uint32_t)b;
+    } else if (!strcmp(op, "selp.b32")) {
+      *d = (uint32_t)(c ? a : b);
     } else {
       ck_abort_msg("PTX interpreter: unknown instruction '%s'", op);
     }
   }
-  ck_assert_int_gt(executed, 10);
+  ck_assert_int_gt(executed, 5);
   return out;
+}
+
+static uint64_t run_redc62_ptx(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q) {
+  const uint64_t in[5] = {0, x, w4, wk4, q};
+  return run_ptx(lw_ntt_redc62_ptx, in);
 }
 
 /* SPEC's REDC with R = 2^62, in 128-bit arithmetic. */
@@ -608,6 +623,29 @@ START_TEST(test_redc62_ptx) {
 }
 END_TEST
 
+/* The r62 conditional subtraction: against x >= b ? x - b : x for every
+ * x < b + 2^63 and b <= 2^63, as the NTT uses it (lazy sums against 2q,
+ * lazy words against q), at the edges of that range and at random. */
+START_TEST(test_csub62_ptx) {
+  const uint64_t two63 = UINT64_C(1) << 63;
+  uint64_t s = 0xc5b62ULL + (uint64_t)_i;
+  const uint64_t bounds[] = {1, 2, UINT64_C(1152921504606584833) * 2, (UINT64_C(1) << 61) - 2,
+                             UINT64_C(0x7fffffffffffffff), two63};
+  for (size_t bi = 0; bi < sizeof bounds / sizeof bounds[0]; bi++) {
+    uint64_t b = bounds[bi];
+    const uint64_t edges[] = {0, 1, b - 1, b, b + 1, 2 * b - 1, b / 2, b + two63 - 1, b + two63 - 2};
+    for (int i = 0; i < 300; i++) {
+      uint64_t x = i < 9 ? edges[i] : tu_below(&s, b + (two63 - 1));
+      if (x >= b && x - b >= two63) continue; /* outside the contract (edges that wrap) */
+      const uint64_t in[3] = {0, x, b};
+      uint64_t want = x >= b ? x - b : x, got = run_ptx(lw_ntt_csub62_ptx, in);
+      ck_assert_msg(got == want, "x %llu bound %llu: PTX %llu, want %llu", (unsigned long long)x,
+                    (unsigned long long)b, (unsigned long long)got, (unsigned long long)want);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ntt_emit");
   TCase *tc = tcase_create("ntt_emit");
@@ -619,6 +657,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
+  tcase_add_loop_test(tc, test_csub62_ptx, 0, 2);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
   tcase_add_loop_test(tc, test_host_vs_reference, 0, 28);
   suite_add_tcase(s, tc);
