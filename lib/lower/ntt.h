@@ -35,6 +35,9 @@
 /* The most batch-rows that get per-row completion counters (4 bytes each,
  * two arrays per NTT in its module). */
 #define LW_NTT_ROWSYNC_MAX_ROWS 65536
+/* rowsync's default needs kernel 0 to have this many blocks at least
+ * (measured on the H200's 132 SMs: a win from 1024, a loss at 512) */
+#define LW_NTT_ROWSYNC_MIN_BLOCKS 1024
 /* Words per thread: at most 2^LW_NTT_MAX_LOG_E. */
 #define LW_NTT_MAX_LOG_E 5
 

@@ -277,9 +277,12 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     }
     p->k[0].pre = 1;
     int pdl = pick(t.pdl, 1);
-    /* per-row waits pay from 2^16 on; at 2^14 they measured 2-10% slower
-     * than the grid-wide wait (bench/RESULTS.md round 10) */
-    if (pdl && pick(t.rowsync, log_n >= 16) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
+    /* per-row waits pay from 2^16 on, when kernel 0's grid is large (rows
+     * then finish one after another over its waves); at 2^14 they measured
+     * 2-10% slower than the grid-wide wait, and at 2^16 with a grid of 256
+     * or 512 blocks 3-7% slower (bench/RESULTS.md rounds 10 and 12) */
+    int rowsync_default = log_n >= 16 && p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS;
+    if (pdl && pick(t.rowsync, rowsync_default) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
     p->k[0].pdl = p->k[1].pdl = pdl;
     p->k[0].entry = p->k[1].entry = pdl && pick(t.entry, 1);
     p->k[1].post = 1;

@@ -364,6 +364,21 @@ START_TEST(test_pdl) {
   /* sm_90, sm_80, sm_90 with pdl=0, rowsync=0, entry=0 */
   static const char *const modes[] = {"", "", "pdl=0", "rowsync=0", "entry=0"};
   fhjit_context *ctx = fhjit_context_create();
+  /* rowsync's default at 2^16 (the measured default plan): on once kernel
+   * 0 has LW_NTT_ROWSYNC_MIN_BLOCKS blocks (r62: 64 per row, so 16 rows,
+   * the GPU tests' NTT graph), off below (8 rows), on when asked for */
+  for (int64_t brows = 8; brows <= 16; brows += 8) {
+    lw_ntt_plan p;
+    ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, brows, brows, &p), FHJIT_OK);
+    ck_assert_int_eq(p.k[0].blocks, 64 * brows);
+    ck_assert_int_eq(p.k[0].pdl, p.k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS ? 2 : 1);
+    lw_ntt_tuning t;
+    lw_ntt_tuning_default(&t);
+    ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "n1=6,c_col=4,t=7,tws=2,rowsync=1", &t), FHJIT_OK);
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, brows, brows, &t, &p),
+                     FHJIT_OK);
+    ck_assert_int_eq(p.k[0].pdl, 2);
+  }
   for (int logn = 14; logn <= 16; logn += 2)
     for (size_t ti = 0; ti < sizeof tunings / sizeof tunings[0]; ti++)
       for (int mode = 0; mode < 5; mode++) {
@@ -374,7 +389,9 @@ START_TEST(test_pdl) {
         ck_assert_int_eq(lw_ntt_tuning_parse(ctx, modes[mode], &t), FHJIT_OK);
         t.one = 10; /* two kernels from 2^11 on */
         lw_ntt_plan p;
-        ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, 4, 8, &t, &p), FHJIT_OK);
+        /* 256 batch rows: kernel 0 has enough blocks for rowsync's default */
+        ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, 4, 256, &t, &p), FHJIT_OK);
+        if (logn >= 16) ck_assert_int_ge(p.k[0].blocks, LW_NTT_ROWSYNC_MIN_BLOCKS);
         ck_assert_int_eq(p.nkernels, 2);
         lw_program prog;
         fhjit_status st = lw_ntt_compile_ptx(ctx, &p, mode == 1 ? "sm_80" : "sm_90", &prog);
