@@ -422,45 +422,15 @@ template <class R, int LOGN, bool FWD> struct Ntt {
 
 // Each thread: 8 independent chains of products by a fixed twiddle with its
 // precomputed constant (what an NTT butterfly does).
-// r62's REDC(w*x) as fhjit emits it on the GPU (lib/lower/ntt_emit.c,
-// lw_ntt_redc62_ptx): one carry chain over 32-bit halves for
+// r62's REDC(w*x) as fhjit emits it on the GPU: the very PTX text of
+// lib/lower/ntt_redc62_ptx.h, one carry chain over 32-bit halves for
 // hi128(4w*x + m4*q), without the low halves' product of m4*q (the sum is a
 // multiple of 2^64, so adding 2^64 - 1 instead rounds it up exactly). Only
-// the product-rate kernel uses it, for the floor of that form.
+// the product-rate kernel uses it, for the rate of that form.
+#include "../../lib/lower/ntt_redc62_ptx.h"
 __device__ __forceinline__ uint64_t redc62_chain(uint64_t x, uint64_t w4, uint64_t wk4, uint64_t q) {
   uint64_t u;
-  asm("{\n\t"
-      ".reg .u32 fx0, fx1, fw0, fw1, fk0, fk1, fq0, fq1, fm0, fm1, ft, fr0, fr1, fr2, fr3;\n\t"
-      "mov.b64 {fx0, fx1}, %1;\n\t"
-      "mov.b64 {fw0, fw1}, %2;\n\t"
-      "mov.b64 {fk0, fk1}, %3;\n\t"
-      "mov.b64 {fq0, fq1}, %4;\n\t"
-      "mul.lo.u32 fm0, fx0, fk0;\n\t"
-      "mul.hi.u32 ft, fx0, fk0;\n\t"
-      "mad.lo.u32 ft, fx0, fk1, ft;\n\t"
-      "mad.lo.u32 fm1, fx1, fk0, ft;\n\t"
-      "mul.lo.u32 fr2, fx1, fw1;\n\t"
-      "mul.hi.u32 fr3, fx1, fw1;\n\t"
-      "mad.lo.cc.u32 fr0, fx0, fw0, 0xffffffff;\n\t"
-      "madc.hi.cc.u32 fr1, fx0, fw0, 0xffffffff;\n\t"
-      "addc.cc.u32 fr2, fr2, 0;\n\t"
-      "addc.u32 fr3, fr3, 0;\n\t"
-      "mad.lo.cc.u32 fr1, fx0, fw1, fr1;\n\t"
-      "madc.hi.cc.u32 fr2, fx0, fw1, fr2;\n\t"
-      "addc.u32 fr3, fr3, 0;\n\t"
-      "mad.lo.cc.u32 fr1, fx1, fw0, fr1;\n\t"
-      "madc.hi.cc.u32 fr2, fx1, fw0, fr2;\n\t"
-      "addc.u32 fr3, fr3, 0;\n\t"
-      "mad.lo.cc.u32 fr1, fm0, fq1, fr1;\n\t"
-      "madc.hi.cc.u32 fr2, fm0, fq1, fr2;\n\t"
-      "addc.u32 fr3, fr3, 0;\n\t"
-      "mad.lo.cc.u32 fr1, fm1, fq0, fr1;\n\t"
-      "madc.hi.cc.u32 fr2, fm1, fq0, fr2;\n\t"
-      "addc.u32 fr3, fr3, 0;\n\t"
-      "mad.lo.cc.u32 fr2, fm1, fq1, fr2;\n\t"
-      "madc.hi.u32 fr3, fm1, fq1, fr3;\n\t"
-      "mov.b64 %0, {fr2, fr3};\n\t"
-      "}"
+  asm(LW_NTT_REDC62_PTX("%0", "%1", "%2", "%3", "%4")
       : "=l"(u)
       : "l"(x), "l"(w4), "l"(wk4), "l"(q));
   return u;

@@ -24,6 +24,7 @@
 #include <llvm-c/Orc.h>
 
 #include "lower/ntt.h"
+#include "lower/ntt_redc62_ptx.h"
 #include "nvptx/nvptx.h"
 
 /* ------------------------------------------------------------------ plan */
@@ -532,44 +533,7 @@ static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
  * instructions (bench/ntt-profile.sh counts them). The host path keeps the
  * IR form, so both are checked against the reference (the GPU one on the
  * GPU machine). */
-const char lw_ntt_redc62_ptx[] =
-    "{\n\t"
-    ".reg .u32 fx0, fx1, fw0, fw1, fk0, fk1, fq0, fq1, fm0, fm1, ft, fr0, fr1, fr2, fr3;\n\t"
-    "mov.b64 {fx0, fx1}, $1;\n\t"
-    "mov.b64 {fw0, fw1}, $2;\n\t"
-    "mov.b64 {fk0, fk1}, $3;\n\t"
-    "mov.b64 {fq0, fq1}, $4;\n\t"
-    /* m4 = x * wk4 mod 2^64 */
-    "mul.lo.u32 fm0, fx0, fk0;\n\t"
-    "mul.hi.u32 ft, fx0, fk0;\n\t"
-    "mad.lo.u32 ft, fx0, fk1, ft;\n\t"
-    "mad.lo.u32 fm1, fx1, fk0, ft;\n\t"
-    /* x1 w1 at weight 2^64; x0 w0 plus 2^64 - 1 at weight 2^0 (the low
-     * word only for its carry); m0 q0 is not computed (below) */
-    "mul.lo.u32 fr2, fx1, fw1;\n\t"
-    "mul.hi.u32 fr3, fx1, fw1;\n\t"
-    "mad.lo.cc.u32 fr0, fx0, fw0, 0xffffffff;\n\t"
-    "madc.hi.cc.u32 fr1, fx0, fw0, 0xffffffff;\n\t"
-    "addc.cc.u32 fr2, fr2, 0;\n\t"
-    "addc.u32 fr3, fr3, 0;\n\t"
-    /* weight 2^32 */
-    "mad.lo.cc.u32 fr1, fx0, fw1, fr1;\n\t"
-    "madc.hi.cc.u32 fr2, fx0, fw1, fr2;\n\t"
-    "addc.u32 fr3, fr3, 0;\n\t"
-    "mad.lo.cc.u32 fr1, fx1, fw0, fr1;\n\t"
-    "madc.hi.cc.u32 fr2, fx1, fw0, fr2;\n\t"
-    "addc.u32 fr3, fr3, 0;\n\t"
-    "mad.lo.cc.u32 fr1, fm0, fq1, fr1;\n\t"
-    "madc.hi.cc.u32 fr2, fm0, fq1, fr2;\n\t"
-    "addc.u32 fr3, fr3, 0;\n\t"
-    "mad.lo.cc.u32 fr1, fm1, fq0, fr1;\n\t"
-    "madc.hi.cc.u32 fr2, fm1, fq0, fr2;\n\t"
-    "addc.u32 fr3, fr3, 0;\n\t"
-    /* m1 q1 at weight 2^64 (the result is below 2^64: no carry out) */
-    "mad.lo.cc.u32 fr2, fm1, fq1, fr2;\n\t"
-    "madc.hi.u32 fr3, fm1, fq1, fr3;\n\t"
-    "mov.b64 $0, {fr2, fr3};\n\t"
-    "}";
+const char lw_ntt_redc62_ptx[] = LW_NTT_REDC62_PTX("$0", "$1", "$2", "$3", "$4");
 
 static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
   LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
