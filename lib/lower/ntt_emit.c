@@ -479,7 +479,7 @@ const char lw_ntt_csub62_ptx[] =
  * x - bound, which is set exactly when x < bound as long as x < bound +
  * 2^63 and bound <= 2^63; every csub here has x below 4q < 2^62 for lazy
  * inputs (q < 2^60). ptxas then tests one word instead of comparing two
- * with a carry: 1.5-3.5% off r62 2^14 .. 2^17 (RESULTS.md round 11). As
+ * with a carry: 1.5-3.5% off r62 2^14 .. 2^17 (RESULTS.md round 12). As
  * IR (icmp slt), LLVM and ptxas gave longer code than the compare. */
 static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
   if (E->wbits == 64 && E->target == LW_GPU) {
