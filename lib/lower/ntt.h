@@ -129,7 +129,8 @@ typedef struct lw_ntt_tuning {
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */
-  int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16) */
+  int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16
+                  * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
@@ -139,7 +140,8 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, early, epi) over *t. NULL or "" change nothing.
+ * minb_col, minb_chunk, tws, early, pdl, rowsync, entry, epi) over *t. NULL
+ * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
 

@@ -327,13 +327,15 @@ checks:
       r = d->cuLaunchKernel(k->funcs[i], kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0],
                             kd->block[1], kd->block[2], kd->shared_bytes, stream, ptrs, NULL);
     }
-    if (r != CUDA_SUCCESS && i > 0) atomic_store(&k->counters_unsure, 1);
-    if (r != CUDA_SUCCESS)
-      return rt_cuda_error(ctx, d, r, (kd->flags & LW_KERNEL_PDL) ? "cuLaunchKernelEx" : "cuLaunchKernel", "%s: graph @%s: kernel %s (grid %u x %u x "
+    if (r != CUDA_SUCCESS) {
+      if (i > 0) atomic_store(&k->counters_unsure, 1);
+      const char *launcher = (kd->flags & LW_KERNEL_PDL) ? "cuLaunchKernelEx" : "cuLaunchKernel";
+      return rt_cuda_error(ctx, d, r, launcher, "%s: graph @%s: kernel %s (grid %u x %u x "
                            "%u, block %u x %u x %u, %u bytes shared)", what,
                            g ? g->name : k->graph_name, kd->name, kd->grid[0], kd->grid[1],
                            kd->grid[2], kd->block[0], kd->block[1], kd->block[2],
                            kd->shared_bytes);
+    }
   }
   return FHJIT_OK;
 }
