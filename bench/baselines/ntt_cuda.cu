@@ -435,14 +435,27 @@ __device__ __forceinline__ uint64_t redc62_chain(uint64_t x, uint64_t w4, uint64
       : "l"(x), "l"(w4), "l"(wk4), "l"(q));
   return u;
 }
+// The same REDC(w*x) in Shoup's form, as fhjit emits it where a block
+// shares its twiddle constants (lw_ntt_shoup62_ptx): x * REDC(w) - Q * q
+// with Q = hi64(x * wk4), exactly.
+__device__ __forceinline__ uint64_t redc62_shoup(uint64_t x, uint64_t wr, uint64_t wk4, uint64_t nq) {
+  uint64_t u;
+  asm(LW_NTT_SHOUP62_PTX("%0", "%1", "%2", "%3", "%4")
+      : "=l"(u)
+      : "l"(x), "l"(wr), "l"(wk4), "l"(nq));
+  return u;
+}
 
-template <class R, bool CHAIN = false>
+// FORM: 0 the C form of the floor; r62 only: 1 fhjit's carry chain, 2 its Shoup form
+template <class R, int FORM = 0>
 __global__ void product_kernel(typename R::W *out, typename R::W q, typename R::W k4, typename R::W w,
                                int iters) {
   typedef typename R::W W;
   RowC<R> r;
   r.q = q, r.q2 = 2 * q, r.k4 = k4, r.tw = nullptr;
   MC<R> c = make_const(r, w);
+  W wr = 0, nq = 0;
+  if constexpr (FORM == 2 && R::WBITS == 62) wr = __umul64hi(c.wk4, q) + (c.wk4 != 0), nq = 0 - q;
   W x[8];
   unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
 #pragma unroll
@@ -450,7 +463,8 @@ __global__ void product_kernel(typename R::W *out, typename R::W q, typename R::
   for (int it = 0; it < iters; it++) {
 #pragma unroll
     for (int i = 0; i < 8; i++) {
-      if constexpr (CHAIN && R::WBITS == 62) x[i] = redc62_chain(x[i], c.w4, c.wk4, q);
+      if constexpr (FORM == 1 && R::WBITS == 62) x[i] = redc62_chain(x[i], c.w4, c.wk4, q);
+      else if constexpr (FORM == 2 && R::WBITS == 62) x[i] = redc62_shoup(x[i], wr, c.wk4, nq);
       else x[i] = redc_const(r, c, x[i]);
     }
   }
@@ -759,7 +773,7 @@ static void bench_one(int64_t rows, const Floors &fl, bool quick, int &failures)
   CK(cudaStreamDestroy(st));
 }
 
-template <class R, bool CHAIN = false> static double product_rate(int sms) {
+template <class R, int FORM = 0> static double product_rate(int sms) {
   typedef typename R::W W;
   uint64_t q = find_primes(R::WBITS == 62 ? 60 : 30, 1)[0];
   HostMod m(R::WBITS == 62 ? 62 : 32, q);
@@ -770,11 +784,11 @@ template <class R, bool CHAIN = false> static double product_rate(int sms) {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  product_kernel<R, CHAIN><<<blocks, threads>>>(out, (W)q, k4, (W)m.r2, 16);
+  product_kernel<R, FORM><<<blocks, threads>>>(out, (W)q, k4, (W)m.r2, 16);
   std::vector<double> s;
   for (int rep = 0; rep < 7; rep++) {
     CK(cudaEventRecord(e0));
-    product_kernel<R, CHAIN><<<blocks, threads>>>(out, (W)q, k4, (W)m.r2, iters);
+    product_kernel<R, FORM><<<blocks, threads>>>(out, (W)q, k4, (W)m.r2, iters);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms;
@@ -850,7 +864,9 @@ int main(int argc, char **argv) {
   // not a floor of the table: the rate of fhjit's r62 carry chain, which
   // drops one 32 x 32 product (its time over this rate, for comparison)
   printf("r62 products in fhjit's carry chain (one partial product fewer): %.0f G/s\n",
-         product_rate<R62, true>(prop.multiProcessorCount));
+         product_rate<R62, 1>(prop.multiProcessorCount));
+  printf("r62 products in fhjit's Shoup form (x * REDC(w) - hi64(x * w4k) * q): %.0f G/s\n",
+         product_rate<R62, 2>(prop.multiProcessorCount));
   printf("(times: median per transform of CUDA-event-timed batches of 20 launches, buffers rotated; "
          "fwd = coef-mont -> ntt-mont, inv = ntt-mont -> coef-mont)\n");
   int failures = 0;

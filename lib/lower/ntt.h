@@ -45,6 +45,9 @@
  * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
  * (test_ntt_emit runs this text through a small PTX interpreter). */
 extern const char lw_ntt_redc62_ptx[];
+/* The same product in Shoup's form: $0 = REDC(w * $1) with $2 = REDC(w),
+ * $3 = w * 4k mod 2^64, $4 = 2^64 - q (the same interpreter). */
+extern const char lw_ntt_shoup62_ptx[];
 /* r62's conditional subtraction on the GPU: $0 = $1 - $2 when $1 >= $2,
  * else $1, for $1 < $2 + 2^63 and $2 <= 2^63 (the same interpreter). */
 extern const char lw_ntt_csub62_ptx[];
@@ -89,6 +92,10 @@ typedef struct lw_ntt_kplan {
    * there, and the deeper levels' twiddles from global memory as before. */
   int tws, tws_log;
   uint32_t tws_word;
+  /* r62: twiddle products in Shoup's form (ntt_emit.c, make_const_shoup):
+   * 1 those by the shared twiddle constants (which then hold REDC(w) in
+   * place of 4w), 2 every twiddle product; 0 none (r32: always 0) */
+  int shoup;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -132,6 +139,7 @@ typedef struct lw_ntt_tuning {
   int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16
                   * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
+  int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -140,7 +148,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, early, pdl, rowsync, entry, epi) over *t. NULL
+ * minb_col, minb_chunk, tws, shoup, early, pdl, rowsync, entry, epi) over *t. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);

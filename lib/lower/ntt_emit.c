@@ -85,7 +85,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->early = t->pdl = t->rowsync = t->entry = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -112,6 +112,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
+      {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
@@ -132,7 +133,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, early, pdl, rowsync, entry, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -149,8 +150,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1",
-                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1", [17] = "n1=7,c_col=3,t=7,tws=2,early=1"},
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1",
+                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
+                   [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
 
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
@@ -308,7 +310,8 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->smem_words = (uint32_t)words;
   }
   for (int j = 0; j < p->nkernels; j++) {
-    const lw_ntt_kplan *k = &p->k[j];
+    lw_ntt_kplan *k = &p->k[j];
+    k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
@@ -342,6 +345,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
     if (used < size && k->tws)
       used += (size_t)snprintf(buf + used, size - used, " tws");
+    if (used < size && k->shoup)
+      used += (size_t)snprintf(buf + used, size - used, " shoup %d", k->shoup);
     if (used < size && k->pdl)
       used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
   }
@@ -397,12 +402,14 @@ typedef struct ne {
 typedef struct rowc {
   LLVMValueRef batch_row, row; /* i64 */
   LLVMValueRef q, q2, k4;      /* words; k4 = 4k mod 2^64 (r62) or k (r32) */
+  LLVMValueRef nq;             /* r62: 2^64 - q (Shoup's form) */
   LLVMValueRef twrow;          /* pointer to the row's twiddles */
 } rowc;
 
 /* A constant multiplier w with its precomputed Montgomery constant. */
 typedef struct mconst {
   LLVMValueRef w4, wk4; /* r62: 4w and w*4k mod 2^64; r32: w and w*k mod 2^32 */
+  LLVMValueRef wr;      /* r62 in Shoup's form (make_const_shoup): REDC(w); else NULL */
 } mconst;
 
 static LLVMValueRef cw(ne *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
@@ -518,6 +525,41 @@ static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
   return mc;
 }
 
+/* r62 in Shoup's form. With c = w*k mod 2^62 (so wk4 = 4c) and
+ * Q = floor(x*c / 2^62) = hi64(x * wk4), SPEC's m = x*c mod 2^62 =
+ * x*c - 2^62 Q, so w*x + m*q = x (w + c q) - 2^62 Q q. Since k q = -1 mod
+ * 2^62, w + c q is a multiple of 2^62; with WR = (w + c q) / 2^62,
+ *   REDC(w * x) = (w*x + m*q) / 2^62 = x * WR - Q * q
+ * exactly, for every x < 2^64: no estimate, so no correction, and the
+ * result is below 2^64, so its low 64 bits are all it takes. WR itself is
+ * REDC(w * 1) = hi64(wk4 * q) + (wk4 != 0) (the file comment's form with
+ * x = 1), at most q: it costs a high product per twiddle, so it pays where
+ * a block shares its twiddle constants (lw_ntt_kplan.shoup). */
+static mconst make_const_shoup(ne *E, const rowc *r, LLVMValueRef w) {
+  mconst mc = make_const(E, r, w);
+  LLVMValueRef nz = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, mc.wk4, cw(E, 0), ""), E->W, "");
+  mc.wr = LLVMBuildNUWAdd(E->b, mulhi(E, mc.wk4, r->q), nz, "wr");
+  return mc;
+}
+
+/* The Shoup form above as one PTX chain on the GPU: Q's four partial
+ * products with their carries, then x * WR + Q * (2^64 - q) mod 2^64. */
+const char lw_ntt_shoup62_ptx[] = LW_NTT_SHOUP62_PTX("$0", "$1", "$2", "$3", "$4");
+
+static LLVMValueRef redc62_shoup(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
+  if (E->target != LW_GPU) {
+    LLVMValueRef qt = mulhi(E, x, mc->wk4);
+    return LLVMBuildSub(E->b, LLVMBuildMul(E->b, x, mc->wr, ""), LLVMBuildMul(E->b, qt, r->q, ""), "u");
+  }
+  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
+  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
+  static const char constraints[] = "=l,l,l,l,l";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_shoup62_ptx, sizeof lw_ntt_shoup62_ptx - 1, constraints,
+                                     sizeof constraints - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef vals[4] = {x, mc->wr, mc->wk4, r->nq};
+  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
+}
+
 /* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
  * canonical. w_is_one: REDC(x * 1), where the first high product is 0. */
 /* r62 on the GPU: u = hi128(4w * x + m4 * q), the file comment's sum with
@@ -547,6 +589,7 @@ static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValue
 
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
+  if (E->wbits == 64 && mc->wr && !w_is_one) return redc62_shoup(E, r, mc, x);
   if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
   if (E->wbits == 32) {
     /* SPEC's own form: u = (w*x + m*q) >> 32 in 64 bits (w*x, m*q < 2^62),
@@ -603,6 +646,7 @@ static rowc row_consts(ne *E, LLVMValueRef batch_row) {
   LLVMValueRef klo = param_word(E, 3, r.row, "k.lo"), khi = param_word(E, 4, r.row, "k.hi");
   LLVMValueRef k = LLVMBuildOr(E->b, klo, LLVMBuildShl(E->b, khi, cw(E, (uint64_t)(E->wbits == 64 ? 31 : 16)), ""), "k");
   r.k4 = E->wbits == 64 ? LLVMBuildShl(E->b, k, cw(E, 2), "k4") : k;
+  r.nq = E->wbits == 64 ? LLVMBuildNeg(E->b, r.q, "nq") : NULL;
   LLVMValueRef off = LLVMBuildNUWMul(E->b, r.row, c64(E, (uint64_t)E->P->tw_row_stride), "");
   if (E->P->tw_offset) off = LLVMBuildNUWAdd(E->b, off, c64(E, (uint64_t)E->P->tw_offset), "");
   r.twrow = LLVMBuildInBoundsGEP2(E->b, E->W, E->tw, &off, 1, "twrow");
@@ -627,7 +671,7 @@ static LLVMValueRef post_step(ne *E, const rowc *r, const mconst *ninv, LLVMValu
   if (ir_ntt_is_forward(E->P->kind)) return v;
   v = redc_const(E, r, ninv, v, 0);
   if (E->P->kind == IR_NTT_TO_STD) {
-    mconst one = {cw(E, E->wbits == 64 ? 4 : 1), r->k4};
+    mconst one = {cw(E, E->wbits == 64 ? 4 : 1), r->k4, NULL};
     v = csub(E, redc_const(E, r, &one, v, 1), r->q);
   }
   return v;
@@ -978,7 +1022,9 @@ static mconst tws_const(ne *E, const place *p, LLVMValueRef ku, int beta, uint32
   LLVMTypeRef pair = LLVMVectorType(E->W, 2);
   LLVMValueRef v = load(E, pair, E->smem, slot, 2 * walign(E), "twc");
   mconst mc = {0};
-  mc.w4 = LLVMBuildExtractElement(b, v, c32(E, 0), "w4");
+  LLVMValueRef first = LLVMBuildExtractElement(b, v, c32(E, 0), k->shoup ? "wr" : "w4");
+  if (k->shoup) mc.wr = first;
+  else mc.w4 = first;
   mc.wk4 = LLVMBuildExtractElement(b, v, c32(E, 1), "wk4");
   return mc;
 }
@@ -1026,9 +1072,9 @@ static void emit_tws_fill(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     LLVMValueRef idx = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildSub(b, root, c64(E, 1), ""), level, ""),
                                        LLVMBuildZExt(b, j, E->i64, ""), "twidx");
     LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
-    mconst mc = make_const(E, &r, w);
+    mconst mc = k->shoup ? make_const_shoup(E, &r, w) : make_const(E, &r, w);
     LLVMTypeRef pair = LLVMVectorType(E->W, 2);
-    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(pair), mc.w4, c32(E, 0), "");
+    LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(pair), k->shoup ? mc.wr : mc.w4, c32(E, 0), "");
     v = LLVMBuildInsertElement(b, v, mc.wk4, c32(E, 1), "");
     LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, E->W, E->smem, (LLVMValueRef[]){tws_slot(E, k->cols ? NULL : c, j)}, 1, "");
     LLVMSetAlignment(LLVMBuildStore(b, v, ptr), 2 * walign(E));
@@ -1120,7 +1166,8 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
           tc.mc[tc.n] = tws_const(E, &p, ku, beta, key);
         } else {
           LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base;
-          tc.mc[tc.n] = make_const(E, &r, load(E, E->W, r.twrow, idx, walign(E), "w"));
+          LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
+          tc.mc[tc.n] = k->shoup >= 2 ? make_const_shoup(E, &r, w) : make_const(E, &r, w);
         }
         mc = &tc.mc[tc.n++];
       }

@@ -47,4 +47,37 @@
     "mov.b64 " OUT ", {fr2, fr3};\n\t" \
     "}"
 
+/* The same REDC(w * x) in Shoup's form (ntt_emit.c's comment above
+ * lw_ntt_shoup62_ptx says why it is exact): OUT = lo64(X * WR - Q * q) with
+ * Q = hi64(X * WK4), WR = REDC(w), WK4 = w * 4k mod 2^64, NQ = 2^64 - q;
+ * all 64-bit. Five 32 x 32 products with their high halves, one high half
+ * alone and four low halves, where the chain above takes eight and two. */
+#define LW_NTT_SHOUP62_PTX(OUT, X, WR, WK4, NQ) \
+    "{\n\t" \
+    ".reg .u32 sx0, sx1, sw0, sw1, sk0, sk1, sn0, sn1, st0, st1, st2, sq0, sq1, su0, su1;\n\t" \
+    "mov.b64 {sx0, sx1}, " X ";\n\t" \
+    "mov.b64 {sw0, sw1}, " WR ";\n\t" \
+    "mov.b64 {sk0, sk1}, " WK4 ";\n\t" \
+    "mov.b64 {sn0, sn1}, " NQ ";\n\t" \
+    /* Q = hi64(x * wk4): every partial product, for the exact carry */ \
+    "mul.hi.u32 st0, sx0, sk0;\n\t" \
+    "mad.lo.cc.u32 st0, sx0, sk1, st0;\n\t" \
+    "madc.hi.u32 st1, sx0, sk1, 0;\n\t" \
+    "mad.lo.cc.u32 st0, sx1, sk0, st0;\n\t" \
+    "madc.hi.cc.u32 st1, sx1, sk0, st1;\n\t" \
+    "addc.u32 st2, 0, 0;\n\t" \
+    "mad.lo.cc.u32 sq0, sx1, sk1, st1;\n\t" \
+    "madc.hi.u32 sq1, sx1, sk1, st2;\n\t" \
+    /* u = x * wr + Q * (2^64 - q) mod 2^64 */ \
+    "mul.lo.u32 su0, sx0, sw0;\n\t" \
+    "mul.hi.u32 su1, sx0, sw0;\n\t" \
+    "mad.lo.u32 su1, sx0, sw1, su1;\n\t" \
+    "mad.lo.u32 su1, sx1, sw0, su1;\n\t" \
+    "mad.lo.cc.u32 su0, sq0, sn0, su0;\n\t" \
+    "madc.hi.u32 su1, sq0, sn0, su1;\n\t" \
+    "mad.lo.u32 su1, sq0, sn1, su1;\n\t" \
+    "mad.lo.u32 su1, sq1, sn0, su1;\n\t" \
+    "mov.b64 " OUT ", {su0, su1};\n\t" \
+    "}"
+
 #endif

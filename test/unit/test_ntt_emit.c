@@ -163,6 +163,7 @@ START_TEST(test_tuned_random) {
     if (tu_below(&seed, 2)) t.pad_col = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.tws = (int)tu_below(&seed, 3);
+    if (tu_below(&seed, 2)) t.shoup = (int)tu_below(&seed, 3);
     int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
     lw_ntt_plan p;
     if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
@@ -182,8 +183,8 @@ START_TEST(test_tuned_grid) {
   static const char *const plans[] = {
       "one=11,c_col=2,t=6", "one=11,e=2,c_col=2,t=6,n1=5", "c_col=2,t=7,pad_col=4",
       "e=4,c_col=3,pad_chunk=0", "e=2,c_col=3,t=7,n1=7", "c_col=3,pad_col=5,minb=3",
-      "tws=2,c_col=3,t=7,n1=7", "tws=1,e=4,c_col=4", "one=12,tws=2",
-      "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4,early=1", "one=12,tws=2,e=4"};
+      "tws=2,c_col=3,t=7,n1=7,shoup=1", "tws=1,e=4,c_col=4,shoup=2", "one=12,tws=2,shoup=1",
+      "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4,early=1,shoup=1", "one=12,tws=2,e=4,shoup=2"};
   int which = _i % 12;
   fhjit_radix radix = _i >= 12 ? FHJIT_R32 : FHJIT_R62;
   int logn = which < 2 || which == 8 || which == 11 ? 12 : 16;
@@ -327,6 +328,13 @@ START_TEST(test_ptx) {
   ck_assert_ptr_nonnull(strstr(prog.ptx, radix == FHJIT_R62 ? "madc.hi.cc.u32" : "min.u32"));
   /* r62's reductions: lw_ntt_csub62_ptx (its predicate's name) */
   if (radix == FHJIT_R62) ck_assert_ptr_nonnull(strstr(prog.ptx, "setp.lt.s32 cneg"));
+  /* r62 2^16's default plan: Shoup's form by the shared twiddles, the chain
+   * by the chunk kernel's own (lw_ntt_shoup62_ptx's and the chain's names) */
+  if (radix == FHJIT_R62 && logn == 16) {
+    ck_assert(p.k[0].shoup == 1 && p.k[1].shoup == 1);
+    ck_assert_ptr_nonnull(strstr(prog.ptx, "mul.hi.u32 st0, sx0, sk0"));
+    ck_assert_ptr_nonnull(strstr(prog.ptx, "mul.hi.u32 fr3, fx1, fw1"));
+  }
   ck_assert_ptr_nonnull(strstr(prog.ptx, "ld.global.nc"));
   ck_assert_ptr_nonnull(strstr(prog.ptx, ".maxntid"));
   for (int j = 0; j < prog.nkernels; j++) {
@@ -640,6 +648,45 @@ START_TEST(test_redc62_ptx) {
 }
 END_TEST
 
+/* The Shoup form (lw_ntt_shoup62_ptx) against SPEC's REDC, with WR as
+ * make_const_shoup computes it: twiddles anywhere below 2q and beyond,
+ * x below 4q (the lazy words) and anywhere below 2^64 (the identity
+ * holds for every x). WR is at most q. */
+START_TEST(test_shoup62_ptx) {
+  uint64_t p[1];
+  uint64_t qs[4];
+  ck_assert_int_eq(fhjit_find_primes(NULL, 60, UINT64_C(1) << 18, 1, p), FHJIT_OK);
+  qs[0] = p[0];
+  ck_assert_int_eq(fhjit_find_primes(NULL, 22, UINT64_C(1) << 18, 1, p), FHJIT_OK);
+  qs[1] = p[0];
+  qs[2] = UINT64_C(1152921504606584833); /* SPEC section 6 */
+  qs[3] = (UINT64_C(1) << 60) - 1;
+  uint64_t s = 0x5a00fULL + (uint64_t)_i;
+  for (int qi = 0; qi < 4; qi++) {
+    uint64_t q = qs[qi];
+    uint64_t inv = q;
+    for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
+    uint64_t k = (0 - inv) & ((UINT64_C(1) << 62) - 1);
+    const uint64_t edges[] = {0, 1, 2, q - 1, q, q + 1, 2 * q - 1, 2 * q - 2, q / 2, 3 * q, 4 * q - 1,
+                              UINT64_MAX, UINT64_C(1) << 63, (UINT64_C(1) << 62) - 1};
+    const int ne = (int)(sizeof edges / sizeof edges[0]);
+    for (int i = 0; i < 600; i++) {
+      uint64_t w = i < ne * ne ? edges[(i / ne) % ne] % (2 * q) : tu_below(&s, i % 7 ? 2 * q : UINT64_C(1) << 62);
+      uint64_t x = i < ne * ne ? edges[i % ne] : (i % 5 ? tu_below(&s, 4 * q) : tu_rand(&s));
+      uint64_t wk4 = w * (k << 2);
+      uint64_t wr = (uint64_t)(((unsigned __int128)wk4 * q) >> 64) + (wk4 != 0);
+      ck_assert_msg(wr <= q && wr == redc62_ref(w, 1, q, k), "q %llu w %llu: WR %llu",
+                    (unsigned long long)q, (unsigned long long)w, (unsigned long long)wr);
+      const uint64_t in[5] = {0, x, wr, wk4, 0 - q};
+      uint64_t want = redc62_ref(w, x, q, k), got = run_ptx(lw_ntt_shoup62_ptx, in);
+      ck_assert_msg(got == want, "q %llu w %llu x %llu: PTX %llu, REDC %llu", (unsigned long long)q,
+                    (unsigned long long)w, (unsigned long long)x, (unsigned long long)got,
+                    (unsigned long long)want);
+    }
+  }
+}
+END_TEST
+
 /* The r62 conditional subtraction: against x >= b ? x - b : x for every
  * x < b + 2^63 and b <= 2^63, as the NTT uses it (lazy sums against 2q,
  * lazy words against q), at the edges of that range and at random. */
@@ -674,6 +721,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
+  tcase_add_loop_test(tc, test_shoup62_ptx, 0, 4);
   tcase_add_loop_test(tc, test_csub62_ptx, 0, 2);
   tcase_add_loop_test(tc, test_odd_rows, 0, 6);
   tcase_add_loop_test(tc, test_host_vs_reference, 0, 28);
