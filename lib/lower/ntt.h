@@ -96,6 +96,13 @@ typedef struct lw_ntt_kplan {
    * 1 those by the shared twiddle constants (which then hold REDC(w) in
    * place of 4w), 2 every twiddle product; 0 none (r32: always 0) */
   int shoup;
+  /* chunk kernels: the stages of local bits [0, tail) run in the staged
+   * copy (ntt_emit.c, tail_stages), on the words of each 16-byte vector: the
+   * forward's last stages before the staged store, the inverse's first
+   * after the staged load; the passes cover [tail, m). Set where the passes
+   * would otherwise end on a short pass of that many stages, which then
+   * costs no round trip through shared memory and no barrier. */
+  int tail;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -140,6 +147,7 @@ typedef struct lw_ntt_tuning {
                   * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel */
+  int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -148,7 +156,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, shoup, early, pdl, rowsync, entry, epi) over *t. NULL
+ * minb_col, minb_chunk, tws, shoup, tail, early, pdl, rowsync, entry, epi) over *t. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);

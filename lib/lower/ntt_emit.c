@@ -29,12 +29,13 @@
 
 /* ------------------------------------------------------------------ plan */
 
-/* Pass list for M = 2^m, E = 2^log_e: full passes first in processing order
+/* Pass list for M = 2^m, E = 2^log_e over the local bits [tail, m) (the
+ * tail's are the staged copy's): full passes first in processing order
  * (forward: from the top bits down; inverse: from the bottom bits up). */
 static void plan_passes(lw_ntt_kplan *k, int forward) {
-  int m = k->m, e = k->log_e;
+  int m = k->m - k->tail, e = k->log_e;
   k->npass = (m + e - 1) / e;
-  int b = forward ? m : 0;
+  int b = forward ? k->m : k->tail;
   for (int j = 0; j < k->npass; j++) {
     int ej = j < k->npass - 1 ? e : m - e * (k->npass - 1);
     k->pass_e[j] = ej;
@@ -63,8 +64,13 @@ static int64_t chunk_stride(const lw_ntt_kplan *k) {
 #define FEW_BLOCKS 264
 #define SMALL_SPLIT_MIN_LOG 10
 
-static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows) {
+/* tail_bits: the stages a staged vector holds (log2 of its words), 0 for
+ * none: where the passes would end on a short pass of at most that many
+ * stages, the staged copy runs them instead (lw_ntt_kplan.tail). */
+static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows, int tail_bits) {
   if (k->log_e > k->m) k->log_e = k->m;
+  int rem = k->m % k->log_e;
+  k->tail = !k->cols && rem > 0 && rem <= tail_bits ? rem : 0;
   plan_passes(k, forward);
   k->threads = (uint32_t)1 << (k->log_c + k->m - k->log_e);
   int64_t per_row = INT64_C(1) << k->log_subs;
@@ -85,7 +91,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->early = t->pdl = t->rowsync = t->entry = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -113,6 +119,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
+      {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
@@ -133,7 +140,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, early, pdl, rowsync, entry, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -215,6 +222,8 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   /* C words of a column run: 128 bytes. */
   int log_cols = radix == FHJIT_R32 ? 5 : 4;
   int pad_chunk = pick(t.pad_chunk, radix == FHJIT_R32 ? 5 : 4);
+  /* the stages of a 16-byte vector: r62 1, r32 2 */
+  int tail_bits = pick(t.tail, 1) ? (radix == FHJIT_R32 ? 2 : 1) : 0;
   int one_max = pick(t.one, 12);
   /* Whole rows per block leave most of the GPU idle when there are few rows
    * (2^12 x 32 rows: 32 blocks on 132 SMs, each bound by its products):
@@ -242,7 +251,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->log_c = log_c;
     k->pre = k->post = 1;
     k->minb = pick(t.minb, 0);
-    finish_kernel(k, fwd, pad_chunk, batch_rows);
+    finish_kernel(k, fwd, pad_chunk, batch_rows, tail_bits);
   } else {
     p->nkernels = 2;
     int m_col = pick(t.n1, log_n - (log_n + 1) / 2);
@@ -271,8 +280,8 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     if (chunk.log_c > m_col) chunk.log_c = m_col;
     col.minb = pick(t.minb_col, 0);
     chunk.minb = pick(t.minb_chunk, 0);
-    finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows);
-    finish_kernel(&chunk, fwd, pad_chunk, batch_rows);
+    finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows, 0);
+    finish_kernel(&chunk, fwd, pad_chunk, batch_rows, tail_bits);
     if (fwd) {
       p->k[0] = col, p->k[1] = chunk;
     } else {
@@ -347,6 +356,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " tws");
     if (used < size && k->shoup)
       used += (size_t)snprintf(buf + used, size - used, " shoup %d", k->shoup);
+    if (used < size && k->tail)
+      used += (size_t)snprintf(buf + used, size - used, " tail %d", k->tail);
     if (used < size && k->pdl)
       used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
   }
@@ -1121,6 +1132,45 @@ static void preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   load_direct(E, &p, &r, ku, pm.kconst, E->pre_x);
 }
 
+/* One butterfly of SPEC section 5 on the words *lo and *hi. */
+static void butterfly(ne *E, const rowc *r, const mconst *mc, int fwd, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMValueRef a = *lo;
+  if (fwd) {
+    LLVMValueRef pr = redc_const(E, r, mc, *hi, 0);
+    *lo = lazyadd(E, r, a, pr);
+    *hi = lazysub(E, r, a, pr);
+  } else {
+    LLVMValueRef c = *hi;
+    *lo = lazyadd(E, r, a, c);
+    *hi = redc_const(E, r, mc, lazysub(E, r, a, c), 0);
+  }
+}
+
+/* The stages of local bits [0, k->tail) on the V consecutive words x of a
+ * staged vector at local position kpos (a multiple of V) of the
+ * sub-transform with twiddle root tw_base: the forward's last stages, in
+ * the staged store, or the inverse's first, in the staged load. Their
+ * twiddles are each used by one vector only, so they come from global
+ * memory (consecutive threads, consecutive twiddles). */
+static void tail_stages(ne *E, const rowc *r, LLVMValueRef tw_base, LLVMValueRef kpos, LLVMValueRef *x) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  for (int s = 0; s < k->tail; s++) {
+    int beta = fwd ? k->tail - 1 - s : s;
+    LLVMValueRef base = LLVMBuildNUWAdd(
+        b, LLVMBuildShl(b, tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
+        LLVMBuildZExt(b, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twt");
+    mconst mc[4];
+    for (int key = 0; key < E->V >> (beta + 1); key++) {
+      LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, (uint64_t)key), "") : base;
+      mc[key] = make_const(E, r, load(E, E->W, r->twrow, idx, walign(E), "w"));
+    }
+    for (int lo = 0; lo < E->V; lo++)
+      if (!(lo & (1 << beta))) butterfly(E, r, &mc[lo >> (beta + 1)], fwd, &x[lo], &x[lo | (1 << beta)]);
+  }
+}
+
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
@@ -1171,16 +1221,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
         }
         mc = &tc.mc[tc.n++];
       }
-      if (fwd) {
-        LLVMValueRef pr = redc_const(E, &r, mc, x[hi], 0);
-        LLVMValueRef a = x[lo];
-        x[lo] = lazyadd(E, &r, a, pr);
-        x[hi] = lazysub(E, &r, a, pr);
-      } else {
-        LLVMValueRef a = x[lo], c = x[hi];
-        x[lo] = lazyadd(E, &r, a, c);
-        x[hi] = redc_const(E, &r, mc, lazysub(E, &r, a, c), 0);
-      }
+      butterfly(E, &r, mc, fwd, &x[lo], &x[hi]);
     }
   }
 
@@ -1213,10 +1254,8 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   rowc r0 = {0};
   mconst mc0 = {0};
   int step = is_load ? k->pre : k->post;
-  if (one_row && step) {
-    r0 = row_consts(E, LLVMBuildLShr(b, gblock, c64(E, (uint64_t)E->P->log_n), "brow"));
-    mc0 = is_load ? pre_const(E, &r0) : post_const(E, &r0);
-  }
+  if (one_row && (step || k->tail)) r0 = row_consts(E, LLVMBuildLShr(b, gblock, c64(E, (uint64_t)E->P->log_n), "brow"));
+  if (one_row && step) mc0 = is_load ? pre_const(E, &r0) : post_const(E, &r0);
   for (int g = 0; g < groups; g++) {
     /* element e = (tid + g*T) * V: chunk c = e >> m, position e & (M-1) */
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
@@ -1227,20 +1266,25 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
     LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), "");
     rowc r = r0;
     mconst mc = mc0;
-    if (!one_row && step) {
-      LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
-                                        LLVMBuildZExt(b, c, E->i64, ""), "");
-      r = row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
-      mc = is_load ? pre_const(E, &r) : post_const(E, &r);
+    LLVMValueRef tw_base = NULL, gchunk = NULL; /* the chunk's global sub-transform */
+    if (k->tail || (!one_row && step))
+      gchunk = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""), LLVMBuildZExt(b, c, E->i64, ""), "gs");
+    if (!one_row && (step || k->tail)) {
+      r = row_consts(E, LLVMBuildLShr(b, gchunk, c64(E, (uint64_t)k->log_subs), "brow"));
+      if (step) mc = is_load ? pre_const(E, &r) : post_const(E, &r);
     }
+    if (k->tail)
+      tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
+                                LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
     LLVMValueRef vals[4];
     if (!is_load) {
       for (int v = 0; v < V; v++) {
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
         LLVMValueRef si = LLVMBuildNUWAdd(b, s0, padded(E, kv), "");
         vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
-        if (step) vals[v] = post_step(E, &r, &mc, vals[v]);
       }
+      if (k->tail) tail_stages(E, &r, tw_base, kpos, vals);
+      for (int v = 0; v < V && step; v++) vals[v] = post_step(E, &r, &mc, vals[v]);
       if (step) {
         final_store(E, gi, vals, V);
       } else {
@@ -1286,10 +1330,13 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
                      : load(E, E->W, E->src,
                             v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
                             walign(E), "x");
-        if (step) x = pre_step(E, &r, &mc, x);
+        vals[v] = step ? pre_step(E, &r, &mc, x) : x;
+      }
+      if (k->tail) tail_stages(E, &r, tw_base, kpos, vals);
+      for (int v = 0; v < V; v++) {
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
         LLVMValueRef si = LLVMBuildNUWAdd(b, s0, padded(E, kv), "");
-        store(E, x, E->smem, si, walign(E));
+        store(E, vals[v], E->smem, si, walign(E));
       }
     }
   }

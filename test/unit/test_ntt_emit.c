@@ -164,6 +164,7 @@ START_TEST(test_tuned_random) {
     if (tu_below(&seed, 2)) t.pad_chunk = (int)tu_below(&seed, 7);
     if (tu_below(&seed, 2)) t.tws = (int)tu_below(&seed, 3);
     if (tu_below(&seed, 2)) t.shoup = (int)tu_below(&seed, 3);
+    if (tu_below(&seed, 3) == 0) t.tail = 0;
     int rows = 1 + (int)tu_below(&seed, 3), batch = logn <= 12 ? 1 + (int)tu_below(&seed, 3) : 1;
     lw_ntt_plan p;
     if (lw_ntt_plan_make_tuned(NULL, radix, kind, logn, rows, (int64_t)rows * batch, &t, &p) != FHJIT_OK)
@@ -279,7 +280,11 @@ START_TEST(test_plans) {
         int total_bits = 0;
         for (int j = 0; j < p.nkernels; j++) {
           const lw_ntt_kplan *k = &p.k[j];
-          int covered = 0;
+          /* the tail's stages (staged vectors: r62 1, r32 2 at most) and
+           * the passes cover the local bits once each */
+          ck_assert_int_le(k->tail, radix ? 1 : 2);
+          if (k->tail) ck_assert_int_eq(k->cols, 0);
+          int covered = (1 << k->tail) - 1;
           for (int s = 0; s < k->npass; s++) {
             ck_assert_int_ge(k->pass_e[s], 1);
             ck_assert_int_le(k->pass_e[s], k->log_e);
@@ -296,6 +301,26 @@ START_TEST(test_plans) {
         }
         ck_assert_int_eq(total_bits, logn);
       }
+  /* the tail: r62 2^16's chunk kernel (M = 2^10, 8 words per thread) runs
+   * passes of 3 + 3 + 3 stages and the 1 left in its staged copy, r32
+   * 2^17's (M = 2^10, 16 words) 4 + 4 and 2; tail=0 keeps the short pass */
+  for (int fwd = 0; fwd < 2; fwd++) {
+    ir_ntt_kind kind = fwd ? IR_NTT_MONT_TO_NTT : IR_NTT_TO_MONT;
+    lw_ntt_plan p;
+    ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R62, kind, 16, 32, 32, &p), FHJIT_OK);
+    const lw_ntt_kplan *chunk = &p.k[fwd ? 1 : 0];
+    ck_assert(!chunk->cols && chunk->m == 10 && chunk->tail == 1 && chunk->npass == 3);
+    ck_assert_int_eq(p.k[fwd ? 0 : 1].tail, 0);
+    ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R32, kind, 17, 64, 64, &p), FHJIT_OK);
+    chunk = &p.k[fwd ? 1 : 0];
+    ck_assert(!chunk->cols && chunk->m == 10 && chunk->tail == 2 && chunk->npass == 2);
+    lw_ntt_tuning t;
+    lw_ntt_tuning_default(&t);
+    ck_assert_int_eq(lw_ntt_tuning_parse(NULL, "n1=7,tail=0", &t), FHJIT_OK);
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, FHJIT_R32, kind, 17, 64, 64, &t, &p), FHJIT_OK);
+    chunk = &p.k[fwd ? 1 : 0];
+    ck_assert(chunk->tail == 0 && chunk->npass == 3);
+  }
   /* bad sizes are refused with a reason */
   fhjit_context *ctx = fhjit_context_create();
   lw_ntt_plan p;
