@@ -162,14 +162,24 @@ static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
 
+/* Forward transforms only, over default_plans key by key: the column
+ * kernel (first in the forward) with 16 words per thread and one more
+ * stage, so that its passes are 4 + 3 (2^16) or 4 + 4 (2^17) and the chunk
+ * kernel's 3 + 3 + 3; the inverse measured slower so (RESULTS.md round 15). */
+static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R62] = {[16] = "n1=7,e_col=4", [17] = "n1=8,e_col=4"},
+};
+
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   memset(p, 0, sizeof *p);
-  if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG &&
-      default_plans[radix][log_n]) {
-    fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
+  if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
+    const char *both = default_plans[radix][log_n];
+    const char *fwd = ir_ntt_is_forward(kind) ? forward_plans[radix][log_n] : NULL;
+    fhjit_status st = lw_ntt_tuning_parse(ctx, both, &t);
+    if (!st) st = lw_ntt_tuning_parse(ctx, fwd, &t);
     if (st) return st;
   }
   fhjit_status st = lw_ntt_tuning_parse(ctx, getenv("FHJIT_NTT_PLAN"), &t);

@@ -669,13 +669,13 @@ static fhjit_graph *fma_graph(fhjit_radix radix, int64_t size) {
   return g;
 }
 
-/* A forward NTT (2^16: two kernels, per-row waits: 16 rows give its first
+/* A forward NTT (2^16: two kernels, per-row waits: 32 rows give its first
  * kernel the 1024 blocks rowsync's default asks for, as test_ntt_emit
  * checks) and its square, fused into the second kernel's epilogue. */
 static fhjit_graph *ntt_graph(void) {
   static const char text[] = "graph @ntt_sq radix(r62) {\n"
-                             "  %x = input pt<[], 16, 65536> coef std\n"
-                             "  %tw = input twiddles<16, 65536>\n"
+                             "  %x = input pt<[], 32, 65536> coef std\n"
+                             "  %tw = input twiddles<32, 65536>\n"
                              "  %f = ntt_fwd %x, %tw mode(std)\n"
                              "  %s = mul %f, %f\n"
                              "  output %f\n"

@@ -307,14 +307,24 @@ START_TEST(test_plans) {
   for (int fwd = 0; fwd < 2; fwd++) {
     ir_ntt_kind kind = fwd ? IR_NTT_MONT_TO_NTT : IR_NTT_TO_MONT;
     lw_ntt_plan p;
-    ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R62, kind, 16, 32, 32, &p), FHJIT_OK);
+    lw_ntt_tuning t;
+    lw_ntt_tuning_default(&t);
+    ck_assert_int_eq(lw_ntt_tuning_parse(NULL, "n1=6,e_col=3", &t), FHJIT_OK);
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, FHJIT_R62, kind, 16, 32, 32, &t, &p), FHJIT_OK);
     const lw_ntt_kplan *chunk = &p.k[fwd ? 1 : 0];
     ck_assert(!chunk->cols && chunk->m == 10 && chunk->tail == 1 && chunk->npass == 3);
     ck_assert_int_eq(p.k[fwd ? 0 : 1].tail, 0);
+    /* r62 2^16's defaults: the inverse as above; the forward (its own
+     * plan: forward_plans) 4 + 3 column stages, 3 + 3 + 3 chunk stages */
+    ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R62, kind, 16, 32, 32, &p), FHJIT_OK);
+    chunk = &p.k[fwd ? 1 : 0];
+    ck_assert_int_eq(chunk->m, fwd ? 9 : 10);
+    ck_assert_int_eq(chunk->tail, fwd ? 0 : 1);
+    ck_assert_int_eq(p.k[fwd ? 0 : 1].npass, 2);
+    ck_assert_int_eq(p.k[fwd ? 0 : 1].log_e, fwd ? 4 : 3);
     ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R32, kind, 17, 64, 64, &p), FHJIT_OK);
     chunk = &p.k[fwd ? 1 : 0];
     ck_assert(!chunk->cols && chunk->m == 10 && chunk->tail == 2 && chunk->npass == 2);
-    lw_ntt_tuning t;
     lw_ntt_tuning_default(&t);
     ck_assert_int_eq(lw_ntt_tuning_parse(NULL, "n1=7,tail=0", &t), FHJIT_OK);
     ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, FHJIT_R32, kind, 17, 64, 64, &t, &p), FHJIT_OK);
@@ -398,12 +408,13 @@ START_TEST(test_pdl) {
   static const char *const modes[] = {"", "", "pdl=0", "rowsync=0", "entry=0"};
   fhjit_context *ctx = fhjit_context_create();
   /* rowsync's default at 2^16 (the measured default plan): on once kernel
-   * 0 has LW_NTT_ROWSYNC_MIN_BLOCKS blocks (r62: 64 per row, so 16 rows,
-   * the GPU tests' NTT graph), off below (8 rows), on when asked for */
-  for (int64_t brows = 8; brows <= 16; brows += 8) {
+   * 0 has LW_NTT_ROWSYNC_MIN_BLOCKS blocks (the r62 forward's: 32 per row,
+   * so 32 rows, the GPU tests' NTT graph), off below (16 rows), on when
+   * asked for */
+  for (int64_t brows = 16; brows <= 32; brows += 16) {
     lw_ntt_plan p;
     ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, brows, brows, &p), FHJIT_OK);
-    ck_assert_int_eq(p.k[0].blocks, 64 * brows);
+    ck_assert_int_eq(p.k[0].blocks, 32 * brows);
     ck_assert_int_eq(p.k[0].pdl, p.k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS ? 2 : 1);
     lw_ntt_tuning t;
     lw_ntt_tuning_default(&t);
