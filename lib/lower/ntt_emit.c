@@ -680,9 +680,16 @@ static LLVMValueRef pre_step(ne *E, const rowc *r, const mconst *r2, LLVMValueRe
   return redc_const(E, r, r2, x, 0);
 }
 
+/* A row's constant for the pre and post steps: each thread computes it once
+ * for all its words, so with shoup r62 takes Shoup's form here too. */
+static mconst row_const(ne *E, const rowc *r, int prow, const char *name) {
+  LLVMValueRef w = param_word(E, prow, r->row, name);
+  return E->wbits == 64 && E->K->shoup ? make_const_shoup(E, r, w) : make_const(E, r, w);
+}
+
 static mconst pre_const(ne *E, const rowc *r) {
   mconst mc = {0};
-  if (E->P->kind == IR_NTT_STD_TO_NTT) mc = make_const(E, r, param_word(E, 5, r->row, "r2"));
+  if (E->P->kind == IR_NTT_STD_TO_NTT) mc = row_const(E, r, 5, "r2");
   return mc;
 }
 
@@ -700,7 +707,7 @@ static LLVMValueRef post_step(ne *E, const rowc *r, const mconst *ninv, LLVMValu
 
 static mconst post_const(ne *E, const rowc *r) {
   mconst mc = {0};
-  if (!ir_ntt_is_forward(E->P->kind)) mc = make_const(E, r, param_word(E, 7, r->row, "ninv"));
+  if (!ir_ntt_is_forward(E->P->kind)) mc = row_const(E, r, 7, "ninv");
   return mc;
 }
 
