@@ -103,6 +103,10 @@ typedef struct lw_ntt_kplan {
    * would otherwise end on a short pass of that many stages, which then
    * costs no round trip through shared memory and no barrier. */
   int tail;
+  /* GPU, forward: the first pass prefetches into L1 the twiddles that later
+   * passes and the tail load from global memory (ntt_emit.c,
+   * prefetch_later_twiddles) */
+  int twpf;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -148,6 +152,7 @@ typedef struct lw_ntt_tuning {
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
   int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel */
   int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
+  int twpf;      /* lw_ntt_kplan.twpf of every kernel */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -156,7 +161,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, shoup, tail, early, pdl, rowsync, entry, epi) over *t. NULL
+ * minb_col, minb_chunk, tws, shoup, tail, twpf, early, pdl, rowsync, entry, epi) over *t. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);

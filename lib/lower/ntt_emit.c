@@ -91,7 +91,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->early = t->pdl = t->rowsync = t->entry = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -120,6 +120,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
+      {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
@@ -140,7 +141,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, early, pdl, rowsync, entry, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -157,7 +158,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1",
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
@@ -331,6 +332,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   for (int j = 0; j < p->nkernels; j++) {
     lw_ntt_kplan *k = &p->k[j];
     k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
+    k->twpf = pick(t.twpf, 0);
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
@@ -1188,6 +1190,72 @@ static void tail_stages(ne *E, const rowc *r, LLVMValueRef tw_base, LLVMValueRef
   }
 }
 
+/* prefetch.global.L1 of twiddle idx of the row (GPU). */
+static void prefetch_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(E->b, E->W, r->twrow, &idx, 1, "");
+  LLVMValueRef addr = LLVMBuildPtrToInt(E->b, ptr, E->i64, "");
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, &E->i64, 1, 0);
+  static const char text[] = "prefetch.global.L1 [$0];", cons[] = "l";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(E->b, fty, fn, &addr, 1, "");
+}
+
+/* k->twpf (GPU, forward): at the first pass, the twiddles that later passes
+ * and the tail read from global memory (one per butterfly in the last
+ * stages, so each thread's own) are prefetched into L1, so that their
+ * loads, after the barriers between, find them there instead of waiting
+ * for the L2. */
+static void prefetch_later_twiddles(ne *E, const place *p, const rowc *r, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int fwd = ir_ntt_is_forward(E->P->kind), nr = 1 << k->log_e;
+  for (int j = 1; j < k->npass; j++) {
+    passmap pm;
+    LLVMValueRef ku = pass_positions(E, j, p, &pm);
+    int e = k->pass_e[j];
+    for (int s = 0; s < e; s++) {
+      int rb = fwd ? e - 1 - s : s, beta = k->pass_b[j] + rb;
+      if (k->tws && k->m - 1 - beta < k->tws_log) continue;
+      LLVMValueRef base = LLVMBuildNUWAdd(
+          b, LLVMBuildShl(b, p->tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
+          LLVMBuildZExt(b, LLVMBuildLShr(b, ku, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twp");
+      uint32_t seen[1 << LW_NTT_MAX_LOG_E];
+      int nseen = 0;
+      for (int lo = 0; lo < nr; lo++) {
+        if (lo & (1 << rb)) continue;
+        uint32_t key = pm.kconst[lo] >> (beta + 1);
+        int dup = 0;
+        for (int t = 0; t < nseen; t++) dup |= seen[t] == key;
+        if (dup) continue;
+        seen[nseen++] = key;
+        prefetch_twiddle(E, r, key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base);
+      }
+    }
+  }
+  /* the tail's, where the block's chunks share the thread's row */
+  if (!k->tail || !k->staged_store || k->log_c > k->log_subs) return;
+  int V = E->V;
+  int64_t T = k->threads, groups = (INT64_C(1) << (k->log_c + k->m)) / (T * V);
+  for (int64_t g = 0; g < groups; g++) {
+    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
+                                  c32(E, (uint64_t)ilog2_u64((uint64_t)V)), "");
+    LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
+    LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
+    LLVMValueRef gchunk = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                          LLVMBuildZExt(b, c, E->i64, ""), "");
+    LLVMValueRef tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
+                                           LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "");
+    for (int beta = 0; beta < k->tail; beta++) {
+      LLVMValueRef base = LLVMBuildNUWAdd(
+          b, LLVMBuildShl(b, tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
+          LLVMBuildZExt(b, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "");
+      for (int key = 0; key < V >> (beta + 1); key++)
+        prefetch_twiddle(E, r, key ? LLVMBuildNUWAdd(b, base, c64(E, (uint64_t)key), "") : base);
+    }
+  }
+}
+
 static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
@@ -1198,6 +1266,8 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   rowc r = row_consts(E, p.batch_row);
   LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
   LLVMValueRef ku = pass_positions(E, j, &p, &pm);
+  if (j == 0 && k->twpf && E->target == LW_GPU && ir_ntt_is_forward(E->P->kind))
+    prefetch_later_twiddles(E, &p, &r, tid, blk);
 
   int direct_load = j == 0 && !k->staged_load;
   int direct_store = j == k->npass - 1 && !k->staged_store;

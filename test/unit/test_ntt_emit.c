@@ -331,6 +331,24 @@ START_TEST(test_plans) {
     chunk = &p.k[fwd ? 1 : 0];
     ck_assert(chunk->tail == 0 && chunk->npass == 3);
   }
+  /* twpf: r62 2^14's forward (chunks of 2^7, 4 words per thread, passes
+   * 2 + 2 + 2 and the tail) prefetches the twiddles it loads from global
+   * memory: 2 per thread in its last pass (level 5; levels 0 .. 4 are
+   * shared) and 2 for the tail's vectors (level 6); its inverse nothing */
+  for (int fwd = 0; fwd < 2; fwd++) {
+    fhjit_context *pctx = fhjit_context_create();
+    lw_ntt_plan p;
+    ck_assert_int_eq(lw_ntt_plan_make(pctx, FHJIT_R62, fwd ? IR_NTT_MONT_TO_NTT : IR_NTT_TO_MONT, 14, 32, 32, &p),
+                     FHJIT_OK);
+    ck_assert(p.k[0].twpf && p.k[1].twpf);
+    lw_program prog;
+    ck_assert_int_eq(lw_ntt_compile_ptx(pctx, &p, "sm_90", &prog), FHJIT_OK);
+    int n = 0;
+    for (const char *q = prog.ptx; (q = strstr(q, "prefetch.global.L1")); q++) n++;
+    ck_assert_int_eq(n, fwd ? 4 : 0);
+    lw_program_free(&prog);
+    fhjit_context_destroy(pctx);
+  }
   /* bad sizes are refused with a reason */
   fhjit_context *ctx = fhjit_context_create();
   lw_ntt_plan p;
