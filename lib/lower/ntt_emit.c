@@ -166,7 +166,11 @@ static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
 /* Forward transforms only, over default_plans key by key: the column
  * kernel (first in the forward) with 16 words per thread and one more
  * stage, so that its passes are 4 + 3 (2^16) or 4 + 4 (2^17) and the chunk
- * kernel's 3 + 3 + 3; the inverse measured slower so (RESULTS.md round 15). */
+ * kernel's 3 + 3 + 3; the inverse measured slower so (RESULTS.md round 15).
+ * That halves the column kernel's blocks: where they would then be fewer
+ * than LW_NTT_ROWSYNC_MIN_BLOCKS, which costs the per-row waits (r62 2^16
+ * x 16 rows: 9% slower, the fused key switch 5%: round 16), the shared
+ * plan stays. */
 static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R62] = {[16] = "n1=7,e_col=4", [17] = "n1=8,e_col=4"},
 };
@@ -176,14 +180,23 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   memset(p, 0, sizeof *p);
+  const char *fwd = NULL;
   if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
-    const char *both = default_plans[radix][log_n];
-    const char *fwd = ir_ntt_is_forward(kind) ? forward_plans[radix][log_n] : NULL;
-    fhjit_status st = lw_ntt_tuning_parse(ctx, both, &t);
-    if (!st) st = lw_ntt_tuning_parse(ctx, fwd, &t);
+    fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
     if (st) return st;
+    if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
   }
-  fhjit_status st = lw_ntt_tuning_parse(ctx, getenv("FHJIT_NTT_PLAN"), &t);
+  const char *env = getenv("FHJIT_NTT_PLAN");
+  if (fwd) {
+    /* no context: where this plan fails (with FHJIT_NTT_PLAN's keys), the
+     * shared one below reports for itself */
+    lw_ntt_tuning tf = t;
+    if (lw_ntt_tuning_parse(NULL, fwd, &tf) == FHJIT_OK && lw_ntt_tuning_parse(NULL, env, &tf) == FHJIT_OK &&
+        lw_ntt_plan_make_tuned(NULL, radix, kind, log_n, rows, batch_rows, &tf, p) == FHJIT_OK &&
+        (p->nkernels < 2 || p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS))
+      return FHJIT_OK;
+  }
+  fhjit_status st = lw_ntt_tuning_parse(ctx, env, &t);
   if (st) return st;
   return lw_ntt_plan_make_tuned(ctx, radix, kind, log_n, rows, batch_rows, &t, p);
 }

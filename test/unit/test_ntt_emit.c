@@ -425,14 +425,16 @@ START_TEST(test_pdl) {
   /* sm_90, sm_80, sm_90 with pdl=0, rowsync=0, entry=0 */
   static const char *const modes[] = {"", "", "pdl=0", "rowsync=0", "entry=0"};
   fhjit_context *ctx = fhjit_context_create();
-  /* rowsync's default at 2^16 (the measured default plan): on once kernel
-   * 0 has LW_NTT_ROWSYNC_MIN_BLOCKS blocks (the r62 forward's: 32 per row,
-   * so 32 rows, the GPU tests' NTT graph), off below (16 rows), on when
-   * asked for */
-  for (int64_t brows = 16; brows <= 32; brows += 16) {
+  /* rowsync's default at 2^16 (the measured default plans): on once kernel
+   * 0 has LW_NTT_ROWSYNC_MIN_BLOCKS blocks, off below, on when asked for.
+   * The r62 forward's own plan (32 blocks per row) from 32 rows on (the GPU
+   * tests' NTT graph); below, the shared plan (64 per row), so 16 rows keep
+   * the per-row waits and 8 do not */
+  for (int64_t brows = 8; brows <= 32; brows *= 2) {
     lw_ntt_plan p;
     ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, brows, brows, &p), FHJIT_OK);
-    ck_assert_int_eq(p.k[0].blocks, 32 * brows);
+    ck_assert_int_eq(p.k[0].blocks, (brows >= 32 ? 32 : 64) * brows);
+    ck_assert_int_eq(p.k[1].m, brows >= 32 ? 9 : 10);
     ck_assert_int_eq(p.k[0].pdl, p.k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS ? 2 : 1);
     lw_ntt_tuning t;
     lw_ntt_tuning_default(&t);
