@@ -582,18 +582,24 @@ static mconst make_const_shoup(ne *E, const rowc *r, LLVMValueRef w) {
  * products with their carries, then x * WR + Q * (2^64 - q) mod 2^64. */
 const char lw_ntt_shoup62_ptx[] = LW_NTT_SHOUP62_PTX("$0", "$1", "$2", "$3", "$4");
 
+/* $0 = text($1 .. $4) on 64-bit words, as inline PTX (no side effects). */
+static LLVMValueRef asm_product(ne *E, const char *text, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c,
+                                LLVMValueRef d) {
+  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
+  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
+  static const char constraints[] = "=l,l,l,l,l";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, sizeof constraints - 1, 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef vals[4] = {a, b, c, d};
+  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
+}
+
 static LLVMValueRef redc62_shoup(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
   if (E->target != LW_GPU) {
     LLVMValueRef qt = mulhi(E, x, mc->wk4);
     return LLVMBuildSub(E->b, LLVMBuildMul(E->b, x, mc->wr, ""), LLVMBuildMul(E->b, qt, r->q, ""), "u");
   }
-  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
-  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
-  static const char constraints[] = "=l,l,l,l,l";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_shoup62_ptx, sizeof lw_ntt_shoup62_ptx - 1, constraints,
-                                     sizeof constraints - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef vals[4] = {x, mc->wr, mc->wk4, r->nq};
-  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
+  return asm_product(E, lw_ntt_shoup62_ptx, x, mc->wr, mc->wk4, r->nq);
 }
 
 /* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
@@ -614,13 +620,7 @@ static LLVMValueRef redc62_shoup(ne *E, const rowc *r, const mconst *mc, LLVMVal
 const char lw_ntt_redc62_ptx[] = LW_NTT_REDC62_PTX("$0", "$1", "$2", "$3", "$4");
 
 static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
-  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
-  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
-  static const char constraints[] = "=l,l,l,l,l";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_redc62_ptx, sizeof lw_ntt_redc62_ptx - 1, constraints,
-                                     sizeof constraints - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef vals[4] = {x, mc->w4, mc->wk4, r->q};
-  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
+  return asm_product(E, lw_ntt_redc62_ptx, x, mc->w4, mc->wk4, r->q);
 }
 
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,

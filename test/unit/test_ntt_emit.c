@@ -674,22 +674,32 @@ static uint64_t redc62_ref(uint64_t w, uint64_t x, uint64_t q, uint64_t k) {
   return (uint64_t)((t + (unsigned __int128)m * q) >> 62);
 }
 
-START_TEST(test_redc62_ptx) {
-  uint64_t p[2];
-  uint64_t qs[4];
+/* The r62 product tests' moduli: NTT primes near the limit and far below,
+ * SPEC section 6's, and the odd all-ones 2^60 - 1 (the algebra needs q odd
+ * only). */
+static void test_moduli62(uint64_t qs[4]) {
+  uint64_t p[1];
   ck_assert_int_eq(fhjit_find_primes(NULL, 60, UINT64_C(1) << 18, 1, p), FHJIT_OK);
   qs[0] = p[0];
   ck_assert_int_eq(fhjit_find_primes(NULL, 22, UINT64_C(1) << 18, 1, p), FHJIT_OK);
   qs[1] = p[0];
-  qs[2] = UINT64_C(1152921504606584833); /* SPEC section 6 */
-  qs[3] = (UINT64_C(1) << 60) - 1;         /* odd, all ones (the algebra needs q odd only) */
+  qs[2] = UINT64_C(1152921504606584833);
+  qs[3] = (UINT64_C(1) << 60) - 1;
+}
+
+/* k = -q^-1 mod 2^62 (Newton). */
+static uint64_t kneg62(uint64_t q) {
+  uint64_t inv = q;
+  for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
+  return (0 - inv) & ((UINT64_C(1) << 62) - 1);
+}
+
+START_TEST(test_redc62_ptx) {
+  uint64_t qs[4];
+  test_moduli62(qs);
   uint64_t s = 0x5eed0f62ULL + (uint64_t)_i;
   for (int qi = 0; qi < 4; qi++) {
-    uint64_t q = qs[qi];
-    /* k = -q^-1 mod 2^62 (Newton) */
-    uint64_t inv = q;
-    for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
-    uint64_t k = (0 - inv) & ((UINT64_C(1) << 62) - 1);
+    uint64_t q = qs[qi], k = kneg62(q);
     const uint64_t edges[] = {0, 1, 2, q - 1, q, q + 1, 2 * q - 1, 2 * q - 2, q / 2, 3 * q, 4 * q - 1};
     for (int i = 0; i < 400; i++) {
       uint64_t w = i < 121 ? edges[(i / 11) % 11] % (2 * q) : tu_below(&s, 2 * q);
@@ -709,20 +719,11 @@ END_TEST
  * x below 4q (the lazy words) and anywhere below 2^64 (the identity
  * holds for every x). WR is at most q. */
 START_TEST(test_shoup62_ptx) {
-  uint64_t p[1];
   uint64_t qs[4];
-  ck_assert_int_eq(fhjit_find_primes(NULL, 60, UINT64_C(1) << 18, 1, p), FHJIT_OK);
-  qs[0] = p[0];
-  ck_assert_int_eq(fhjit_find_primes(NULL, 22, UINT64_C(1) << 18, 1, p), FHJIT_OK);
-  qs[1] = p[0];
-  qs[2] = UINT64_C(1152921504606584833); /* SPEC section 6 */
-  qs[3] = (UINT64_C(1) << 60) - 1;
+  test_moduli62(qs);
   uint64_t s = 0x5a00fULL + (uint64_t)_i;
   for (int qi = 0; qi < 4; qi++) {
-    uint64_t q = qs[qi];
-    uint64_t inv = q;
-    for (int i = 0; i < 6; i++) inv *= 2 - q * inv;
-    uint64_t k = (0 - inv) & ((UINT64_C(1) << 62) - 1);
+    uint64_t q = qs[qi], k = kneg62(q);
     const uint64_t edges[] = {0, 1, 2, q - 1, q, q + 1, 2 * q - 1, 2 * q - 2, q / 2, 3 * q, 4 * q - 1,
                               UINT64_MAX, UINT64_C(1) << 63, (UINT64_C(1) << 62) - 1};
     const int ne = (int)(sizeof edges / sizeof edges[0]);
