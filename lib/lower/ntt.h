@@ -94,7 +94,8 @@ typedef struct lw_ntt_kplan {
   uint32_t tws_word;
   /* r62: twiddle products in Shoup's form (ntt_emit.c, make_const_shoup):
    * 1 those by the shared twiddle constants (which then hold REDC(w) in
-   * place of 4w), 2 every twiddle product; 0 none (r32: always 0) */
+   * place of 4w) and the pre and post steps', 2 also every other twiddle
+   * product; 0 none (r32: always 0) */
   int shoup;
   /* chunk kernels: the stages of local bits [0, tail) run in the staged
    * copy (ntt_emit.c, tail_stages), on the words of each 16-byte vector: the
@@ -150,9 +151,9 @@ typedef struct lw_ntt_tuning {
   int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16
                   * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */
-  int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel */
+  int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel (default 0) */
   int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
-  int twpf;      /* lw_ntt_kplan.twpf of every kernel */
+  int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 

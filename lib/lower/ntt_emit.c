@@ -12,7 +12,9 @@
  *        so m = 0 iff w*x = 0 mod 2^62). One mul.lo and two mul.hi.
  *   r32: m = x * (w*k mod 2^32) (no scaling), u = (w*x + m*q) >> 32 in
  *        64 bits, then the canonical subtraction of q.
- * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). */
+ * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). Where a block shares
+ * its twiddle constants, r62 takes Shoup's form instead, with the same
+ * result (make_const_shoup). */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1164,6 +1166,27 @@ static void preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   load_direct(E, &p, &r, ku, pm.kconst, E->pre_x);
 }
 
+/* Table index of the twiddle of local bit beta for the butterflies whose
+ * low word is at local position pos (i32), before the constant bits of a
+ * register: the sub-transform's root tw_base, shifted to the bit's level,
+ * plus the position's bits above beta. */
+static LLVMValueRef tw_index(ne *E, LLVMValueRef tw_base, LLVMValueRef pos, int beta) {
+  LLVMBuilderRef b = E->b;
+  return LLVMBuildNUWAdd(b, LLVMBuildShl(b, tw_base, c64(E, (uint64_t)(E->K->m - 1 - beta)), ""),
+                         LLVMBuildZExt(b, LLVMBuildLShr(b, pos, c32(E, (uint64_t)beta + 1), ""), E->i64, ""),
+                         "twi");
+}
+
+/* The twiddle root of chunk c of block blk (chunk kernels). */
+static LLVMValueRef chunk_tw_base(ne *E, LLVMValueRef blk, LLVMValueRef c) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef gchunk = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                        LLVMBuildZExt(b, c, E->i64, ""), "gs");
+  return LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
+                         LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
+}
+
 /* One butterfly of SPEC section 5 on the words *lo and *hi. */
 static void butterfly(ne *E, const rowc *r, const mconst *mc, int fwd, LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMValueRef a = *lo;
@@ -1190,9 +1213,7 @@ static void tail_stages(ne *E, const rowc *r, LLVMValueRef tw_base, LLVMValueRef
   int fwd = ir_ntt_is_forward(E->P->kind);
   for (int s = 0; s < k->tail; s++) {
     int beta = fwd ? k->tail - 1 - s : s;
-    LLVMValueRef base = LLVMBuildNUWAdd(
-        b, LLVMBuildShl(b, tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
-        LLVMBuildZExt(b, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twt");
+    LLVMValueRef base = tw_index(E, tw_base, kpos, beta);
     mconst mc[4];
     for (int key = 0; key < E->V >> (beta + 1); key++) {
       LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, (uint64_t)key), "") : base;
@@ -1230,9 +1251,7 @@ static void prefetch_later_twiddles(ne *E, const place *p, const rowc *r, LLVMVa
     for (int s = 0; s < e; s++) {
       int rb = fwd ? e - 1 - s : s, beta = k->pass_b[j] + rb;
       if (k->tws && k->m - 1 - beta < k->tws_log) continue;
-      LLVMValueRef base = LLVMBuildNUWAdd(
-          b, LLVMBuildShl(b, p->tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
-          LLVMBuildZExt(b, LLVMBuildLShr(b, ku, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twp");
+      LLVMValueRef base = tw_index(E, p->tw_base, ku, beta);
       uint32_t seen[1 << LW_NTT_MAX_LOG_E];
       int nseen = 0;
       for (int lo = 0; lo < nr; lo++) {
@@ -1255,14 +1274,9 @@ static void prefetch_later_twiddles(ne *E, const place *p, const rowc *r, LLVMVa
                                   c32(E, (uint64_t)ilog2_u64((uint64_t)V)), "");
     LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
     LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
-    LLVMValueRef gchunk = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
-                                          LLVMBuildZExt(b, c, E->i64, ""), "");
-    LLVMValueRef tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
-                                           LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "");
+    LLVMValueRef tw_base = chunk_tw_base(E, blk, c);
     for (int beta = 0; beta < k->tail; beta++) {
-      LLVMValueRef base = LLVMBuildNUWAdd(
-          b, LLVMBuildShl(b, tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
-          LLVMBuildZExt(b, LLVMBuildLShr(b, kpos, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "");
+      LLVMValueRef base = tw_index(E, tw_base, kpos, beta);
       for (int key = 0; key < V >> (beta + 1); key++)
         prefetch_twiddle(E, r, key ? LLVMBuildNUWAdd(b, base, c64(E, (uint64_t)key), "") : base);
     }
@@ -1299,9 +1313,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   for (int s = 0; s < e; s++) {
     int rb = fwd ? e - 1 - s : s;   /* register bit of this stage */
     int beta = b0 + rb;             /* local bit */
-    LLVMValueRef base = LLVMBuildNUWAdd(
-        b, LLVMBuildShl(b, p.tw_base, c64(E, (uint64_t)(k->m - 1 - beta)), ""),
-        LLVMBuildZExt(b, LLVMBuildLShr(b, ku, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twi");
+    LLVMValueRef base = tw_index(E, p.tw_base, ku, beta);
     for (int lo = 0; lo < nr; lo++) {
       if (lo & (1 << rb)) continue;
       int hi = lo | (1 << rb);
@@ -1366,16 +1378,13 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
     LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), "");
     rowc r = r0;
     mconst mc = mc0;
-    LLVMValueRef tw_base = NULL, gchunk = NULL; /* the chunk's global sub-transform */
-    if (k->tail || (!one_row && step))
-      gchunk = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""), LLVMBuildZExt(b, c, E->i64, ""), "gs");
     if (!one_row && (step || k->tail)) {
-      r = row_consts(E, LLVMBuildLShr(b, gchunk, c64(E, (uint64_t)k->log_subs), "brow"));
+      LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                        LLVMBuildZExt(b, c, E->i64, ""), "");
+      r = row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
       if (step) mc = is_load ? pre_const(E, &r) : post_const(E, &r);
     }
-    if (k->tail)
-      tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs),
-                                LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
+    LLVMValueRef tw_base = k->tail ? chunk_tw_base(E, blk, c) : NULL;
     LLVMValueRef vals[4];
     if (!is_load) {
       for (int v = 0; v < V; v++) {

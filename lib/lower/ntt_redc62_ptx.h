@@ -1,10 +1,11 @@
-/* ntt_redc62_ptx.h: r62's twiddle product on the GPU, REDC(w * x), as PTX
- * text: one carry chain over 32-bit halves (ntt_emit.c's comment above
- * lw_ntt_redc62_ptx says why it is exact). One macro for its two users:
- * lib/lower/ntt_emit.c (LLVM inline assembly, operands "$0".."$4") and
- * bench/baselines/ntt_cuda.cu (CUDA asm, "%0".."%4"), whose product-rate
- * kernel times this very chain. OUT = REDC(w * X) with W4 = 4w and WK4 =
- * w * 4k mod 2^64, Q = q; all 64-bit. */
+/* ntt_redc62_ptx.h: r62's twiddle products on the GPU, REDC(w * x), as PTX
+ * text in two forms: one carry chain over 32-bit halves (ntt_emit.c's
+ * comment above lw_ntt_redc62_ptx says why it is exact), and Shoup's form
+ * (below). One macro each for their two users: lib/lower/ntt_emit.c (LLVM
+ * inline assembly, operands "$0".."$4") and bench/baselines/ntt_cuda.cu
+ * (CUDA asm, "%0".."%4"), whose product-rate kernel times these very
+ * texts. The chain: OUT = REDC(w * X) with W4 = 4w and WK4 = w * 4k mod
+ * 2^64, Q = q; all 64-bit. */
 #ifndef LW_NTT_REDC62_PTX_H
 #define LW_NTT_REDC62_PTX_H
 
