@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fhjit_codegen_id.h" /* generated: cmake/source_id.cmake */
 #include "runtime/runtime.h"
 
 #ifndef FHJIT_LLVM_VERSION
@@ -577,8 +578,8 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
 
   char key[384];
   snprintf(key, sizeof key,
-           "fhjit-kernel 1|fhjit %s|llvm %s|driver %d|target %s|device sm_%d|graph %016llx%016llx",
-           FHJIT_VERSION_STRING, FHJIT_LLVM_VERSION, d->version, target, dev_cc,
+           "fhjit-kernel 1|fhjit %s code %s|llvm %s|driver %d|target %s|device sm_%d|graph %016llx%016llx",
+           FHJIT_VERSION_STRING, FHJIT_CODEGEN_ID, FHJIT_LLVM_VERSION, d->version, target, dev_cc,
            (unsigned long long)hash[0], (unsigned long long)hash[1]);
   char *dir = (o && (o->flags & FHJIT_CUDA_NO_DISK_CACHE)) ? NULL : rt_disk_dir();
 

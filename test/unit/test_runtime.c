@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fhjit_codegen_id.h" /* generated: cmake/source_id.cmake */
+
 #include "fake_cuda.h"
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
@@ -355,9 +357,24 @@ START_TEST(cache_cold_memory_disk) {
   ck_assert(info.total_ms >= info.link_ms && info.link_ms >= 0);
   ck_assert_int_eq(hook.calls, 1);
   ck_assert_int_eq(fake_calls("cuLinkComplete"), 1);
-  ck_assert_int_eq(count_files(cache_dir, NULL, 0), 1);
+  char entry[512];
+  ck_assert_int_eq(count_files(cache_dir, entry, sizeof entry), 1);
   ck_assert_int_eq(fake_live_modules(), 1);
   ck_assert_ptr_eq(fhjit_cuda_kernel_context(k), current_context());
+  /* the entry's key names this build's code (another build's kernels are
+   * other entries, even under the same version) */
+  {
+    static char bytes[1 << 16];
+    FILE *f = fopen(entry, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(bytes, 1, sizeof bytes - 1, f);
+    fclose(f);
+    bytes[n] = 0;
+    const char *want = "|fhjit " FHJIT_VERSION_STRING " code " FHJIT_CODEGEN_ID "|";
+    size_t wn = strlen(want), at = 0;
+    while (at + wn <= n && memcmp(bytes + at, want, wn)) at++;
+    ck_assert_msg(at + wn <= n, "no '%s' in %s", want, entry);
+  }
 
   /* the same fhjit context: the in-memory cache, also for an equal graph */
   ck_assert_ptr_eq(compile_ok(g, NULL, &info), k);
