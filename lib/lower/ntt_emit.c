@@ -1187,6 +1187,14 @@ static LLVMValueRef chunk_tw_base(ne *E, LLVMValueRef blk, LLVMValueRef c) {
                          LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
 }
 
+/* The constant of twiddle idx of the row, loaded from global memory: in
+ * Shoup's form only with shoup 2 (its REDC(w) would serve one thread's few
+ * butterflies). */
+static mconst global_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
+  LLVMValueRef w = load(E, E->W, r->twrow, idx, walign(E), "w");
+  return E->K->shoup >= 2 ? make_const_shoup(E, r, w) : make_const(E, r, w);
+}
+
 /* One butterfly of SPEC section 5 on the words *lo and *hi. */
 static void butterfly(ne *E, const rowc *r, const mconst *mc, int fwd, LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMValueRef a = *lo;
@@ -1217,7 +1225,7 @@ static void tail_stages(ne *E, const rowc *r, LLVMValueRef tw_base, LLVMValueRef
     mconst mc[4];
     for (int key = 0; key < E->V >> (beta + 1); key++) {
       LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, (uint64_t)key), "") : base;
-      mc[key] = make_const(E, r, load(E, E->W, r->twrow, idx, walign(E), "w"));
+      mc[key] = global_twiddle(E, r, idx);
     }
     for (int lo = 0; lo < E->V; lo++)
       if (!(lo & (1 << beta))) butterfly(E, r, &mc[lo >> (beta + 1)], fwd, &x[lo], &x[lo | (1 << beta)]);
@@ -1328,8 +1336,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
           tc.mc[tc.n] = tws_const(E, &p, ku, beta, key);
         } else {
           LLVMValueRef idx = key ? LLVMBuildNUWAdd(b, base, c64(E, key), "") : base;
-          LLVMValueRef w = load(E, E->W, r.twrow, idx, walign(E), "w");
-          tc.mc[tc.n] = k->shoup >= 2 ? make_const_shoup(E, &r, w) : make_const(E, &r, w);
+          tc.mc[tc.n] = global_twiddle(E, &r, idx);
         }
         mc = &tc.mc[tc.n++];
       }
