@@ -225,7 +225,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
