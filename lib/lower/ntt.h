@@ -108,6 +108,10 @@ typedef struct lw_ntt_kplan {
    * passes and the tail load from global memory (ntt_emit.c,
    * prefetch_later_twiddles) */
   int twpf;
+  /* GPU, kernel 0 with entry: before its wait for the stream's previous
+   * kernel, each thread prefetches into the L2 the source words its first
+   * pass or staged load reads (ntt_emit.c, prefetch_source) */
+  int l2pf;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -154,6 +158,7 @@ typedef struct lw_ntt_tuning {
   int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel (default 0) */
   int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
+  int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
 } lw_ntt_tuning;
 
@@ -162,7 +167,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, shoup, tail, twpf, early, pdl, rowsync, entry, epi) over *t. NULL
+ * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi) over *t. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);

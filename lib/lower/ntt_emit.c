@@ -93,7 +93,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -123,6 +123,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
       {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
+      {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
       {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
@@ -143,7 +144,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, early, pdl, rowsync, entry, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
                       (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -158,9 +159,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
  * built-in choice. Every plan is bit-exact (test_ntt_emit). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1",
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
@@ -177,6 +178,16 @@ static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R62] = {[16] = "n1=7,e_col=4", [17] = "n1=8,e_col=4"},
 };
 
+/* Inverse transforms only, over default_plans key by key: kernel 0 (the
+ * chunk kernel) prefetches its source into the L2 before its wait (l2pf),
+ * 1-2% faster there, where the forward's column kernel measured 0.5-2.5%
+ * slower so (RESULTS.md round 17; at 2^14 both directions gain, so it is
+ * in default_plans). */
+static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R32] = {[16] = "l2pf=1", [17] = "l2pf=1"},
+    [FHJIT_R62] = {[16] = "l2pf=1", [17] = "l2pf=1"},
+};
+
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
   lw_ntt_tuning t;
@@ -187,6 +198,7 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
     fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
     if (st) return st;
     if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
+    else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
   }
   const char *env = getenv("FHJIT_NTT_PLAN");
   if (fwd) {
@@ -348,6 +360,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     lw_ntt_kplan *k = &p->k[j];
     k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
     k->twpf = pick(t.twpf, 0);
+    k->l2pf = pick(t.l2pf, 0);
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
@@ -1232,15 +1245,52 @@ static void tail_stages(ne *E, const rowc *r, LLVMValueRef tw_base, LLVMValueRef
   }
 }
 
-/* prefetch.global.L1 of twiddle idx of the row (GPU). */
-static void prefetch_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
-  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(E->b, E->W, r->twrow, &idx, 1, "");
+/* prefetch.global.L1 or .L2 (text) of word idx of base (GPU). */
+static void prefetch(ne *E, const char *text, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(E->b, E->W, base, &idx, 1, "");
   LLVMValueRef addr = LLVMBuildPtrToInt(E->b, ptr, E->i64, "");
   LLVMTypeRef fty = LLVMFunctionType(E->voidt, &E->i64, 1, 0);
-  static const char text[] = "prefetch.global.L1 [$0];", cons[] = "l";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
+  static const char cons[] = "l";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, sizeof cons - 1, 1, 0,
                                      LLVMInlineAsmDialectATT, 0);
   LLVMBuildCall2(E->b, fty, fn, &addr, 1, "");
+}
+
+/* prefetch.global.L1 of twiddle idx of the row (GPU). */
+static void prefetch_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
+  prefetch(E, "prefetch.global.L1 [$0];", r->twrow, idx);
+}
+
+/* k->l2pf (GPU, kernel 0 with entry, no prologue): before the wait for the
+ * stream's previous kernel, the thread prefetches into the L2 the source
+ * words its first pass (or staged load) will read after the wait, so that
+ * their DRAM reads overlap the previous kernel's last blocks instead of
+ * following them. A prefetch returns no data: whatever the previous kernel
+ * still writes to those lines goes to the L2 (the GPU's point of
+ * coherence) and is what the loads after the wait read, so this changes
+ * no result. A staged load over a source view that is not dense is left
+ * alone (its vectors' addresses are the view's). */
+static void prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  static const char text[] = "prefetch.global.L2 [$0];";
+  if (!k->staged_load) {
+    passmap pm;
+    place p = thread_place(E, tid, blk);
+    LLVMValueRef ku = pass_positions(E, 0, &p, &pm);
+    for (int i = 0; i < (1 << k->log_e); i++) prefetch(E, text, E->src, soff_k(E, &p, ku, pm.kconst[i]));
+    return;
+  }
+  if (E->src_view && !E->src_dense) return;
+  int64_t off = E->src_view ? E->P->src_offset : 0;
+  int64_t per_block = INT64_C(1) << (k->log_c + k->m), T = k->threads;
+  LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
+  for (int64_t g = 0; g < per_block / (T * E->V); g++) {
+    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
+                                  c32(E, (uint64_t)ilog2_u64((uint64_t)E->V)), "");
+    LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
+    prefetch(E, text, E->src, add_const64(E, gi, (uint64_t)off));
+  }
 }
 
 /* k->twpf (GPU, forward): at the first pass, the twiddles that later passes
@@ -1760,6 +1810,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   /* k->entry: kernel 0 is a dependent launch of the stream's previous
    * kernel too (its wait comes before its trigger: see above), and kernel 1
    * lets the stream's next kernel launch early */
+  if (first && k->entry && k->l2pf && !E->pro_active) prefetch_source(E, tid, blk);
   if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");

@@ -225,7 +225,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -349,6 +349,45 @@ START_TEST(test_plans) {
     lw_program_free(&prog);
     fhjit_context_destroy(pctx);
   }
+  /* l2pf: by default kernel 0 of the inverse (2^14 .. 2^17) and of the
+   * 2^14 forward prefetches its source into the L2, each thread its first
+   * pass's words (the inverse's staged load: one per 16-byte vector), all
+   * before its wait for the previous kernel; kernel 1 and the forward from
+   * 2^16 on do not, nor does kernel 0 without that wait (entry=0) */
+  for (int radix = 0; radix < 2; radix++)
+    for (int logn = 14; logn <= 17; logn++)
+      for (int fwd = 0; fwd < 2; fwd++)
+        for (int entry = 0; entry < 2; entry++) {
+          if (logn == 15) continue;
+          setenv("FHJIT_NTT_PLAN", entry ? "" : "entry=0", 1);
+          fhjit_context *pctx = fhjit_context_create();
+          lw_ntt_plan p;
+          fhjit_radix rx = radix ? FHJIT_R62 : FHJIT_R32;
+          ck_assert_int_eq(lw_ntt_plan_make(pctx, rx, fwd ? IR_NTT_MONT_TO_NTT : IR_NTT_TO_MONT, logn, 32, 32, &p),
+                           FHJIT_OK);
+          unsetenv("FHJIT_NTT_PLAN");
+          int on = !fwd || logn == 14;
+          ck_assert_int_eq(p.k[0].l2pf, on);
+          lw_program prog;
+          ck_assert_int_eq(lw_ntt_compile_ptx(pctx, &p, "sm_90", &prog), FHJIT_OK);
+          const lw_ntt_kplan *k0 = &p.k[0];
+          int want = !on || !entry ? 0
+                     : k0->staged_load ? (int)((INT64_C(1) << (k0->log_c + k0->m)) / (k0->threads * (radix ? 2 : 4)))
+                                       : 1 << k0->log_e;
+          char name[96];
+          snprintf(name, sizeof name, ".entry %s(", prog.kernels[1].name);
+          const char *k1 = strstr(prog.ptx, name), *wait = strstr(prog.ptx, "griddepcontrol.wait;");
+          ck_assert(k1 && wait);
+          int n = 0;
+          for (const char *q = prog.ptx; (q = strstr(q, "prefetch.global.L2 [")); q++) {
+            ck_assert_msg(q < k1 && (!entry || q < wait), "l2pf: a prefetch after kernel 0's wait or in kernel 1");
+            n++;
+          }
+          ck_assert_msg(n == want, "radix %d 2^%d %s entry %d: %d L2 prefetches, want %d", radix, logn,
+                        fwd ? "fwd" : "inv", entry, n, want);
+          lw_program_free(&prog);
+          fhjit_context_destroy(pctx);
+        }
   /* bad sizes are refused with a reason */
   fhjit_context *ctx = fhjit_context_create();
   lw_ntt_plan p;
