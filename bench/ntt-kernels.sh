@@ -7,6 +7,10 @@
 # of its kernels the time goes to and what bounds it.
 #   bench/ntt-kernels.sh BUILD OUT RADIX LOG2N ROWS [PLAN ...]
 # (no PLAN: the default plan only; "" in the list is the default too).
+# NTT_STEADY=1: the kernels of a forward launch in the middle of the timed
+# batches instead (ncu -s 100, caches not flushed: what the L2 holds from
+# the launches before, as when the batches are timed; the kernels still run
+# one at a time, without the overlap of their programmatic launches).
 set -u
 BUILD=$(cd "$1" && pwd) || exit 2
 mkdir -p "$2" && OUT=$(cd "$2" && pwd) || exit 2
@@ -28,16 +32,21 @@ for s in long_scoreboard short_scoreboard barrier wait math_pipe_throttle mio_th
          not_selected dispatch_stall no_instruction selected; do
   METRICS=$METRICS,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio
 done
+STEADY=
+[ "${NTT_STEADY:-0}" = 1 ] && STEADY="-s 100 --cache-control none"
+METRICS=$METRICS,sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct
+METRICS=$METRICS,dram__bytes_read.sum,dram__bytes_write.sum
 i=0
 for plan in "$@"; do
   log="$OUT/ncu-$RADIX-n$LOGN-p$i.log"
   # the first two fhjit_ntt launches: the forward transform's checked run
-  FHJIT_NTT_PLAN="$plan" timeout 120 "$NCU" --clock-control none -k regex:fhjit_ntt -c 2 \
+  # (NTT_STEADY: two from the middle of its timed batches)
+  FHJIT_NTT_PLAN="$plan" timeout 120 "$NCU" --clock-control none -k regex:fhjit_ntt -c 2 $STEADY \
     --metrics "$METRICS" "$BUILD/bench/ntt_bench" --log2 "$LOGN" --radix "$RADIX" --rows "$ROWS" \
     --no-keyswitch --reps 1 >"$log" 2>&1
   echo "== $RADIX N=2^$LOGN x $ROWS plan '${plan:-default}'"
   awk '/fhjit_ntt[0-9a-z_]*/ && /\(/ { match($0, /fhjit_ntt[0-9a-z_]*/); k = substr($0, RSTART, RLENGTH) }
-       /gpu__time_duration.sum|dram__throughput|pipe_fma|pipe_alu|issue_active|warps_active|registers_per|waves_per|block_size|inst_executed.sum|bank_conflicts|issue_stalled/ {
+       /gpu__time_duration.sum|dram__throughput|dram__bytes|hit_rate|pipe_fma|pipe_alu|issue_active|warps_active|registers_per|waves_per|block_size|inst_executed.sum|bank_conflicts|issue_stalled/ {
          name = $1; sub(/\.avg\.pct_of_peak_sustained_(active|elapsed)/, "%", name); sub(/^(sm__|smsp__|gpu__|dram__|launch__|l1tex__)/, "", name)
          sub(/average_warps_issue_stalled_/, "stall_", name); sub(/_per_issue_active.ratio/, "", name)
          v[k] = v[k] sprintf(" %s=%s", name, $NF) }
