@@ -161,7 +161,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1",
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
