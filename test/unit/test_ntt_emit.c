@@ -322,6 +322,20 @@ START_TEST(test_plans) {
     ck_assert_int_eq(chunk->tail, fwd ? 0 : 1);
     ck_assert_int_eq(p.k[fwd ? 0 : 1].npass, 2);
     ck_assert_int_eq(p.k[fwd ? 0 : 1].log_e, fwd ? 4 : 3);
+    /* the forward's chunk kernel: one chunk of 2^9 (64 threads) per block */
+    ck_assert_int_eq(chunk->threads, fwd ? 64 : 128);
+    ck_assert_int_eq(chunk->log_c, 0);
+    /* 2^17: the forward's column kernel takes 16 columns per block, so
+     * 1024 blocks at 32 rows; with 16 rows they would be 512, and the
+     * shared plan (8 words per thread) stays */
+    for (int64_t rows = 16; rows <= 32; rows *= 2) {
+      ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R62, kind, 17, rows, rows, &p), FHJIT_OK);
+      const lw_ntt_kplan *col = &p.k[fwd ? 0 : 1];
+      int own = fwd && rows == 32;
+      ck_assert_int_eq(col->log_e, own ? 4 : 3);
+      ck_assert_int_eq(col->log_c, own ? 4 : 3);
+      if (own) ck_assert_int_eq(col->blocks, 1024);
+    }
     ck_assert_int_eq(lw_ntt_plan_make(NULL, FHJIT_R32, kind, 17, 64, 64, &p), FHJIT_OK);
     chunk = &p.k[fwd ? 1 : 0];
     ck_assert(!chunk->cols && chunk->m == 10 && chunk->tail == 2 && chunk->npass == 2);
