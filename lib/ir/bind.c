@@ -8,7 +8,7 @@
 #include "ir/ir.h"
 
 int64_t fhjit_type_elements(const fhjit_type *t) {
-  if (!t) return -1;
+  if (!t || ir_type_structure_problem(t)) return -1;
   int64_t e = 1;
   int64_t ext[8];
   int k = 0;
@@ -66,7 +66,8 @@ static const char *extent_text(char buf[24], int64_t e) {
 static void describe_type(char *buf, size_t size, const fhjit_type *t) {
   char batch[128] = "", e0[24], e1[24], e2[24];
   size_t used = 0;
-  for (int a = 0; a < t->nbatch && used < sizeof batch; a++)
+  int nbatch = t->nbatch < 0 ? 0 : t->nbatch > FHJIT_MAX_BATCH ? FHJIT_MAX_BATCH : t->nbatch;
+  for (int a = 0; a < nbatch && used < sizeof batch; a++)
     used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%s", a ? ", " : "",
                              extent_text(e0, t->batch[a]));
   if (t->kind == FHJIT_KIND_KEY)
@@ -111,6 +112,7 @@ fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v, const fhjit_type *t
       if (*te[i] < 1) rule = "every extent must be known and >= 1";
     }
   }
+  if (!rule) rule = ir_type_structure_problem(&t);
   if (!rule && fhjit_type_elements(&t) < 0) rule = "its element count overflows";
   if (rule) {
     char got[160], want[160];
@@ -188,6 +190,22 @@ static fhjit_status same_extent(fhjit_graph *g, const ir_node *user, const char 
                      "equal",
                      user->name, ir_op_name(user->op), what, aname, (long long)a, what, bname,
                      (long long)b);
+}
+
+/* Every element of a value must be addressable by the kernels' 64-bit
+ * offsets: a computed value (broadcasting may multiply its operands' extents)
+ * holds at most 2^62 elements, like an input's layout. */
+#define IR_MAX_ELEMENTS (INT64_C(1) << 62)
+
+static fhjit_status check_value_size(fhjit_graph *g, const ir_node *n, const fhjit_type *t) {
+  int64_t e = fhjit_type_elements(t);
+  if (e >= 0 && e <= IR_MAX_ELEMENTS) return FHJIT_OK;
+  char ty[160];
+  describe_type(ty, sizeof ty, t);
+  return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                     "%%%s = %s: its type %s has more than 2^62 elements (the product of its "
+                     "extents overflows what a kernel can address)",
+                     n->name, ir_op_name(n->op), ty);
 }
 
 /* Fixes the concrete type of a computed node from its operands' types. */
@@ -305,6 +323,7 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
   default:
     return ir_error_at(g, n->loc, FHJIT_ERR_ARGUMENT, "internal: unexpected op %d", (int)n->op);
   }
+  if ((st = check_value_size(g, n, &t))) return st;
   n->type = t;
   return FHJIT_OK;
 }
@@ -327,7 +346,8 @@ fhjit_status fhjit_bind(fhjit_graph *g) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   ir_unbind(g);
   if (g->noutputs == 0)
-    return ir_error(g->ctx, FHJIT_ERR_TYPE, "error: graph @%s has no outputs", g->name);
+    return ir_error_at(g, g->loc, FHJIT_ERR_TYPE, "graph @%s has no outputs (add an "
+                       "'output' line or call fhjit_output)", g->name);
   fhjit_status st = FHJIT_OK;
   for (int32_t i = 0; i < g->nnodes; i++) {
     ir_node *n = &g->nodes[i];

@@ -291,22 +291,27 @@ static fhjit_value push_node(fhjit_graph *g, const ir_node *proto) {
   return id;
 }
 
+/* The structural rules of a type (kind, component count, batch rank,
+ * domain facts), without its extents: NULL when they hold, else the rule
+ * broken. Checked before anything indexes batch[] by nbatch. */
+const char *ir_type_structure_problem(const fhjit_type *t) {
+  if ((unsigned)t->kind > FHJIT_KIND_TWIDDLE) return "unknown kind";
+  if (t->kind == FHJIT_KIND_POLY && (t->comps < 0 || t->comps > 3))
+    return "component count must be 0 (none) or 1 to 3";
+  if (t->kind == FHJIT_KIND_KEY && t->comps != 2) return "a key table has exactly 2 components";
+  if (t->kind == FHJIT_KIND_TWIDDLE && t->comps != 0)
+    return "a twiddle table has no component axis";
+  if (t->nbatch < 0 || t->nbatch > FHJIT_MAX_BATCH) return "batch rank must be between 0 and 4";
+  if (t->kind != FHJIT_KIND_POLY && t->nbatch != 0)
+    return "only polynomial values have batch axes";
+  if ((unsigned)t->domain > FHJIT_DOMAIN_NTT) return "unknown domain";
+  if ((unsigned)t->form > FHJIT_FORM_MONT) return "unknown form";
+  return NULL;
+}
+
 static fhjit_status check_type_decl(fhjit_graph *g, const char *name,
                                     const fhjit_type *t) {
-  const char *why = NULL;
-  if ((unsigned)t->kind > FHJIT_KIND_TWIDDLE) why = "unknown kind";
-  else if (t->kind == FHJIT_KIND_POLY && (t->comps < 0 || t->comps > 3))
-    why = "component count must be 0 (none) or 1 to 3";
-  else if (t->kind == FHJIT_KIND_KEY && t->comps != 2)
-    why = "a key table has exactly 2 components";
-  else if (t->kind == FHJIT_KIND_TWIDDLE && t->comps != 0)
-    why = "a twiddle table has no component axis";
-  else if (t->nbatch < 0 || t->nbatch > FHJIT_MAX_BATCH)
-    why = "batch rank must be between 0 and 4";
-  else if (t->kind != FHJIT_KIND_POLY && t->nbatch != 0)
-    why = "only polynomial values have batch axes";
-  else if ((unsigned)t->domain > FHJIT_DOMAIN_NTT) why = "unknown domain";
-  else if ((unsigned)t->form > FHJIT_FORM_MONT) why = "unknown form";
+  const char *why = ir_type_structure_problem(t);
   if (!why) {
     for (int a = 0; a < t->nbatch; a++)
       if (t->batch[a] == 0 || t->batch[a] < FHJIT_UNKNOWN) why = "batch extents must be >= 1";

@@ -153,6 +153,7 @@ struct fhjit_graph {
   const char *filename; /* arena */
   const char *source;   /* arena copy of the text, NUL-terminated */
   ir_loc cur_loc;       /* loc given to nodes the builder creates now */
+  ir_loc loc;           /* the graph's '{' (whole-graph errors); line 0 if built */
 
   /* Text handed out by print/emit (malloc'd, freed on destroy). */
   char *printed, *printed_dot, *emitted;
@@ -178,6 +179,9 @@ const char *ir_compression_name(fhjit_compression c);
 const char *ir_domain_name(fhjit_domain d); /* "coef", "ntt", "any" */
 const char *ir_form_name(fhjit_form f);     /* "std", "mont", "any" */
 const char *ir_radix_name(fhjit_radix r);   /* "r32", "r62" */
+/* NULL when a type's kind, component count, batch rank and domain facts
+ * are well formed, else the rule it breaks (builder.c). */
+const char *ir_type_structure_problem(const fhjit_type *t);
 
 /* Checks the buffers of a host-side run (fhjit_interpret, fhjit_run_host):
  * the graph is bound, the table and every input and result pointer given.

@@ -895,6 +895,7 @@ static int parse_graph(parser *p, const char *filename) {
     goto done;
   }
   p->g = g;
+  g->loc = brace;
   g->filename = ir_strdup(&g->arena, filename);
   g->source = ir_strndup(&g->arena, p->src, p->len);
   if (!g->filename || !g->source) {

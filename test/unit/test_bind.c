@@ -293,6 +293,46 @@ START_TEST(test_element_overflow) {
 }
 END_TEST
 
+/* Each operand fits, but broadcasting their batches gives a value of
+ * 2^31 x 2^31 x 2^2 x 2^4 = 2^68 elements: refused at bind time, naming the
+ * value, and no output layout is handed out. The operands' own sizes
+ * (2^38 elements each) bind. */
+START_TEST(test_broadcast_result_overflow) {
+  const int64_t bl[] = {INT64_C(1) << 31, 1}, br[] = {1, INT64_C(1) << 31};
+  fhjit_value a = in("a", tu_poly(0, 2, bl, 4, 16));
+  fhjit_value b = in("b", tu_poly(0, 2, br, 4, 16));
+  fhjit_value s = named(fhjit_add(g, a, b), "s");
+  fhjit_output(g, s, "out");
+  expect_bind_error("%s = add", "2^62 elements", NULL);
+  fhjit_output_info info;
+  expect_error(fhjit_output_info_get(g, 0, &info), FHJIT_ERR_ARGUMENT, "not bound", NULL, NULL);
+}
+END_TEST
+
+/* A batch rank outside 0..4 in the type given to fhjit_bind_input is named
+ * as such; the message never reads past the batch array (ASan checks). */
+START_TEST(test_bind_input_bad_batch_rank) {
+  fhjit_value a = in("a", tu_poly(2, 1, B2, 3, 8));
+  int ranks[] = {5, 1000, -1, INT32_MAX, INT32_MIN};
+  for (size_t i = 0; i < sizeof ranks / sizeof *ranks; i++) {
+    fhjit_type t = tu_poly(2, 1, B2, 3, 8);
+    t.nbatch = ranks[i];
+    expect_error(fhjit_bind_input(g, a, &t, NULL), FHJIT_ERR_SHAPE, "%a", "batch rank",
+                 "declared ct<2, [2], 3, 8>");
+    ck_assert_int_eq(fhjit_type_elements(&t), -1);
+  }
+  fhjit_type t = tu_poly(2, 1, B2, 3, 8);
+  t.comps = 7;
+  expect_error(fhjit_bind_input(g, a, &t, NULL), FHJIT_ERR_SHAPE, "%a", "component count", NULL);
+  t = tu_poly(2, 1, B2, 3, 8);
+  t.kind = (fhjit_kind)99;
+  expect_error(fhjit_bind_input(g, a, &t, NULL), FHJIT_ERR_SHAPE, "%a", "kind", NULL);
+  t = tu_poly(2, 1, B2, 3, 8);
+  t.form = (fhjit_form)77;
+  expect_error(fhjit_bind_input(g, a, &t, NULL), FHJIT_ERR_SHAPE, "%a", "unknown form", NULL);
+}
+END_TEST
+
 START_TEST(test_no_outputs) {
   in("a", tu_poly(2, 0, NULL, 2, 8));
   expect_error(fhjit_bind(g), FHJIT_ERR_TYPE, "@g has no outputs", NULL, NULL);
@@ -424,6 +464,8 @@ int main(void) {
   tcase_add_test(tc, test_key_n);
   tcase_add_test(tc, test_bind_input_rules);
   tcase_add_test(tc, test_element_overflow);
+  tcase_add_test(tc, test_broadcast_result_overflow);
+  tcase_add_test(tc, test_bind_input_bad_batch_rank);
   tcase_add_test(tc, test_no_outputs);
   tcase_add_test(tc, test_input_aliases);
   tcase_add_test(tc, test_extract_of_computed);
