@@ -119,6 +119,9 @@ typedef struct gen {
   int nvals;
   key_val keys[8];
   int nkeys;
+  int ntt;                 /* NTT anchors allowed (n a power of two >= 16, NTT primes) */
+  fhjit_value twiddle[2];  /* forward and inverse tables, FHJIT_NO_VALUE until needed */
+  char prefix[160];        /* value-name prefix (random_names), "" otherwise */
   int ops, target_ops;
   int ninputs;
   int failed;
@@ -239,8 +242,8 @@ static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts)
     t.domain = (fhjit_domain)rnd(G, 3);
     t.form = (fhjit_form)rnd(G, 3);
   }
-  char name[32];
-  snprintf(name, sizeof name, "x%d", G->ninputs);
+  char name[200];
+  snprintf(name, sizeof name, "%sx%d", G->prefix, G->ninputs);
   p->v = make_input(G, name, t);
   if (p->v == FHJIT_NO_VALUE) return -1;
   return G->nvals++;
@@ -257,8 +260,8 @@ static int new_key(gen *G, int64_t min_rows) {
   k->rows = min_rows + (int64_t)rnd(G, 3);
   fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = k->digits, .rows = k->rows,
                   .n = G->n};
-  char name[32];
-  snprintf(name, sizeof name, "key%d", G->nkeys);
+  char name[200];
+  snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
   k->v = make_input(G, name, t);
   if (k->v == FHJIT_NO_VALUE) return -1;
   return G->nkeys++;
@@ -404,7 +407,13 @@ static const ir_op all_ops[] = {IR_ADD, IR_SUB, IR_NEG, IR_ADD_LAZY, IR_MUL, IR_
                                 IR_ADD_COMPRESSED, IR_KS_DIGIT_PRODUCT, IR_EXTRACT, IR_PACK};
 
 /* Adds one random op (and whatever inputs it needs). */
+static void random_ntt(gen *G);
+
 static void random_op(gen *G) {
+  if (G->ntt && chance(G, 20)) {
+    random_ntt(G);
+    return;
+  }
   ir_op ops[sizeof all_ops / sizeof *all_ops];
   int nops = 0;
   for (size_t i = 0; i < sizeof all_ops / sizeof *all_ops; i++)
@@ -567,9 +576,92 @@ static void random_op(gen *G) {
   }
 }
 
+/* ------------------------------------------------------------- NTT anchors */
+
+/* The forward (0) or inverse (1) twiddle table input, declared once, dense. */
+static fhjit_value twiddle_input(gen *G, int inverse) {
+  if (G->twiddle[inverse] != FHJIT_NO_VALUE) return G->twiddle[inverse];
+  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = G->rows, .n = G->n};
+  char name[200];
+  snprintf(name, sizeof name, "%stw_%s", G->prefix, inverse ? "inv" : "fwd");
+  fhjit_value v = fhjit_input(G->g, name, &t);
+  if (v == FHJIT_NO_VALUE) gen_fail(G, "fhjit_input (twiddles)");
+  else G->ninputs++;
+  return G->twiddle[inverse] = v;
+}
+
+/* A transform of a random value whose domain and form fit a random kind;
+ * half the time its result gets two consumers (add and sub of one operand,
+ * both soon outputs): the multi-output epilogue of issue 20's finding 1. */
+static void random_ntt(gen *G) {
+  fhjit_ntt_kind kind = (fhjit_ntt_kind)rnd(G, 4);
+  int forward = kind <= FHJIT_NTT_COEF_MONT_TO_NTT;
+  fhjit_form want = kind == FHJIT_NTT_COEF_STD_TO_NTT ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  req r = any_main(G);
+  r.avoid = forward ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+  int a = pick(G, &r);
+  if (a < 0) return;
+  fhjit_type ta = type_of(G, a);
+  if (ta.form && ta.form != want) return; /* no transform reads it in this kind */
+  fhjit_value tw = twiddle_input(G, !forward);
+  if (tw == FHJIT_NO_VALUE) return;
+  fhjit_value v = fhjit_ntt(G->g, G->vals[a].v, tw, kind);
+  use(G, a);
+  int y = push_value(G, v, "ntt", G->vals[a].comps, G->n, a, -1);
+  if (y < 0 || !chance(G, 50)) return;
+  req rb = any_main(G);
+  rb.with = y;
+  rb.with_form = 1;
+  rb.with_domain = y;
+  int b = pick(G, &rb);
+  if (b < 0) return;
+  fhjit_value vy = G->vals[y].v, vb = G->vals[b].v;
+  int comps = max_i(G->vals[y].comps, G->vals[b].comps);
+  use(G, y);
+  use(G, b);
+  use(G, b);
+  push_value(G, fhjit_add(G->g, vy, vb), "add (epilogue)", comps, G->n, y, b);
+  push_value(G, fhjit_sub(G->g, vy, vb), "sub (epilogue)", comps, G->n, y, b);
+}
+
+/* `count` distinct primes q = 1 mod 2N of random sizes (near the radix
+ * limit and far below it), for graphs with transforms of length N. */
+static void ntt_moduli(gen *G, fhjit_radix radix, int32_t rows, int64_t n, uint64_t *out) {
+  int top = radix == FHJIT_R32 ? 30 : 60, low = radix == FHJIT_R32 ? 18 : 30;
+  fhjit_context *ctx = fhjit_context_create();
+  for (int32_t r = 0; r < rows && !G->failed; r++) {
+    uint64_t primes[8];
+    int bits = chance(G, 50) ? top : low + (int)rnd(G, (uint64_t)(top - low + 1));
+    if (!ctx || fhjit_find_primes(ctx, bits, 2 * (uint64_t)n, 8, primes) != FHJIT_OK) {
+      G->failed = 1;
+      rg_fail(G->err, G->errsize, "randgraph: fhjit_find_primes(%d bits, m = %lld) failed",
+              bits, (long long)(2 * n));
+      break;
+    }
+    do out[r] = primes[rnd(G, 8)];
+    while (contains(out, r, out[r]));
+  }
+  fhjit_context_destroy(ctx);
+}
+
+/* A graph name of 1..300 arbitrary non-NUL bytes (the API takes any), and a
+ * value-name prefix of up to 150 name characters. */
+static void random_names(gen *G, char *gname, size_t size) {
+  size_t len = 1 + (size_t)rnd(G, 300);
+  if (len >= size) len = size - 1;
+  for (size_t i = 0; i < len; i++)
+    gname[i] = chance(G, 70) ? "abcdefghijklmnopqrstuvwxyz_.0123456789"[rnd(G, 38)]
+                             : (char)(1 + rnd(G, 255));
+  gname[len] = 0;
+  static const char cs[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.";
+  size_t plen = chance(G, 50) ? 0 : (size_t)rnd(G, 150);
+  for (size_t i = 0; i < plen; i++) G->prefix[i] = cs[rnd(G, sizeof cs - 1)];
+  G->prefix[plen] = 0;
+}
+
 static void add_output(gen *G, int idx, int *nout) {
-  char name[32];
-  snprintf(name, sizeof name, "out%d", *nout);
+  char name[200];
+  snprintf(name, sizeof name, "%sout%d", G->prefix, *nout);
   if (fhjit_output(G->g, G->vals[idx].v, name) != FHJIT_OK) {
     gen_fail(G, "fhjit_output");
     return;
@@ -594,8 +686,10 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
   G->err = err;
   G->errsize = errsize;
   fhjit_radix radix = cfg->radix >= 0 ? (fhjit_radix)cfg->radix : (fhjit_radix)rnd(G, 2);
-  char gname[48];
+  G->twiddle[0] = G->twiddle[1] = FHJIT_NO_VALUE;
+  char gname[320];
   snprintf(gname, sizeof gname, "rand%llu", (unsigned long long)seed);
+  if (cfg->random_names) random_names(G, gname, sizeof gname);
   G->g = fhjit_graph_create(ctx, gname, radix);
   if (!G->g) {
     rg_fail(err, errsize, "randgraph: fhjit_graph_create: %s", fhjit_last_error(ctx));
@@ -607,12 +701,15 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
   static const int64_t pow2_n[] = {1, 2, 4, 8, 16, 32};
   static const int64_t odd_n[] = {3, 6, 12, 24};
   G->n = (cfg->odd_n && chance(G, 20)) ? odd_n[rnd(G, 4)] : pow2_n[rnd(G, 6)];
+  G->ntt = chance(G, cfg->ntt_percent);
+  if (G->ntt) G->n = INT64_C(16) << rnd(G, 3);
   int max_rank = cfg->max_batch_rank < 0 ? 0 : cfg->max_batch_rank > 3 ? 3 : cfg->max_batch_rank;
   G->nbg = (int)rnd(G, (uint64_t)max_rank + 1);
   for (int a = 0; a < G->nbg; a++) G->gb[a] = 1 + (int64_t)rnd(G, 3);
 
   uint64_t moduli[RG_MAX_ROWS];
-  rg_random_moduli(&G->rng, radix, G->rows, moduli);
+  if (G->ntt) ntt_moduli(G, radix, G->rows, G->n, moduli);
+  else rg_random_moduli(&G->rng, radix, G->rows, moduli);
   if (fhjit_graph_set_moduli(G->g, moduli, G->rows) != FHJIT_OK) gen_fail(G, "fhjit_graph_set_moduli");
 
   int min_ops = cfg->min_ops < 1 ? 1 : cfg->min_ops;
@@ -659,8 +756,8 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
     if (ni) add_output(G, ins[rnd(G, (uint64_t)ni)], &nout);
   }
   if (!G->failed && nout > 0 && chance(G, 30)) {
-    char name[32];
-    snprintf(name, sizeof name, "out%d", nout++);
+    char name[200];
+    snprintf(name, sizeof name, "%sout%d", G->prefix, nout++);
     /* the value of a random earlier output, again */
     int32_t k = (int32_t)rnd(G, (uint64_t)fhjit_num_outputs(G->g));
     fhjit_value v = G->g->outputs[k].value;
@@ -779,6 +876,38 @@ void rg_case_snapshot(rg_case *c) {
     memcpy(c->input_copy[i], c->inputs[i], word * (size_t)c->input_words[i]);
 }
 
+/* Twiddle input i: the forward or inverse table of fhjit_twiddle_tables,
+ * whichever the transforms reading it need (they all need the same one). */
+static int fill_twiddles(rg_case *c, int32_t i, const fhjit_type *t, const fhjit_layout *l,
+                         char *err, size_t errsize) {
+  fhjit_graph *g = c->g;
+  fhjit_value tv = fhjit_input_value(g, i);
+  int inverse = -1;
+  for (int32_t v = 0; v < g->nnodes; v++)
+    if (g->nodes[v].op == IR_NTT && g->nodes[v].args[1] == tv)
+      inverse = g->nodes[v].attr[0] >= FHJIT_NTT_TO_COEF_MONT;
+  if (inverse < 0) return 0; /* read by nothing: random words do */
+  size_t word = ir_word_size(c->radix);
+  void *table = malloc(word * (size_t)(t->rows * t->n));
+  if (!table) {
+    rg_fail(err, errsize, "rg_case_init: out of memory");
+    return -1;
+  }
+  fhjit_context *ctx = fhjit_graph_context(g);
+  if (fhjit_twiddle_tables(ctx, c->radix, c->moduli, (int32_t)t->rows, t->n,
+                           inverse ? NULL : table, inverse ? table : NULL) != FHJIT_OK) {
+    rg_fail(err, errsize, "rg_case_init: fhjit_twiddle_tables: %s", fhjit_last_error(ctx));
+    free(table);
+    return -1;
+  }
+  for (int64_t r = 0; r < t->rows; r++)
+    for (int64_t k = 0; k < t->n; k++)
+      put(c->radix, c->inputs[i], l->offset + r * l->row_stride + k * l->index_stride,
+          get(c->radix, table, r * t->n + k));
+  free(table);
+  return 0;
+}
+
 int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t seed,
                  int edge_percent, char *err, size_t errsize) {
   memset(c, 0, sizeof *c);
@@ -893,6 +1022,10 @@ int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t se
         x = tu_below(&rng, b);
       }
       put(c->radix, c->inputs[i], w, x);
+    }
+    if (t.kind == FHJIT_KIND_TWIDDLE && fill_twiddles(c, i, &t, &l, err, errsize)) {
+      rg_case_free(c);
+      return -1;
     }
   }
   for (int32_t k = 0; k < c->nresults; k++) {

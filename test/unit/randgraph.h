@@ -28,6 +28,9 @@ typedef struct rg_config {
   int domain_facts;      /* percent of inputs that state a domain or form */
   int strided_layouts;   /* percent of inputs bound with a non-dense layout */
   uint32_t op_mask;      /* bit (1u << ir_op) per allowed op; 0 = every op */
+  int ntt_percent;       /* percent of graphs with NTT anchors (n 16..64, NTT primes);
+                          * their NTT results get multi-output epilogues */
+  int random_names;      /* graph names of 1..300 arbitrary bytes, long value names */
 } rg_config;
 
 void rg_default_config(rg_config *cfg);
@@ -61,7 +64,9 @@ typedef struct rg_case {
 } rg_case;
 
 /* Fills c for a bound graph: moduli (NULL: the graph's own), parameter table
- * through fhjit_param_table, random lazy inputs drawn with `seed`, with about
+ * through fhjit_param_table, twiddle inputs with fhjit_twiddle_tables (the
+ * table each transform that reads it needs), random lazy inputs drawn with
+ * `seed`, with about
  * edge_percent % of the elements set to lazy boundary values (0, 1, q-1, q,
  * q+1, 2q-2, 2q-1). Words no element maps to hold a poison value. Returns 0,
  * or -1 with a message. */
