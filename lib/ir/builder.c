@@ -9,28 +9,6 @@
 
 /* --------------------------------------------------------------- names */
 
-const char *ir_op_name(ir_op op) {
-  static const char *const names[IR_NUM_OPS] = {
-      [IR_INPUT] = "input",
-      [IR_ADD] = "add",
-      [IR_SUB] = "sub",
-      [IR_NEG] = "neg",
-      [IR_ADD_LAZY] = "add_lazy",
-      [IR_MUL] = "mul",
-      [IR_TO_MONT] = "to_mont",
-      [IR_FROM_MONT] = "from_mont",
-      [IR_MUL_PLAIN] = "mul_plain",
-      [IR_ADD_PLAIN] = "add_plain",
-      [IR_MUL_COMPRESSED] = "mul_compressed",
-      [IR_ADD_COMPRESSED] = "add_compressed",
-      [IR_KS_DIGIT_PRODUCT] = "keyswitch_digit_product",
-      [IR_EXTRACT] = "extract",
-      [IR_PACK] = "pack",
-      [IR_NTT] = "ntt",
-  };
-  return (unsigned)op < IR_NUM_OPS ? names[op] : "?";
-}
-
 const char *ir_compression_name(fhjit_compression c) {
   switch (c) {
   case FHJIT_CYCLIC: return "cyclic";

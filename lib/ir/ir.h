@@ -63,24 +63,73 @@ typedef struct ir_loc {
 /* ------------------------------------------------------------------ nodes */
 
 typedef enum ir_op {
-  IR_INPUT = 0,
-  IR_ADD,
-  IR_SUB,
-  IR_NEG,
-  IR_ADD_LAZY,
-  IR_MUL,
-  IR_TO_MONT,
-  IR_FROM_MONT,
-  IR_MUL_PLAIN,
-  IR_ADD_PLAIN,
-  IR_MUL_COMPRESSED, /* attr[0] = fhjit_compression */
-  IR_ADD_COMPRESSED, /* attr[0] = fhjit_compression, attr[1] = fhjit_domain */
-  IR_KS_DIGIT_PRODUCT, /* attr[0] = digit, attr[1] = row_start */
-  IR_EXTRACT,        /* attr[0] = component */
-  IR_PACK,
-  IR_NTT,            /* attr[0] = fhjit_ntt_kind; args: value, twiddle table */
+#define IR_OP(id, ...) IR_##id,
+#include "ir/ops.def"
+#undef IR_OP
   IR_NUM_OPS
 } ir_op;
+/* Attributes, per op: IR_MUL_COMPRESSED attr[0] = fhjit_compression;
+ * IR_ADD_COMPRESSED attr[0] = fhjit_compression, attr[1] = fhjit_domain;
+ * IR_KS_DIGIT_PRODUCT attr[0] = digit, attr[1] = row_start; IR_EXTRACT
+ * attr[0] = component; IR_NTT attr[0] = fhjit_ntt_kind (args: value,
+ * twiddle table). */
+
+/* How an op executes and fuses (ops.def explains each). */
+typedef enum ir_op_class {
+  IR_CLASS_INPUT,
+  IR_CLASS_POINTWISE,
+  IR_CLASS_VIEW,
+  IR_CLASS_ANCHOR
+} ir_op_class;
+
+/* Text clauses after an operation or input: name(...). */
+typedef enum ir_clause {
+  IR_CL_LAYOUT = 1 << 0,    /* layout(cyclic|contiguous|strided_sparse): attr[0] */
+  IR_CL_IMPLICIT = 1 << 1,  /* implicit(%v): args[2] */
+  IR_CL_DOMAIN = 1 << 2,    /* domain(coef|ntt): attr[1] */
+  IR_CL_DIGIT = 1 << 3,     /* digit(N): attr[0] */
+  IR_CL_ROW_START = 1 << 4, /* row_start(N): attr[1] */
+  IR_CL_STRIDES = 1 << 5,   /* inputs: strides(s, ...) */
+  IR_CL_OFFSET = 1 << 6,    /* inputs: offset(N) */
+  IR_CL_MODE = 1 << 7,      /* mode(std|mont): the NTT's coefficient-side form */
+  IR_CL_COMPONENT = 1 << 8  /* %v[k]: attr[0] (bracket syntax, not a clause word) */
+} ir_clause;
+
+enum { IR_F_COMMUTATIVE = 1 << 0 };
+
+/* What the parser hands a builder entry. */
+typedef struct ir_op_args {
+  const char *mnemonic; /* as written (ntt_fwd / ntt_inv choose the NTT's direction) */
+  const fhjit_value *args; /* as many as written (the builder checks the count) */
+  int32_t nargs;
+  fhjit_compression layout;
+  fhjit_value implicit;
+  fhjit_domain domain;
+  fhjit_form mode;
+  int64_t digit, row_start, component;
+} ir_op_args;
+typedef fhjit_value (*ir_build_fn)(fhjit_graph *g, const ir_op_args *a);
+
+typedef struct ir_op_info {
+  const char *mnemonic;
+  int arity; /* -1: 2 or 3 */
+  ir_op_class cls;
+  unsigned clauses, required;
+  unsigned flags;
+  ir_build_fn build;
+} ir_op_info;
+
+/* The row of ops.def for `op` (op < IR_NUM_OPS). */
+ir_op ir_op_by_mnemonic(const char *s, size_t len); /* IR_NUM_OPS: none */
+const char *ir_clause_name(ir_clause c);             /* its text keyword */
+const char *ir_clause_hint(ir_clause c);             /* what goes in its (...) */
+const ir_op_info *ir_op_info_of(ir_op op);
+static inline ir_op_class ir_op_class_of(ir_op op) { return ir_op_info_of(op)->cls; }
+/* Pointwise or view: fuses anywhere, element-local (in place allowed). */
+static inline int ir_op_is_elementwise(ir_op op) {
+  ir_op_class c = ir_op_class_of(op);
+  return c == IR_CLASS_POINTWISE || c == IR_CLASS_VIEW;
+}
 
 #define IR_MAX_ARGS 3
 

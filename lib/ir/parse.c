@@ -415,49 +415,30 @@ static int parse_type(parser *p, fhjit_type *t) {
 /* ---------------------------------------------------------------- clauses */
 
 /* A clause name(...) after an operation or input; the lookahead is the word. */
-typedef enum clause {
-  C_LAYOUT = 1 << 0,
-  C_IMPLICIT = 1 << 1,
-  C_DOMAIN = 1 << 2,
-  C_DIGIT = 1 << 3,
-  C_ROW_START = 1 << 4,
-  C_STRIDES = 1 << 5,
-  C_OFFSET = 1 << 6,
-  C_MODE = 1 << 7
-} clause;
+typedef ir_clause clause; /* ir.h: IR_CL_* */
 
-static const struct {
-  clause c;
-  const char *name, *hint; /* hint: what goes between the parentheses */
-} clause_names[] = {{C_LAYOUT, "layout", "cyclic|contiguous|strided_sparse"},
-                    {C_IMPLICIT, "implicit", "%value"},
-                    {C_DOMAIN, "domain", "coef|ntt"},
-                    {C_DIGIT, "digit", "N"},
-                    {C_ROW_START, "row_start", "N"},
-                    {C_STRIDES, "strides", "s, ..."},
-                    {C_OFFSET, "offset", "N"},
-                    {C_MODE, "mode", "std|mont"}};
+/* Every clause word, in bit order (IR_CL_COMPONENT is bracket syntax). */
+#define FOR_EACH_CLAUSE(c) for (unsigned c = 1; c < IR_CL_COMPONENT; c <<= 1)
 
 static void list_clauses(char *buf, size_t size, unsigned allowed) {
   size_t used = 0;
   buf[0] = 0;
-  for (size_t i = 0; i < sizeof clause_names / sizeof *clause_names; i++)
-    if ((allowed & clause_names[i].c) && used < size)
+  FOR_EACH_CLAUSE(c)
+    if ((allowed & c) && used < size)
       used += (size_t)snprintf(buf + used, size - used, "%s%s(%s)", used ? ", " : "",
-                               clause_names[i].name, clause_names[i].hint);
+                               ir_clause_name((clause)c), ir_clause_hint((clause)c));
 }
 
 /* Identifies the clause word in the lookahead; checks it is allowed and new. */
 static int clause_word(parser *p, const char *context, unsigned allowed, unsigned *seen,
                        clause *out) {
-  for (size_t i = 0; i < sizeof clause_names / sizeof *clause_names; i++) {
-    if (!tok_is(&p->tok, clause_names[i].name) || !(allowed & clause_names[i].c)) continue;
-    clause c = clause_names[i].c;
+  FOR_EACH_CLAUSE(c) {
+    if (!tok_is(&p->tok, ir_clause_name((clause)c)) || !(allowed & c)) continue;
     if (*seen & c)
       return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "%s(...) is given twice",
-                     clause_names[i].name);
+                     ir_clause_name((clause)c));
     *seen |= c;
-    *out = c;
+    *out = (clause)c;
     return next(p);
   }
   char list[256], d[64];
@@ -544,10 +525,10 @@ static int parse_input(parser *p, const token *name) {
                      tok_desc(&p->tok, d, sizeof d));
     }
     clause c;
-    if (clause_word(p, "the input type", C_STRIDES | C_OFFSET, &seen, &c) ||
+    if (clause_word(p, "the input type", IR_CL_STRIDES | IR_CL_OFFSET, &seen, &c) ||
         expect(p, T_LPAREN, "'('"))
       return -1;
-    if (c == C_OFFSET) {
+    if (c == IR_CL_OFFSET) {
       if (parse_int64(p, "the offset", &offset)) return -1;
     } else {
       strides_loc = wloc;
@@ -577,7 +558,7 @@ static int parse_input(parser *p, const token *name) {
    * would be, so the binder checks it. */
   fhjit_layout l;
   memset(&l, 0, sizeof l);
-  if (!(seen & C_STRIDES)) {
+  if (!(seen & IR_CL_STRIDES)) {
     /* offset(k) alone: dense strides, which need concrete extents. */
     if (fhjit_dense_layout(&t, &l) != FHJIT_OK) {
       /* Unknown or overflowing extents: the binder says which. */
@@ -602,41 +583,13 @@ static int parse_input(parser *p, const token *name) {
 
 /* ------------------------------------------------------------- operations */
 
-enum { A_PACK = -1 }; /* arity of pack: the builder checks the count */
-
-static const struct op_syntax {
-  const char *name;
-  ir_op op;
-  int arity;
-  unsigned clauses;  /* allowed */
-  unsigned required; /* of those */
-} op_table[] = {
-    {"add", IR_ADD, 2, 0, 0},
-    {"sub", IR_SUB, 2, 0, 0},
-    {"neg", IR_NEG, 1, 0, 0},
-    {"add_lazy", IR_ADD_LAZY, 2, 0, 0},
-    {"mul", IR_MUL, 2, 0, 0},
-    {"to_mont", IR_TO_MONT, 1, 0, 0},
-    {"from_mont", IR_FROM_MONT, 1, 0, 0},
-    {"mul_plain", IR_MUL_PLAIN, 2, 0, 0},
-    {"add_plain", IR_ADD_PLAIN, 2, 0, 0},
-    {"mul_compressed", IR_MUL_COMPRESSED, 2, C_LAYOUT | C_IMPLICIT, C_LAYOUT},
-    {"add_compressed", IR_ADD_COMPRESSED, 2, C_LAYOUT | C_IMPLICIT | C_DOMAIN,
-     C_LAYOUT | C_DOMAIN},
-    {"keyswitch_digit_product", IR_KS_DIGIT_PRODUCT, 2, C_DIGIT | C_ROW_START,
-     C_DIGIT | C_ROW_START},
-    {"extract", IR_EXTRACT, 1, 0, 0},
-    {"pack", IR_PACK, A_PACK, 0, 0},
-    {"ntt_fwd", IR_NTT, 2, C_MODE, C_MODE}, /* mode: the coefficient side's form */
-    {"ntt_inv", IR_NTT, 2, C_MODE, C_MODE},
-};
-
 /* %name = OP operands clauses */
 static int parse_op(parser *p, const token *name) {
   const token opw = p->tok;
-  const struct op_syntax *syn = NULL;
-  for (size_t i = 0; i < sizeof op_table / sizeof *op_table; i++)
-    if (tok_is(&opw, op_table[i].name)) syn = &op_table[i];
+  ir_op op = opw.kind == T_WORD ? ir_op_by_mnemonic(opw.text, opw.len) : IR_NUM_OPS;
+  const ir_op_info *syn = op < IR_NUM_OPS ? ir_op_info_of(op) : NULL;
+  char mnemonic[32];
+  snprintf(mnemonic, sizeof mnemonic, "%.*s", (int)opw.len, opw.text);
   if (!syn) {
     char d[64];
     if (opw.kind != T_WORD) return expected(p, "an operation or 'input'");
@@ -661,7 +614,7 @@ static int parse_op(parser *p, const token *name) {
       args = a;
     }
     args[nargs++] = v;
-    if (syn->op == IR_EXTRACT) {
+    if (syn->clauses & IR_CL_COMPONENT) {
       uint64_t c;
       if (expect(p, T_LBRACK, "'[' (extract %v[component])") ||
           parse_number(p, INT32_MAX, "the component index", &c) ||
@@ -673,13 +626,13 @@ static int parse_op(parser *p, const token *name) {
     if (p->tok.kind != T_COMMA) break;
     if (next(p)) goto done;
   }
-  if (syn->arity != A_PACK && nargs < syn->arity && p->tok.kind == T_VALUE) {
+  if (syn->arity >= 0 && nargs < syn->arity && p->tok.kind == T_VALUE) {
     fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "expected ',' before %%%.*s (%s takes %d operands)",
-            (int)p->tok.len, p->tok.text, syn->name, syn->arity);
+            (int)p->tok.len, p->tok.text, mnemonic, syn->arity);
     goto done;
   }
-  if (syn->arity != A_PACK && nargs != syn->arity) {
-    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", syn->name,
+  if (syn->arity >= 0 && nargs != syn->arity) {
+    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", mnemonic,
             syn->arity, syn->arity == 1 ? "" : "s", nargs);
     goto done;
   }
@@ -691,20 +644,20 @@ static int parse_op(parser *p, const token *name) {
   int64_t digit = 0, row_start = 0;
   fhjit_form mode = FHJIT_FORM_ANY;
   char context[64];
-  snprintf(context, sizeof context, "the operands of %s", syn->name);
+  snprintf(context, sizeof context, "the operands of %s", mnemonic);
   while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
     clause c;
-    if (clause_word(p, context, syn->clauses, &seen, &c) ||
+    if (clause_word(p, context, syn->clauses & ~IR_CL_COMPONENT, &seen, &c) ||
         expect(p, T_LPAREN, "'('"))
       goto done;
     int bad = 0;
     switch (c) {
-    case C_LAYOUT: bad = parse_compression(p, &layout); break;
-    case C_IMPLICIT: bad = parse_operand(p, &implicit, NULL); break;
-    case C_DOMAIN: bad = parse_domain_word(p, &domain); break;
-    case C_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
-    case C_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
-    case C_MODE:
+    case IR_CL_LAYOUT: bad = parse_compression(p, &layout); break;
+    case IR_CL_IMPLICIT: bad = parse_operand(p, &implicit, NULL); break;
+    case IR_CL_DOMAIN: bad = parse_domain_word(p, &domain); break;
+    case IR_CL_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
+    case IR_CL_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
+    case IR_CL_MODE:
       if (tok_is(&p->tok, "std")) mode = FHJIT_FORM_STD;
       else if (tok_is(&p->tok, "mont")) mode = FHJIT_FORM_MONT;
       else bad = expected(p, "a coefficient form (std or mont)");
@@ -714,45 +667,20 @@ static int parse_op(parser *p, const token *name) {
     }
     if (bad || expect(p, T_RPAREN, "')'")) goto done;
   }
-  unsigned missing = syn->required & ~seen;
+  unsigned missing = syn->required & ~seen & ~IR_CL_COMPONENT;
   if (missing) {
     char list[256];
     list_clauses(list, sizeof list, missing);
-    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s needs %s", syn->name, list);
+    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s needs %s", mnemonic, list);
     goto done;
   }
 
   fhjit_graph *g = p->g;
   g->cur_loc = opw.loc;
-  fhjit_value v = FHJIT_NO_VALUE;
-  switch (syn->op) {
-  case IR_ADD: v = fhjit_add(g, args[0], args[1]); break;
-  case IR_SUB: v = fhjit_sub(g, args[0], args[1]); break;
-  case IR_NEG: v = fhjit_neg(g, args[0]); break;
-  case IR_ADD_LAZY: v = fhjit_add_lazy(g, args[0], args[1]); break;
-  case IR_MUL: v = fhjit_mul(g, args[0], args[1]); break;
-  case IR_TO_MONT: v = fhjit_to_mont(g, args[0]); break;
-  case IR_FROM_MONT: v = fhjit_from_mont(g, args[0]); break;
-  case IR_MUL_PLAIN: v = fhjit_mul_plain(g, args[0], args[1]); break;
-  case IR_ADD_PLAIN: v = fhjit_add_plain(g, args[0], args[1]); break;
-  case IR_MUL_COMPRESSED: v = fhjit_mul_compressed(g, args[0], args[1], layout, implicit); break;
-  case IR_ADD_COMPRESSED:
-    v = fhjit_add_compressed(g, args[0], args[1], layout, implicit, domain);
-    break;
-  case IR_KS_DIGIT_PRODUCT:
-    v = fhjit_keyswitch_digit_product(g, args[0], args[1], digit, row_start);
-    break;
-  case IR_EXTRACT: v = fhjit_extract(g, args[0], (int32_t)component); break;
-  case IR_PACK: v = fhjit_pack(g, nargs, args); break;
-  case IR_NTT: {
-    int inverse = strcmp(syn->name, "ntt_inv") == 0, std = mode == FHJIT_FORM_STD;
-    fhjit_ntt_kind kind = inverse ? (std ? FHJIT_NTT_TO_COEF_STD : FHJIT_NTT_TO_COEF_MONT)
-                                  : (std ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT);
-    v = fhjit_ntt(g, args[0], args[1], kind);
-    break;
-  }
-  default: break;
-  }
+  ir_op_args a = {.mnemonic = mnemonic, .args = args, .nargs = nargs, .layout = layout,
+                  .implicit = implicit, .domain = domain, .mode = mode, .digit = digit,
+                  .row_start = row_start, .component = component};
+  fhjit_value v = syn->build(g, &a);
   if (v == FHJIT_NO_VALUE) {
     fail_recorded(p);
     goto done;

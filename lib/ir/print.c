@@ -106,9 +106,46 @@ static void print_layout(ir_buf *b, const ir_node *n) {
   if (l.offset) ir_buf_printf(b, " offset(%" PRId64 ")", l.offset);
 }
 
+/* The value of clause c of node n as text ("cyclic", "3", "%v", "std"). */
+static void clause_value(ir_buf *b, const fhjit_graph *g, const ir_node *n, ir_clause c) {
+  switch (c) {
+  case IR_CL_LAYOUT: ir_buf_printf(b, "%s", ir_compression_name((fhjit_compression)n->attr[0])); break;
+  case IR_CL_IMPLICIT: ir_buf_printf(b, "%%%s", g->nodes[n->args[2]].name); break;
+  case IR_CL_DOMAIN: ir_buf_printf(b, "%s", ir_domain_name((fhjit_domain)n->attr[1])); break;
+  case IR_CL_DIGIT: case IR_CL_COMPONENT: ir_buf_printf(b, "%" PRId64, n->attr[0]); break;
+  case IR_CL_ROW_START: ir_buf_printf(b, "%" PRId64, n->attr[1]); break;
+  case IR_CL_MODE: ir_buf_printf(b, "%s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0])); break;
+  default: break;
+  }
+}
+
+/* The clauses of an op node, in ops.def's bit order: in text "name(value)"
+ * ("[k]" for a component); in Graphviz labels "name value", layout and
+ * domain by value alone, implicit operands as edges. */
+static void print_clauses(ir_buf *b, const fhjit_graph *g, const ir_node *n, int dot) {
+  unsigned clauses = ir_op_info_of(n->op)->clauses;
+  for (unsigned c = 1; c <= IR_CL_COMPONENT; c <<= 1) {
+    if (!(clauses & c) || (c == IR_CL_IMPLICIT && (n->nargs < 3 || dot))) continue;
+    if (c == IR_CL_COMPONENT) {
+      ir_buf_put(b, dot ? " [" : "[", dot ? 2 : 1);
+    } else if (dot) {
+      ir_buf_put(b, " ", 1);
+      if (c != IR_CL_LAYOUT && c != IR_CL_DOMAIN) ir_buf_printf(b, "%s ", ir_clause_name(c));
+    } else {
+      ir_buf_printf(b, " %s(", ir_clause_name(c));
+    }
+    clause_value(b, g, n, (ir_clause)c);
+    if (c == IR_CL_COMPONENT) ir_buf_put(b, "]", 1);
+    else if (!dot) ir_buf_put(b, ")", 1);
+  }
+}
+
+static const char *node_mnemonic(const ir_node *n) {
+  return n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op);
+}
+
 static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
-  ir_buf_printf(b, "  %%%s = %s ", n->name,
-                n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op));
+  ir_buf_printf(b, "  %%%s = %s ", n->name, node_mnemonic(n));
   if (n->op == IR_INPUT) {
     /* A bound input shows its bound extents: the layout refers to them. */
     print_type(b, n->has_layout ? &n->type : &n->decl);
@@ -116,29 +153,11 @@ static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
     ir_buf_put(b, "\n", 1);
     return;
   }
-  int shown = n->op == IR_MUL_COMPRESSED || n->op == IR_ADD_COMPRESSED ? 2 : n->nargs;
+  /* an implicit operand is written as a clause */
+  int shown = (ir_op_info_of(n->op)->clauses & IR_CL_IMPLICIT) && n->nargs == 3 ? 2 : n->nargs;
   for (int i = 0; i < shown; i++)
     ir_buf_printf(b, "%s%%%s", i ? ", " : "", g->nodes[n->args[i]].name);
-  switch (n->op) {
-  case IR_EXTRACT:
-    ir_buf_printf(b, "[%" PRId64 "]", n->attr[0]);
-    break;
-  case IR_MUL_COMPRESSED:
-  case IR_ADD_COMPRESSED:
-    ir_buf_printf(b, " layout(%s)", ir_compression_name((fhjit_compression)n->attr[0]));
-    if (n->nargs == 3) ir_buf_printf(b, " implicit(%%%s)", g->nodes[n->args[2]].name);
-    if (n->op == IR_ADD_COMPRESSED)
-      ir_buf_printf(b, " domain(%s)", ir_domain_name((fhjit_domain)n->attr[1]));
-    break;
-  case IR_KS_DIGIT_PRODUCT:
-    ir_buf_printf(b, " digit(%" PRId64 ") row_start(%" PRId64 ")", n->attr[0], n->attr[1]);
-    break;
-  case IR_NTT:
-    ir_buf_printf(b, " mode(%s)", ir_ntt_kind_name((ir_ntt_kind)n->attr[0]));
-    break;
-  default:
-    break;
-  }
+  print_clauses(b, g, n, 0);
   ir_buf_put(b, "\n", 1);
 }
 
@@ -207,30 +226,15 @@ const char *fhjit_print_dot(fhjit_graph *g) {
     /* The label: what the text says, then the (inferred or bound) type. */
     label.len = 0;
     if (label.data) label.data[0] = 0;
-    ir_buf_printf(&label, "%%%s = %s", n->name,
-                  n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op));
-    switch (n->op) {
-    case IR_EXTRACT: ir_buf_printf(&label, " [%" PRId64 "]", n->attr[0]); break;
-    case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED:
-      ir_buf_printf(&label, " %s", ir_compression_name((fhjit_compression)n->attr[0]));
-      if (n->op == IR_ADD_COMPRESSED)
-        ir_buf_printf(&label, " %s", ir_domain_name((fhjit_domain)n->attr[1]));
-      break;
-    case IR_KS_DIGIT_PRODUCT:
-      ir_buf_printf(&label, " digit %" PRId64 " row_start %" PRId64, n->attr[0], n->attr[1]);
-      break;
-    case IR_NTT:
-      ir_buf_printf(&label, " mode %s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0]));
-      break;
-    default: break;
-    }
+    ir_buf_printf(&label, "%%%s = %s", n->name, node_mnemonic(n));
+    if (n->op != IR_INPUT) print_clauses(&label, g, n, 1);
     ir_buf_put(&label, "\n", 1);
     print_type(&label, &n->type);
     ir_buf_printf(&b, "  v%d [label=\"", (int)i);
     dot_escape(&b, label.data ? label.data : "");
     ir_buf_printf(&b, "\"%s];\n",
                   n->op == IR_INPUT ? ", shape=invhouse, style=filled, fillcolor=\"#dde8f5\""
-                  : n->op == IR_EXTRACT || n->op == IR_PACK ? ", style=dashed"
+                  : ir_op_class_of(n->op) == IR_CLASS_VIEW ? ", style=dashed"
                                                             : "");
   }
   for (int32_t i = 0; i < g->nnodes; i++) {
@@ -238,7 +242,7 @@ const char *fhjit_print_dot(fhjit_graph *g) {
     for (int k = 0; k < n->nargs; k++) {
       ir_buf_printf(&b, "  v%d -> v%d", (int)n->args[k], (int)i);
       /* Operand order matters for sub, the plaintext ops and key switching. */
-      if (n->nargs > 1 && n->op != IR_ADD && n->op != IR_ADD_LAZY && n->op != IR_MUL)
+      if (n->nargs > 1 && !(ir_op_info_of(n->op)->flags & IR_F_COMMUTATIVE))
         ir_buf_printf(&b, " [label=\"%d\"]", k);
       ir_buf_put(&b, ";\n", 2);
     }

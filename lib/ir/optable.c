@@ -1,0 +1,108 @@
+/* optable.c: the op table of ops.def as data (ir_op_info_of), and the
+ * builder entries its rows name: each turns the operands and clauses the
+ * parser read (ir_op_args) into the public builder call. */
+#include <string.h>
+
+#include "ir/ir.h"
+
+static fhjit_value ir_build_add(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_add(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_sub(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_sub(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_neg(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_neg(g, a->args[0]);
+}
+static fhjit_value ir_build_add_lazy(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_add_lazy(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_mul(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_mul(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_to_mont(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_to_mont(g, a->args[0]);
+}
+static fhjit_value ir_build_from_mont(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_from_mont(g, a->args[0]);
+}
+static fhjit_value ir_build_mul_plain(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_mul_plain(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_add_plain(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_add_plain(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_mul_compressed(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_mul_compressed(g, a->args[0], a->args[1], a->layout, a->implicit);
+}
+static fhjit_value ir_build_add_compressed(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_add_compressed(g, a->args[0], a->args[1], a->layout, a->implicit, a->domain);
+}
+static fhjit_value ir_build_ks_digit_product(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_keyswitch_digit_product(g, a->args[0], a->args[1], a->digit, a->row_start);
+}
+static fhjit_value ir_build_extract(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_extract(g, a->args[0], (int32_t)a->component);
+}
+static fhjit_value ir_build_pack(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_pack(g, a->nargs, a->args);
+}
+/* ntt_fwd / ntt_inv with mode(std|mont): the coefficient side's form. */
+static fhjit_value ir_build_ntt(fhjit_graph *g, const ir_op_args *a) {
+  int inverse = a->mnemonic && strcmp(a->mnemonic, "ntt_inv") == 0;
+  int std = a->mode == FHJIT_FORM_STD;
+  fhjit_ntt_kind kind = inverse ? (std ? FHJIT_NTT_TO_COEF_STD : FHJIT_NTT_TO_COEF_MONT)
+                                : (std ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT);
+  return fhjit_ntt(g, a->args[0], a->args[1], kind);
+}
+
+const ir_op_info *ir_op_info_of(ir_op op) {
+  static const ir_op_info table[IR_NUM_OPS] = {
+#define IR_OP(id, mn, arity, cls, clauses, required, flags, build) \
+  [IR_##id] = {mn, arity, cls, clauses, required, flags, build},
+#include "ir/ops.def"
+#undef IR_OP
+  };
+  return &table[(unsigned)op < IR_NUM_OPS ? op : IR_INPUT];
+}
+
+const char *ir_op_name(ir_op op) {
+  return (unsigned)op < IR_NUM_OPS ? ir_op_info_of(op)->mnemonic : "?";
+}
+
+ir_op ir_op_by_mnemonic(const char *s, size_t len) {
+  for (int op = IR_INPUT + 1; op < IR_NUM_OPS; op++) {
+    const char *m = ir_op_info_of((ir_op)op)->mnemonic;
+    if (strlen(m) == len && memcmp(m, s, len) == 0) return (ir_op)op;
+  }
+  /* the NTT is spelled by its direction */
+  if ((len == 7 && memcmp(s, "ntt_fwd", 7) == 0) || (len == 7 && memcmp(s, "ntt_inv", 7) == 0))
+    return IR_NTT;
+  return IR_NUM_OPS;
+}
+
+/* Keyword and hint (what goes between its parentheses) of each clause. */
+static const struct {
+  ir_clause c;
+  const char *name, *hint;
+} clauses[] = {{IR_CL_LAYOUT, "layout", "cyclic|contiguous|strided_sparse"},
+               {IR_CL_IMPLICIT, "implicit", "%value"},
+               {IR_CL_DOMAIN, "domain", "coef|ntt"},
+               {IR_CL_DIGIT, "digit", "N"},
+               {IR_CL_ROW_START, "row_start", "N"},
+               {IR_CL_STRIDES, "strides", "s, ..."},
+               {IR_CL_OFFSET, "offset", "N"},
+               {IR_CL_MODE, "mode", "std|mont"},
+               {IR_CL_COMPONENT, "component", "k"}};
+
+const char *ir_clause_name(ir_clause c) {
+  for (size_t i = 0; i < sizeof clauses / sizeof *clauses; i++)
+    if (clauses[i].c == c) return clauses[i].name;
+  return "?";
+}
+
+const char *ir_clause_hint(ir_clause c) {
+  for (size_t i = 0; i < sizeof clauses / sizeof *clauses; i++)
+    if (clauses[i].c == c) return clauses[i].hint;
+  return "?";
+}
