@@ -5,7 +5,11 @@
 # sweep (ntt_bench --sweep), compute-sanitizer memcheck and racecheck on the
 # NTT kernels, and every example through
 # fhjit-run --backend=cuda --check. Logs are packed into OUT/logs.tgz (the
-# device tool brings back few files); the summaries are printed last.
+# device tool brings back few files); the raw JSON results go to
+# OUT/results/ as well (fhjit_bench, compile, triton, ntt_cuda, ntt_bench,
+# ntt_sweep and run.json: copy them to bench/results/<date>-<commit>/, the
+# folder run.json names; bench/plot.py draws them); the summaries are printed
+# last.
 #   bench/device-round.sh BUILD OUT
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +27,7 @@ rm -f "$LOGS/ntt/ntt_cuda"
 # with NTT_SWEEP=0; NTT_PLANS='p1;p2' replaces the built-in grid).
 if [ "${NTT_SWEEP:-1}" != 0 ]; then
   timeout 240 "$BUILD/bench/ntt_bench" --sweep ${NTT_PLANS:+--plans "$NTT_PLANS"} \
-    >"$LOGS/ntt-sweep.log" 2>&1 || STATUS=1
+    --json "$LOGS/ntt_sweep.json" >"$LOGS/ntt-sweep.log" 2>&1 || STATUS=1
 fi
 bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS" || STATUS=1
 for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
@@ -33,6 +37,12 @@ for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
     STATUS=1; echo "FAILED: $f" >>"$LOGS/examples-cuda.log"; }
 done
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
+mkdir -p "$OUT/results"
+bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/results/run.json" bench/device-round.sh "$@"
+for f in pointwise/fhjit_bench.json pointwise/compile.json pointwise/triton.json \
+         ntt/ntt_cuda.json ntt/ntt_bench.json ntt_sweep.json; do
+  [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+done
 
 echo "######## pointwise (bench/device-run.sh)"; tail -n 45 "$LOGS/pointwise.out"
 echo "######## NTT (bench/ntt-run.sh)"; tail -n 70 "$LOGS/ntt.out"

@@ -8,8 +8,11 @@
 # BUILD: a build tree made on the development machine (the static-LLVM one of
 # scripts/build-device.sh, e.g. dist/device): BUILD/libfhjit.so.0,
 # BUILD/test/gpu/fhjit_gpu_test, BUILD/bench/fhjit_bench. OUT: a directory for
-# the logs (eight files at most: gpu_test.log, memcheck.log, fhjit_bench.log,
-# fhjit_bench.json, compile.json, triton.log, triton.json, summary.txt).
+# the logs (nine files at most: gpu_test.log, memcheck.log, fhjit_bench.log,
+# fhjit_bench.json, compile.json, triton.log, triton.json, run.json,
+# summary.txt). The JSON files are the run's raw results: copy them to
+# bench/results/<date>-<commit>/ (run.json names the folder; bench/plot.py
+# draws them).
 #
 # FHJIT_DEVICE_TEST_ARGS and FHJIT_DEVICE_BENCH_ARGS add arguments to
 # fhjit_gpu_test and fhjit_bench (for example "--max-log2 22", "--log2 21").
@@ -76,6 +79,7 @@ step() {
   return $rc
 }
 
+bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/run.json" bench/device-run.sh "$@"
 {
   echo "fhjit device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(cat "$BUILD/COMMIT" 2>/dev/null || git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1

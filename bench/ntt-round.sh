@@ -4,7 +4,9 @@
 # tests, bench/ntt-run.sh (the CUDA baseline, its floors and fhjit's table),
 # a sweep of the given plans at N = 2^12 .. 2^17 (NTT_LOGS; r62 x 32 rows, r32 x 64),
 # compute-sanitizer memcheck and racecheck on the NTT kernels, and the NTT
-# example through fhjit-run --check. Logs packed into OUT/logs.tgz.
+# example through fhjit-run --check. Logs packed into OUT/logs.tgz; the raw
+# JSON results (ntt_cuda, ntt_bench, ntt_sweep_r62, ntt_sweep_r32, run.json)
+# also in OUT/results/, for bench/results/<date>-<commit>/ and bench/plot.py.
 #   bench/ntt-round.sh BUILD OUT ['PLAN;PLAN;...' for r62] ['PLAN;...' for r32]
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +23,11 @@ bash "$REPO/bench/ntt-run.sh" "$BUILD" "$LOGS/ntt" >"$LOGS/ntt.out" 2>&1 || STAT
 rm -f "$LOGS/ntt/ntt_cuda"
 if [ -n "$P62" ]; then
   timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r62 --rows 32 --log2 ${NTT_LOGS:-12,14,16,17} --plans "$P62" \
-    >"$LOGS/sweep-r62.log" 2>&1 || STATUS=1
+    --json "$LOGS/ntt_sweep_r62.json" >"$LOGS/sweep-r62.log" 2>&1 || STATUS=1
 fi
 if [ -n "$P32" ]; then
   timeout 150 "$BUILD/bench/ntt_bench" --sweep --radix r32 --rows 64 --log2 ${NTT_LOGS:-12,14,16,17} --plans "$P32" \
-    >"$LOGS/sweep-r32.log" 2>&1 || STATUS=1
+    --json "$LOGS/ntt_sweep_r32.json" >"$LOGS/sweep-r32.log" 2>&1 || STATUS=1
 fi
 bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS" || STATUS=1
 for f in "$REPO"/examples/ntt/*.fh; do
@@ -33,6 +35,11 @@ for f in "$REPO"/examples/ntt/*.fh; do
     STATUS=1; echo "FAILED: $f" >>"$LOGS/examples-cuda.log"; }
 done
 tar czf "$OUT/logs.tgz" -C "$LOGS" .
+mkdir -p "$OUT/results"
+bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/results/run.json" bench/ntt-round.sh "$@"
+for f in ntt/ntt_cuda.json ntt/ntt_bench.json ntt_sweep_r62.json ntt_sweep_r32.json; do
+  [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+done
 echo "######## GPU tests: $(tail -n 2 "$LOGS/gpu_test.log" | tr '\n' ' ')"
 echo "######## NTT (bench/ntt-run.sh)"; tail -n 60 "$LOGS/ntt.out"
 for r in r62 r32; do

@@ -14,7 +14,7 @@
  * work as separate kernels, both checked and timed.
  *
  *   ntt_bench [--quick] [--log2 12,14,16,17] [--rows R] [--radix r62,r32]
- *             [--no-keyswitch]
+ *             [--no-keyswitch] [--json FILE]
  *   ntt_bench --sweep [--plans 'PLAN;PLAN'] [--reps N] [--log2 ..] [--rows R]
  *   ntt_bench --racecheck [--sweep]
  *
@@ -25,9 +25,14 @@
  * the winner must beat the default's better timing with its worse one).
  * --racecheck: tiny sizes (2^10 one kernel, 2^14 two kernels, 2 rows),
  * one launch per measurement, for compute-sanitizer.
+ * --json FILE: every figure printed also as JSON, {"fhjit": version,
+ * "fake_driver": 0|1, "results": [...]}, one object per line of the
+ * table ("kind": "ntt"), per sweep line ("sweep", "sweep_best") and per
+ * key switch ("keyswitch"); bench/plot.py reads it.
  *
  * Against the unit tests' fake libcuda (FHJIT_LIBCUDA) the launches run on
  * the host (a check of this program, not a measurement). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +51,22 @@ static int per_batch = 20, warmups = 10;
 static void die(const char *what) {
   fprintf(stderr, "ntt_bench: %s: %s\n", what, fhjit_last_error(ctx));
   exit(1);
+}
+
+/* --json: one object per result, written as it is measured. */
+static FILE *json;
+static int json_items;
+
+static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void json_item(const char *fmt, ...) {
+  if (!json) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(json, "%s\n  {", json_items++ ? "," : "");
+  vfprintf(json, fmt, ap);
+  fprintf(json, "}");
+  va_end(ap);
+  fflush(json);
 }
 
 static struct {
@@ -412,6 +433,10 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
              rname(c->radix), c->log_n, c->rows, *plans[pi] ? plans[pi] : "(default)", f, v, f + v,
              kfn, kin, bf || bi ? "  MISMATCH" : "");
       fflush(stdout);
+      json_item("\"kind\": \"sweep\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+                "\"plan\": \"%s\", \"fwd_us\": %.3f, \"inv_us\": %.3f, \"kernels_fwd\": %d, "
+                "\"kernels_inv\": %d, \"exact\": %d",
+                rname(c->radix), c->log_n, c->rows, plans[pi], f, v, kfn, kin, !bf && !bi);
       if (pi == 0) base = f + v;
       if (!bf && !bi && f + v < best) best = f + v, best_plan = plans[pi];
     }
@@ -434,6 +459,9 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
       if (best > base) best = base, best_plan = plans[0];
     }
     unsetenv("FHJIT_NTT_PLAN");
+    json_item("\"kind\": \"sweep_best\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+              "\"plan\": \"%s\", \"sum_us\": %.3f, \"default_sum_us\": %.3f",
+              rname(c->radix), c->log_n, c->rows, best_plan, best, base);
     snprintf(best_lines[ci % 16], sizeof best_lines[0],
              "best %s N=2^%-2d rows=%-3d plan %-34s sum %8.2f us (default %8.2f us, %.2fx; "
              "each the worse of two timings for the winner, the better for the default)",
@@ -661,6 +689,10 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
          "5 graphs) | %.2fx%s\n",
          rname(radix), rows, tf_us, info.nkernels, (long long)info.scratch_bytes, tp_us, part_kernels,
          tp_us / tf_us, bad || bad2 ? " (MISMATCH)" : "");
+  json_item("\"kind\": \"keyswitch\", \"radix\": \"%s\", \"log2\": 16, \"rows\": %d, "
+            "\"fused_us\": %.3f, \"separate_us\": %.3f, \"kernels_fused\": %d, "
+            "\"kernels_separate\": %d, \"exact\": %d",
+            rname(radix), rows, tf_us, tp_us, info.nkernels, part_kernels, !bad && !bad2);
   for (int i = 0; i < 6; i++) {
     fhjit_cuda_free(ctx, d[i]);
     free(h[i]);
@@ -675,6 +707,7 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
 
 int main(int argc, char **argv) {
   int quick = 0, do_sweep = 0, keyswitch = 1, rows_override = 0, reps = 11, racecheck = 0;
+  const char *json_path = NULL;
   int logs[8] = {12, 14, 16, 17}, nlogs = 4, logs_given = 0;
   char *user_plans = NULL;
   const char *radices = "r62,r32";
@@ -682,7 +715,8 @@ int main(int argc, char **argv) {
     const char *val = NULL;
     const char *a = argv[i];
     size_t alen = strcspn(a, "=");
-    static const char *const with_value[] = {"--log2", "--rows", "--plans", "--radix", "--reps"};
+    static const char *const with_value[] = {"--log2", "--rows", "--plans", "--radix", "--reps",
+                                             "--json"};
     for (size_t w = 0; w < sizeof with_value / sizeof with_value[0]; w++)
       if (alen == strlen(with_value[w]) && !strncmp(a, with_value[w], alen)) {
         if (a[alen] == '=') val = a + alen + 1;
@@ -718,10 +752,12 @@ int main(int argc, char **argv) {
       user_plans = strdup(val);
     } else if (val && !strncmp(a, "--radix", 7)) {
       radices = val;
+    } else if (val && *val && !strncmp(a, "--json", 6)) {
+      json_path = val;
     } else {
       fprintf(stderr,
               "usage: ntt_bench [--quick] [--log2 12,14,16,17] [--rows R] [--radix r62,r32]\n"
-              "                 [--no-keyswitch] [--racecheck]\n"
+              "                 [--no-keyswitch] [--racecheck] [--json FILE]\n"
               "                 [--sweep [--plans 'PLAN;PLAN;...'] [--reps N]]\n"
               "  --sweep: every candidate schedule (FHJIT_NTT_PLAN strings, e.g.\n"
               "  'c_col=3,t=7'; see lib/lower/ntt.h) per size, checked and timed\n");
@@ -731,6 +767,11 @@ int main(int argc, char **argv) {
   ctx = fhjit_context_create();
   if (!ctx || !fhjit_cuda_available(ctx)) die("CUDA");
   fake = fx_install(ctx, fake_run);
+  if (json_path && !(json = fopen(json_path, "w"))) {
+    fprintf(stderr, "ntt_bench: cannot write %s\n", json_path);
+    return 1;
+  }
+  if (json) fprintf(json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
   fx_tag(NULL); /* every launch goes to fake_run on the fake driver */
   *(void **)&cu.cuEventCreate = proc("cuEventCreate", NULL);
   *(void **)&cu.cuEventRecord = proc("cuEventRecord", NULL);
@@ -769,11 +810,15 @@ int main(int argc, char **argv) {
     sweep(cfgs, ncfg, user_plans, racecheck ? 1 : quick ? 3 : reps, &failures);
   } else {
     for (int i = 0; i < ncfg; i++) {
-      int kf = 0, ki = 0;
+      int kf = 0, ki = 0, before = failures;
       double f = bench_one(&cfgs[i], 1, quick, &failures, &kf);
       double v = bench_one(&cfgs[i], 0, quick, &failures, &ki);
       printf("%-4s N=2^%-2d rows=%-3d  fwd %8.2f us  inv %8.2f us | kernels %d + %d\n",
              rname(cfgs[i].radix), cfgs[i].log_n, cfgs[i].rows, f, v, kf, ki);
+      json_item("\"kind\": \"ntt\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+                "\"fwd_us\": %.3f, \"inv_us\": %.3f, \"kernels_fwd\": %d, \"kernels_inv\": %d, "
+                "\"exact\": %d",
+                rname(cfgs[i].radix), cfgs[i].log_n, cfgs[i].rows, f, v, kf, ki, failures == before);
       fflush(stdout);
     }
     if (keyswitch) {
@@ -782,6 +827,10 @@ int main(int argc, char **argv) {
     }
   }
   printf(failures ? "FAILED: %d mismatches\n" : "all results match the interpreter\n", failures);
+  if (json) {
+    fprintf(json, "\n], \"failures\": %d}\n", failures);
+    fclose(json);
+  }
   free(user_plans);
   fhjit_context_destroy(ctx);
   return failures ? 1 : 0;

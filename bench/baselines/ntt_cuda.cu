@@ -23,7 +23,10 @@
 // measured in the same run, and prints the floors they imply.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -o ntt_cuda ntt_cuda.cu
-// Run:   ./ntt_cuda [--quick]
+// Run:   ./ntt_cuda [--quick] [--json FILE]
+// --json FILE: the same figures as JSON, {"device": name, "sms": count,
+// "results": [...]}: one "floors" object (copy GB/s, product rates) and one
+// "ntt" object per table line (times, floors); bench/plot.py reads it.
 // Without a GPU, ntt_cuda_emu.cpp runs these kernels on the CPU (one thread
 // per CUDA thread, a barrier for __syncthreads) against the same reference.
 #ifndef NTT_EMULATE
@@ -34,6 +37,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -655,6 +659,21 @@ struct Floors {
   double copy_bw;      // bytes/s
 };
 
+static FILE *g_json; // --json: one object per result
+static int g_json_items;
+
+static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void json_item(const char *fmt, ...) {
+  if (!g_json) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(g_json, "%s\n  {", g_json_items++ ? "," : "");
+  vfprintf(g_json, fmt, ap);
+  fprintf(g_json, "}");
+  va_end(ap);
+  fflush(g_json);
+}
+
 template <class R, int LOGN>
 static void bench_one(int64_t rows, const Floors &fl, bool quick, int &failures) {
   typedef typename R::W W;
@@ -761,6 +780,11 @@ static void bench_one(int64_t rows, const Floors &fl, bool quick, int &failures)
          R::name(), LOGN, (long long)rows, us[0], us[1], prods / rate * 1e6, mem * 1e6,
          us[0] / (floor_fwd * 1e6), us[1] / (floor_inv * 1e6), nsets * 2.0 * bytes / 1048576.0);
   fflush(stdout);
+  json_item("\"kind\": \"ntt\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %lld, "
+            "\"fwd_us\": %.3f, \"inv_us\": %.3f, \"products_us\": %.3f, \"memory_us\": %.3f, "
+            "\"floor_fwd_us\": %.3f, \"floor_inv_us\": %.3f",
+            R::name(), LOGN, (long long)rows, us[0], us[1], prods / rate * 1e6, mem * 1e6,
+            floor_fwd * 1e6, floor_inv * 1e6);
   for (int s = 0; s < nsets; s++) {
     CK(cudaFree(ins[s]));
     CK(cudaFree(outs[s]));
@@ -848,7 +872,20 @@ static double copy_bandwidth() {
 }
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      if (!(g_json = fopen(argv[++i], "w"))) {
+        fprintf(stderr, "ntt_cuda: cannot write %s\n", argv[i]);
+        return 1;
+      }
+    } else {
+      fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+      return 2;
+    }
+  }
   int dev;
   cudaDeviceProp prop;
   CK(cudaGetDevice(&dev));
@@ -863,12 +900,21 @@ int main(int argc, char **argv) {
          fl.copy_bw / 1e9, fl.prod_rate[0], fl.prod_rate[1]);
   // not a floor of the table: the rate of fhjit's r62 carry chain, which
   // drops one 32 x 32 product (its time over this rate, for comparison)
-  printf("r62 products in fhjit's carry chain (one partial product fewer): %.0f G/s\n",
-         product_rate<R62, 1>(prop.multiProcessorCount));
+  double chain_rate = product_rate<R62, 1>(prop.multiProcessorCount);
+  printf("r62 products in fhjit's carry chain (one partial product fewer): %.0f G/s\n", chain_rate);
+  double shoup_rate = product_rate<R62, 2>(prop.multiProcessorCount);
   printf("r62 products in fhjit's Shoup form (x * REDC(w) - hi64(x * w4k) * q): %.0f G/s\n",
-         product_rate<R62, 2>(prop.multiProcessorCount));
+         shoup_rate);
   printf("(times: median per transform of CUDA-event-timed batches of 20 launches, buffers rotated; "
          "fwd = coef-mont -> ntt-mont, inv = ntt-mont -> coef-mont)\n");
+  if (g_json) {
+    fprintf(g_json, "{\"device\": \"%s\", \"sms\": %d, \"results\": [", prop.name,
+            prop.multiProcessorCount);
+    json_item("\"kind\": \"floors\", \"copy_GBps\": %.2f, \"r32_products_Gps\": %.2f, "
+              "\"r62_products_Gps\": %.2f, \"r62_chain_products_Gps\": %.2f, "
+              "\"r62_shoup_products_Gps\": %.2f",
+              fl.copy_bw / 1e9, fl.prod_rate[0], fl.prod_rate[1], chain_rate, shoup_rate);
+  }
   int failures = 0;
   bench_one<R62, 12>(32, fl, quick, failures);
   bench_one<R62, 14>(32, fl, quick, failures);
@@ -883,6 +929,10 @@ int main(int argc, char **argv) {
   bench_one<R32, 16>(64, fl, quick, failures);
   bench_one<R32, 17>(64, fl, quick, failures);
   printf(failures ? "FAILED: %d mismatches\n" : "all results match the SPEC reference\n", failures);
+  if (g_json) {
+    fprintf(g_json, "\n], \"failures\": %d}\n", failures);
+    fclose(g_json);
+  }
   return failures ? 1 : 0;
 }
 #endif // NTT_EMULATE
