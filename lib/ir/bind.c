@@ -180,6 +180,20 @@ static fhjit_status broadcast_batch(fhjit_graph *g, const ir_node *user, fhjit_t
   return FHJIT_OK;
 }
 
+/* The graph's stated moduli (when it states them) under an NTT of length
+ * len: each must be a prime = 1 mod 2N (rns.c's rule). */
+static fhjit_status check_ntt_moduli(fhjit_graph *g, const ir_node *n, int64_t rows, int64_t len) {
+  char why[120];
+  for (int64_t r = 0; r < rows && r < g->nmoduli; r++)
+    if (ir_ntt_modulus_problem(g->moduli[r], len, why, sizeof why))
+      return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
+                         "%%%s = ntt: modulus #%lld = %llu is %s, which an NTT of length %lld "
+                         "needs",
+                         n->name, (long long)r, (unsigned long long)g->moduli[r], why,
+                         (long long)len);
+  return FHJIT_OK;
+}
+
 static fhjit_status same_extent(fhjit_graph *g, const ir_node *user, const char *what,
                                 const char *aname, int64_t a, const char *bname, int64_t b) {
   if (a == b) return FHJIT_OK;
@@ -282,7 +296,7 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     }
     t.comps = n->nargs;
     break;
-  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q = 1 mod 2N */
+  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q prime = 1 mod 2N */
     const ir_node *tw = &g->nodes[n->args[1]];
     if ((st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name, tw->type.rows)) ||
         (st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)))
@@ -293,13 +307,7 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
                          "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
                          "two between 2^4 and 2^17",
                          n->name, (long long)len, a->name);
-    for (int64_t r = 0; r < a->type.rows && r < g->nmoduli; r++)
-      if ((g->moduli[r] - 1) % (2 * (uint64_t)len) != 0)
-        return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
-                           "%%%s = ntt: modulus #%lld = %llu is not 1 mod 2N = %lld, which an "
-                           "NTT of length %lld needs",
-                           n->name, (long long)r, (unsigned long long)g->moduli[r],
-                           (long long)(2 * len), (long long)len);
+    if ((st = check_ntt_moduli(g, n, a->type.rows, len))) return st;
     break;
   }
   default:
