@@ -16,6 +16,7 @@
 
 #include "fhjit/fhjit.h"
 #include "npy.h"
+#include "readfile.h"
 
 #if defined(__has_include)
 #if __has_include("fhjit/fhjit_cuda.h")
@@ -212,35 +213,6 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 14, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int bad = ferror(f);
-  if (f != stdin) fclose(f);
-  if (!buf || bad) {
-    free(buf);
-    errno = bad ? EIO : ENOMEM;
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -419,6 +391,17 @@ static int setup_moduli(run_state *s, const options *o) {
   return 0;
 }
 
+/* The largest .npy file that can hold an array of shape sh: a header (numpy
+ * writes under 1 KiB; 64 KiB are allowed) and at most 8 bytes an element.
+ * Larger files are refused before they are read. */
+static size_t npy_file_limit(const shape *sh) {
+  size_t data;
+  if (__builtin_mul_overflow((size_t)sh->count, (size_t)8, &data) ||
+      data > SIZE_MAX - ((size_t)64 << 10))
+    return SIZE_MAX;
+  return data + ((size_t)64 << 10);
+}
+
 /* Fills input i from a .npy file: shape and range checks, then a scatter
  * through the bound layout; a stride-0 (broadcast) slot must receive one
  * value only. */
@@ -427,7 +410,8 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
                       uint64_t max_key) {
   char err[1024], want[128], got[128], ty[128];
   npy_array a;
-  if (npy_read(path, &a, err, sizeof err)) return error("input %%%s: %s", name, err);
+  if (npy_read(path, npy_file_limit(sh), &a, err, sizeof err))
+    return error("input %%%s: %s", name, err);
   shape_text(sh, want, sizeof want);
   type_text(t, ty, sizeof ty);
   int same = a.ndim == sh->ndim;
@@ -834,9 +818,10 @@ int main(int argc, char **argv) {
     return rc < 0 ? 0 : rc; /* -1: --help */
   }
   size_t len = 0;
-  char *text = read_file(o.graph_path, &len);
-  if (!text) {
-    rc = error("%s: cannot read: %s", o.graph_path, strerror(errno));
+  char *text, err[1024];
+  if (tool_read_file(o.graph_path, TOOL_GRAPH_FILE_LIMIT, "the graph file limit", &text, &len,
+                     err, sizeof err)) {
+    rc = error("%s", err);
     for (int k = 0; k < o.nin; k++) free((char *)o.in_name[k]);
     return rc;
   }

@@ -4,6 +4,7 @@
  * and the offending entry. Element bytes are converted explicitly from/to
  * little-endian, so the code does not depend on the host byte order. */
 #include "npy.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -295,32 +296,12 @@ malformed:
               (int)(header_len > 120 ? 120 : header_len), (const char *)b + header_start);
 }
 
-int npy_read(const char *path, npy_array *out, char *err, size_t errsize) {
+int npy_read(const char *path, size_t max_bytes, npy_array *out, char *err, size_t errsize) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  unsigned char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (len < cap) break;
-    unsigned char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int read_error = ferror(f);
-  fclose(f);
-  if (!buf) return fail(err, errsize, "%s: out of memory", path);
-  if (read_error) {
-    free(buf);
-    return fail(err, errsize, "%s: read error", path);
-  }
+  char *buf;
+  size_t len;
+  if (tool_read_file(path, max_bytes, "the limit for this .npy file", &buf, &len, err, errsize))
+    return -1;
   int rc = npy_parse(buf, len, path, out, err, errsize);
   free(buf);
   return rc;

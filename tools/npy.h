@@ -30,9 +30,10 @@ typedef struct npy_array {
 const char *npy_dtype_name(npy_dtype dtype);
 size_t npy_dtype_size(npy_dtype dtype);
 
-/* Reads a .npy file. On failure returns -1, writes a message naming the
- * file and the problem into err (may be NULL) and leaves *out zeroed. */
-int npy_read(const char *path, npy_array *out, char *err, size_t errsize);
+/* Reads a .npy file of at most max_bytes bytes (readfile.h: no devices or
+ * directories). On failure returns -1, writes a message naming the file and
+ * the problem into err (may be NULL) and leaves *out zeroed. */
+int npy_read(const char *path, size_t max_bytes, npy_array *out, char *err, size_t errsize);
 /* The same from bytes in memory; `what` names them in messages. */
 int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
               char *err, size_t errsize);
