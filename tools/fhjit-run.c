@@ -51,6 +51,9 @@ static const char usage_text[] =
     "  --bench             time the run: the first call (with compilation) and\n"
     "                      the median of repeated calls\n"
     "  --threads=T         host threads (default 0: automatic)\n"
+    "  --max-bytes=B       refuse graphs whose buffers and dense inputs and outputs\n"
+    "                      would pass B bytes (suffix K, M, G, T: powers of 1024;\n"
+    "                      default 4G); checked before anything is allocated\n"
     "  --help              this text\n"
     "\n"
     "exit status: 0 success, 1 error (or --check mismatches), 2 bad usage\n";
@@ -59,6 +62,8 @@ typedef enum backend { B_HOST, B_CUDA, B_INTERP, B_AUTO } backend;
 static const char *const backend_names[] = {"host", "cuda", "interp", "auto"};
 
 #define MAX_IN 256
+/* What fhjit-run may hold by default (--max-bytes): 4 GiB. */
+#define DEFAULT_MAX_BYTES (UINT64_C(4) << 30)
 
 typedef struct options {
   const char *graph_path;
@@ -70,6 +75,7 @@ typedef struct options {
   uint64_t seed;
   const char *moduli;
   const char *out_dir;
+  uint64_t max_bytes;
   int check, bench, threads;
 } options;
 
@@ -100,7 +106,7 @@ static int usage_error(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, "\nusage: fhjit-run GRAPH.fh [--backend=host|cuda|interp] [--in NAME=FILE.npy]... "
-                  "[--seed S] [--moduli q1,q2,...] [--out-dir DIR] [--check] [--bench]\n"
+                  "[--seed S] [--moduli q1,q2,...] [--out-dir DIR] [--check] [--bench] [--max-bytes B]\n"
                   "(see fhjit-run --help)\n");
   return 2;
 }
@@ -141,6 +147,23 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 1;
 }
 
+/* A byte count: digits and an optional K, M, G or T (powers of 1024). */
+static int parse_size(const char *s, uint64_t *out) {
+  static const char units[] = "KMGT";
+  size_t len = strlen(s);
+  const char *unit = len ? strchr(units, s[len - 1]) : NULL;
+  char digits[32];
+  if (len == 0 || len >= sizeof digits || (unit && !*unit)) return 0;
+  memcpy(digits, s, len + 1);
+  if (unit) digits[len - 1] = '\0';
+  uint64_t v;
+  if (!parse_u64(digits, &v)) return 0;
+  int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+  if (shift && v > (UINT64_MAX >> shift)) return 0;
+  *out = v << shift;
+  return 1;
+}
+
 /* The value of "--opt=value" or "--opt value"; NULL when neither matches. */
 static const char *option_value(int argc, char **argv, int *i, const char *opt, int *missing) {
   size_t len = strlen(opt);
@@ -158,6 +181,7 @@ static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->backend = B_AUTO;
   o->seed = 1;
+  o->max_bytes = DEFAULT_MAX_BYTES;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     int missing = 0;
@@ -195,6 +219,11 @@ static int parse_args(int argc, char **argv, options *o) {
     } else if ((v = option_value(argc, argv, &i, "--out-dir", &missing))) {
       if (!*v) return usage_error("--out-dir needs a directory");
       o->out_dir = v;
+    } else if ((v = option_value(argc, argv, &i, "--max-bytes", &missing))) {
+      if (!parse_size(v, &o->max_bytes))
+        return usage_error("--max-bytes takes a byte count with an optional K, M, G or T "
+                           "suffix (powers of 1024), not '%s'",
+                           v);
     } else if ((v = option_value(argc, argv, &i, "--threads", &missing))) {
       uint64_t t;
       if (!parse_u64(v, &t) || t > 1024) return usage_error("--threads takes 0..1024, not '%s'", v);
@@ -244,13 +273,25 @@ static uint64_t get_word(const run_state *s, const void *buf, int64_t i) {
 /* ------------------------------------------------------------ shapes */
 
 /* The axes of a concrete type in type order (the .npy shape), with the
- * layout's stride of each and which one is the row axis. */
+ * layout's stride of each and which one is the row axis; count is the
+ * number of logical elements, words the storage the layout spans from its
+ * base (offset + 1 + sum (ext - 1) * stride). Both are -1 when they would
+ * overflow 64 bits: the size plan refuses those before any work. */
 typedef struct shape {
   int ndim;
   int64_t ext[8], stride[8];
   int row_axis;
-  int64_t count;
+  int64_t count, words;
 } shape;
+
+/* acc + a * b for non-negative operands, or -1 on overflow (or acc < 0). */
+static int64_t mul_add(int64_t acc, int64_t a, int64_t b) {
+  int64_t p;
+  if (acc < 0 || a < 0 || b < 0 || __builtin_mul_overflow(a, b, &p) ||
+      __builtin_add_overflow(acc, p, &p))
+    return -1;
+  return p;
+}
 
 static void shape_of(const fhjit_type *t, const fhjit_layout *l, shape *sh) {
   int k = 0;
@@ -266,13 +307,11 @@ static void shape_of(const fhjit_type *t, const fhjit_layout *l, shape *sh) {
   sh->ext[k] = t->n, sh->stride[k++] = l->index_stride;
   sh->ndim = k;
   sh->count = 1;
-  for (int i = 0; i < k; i++) sh->count *= sh->ext[i];
-}
-
-static int64_t shape_words(const shape *sh, int64_t offset) {
-  int64_t w = offset + 1;
-  for (int i = 0; i < sh->ndim; i++) w += (sh->ext[i] - 1) * sh->stride[i];
-  return w;
+  sh->words = mul_add(l->offset, 1, 1);
+  for (int i = 0; i < k; i++) {
+    sh->count = sh->ext[i] < 1 ? -1 : mul_add(0, sh->count, sh->ext[i]);
+    sh->words = sh->ext[i] < 1 ? -1 : mul_add(sh->words, sh->ext[i] - 1, sh->stride[i]);
+  }
 }
 
 /* Storage offset and row of logical element e (row-major over the shape). */
@@ -315,21 +354,102 @@ static void type_text(const fhjit_type *t, char *buf, size_t size) {
 /* ------------------------------------------------------------ set-up */
 
 /* rows and n of the graph: those of its materialised results and
- * polynomial inputs (the largest n: compressed plaintexts are narrower). */
-static void graph_extents(run_state *s) {
-  for (int32_t i = 0; i < s->ninputs; i++) {
+ * polynomial inputs (the largest n: compressed plaintexts are narrower).
+ * Rows take one modulus each and the library counts them in int32. */
+static int graph_extents(run_state *s) {
+  int64_t rows = 0;
+  for (int32_t i = 0; i < s->ninputs + s->nresults; i++) {
     fhjit_type t;
-    fhjit_input_binding(s->g, i, &t, NULL);
+    if (i < s->ninputs) fhjit_input_binding(s->g, i, &t, NULL);
+    else fhjit_result_type(s->g, i - s->ninputs, &t);
     if (t.kind == FHJIT_KIND_KEY) continue;
-    if (t.rows > s->rows) s->rows = (int32_t)t.rows;
+    if (t.rows > rows) rows = t.rows;
     if (t.n > s->n) s->n = t.n;
   }
+  if (rows > INT32_MAX)
+    return error("graph @%s has %lld rows, more than the limit of %d rows (one modulus each)",
+                 fhjit_graph_name(s->g), (long long)rows, INT32_MAX);
+  s->rows = (int32_t)rows;
+  return 0;
+}
+
+/* ------------------------------------------------------------ sizes */
+
+/* Everything fhjit-run will hold or walk, added up before anything is
+ * allocated or filled: every product and sum is overflow-checked and the
+ * total may not pass --max-bytes. */
+typedef struct budget {
+  uint64_t used, limit;
+} budget;
+
+/* count units ("rows", "words", "elements") of size bytes each. */
+static int budget_add(budget *b, const char *what, int64_t count, const char *unit,
+                      uint64_t size) {
+  uint64_t bytes, total;
+  if (count < 0 || __builtin_mul_overflow((uint64_t)count, size, &bytes))
+    return error("%s: its size overflows 64 bits; fhjit-run holds at most --max-bytes=%llu "
+                 "bytes",
+                 what, (unsigned long long)b->limit);
+  if (__builtin_add_overflow(b->used, bytes, &total) || total > b->limit)
+    return error("%s: %lld %s of %llu bytes (%llu bytes) would bring what fhjit-run holds "
+                 "to %llu bytes, over the limit --max-bytes=%llu",
+                 what, (long long)count, unit, (unsigned long long)size,
+                 (unsigned long long)bytes,
+                 (unsigned long long)(total < b->used ? UINT64_MAX : total),
+                 (unsigned long long)b->limit);
+  b->used = total;
+  return 0;
+}
+
+/* An input's buffer (with a word of scratch per stored word: the random
+ * bounds or the written marks) and its logical elements (the .npy data,
+ * up to 8 bytes each, or the walk that fills it). */
+static int plan_input(run_state *s, budget *b, int32_t i) {
+  fhjit_type t;
+  fhjit_layout l;
+  shape sh;
+  fhjit_input_binding(s->g, i, &t, &l);
+  shape_of(&t, &l, &sh);
+  char what[160];
+  snprintf(what, sizeof what, "input %%%s", fhjit_value_name(s->g, fhjit_input_value(s->g, i)));
+  s->input_words[i] = sh.words;
+  return budget_add(b, what, sh.words, "stored words", s->word + 8) ||
+         budget_add(b, what, sh.count, "elements", 8);
+}
+
+/* Result buffers (twice with --check) and the dense copy of each output. */
+static int plan_outputs(run_state *s, budget *b, uint64_t copies) {
+  char what[160];
   for (int32_t k = 0; k < s->nresults; k++) {
     fhjit_type t;
     fhjit_result_type(s->g, k, &t);
-    if (t.rows > s->rows) s->rows = (int32_t)t.rows;
-    if (t.n > s->n) s->n = t.n;
+    s->result_words[k] = fhjit_type_elements(&t);
+    snprintf(what, sizeof what, "result #%d", (int)k);
+    if (budget_add(b, what, s->result_words[k], "elements", s->word * copies)) return 1;
   }
+  for (int32_t k = 0; k < fhjit_num_outputs(s->g); k++) {
+    fhjit_output_info info;
+    shape sh;
+    fhjit_output_info_get(s->g, k, &info);
+    shape_of(&info.type, &info.layout, &sh);
+    snprintf(what, sizeof what, "output %s", info.name);
+    if (budget_add(b, what, sh.count, "elements", s->word * copies)) return 1;
+  }
+  return 0;
+}
+
+/* The size plan: the moduli and parameter table, every input, result and
+ * output; fills input_words and result_words. */
+static int plan_sizes(run_state *s, const options *o) {
+  budget b = {0, o->max_bytes};
+  s->input_words = calloc((size_t)s->ninputs + 1, sizeof *s->input_words);
+  s->result_words = calloc((size_t)s->nresults + 1, sizeof *s->result_words);
+  if (!s->input_words || !s->result_words) return error("out of memory");
+  if (budget_add(&b, "the moduli and the parameter table", s->rows, "rows", 8 + 8 * s->word))
+    return 1;
+  for (int32_t i = 0; i < s->ninputs; i++)
+    if (plan_input(s, &b, i)) return 1;
+  return plan_outputs(s, &b, o->check ? 2 : 1);
 }
 
 static int setup_moduli(run_state *s, const options *o) {
@@ -488,8 +608,7 @@ static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhji
 
 static int setup_inputs(run_state *s, options *o) {
   s->inputs = calloc((size_t)s->ninputs + 1, sizeof *s->inputs);
-  s->input_words = calloc((size_t)s->ninputs + 1, sizeof *s->input_words);
-  if (!s->inputs || !s->input_words) return error("out of memory");
+  if (!s->inputs) return error("out of memory");
   uint64_t max2q = 0;
   for (int32_t r = 0; r < s->rows; r++)
     if (2 * s->moduli[r] > max2q) max2q = 2 * s->moduli[r];
@@ -500,7 +619,6 @@ static int setup_inputs(run_state *s, options *o) {
     const char *name = fhjit_value_name(s->g, fhjit_input_value(s->g, i));
     shape sh;
     shape_of(&t, &l, &sh);
-    s->input_words[i] = shape_words(&sh, l.offset);
     s->inputs[i] = calloc((size_t)s->input_words[i], s->word);
     if (!s->inputs[i]) return error("out of memory for input %%%s", name);
     int given = -1;
@@ -845,18 +963,8 @@ int main(int argc, char **argv) {
   s.word = s.radix == FHJIT_R32 ? 4 : 8;
   s.ninputs = fhjit_num_inputs(s.g);
   s.nresults = fhjit_num_results(s.g);
-  graph_extents(&s);
-  s.result_words = calloc((size_t)s.nresults + 1, sizeof *s.result_words);
-  if (!s.result_words) {
-    rc = error("out of memory");
+  if ((rc = graph_extents(&s)) || (rc = plan_sizes(&s, &o)) || (rc = setup_moduli(&s, &o)))
     goto out;
-  }
-  for (int32_t k = 0; k < s.nresults; k++) {
-    fhjit_type t;
-    fhjit_result_type(s.g, k, &t);
-    s.result_words[k] = fhjit_type_elements(&t);
-  }
-  if ((rc = setup_moduli(&s, &o))) goto out;
   printf("graph @%s: radix %s, rows %d, n %lld, moduli", fhjit_graph_name(s.g),
          s.radix == FHJIT_R32 ? "r32" : "r62", (int)s.rows, (long long)s.n);
   for (int32_t r = 0; r < s.rows; r++) printf("%s%llu", r ? "," : " ", (unsigned long long)s.moduli[r]);
