@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/ntt.h"
 
 int64_t fhjit_type_elements(const fhjit_type *t) {
   if (!t) return -1;
@@ -446,5 +447,23 @@ fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index, fhjit_type
   const ir_node *n = &g->nodes[g->inputs[index]];
   if (type) *type = n->type;
   if (layout) *layout = n->layout;
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_input_twiddle_use(const fhjit_graph *g, int32_t index, int *use) {
+  fhjit_status st = need_bound(g, "fhjit_input_twiddle_use");
+  if (st) return st;
+  if (!use || index < 0 || index >= g->ninputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_input_twiddle_use: %s (graph @%s has %d inputs)",
+                    use ? "input index out of range" : "null use", g->name, (int)g->ninputs);
+  int mask = 0;
+  for (int32_t v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_NTT && n->args[1] == g->inputs[index])
+      mask |= ir_ntt_is_forward((ir_ntt_kind)n->attr[0]) ? FHJIT_TWIDDLE_FORWARD
+                                                         : FHJIT_TWIDDLE_INVERSE;
+  }
+  *use = mask;
   return FHJIT_OK;
 }

@@ -674,6 +674,36 @@ START_TEST(test_composite_moduli) {
 }
 END_TEST
 
+/* fhjit_input_twiddle_use: which table each input must hold. */
+START_TEST(test_twiddle_use) {
+  fhjit_context *ctx = fhjit_context_create();
+  fhjit_graph *g = fhjit_graph_create(ctx, "use", FHJIT_R62);
+  fhjit_type xt = poly(0, 0, NULL, 1, 16), tt = twiddles(1, 16);
+  fhjit_value x = fhjit_input(g, "x", &xt), tf = fhjit_input(g, "tf", &tt);
+  fhjit_value ti = fhjit_input(g, "ti", &tt), both = fhjit_input(g, "both", &tt);
+  fhjit_input(g, "unused", &tt);
+  fhjit_value f = fhjit_ntt(g, x, tf, FHJIT_NTT_COEF_STD_TO_NTT);
+  fhjit_output(g, fhjit_ntt(g, f, ti, FHJIT_NTT_TO_COEF_STD), "y");
+  fhjit_value b = fhjit_ntt(g, x, both, FHJIT_NTT_COEF_MONT_TO_NTT);
+  fhjit_output(g, fhjit_ntt(g, b, both, FHJIT_NTT_TO_COEF_MONT), "z");
+  int use = -1;
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 1, &use), FHJIT_ERR_ARGUMENT); /* unbound */
+  ck_assert(tu_contains(fhjit_last_error(ctx), "not bound"));
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  const int want[5] = {0, FHJIT_TWIDDLE_FORWARD, FHJIT_TWIDDLE_INVERSE,
+                       FHJIT_TWIDDLE_FORWARD | FHJIT_TWIDDLE_INVERSE, 0};
+  for (int32_t i = 0; i < 5; i++) {
+    ck_assert_int_eq(fhjit_input_twiddle_use(g, i, &use), FHJIT_OK);
+    ck_assert_msg(use == want[i], "input %d: use %d, want %d", (int)i, use, want[i]);
+  }
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 5, &use), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, -1, &use), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 0, NULL), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(NULL, 0, &use), FHJIT_ERR_ARGUMENT);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------- GPU */
 
 /* The GPU program of an anchored graph: the NTTs' kernels with their launch
@@ -735,6 +765,7 @@ int main(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_refusals);
   tcase_add_test(tc, test_composite_moduli);
+  tcase_add_test(tc, test_twiddle_use);
   tcase_add_test(tc, test_gpu_program);
   tcase_add_loop_test(tc, test_views, 0, 4);
   tcase_add_loop_test(tc, test_chain_product, 0, 4);
