@@ -1,6 +1,7 @@
 /* fhjit-run.c: runs one .fh graph on the host JIT, the reference interpreter
  * or a CUDA GPU, with inputs from .npy files or deterministic random lazy
- * residues, and writes every output as a .npy file. --check compares the
+ * residues (twiddle tables built from the moduli), and writes every output
+ * as a .npy file. --check compares the
  * backend with the reference interpreter element by element; --bench times
  * the run. Uses the public API only (links libfhjit.so).
  * Exit status: 0 success, 1 an error (input, compiler, backend, or --check
@@ -40,7 +41,11 @@ static const char usage_text[] =
     "                      axis for pt), key [digits, 2, rows, n], twiddles\n"
     "                      [rows, n]; dtype uint32, uint64, int32 or int64; every\n"
     "                      element lazy (below 2q of its row). Inputs not given\n"
-    "                      are random lazy residues [0, 2q) drawn with --seed\n"
+    "                      are random lazy residues [0, 2q) drawn with --seed,\n"
+    "                      except twiddle tables: built from the moduli (the\n"
+    "                      forward or inverse table, as the NTTs reading them\n"
+    "                      need). Graphs with NTTs get the NTT checks (prime\n"
+    "                      q = 1 mod 2N) and N^-1 in the parameter table\n"
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --moduli q1,q2,...  the RNS moduli, one per row (default: the graph's)\n"
     "  --out-dir DIR       write each output as DIR/NAME.npy (its full shape;\n"
@@ -92,6 +97,7 @@ typedef struct run_state {
   void *params;
   int64_t pstride;
   int32_t ninputs, nresults;
+  int64_t ntt_n; /* N of the graph's NTTs (its twiddle inputs); 0: none */
   void **inputs;
   int64_t *input_words;
   int64_t *result_words;
@@ -373,6 +379,22 @@ static int graph_extents(run_state *s) {
   return 0;
 }
 
+/* N of the graph's NTTs: the extent n of its twiddle inputs, which must
+ * agree (the parameter table holds one N^-1 per modulus). */
+static int graph_ntt_size(run_state *s) {
+  for (int32_t i = 0; i < s->ninputs; i++) {
+    fhjit_type t;
+    fhjit_input_binding(s->g, i, &t, NULL);
+    if (t.kind != FHJIT_KIND_TWIDDLE) continue;
+    if (s->ntt_n && t.n != s->ntt_n)
+      return error("graph @%s has twiddle tables of N = %lld and N = %lld; one parameter "
+                   "table holds one N^-1 per modulus, so fhjit-run runs one N per graph",
+                   fhjit_graph_name(s->g), (long long)s->ntt_n, (long long)t.n);
+    s->ntt_n = t.n;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------ sizes */
 
 /* Everything fhjit-run will hold or walk, added up before anything is
@@ -452,6 +474,37 @@ static int plan_sizes(run_state *s, const options *o) {
   return plan_outputs(s, &b, o->check ? 2 : 1);
 }
 
+/* Every modulus for the radix and, in a graph with NTTs, for an NTT of its
+ * N (a prime = 1 mod 2N): the library's own checks. */
+static int check_moduli(run_state *s) {
+  for (int32_t r = 0; r < s->rows; r++)
+    if (fhjit_check_modulus(s->ctx, s->radix, s->moduli[r], s->ntt_n) != FHJIT_OK) {
+      char what[64];
+      snprintf(what, sizeof what, "modulus #%d", (int)r);
+      return lib_error(s->ctx, what);
+    }
+  return 0;
+}
+
+/* The parameter table: with the NTT checks and N^-1 of the graph's N in
+ * row 7 when it has NTTs; otherwise with N = n when n has an inverse
+ * modulo every q (row 7 matters to NTTs only), else 0. */
+static int param_table(run_state *s) {
+  s->pstride = s->rows;
+  s->params = calloc((size_t)(8 * s->pstride), s->word);
+  if (!s->params) return error("out of memory");
+  int ntt = s->ntt_n > 0;
+  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, ntt ? s->ntt_n : s->n, ntt, 0,
+                        s->params, s->pstride) == FHJIT_OK)
+    return 0;
+  if (ntt) return lib_error(s->ctx, "building the parameter table for the graph's NTTs");
+  fhjit_clear_error(s->ctx);
+  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, 0, 0, 0, s->params, s->pstride) !=
+      FHJIT_OK)
+    return lib_error(s->ctx, "building the parameter table");
+  return 0;
+}
+
 static int setup_moduli(run_state *s, const options *o) {
   const char *gname = fhjit_graph_name(s->g);
   s->moduli = calloc((size_t)s->rows + 1, sizeof *s->moduli);
@@ -490,25 +543,7 @@ static int setup_moduli(run_state *s, const options *o) {
                    gname, (int)count, (int)s->rows);
     memcpy(s->moduli, fhjit_graph_moduli(s->g), sizeof *s->moduli * (size_t)count);
   }
-  for (int32_t r = 0; r < s->rows; r++)
-    if (fhjit_check_modulus(s->ctx, s->radix, s->moduli[r], 0) != FHJIT_OK) {
-      char what[64];
-      snprintf(what, sizeof what, "modulus #%d", (int)r);
-      return lib_error(s->ctx, what);
-    }
-  s->pstride = s->rows;
-  s->params = calloc((size_t)(8 * s->pstride), s->word);
-  if (!s->params) return error("out of memory");
-  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, s->n, 0, 0, s->params,
-                        s->pstride) != FHJIT_OK) {
-    /* Row 7 (N^-1) only matters to NTTs: an n without an inverse modulo some
-     * q is fine for pointwise graphs. */
-    fhjit_clear_error(s->ctx);
-    if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, 0, 0, 0, s->params,
-                          s->pstride) != FHJIT_OK)
-      return lib_error(s->ctx, "building the parameter table");
-  }
-  return 0;
+  return check_moduli(s) || param_table(s);
 }
 
 /* The largest .npy file that can hold an array of shape sh: a header (numpy
@@ -522,9 +557,58 @@ static size_t npy_file_limit(const shape *sh) {
   return data + ((size_t)64 << 10);
 }
 
-/* Fills input i from a .npy file: shape and range checks, then a scatter
- * through the bound layout; a stride-0 (broadcast) slot must receive one
- * value only. */
+/* Where an input's elements come from, dense in the input's shape: a .npy
+ * array or a table of the radix's words; `what` names it in messages. */
+typedef struct source {
+  const char *what;
+  const npy_array *npy; /* NULL: words */
+  const void *words;
+} source;
+
+static uint64_t source_get(const run_state *s, const source *src, int64_t e, int *negative) {
+  if (src->npy) return npy_get(src->npy, e, negative);
+  *negative = 0;
+  return get_word(s, src->words, e);
+}
+
+/* Scatters a source through input i's bound layout: every element a lazy
+ * residue of its row (key tables: of the largest modulus, max_key = its
+ * 2q), and a stride-0 (broadcast) slot receives one value only. */
+static int scatter_input(run_state *s, int32_t i, const char *name, const source *src,
+                         const fhjit_type *t, const fhjit_layout *l, const shape *sh,
+                         uint64_t max_key) {
+  unsigned char *written = calloc((size_t)s->input_words[i], 1);
+  if (!written) return error("out of memory");
+  int rc = 0;
+  for (int64_t e = 0; e < sh->count; e++) {
+    int negative;
+    int64_t row = 0;
+    uint64_t x = source_get(s, src, e, &negative);
+    int64_t off = element_offset(sh, l->offset, e, &row);
+    uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
+    if (negative || x >= bound) {
+      rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
+                 "be in [0, %llu) (2q of %s %llu)",
+                 name, (long long)e, src->what, negative ? "-" : "",
+                 (unsigned long long)(negative ? 0 - x : x), (unsigned long long)bound,
+                 t->kind == FHJIT_KIND_KEY ? "the largest modulus" : "row",
+                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : (uint64_t)row));
+    } else if (written[off] && get_word(s, s->inputs[i], off) != x) {
+      rc = error("input %%%s: its layout stores elements of %s in one place (a stride-0, "
+                 "broadcast axis), but they differ (element %lld is %llu, another %llu)",
+                 name, src->what, (long long)e, (unsigned long long)x,
+                 (unsigned long long)get_word(s, s->inputs[i], off));
+    }
+    if (rc) break;
+    written[off] = 1;
+    put_word(s, s->inputs[i], off, x);
+  }
+  free(written);
+  return rc;
+}
+
+/* Fills input i from a .npy file: its shape must be the input's, then the
+ * scatter's checks. */
 static int load_input(run_state *s, int32_t i, const char *name, const char *path,
                       const fhjit_type *t, const fhjit_layout *l, const shape *sh,
                       uint64_t max_key) {
@@ -545,40 +629,38 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
     return error("input %%%s: %s has shape %s, but the input is %s, which needs shape %s",
                  name, path, got, ty, want);
   }
-  unsigned char *written = calloc((size_t)s->input_words[i], 1);
-  if (!written) {
-    npy_free(&a);
-    return error("out of memory");
-  }
-  int rc = 0;
-  for (int64_t e = 0; e < sh->count && rc == 0; e++) {
-    int negative;
-    uint64_t x = npy_get(&a, e, &negative), row = 0;
-    int64_t r = 0;
-    int64_t off = element_offset(sh, l->offset, e, &r);
-    row = (uint64_t)r;
-    uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
-    if (negative || x >= bound) {
-      rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
-                 "be in [0, %llu) (2q of %s %llu)",
-                 name, (long long)e, path, negative ? "-" : "",
-                 (unsigned long long)(negative ? 0 - x : x), (unsigned long long)bound,
-                 t->kind == FHJIT_KIND_KEY ? "the largest modulus" : "row",
-                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : row));
-      break;
-    }
-    if (written[off] && get_word(s, s->inputs[i], off) != x) {
-      rc = error("input %%%s: its layout stores elements of %s in one place (a stride-0, "
-                 "broadcast axis), but they differ (element %lld is %llu, another %llu)",
-                 name, path, (long long)e, (unsigned long long)x,
-                 (unsigned long long)get_word(s, s->inputs[i], off));
-      break;
-    }
-    written[off] = 1;
-    put_word(s, s->inputs[i], off, x);
-  }
-  free(written);
+  source src = {.what = path, .npy = &a};
+  int rc = scatter_input(s, i, name, &src, t, l, sh, max_key);
   npy_free(&a);
+  return rc;
+}
+
+/* Twiddle input i: the table of fhjit_twiddle_tables that the NTTs reading
+ * it need (fhjit_input_twiddle_use; forward when none reads it), built from
+ * the moduli with the library's NTT checks, then scattered through its
+ * layout. *which names the table for the report. */
+static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_type *t,
+                         const fhjit_layout *l, const shape *sh, const char **which) {
+  int use = 0;
+  if (fhjit_input_twiddle_use(s->g, i, &use) != FHJIT_OK) return lib_error(s->ctx, name);
+  if (use == (FHJIT_TWIDDLE_FORWARD | FHJIT_TWIDDLE_INVERSE))
+    return error("input %%%s: both forward and inverse NTTs read it, and no one table serves "
+                 "both; give its values with --in %s=FILE.npy",
+                 name, name);
+  int inverse = use == FHJIT_TWIDDLE_INVERSE;
+  *which = inverse ? "inverse" : "forward";
+  void *table = calloc((size_t)sh->count, s->word);
+  if (!table) return error("out of memory");
+  int rc;
+  if (fhjit_twiddle_tables(s->ctx, s->radix, s->moduli, (int32_t)t->rows, t->n,
+                           inverse ? NULL : table, inverse ? table : NULL) != FHJIT_OK) {
+    rc = lib_error(s->ctx, "building the twiddle tables");
+  } else {
+    source src = {.what = inverse ? "the inverse twiddle table" : "the forward twiddle table",
+                  .words = table};
+    rc = scatter_input(s, i, name, &src, t, l, sh, 0);
+  }
+  free(table);
   return rc;
 }
 
@@ -632,6 +714,11 @@ static int setup_inputs(run_state *s, options *o) {
       o->in_used[given] = 1;
       rc = load_input(s, i, name, o->in_file[given], &t, &l, &sh, max2q);
       if (!rc) printf("input %%%s: %s, shape %s, from %s\n", name, ty, sht, o->in_file[given]);
+    } else if (t.kind == FHJIT_KIND_TWIDDLE) {
+      const char *which = "";
+      rc = twiddle_input(s, i, name, &t, &l, &sh, &which);
+      if (!rc)
+        printf("input %%%s: %s, shape %s, the %s table of the moduli\n", name, ty, sht, which);
     } else {
       rc = random_input(s, i, &t, &l, &sh);
       if (!rc)
@@ -963,7 +1050,8 @@ int main(int argc, char **argv) {
   s.word = s.radix == FHJIT_R32 ? 4 : 8;
   s.ninputs = fhjit_num_inputs(s.g);
   s.nresults = fhjit_num_results(s.g);
-  if ((rc = graph_extents(&s)) || (rc = plan_sizes(&s, &o)) || (rc = setup_moduli(&s, &o)))
+  if ((rc = graph_extents(&s)) || (rc = graph_ntt_size(&s)) || (rc = plan_sizes(&s, &o)) ||
+      (rc = setup_moduli(&s, &o)))
     goto out;
   printf("graph @%s: radix %s, rows %d, n %lld, moduli", fhjit_graph_name(s.g),
          s.radix == FHJIT_R32 ? "r32" : "r62", (int)s.rows, (long long)s.n);
