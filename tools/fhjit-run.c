@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fhjit/fhjit.h"
 #include "npy.h"
@@ -49,7 +51,9 @@ static const char usage_text[] =
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --moduli q1,q2,...  the RNS moduli, one per row (default: the graph's)\n"
     "  --out-dir DIR       write each output as DIR/NAME.npy (its full shape;\n"
-    "                      uint32 for r32, uint64 for r62)\n"
+    "                      uint32 for r32, uint64 for r62): all to temporaries\n"
+    "                      first, renamed once every one was written; DIR and\n"
+    "                      existing NAME.npy may not be symbolic links\n"
     "  --check             also run the reference interpreter and count the\n"
     "                      mismatching elements of every output (exit status 1\n"
     "                      if there are any)\n"
@@ -929,36 +933,180 @@ static uint64_t fnv1a(const run_state *s, const void *dense, int64_t count) {
   return h;
 }
 
-static int write_outputs(run_state *s, void *const *results, const options *o) {
-  if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
-    return error("--out-dir %s: cannot create the directory: %s", o->out_dir, strerror(errno));
-  for (int32_t k = 0; k < fhjit_num_outputs(s->g); k++) {
-    fhjit_output_info info;
-    shape sh;
-    void *dense = gather_output(s, results, k, &info, &sh);
-    if (!dense) return error("out of memory");
-    char st[128], src[96];
-    shape_text(&sh, st, sizeof st);
-    if (info.is_input_alias)
-      snprintf(src, sizeof src, "view of input %%%s",
-               fhjit_value_name(s->g, fhjit_input_value(s->g, info.source)));
-    else snprintf(src, sizeof src, "result #%d", (int)info.source);
-    if (info.component >= 0)
-      snprintf(src + strlen(src), sizeof src - strlen(src), ", component %d", (int)info.component);
-    printf("output %s: shape %s, %s, fnv1a %016llx\n", info.name, st, src,
-           (unsigned long long)fnv1a(s, dense, sh.count));
-    if (o->out_dir) {
-      char path[4096], err[1024];
-      snprintf(path, sizeof path, "%s/%s.npy", o->out_dir, info.name);
-      if (npy_write(path, s->radix == FHJIT_R32 ? NPY_U32 : NPY_U64, sh.ndim, sh.ext, dense, err,
-                    sizeof err)) {
-        free(dense);
-        return error("%s", err);
-      }
-    }
-    free(dense);
+/* ------------------------------------------------------------ --out-dir */
+
+/* The files of --out-dir: every output is written to a temporary in the
+ * directory and renamed over NAME.npy only once all were written, so a
+ * failure leaves existing files as they were. The directory is opened
+ * without following a symbolic link (its last component), and every file is
+ * created and renamed relative to it; NAME.npy may be absent or a regular
+ * file, nothing else (a symbolic link is not followed, but refused). */
+#define OUT_NAME_MAX 4096
+
+typedef struct out_files {
+  const char *dir;
+  int dirfd, count;
+  char (*tmp)[64]; /* temporary of output k; "" when none */
+} out_files;
+
+static int out_error(const out_files *of, const char *file, const char *what, int err) {
+  return error("--out-dir %s: %s%s%s: %s", of->dir, file ? file : "", file ? ": " : "", what,
+               strerror(err));
+}
+
+/* NAME.npy of output k (a word: no '/'); 1 when it does not fit. */
+static int out_name(const run_state *s, const out_files *of, int32_t k, char *buf, size_t size) {
+  fhjit_output_info info;
+  fhjit_output_info_get(s->g, k, &info);
+  if ((size_t)snprintf(buf, size, "%s.npy", info.name) < size) return 0;
+  return error("--out-dir %s: output %.40s...: the name is too long for a file name", of->dir,
+               info.name);
+}
+
+/* NAME.npy must be absent or a regular file. */
+static int check_destination(const out_files *of, const char *file) {
+  struct stat st;
+  if (fstatat(of->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : out_error(of, file, "cannot check", errno);
+  if (S_ISREG(st.st_mode)) return 0;
+  return error("--out-dir %s: %s is %s, not a regular file; fhjit-run replaces only regular "
+               "files (remove it first)",
+               of->dir, file, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode)
+                                                                        ? "a directory"
+                                                                        : "special");
+}
+
+/* Creates the directory if needed and opens it; its last component may
+ * not be a symbolic link (trailing slashes are dropped, so "link/" is not
+ * followed either). -1 with the error. */
+static int open_out_dir(const out_files *of) {
+  char path[OUT_NAME_MAX];
+  size_t len = strlen(of->dir);
+  while (len > 1 && of->dir[len - 1] == '/') len--;
+  if (len >= sizeof path) {
+    error("--out-dir %.60s...: the path is too long", of->dir);
+    return -1;
+  }
+  memcpy(path, of->dir, len);
+  path[len] = '\0';
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+    out_error(of, NULL, "cannot create the directory", errno);
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err = errno;
+  struct stat st;
+  if (fd < 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    error("--out-dir %s is a symbolic link; fhjit-run does not follow it (give the directory "
+          "it points to)",
+          of->dir);
+  else if (fd < 0)
+    out_error(of, NULL, "cannot open the directory", err);
+  return fd;
+}
+
+/* Creates (if needed) and opens the directory, and checks every
+ * destination before anything is written. */
+static int out_begin(const run_state *s, const char *dir, out_files *of) {
+  of->dir = dir;
+  of->count = fhjit_num_outputs(s->g);
+  of->tmp = calloc((size_t)of->count + 1, sizeof *of->tmp);
+  if (!of->tmp) return error("out of memory");
+  if ((of->dirfd = open_out_dir(of)) < 0) return 1;
+  char file[OUT_NAME_MAX];
+  for (int32_t k = 0; k < of->count; k++)
+    if (out_name(s, of, k, file, sizeof file) || check_destination(of, file)) return 1;
+  return 0;
+}
+
+/* A new temporary file in the directory for output k (O_EXCL: never an
+ * existing file or link); its name in of->tmp[k]. -1 with the error. */
+static int out_create_temp(out_files *of, int32_t k) {
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+    snprintf(of->tmp[k], sizeof of->tmp[k], ".fhjit-run.%ld.%d.%d.tmp", (long)getpid(), (int)k,
+             attempt);
+    fd = openat(of->dirfd, of->tmp[k], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int err = errno;
+    of->tmp[k][0] = '\0';
+    out_error(of, NULL, "cannot create a temporary file", err);
+  }
+  return fd;
+}
+
+/* Writes output k's dense words to its new temporary file. */
+static int out_write_temp(const run_state *s, out_files *of, int32_t k, const shape *sh,
+                          const void *dense) {
+  char what[OUT_NAME_MAX + 200], err[OUT_NAME_MAX + 400];
+  if (out_name(s, of, k, what, sizeof what)) return 1;
+  int fd = out_create_temp(of, k);
+  if (fd < 0) return 1;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return out_error(of, of->tmp[k], "cannot write", e);
+  }
+  snprintf(what + strlen(what), sizeof what - strlen(what), " (its temporary %s)", of->tmp[k]);
+  int rc = npy_write_stream(f, what, s->radix == FHJIT_R32 ? NPY_U32 : NPY_U64, sh->ndim,
+                            sh->ext, dense, err, sizeof err);
+  if (fclose(f) != 0 && rc == 0) return out_error(of, of->tmp[k], "write error", errno);
+  return rc ? error("--out-dir %s: %s", of->dir, err) : 0;
+}
+
+/* Renames every temporary over its NAME.npy; done only when all exist. */
+static int out_commit(const run_state *s, out_files *of) {
+  char file[OUT_NAME_MAX];
+  for (int32_t k = 0; k < of->count; k++) {
+    if (out_name(s, of, k, file, sizeof file)) return 1;
+    if (renameat(of->dirfd, of->tmp[k], of->dirfd, file) != 0)
+      return out_error(of, file, "cannot rename the temporary file over it", errno);
+    of->tmp[k][0] = '\0';
   }
   return 0;
+}
+
+/* Removes the temporaries left (after a failure) and closes the directory. */
+static void out_end(out_files *of) {
+  for (int32_t k = 0; of->tmp && k < of->count; k++)
+    if (of->tmp[k][0]) unlinkat(of->dirfd, of->tmp[k], 0);
+  if (of->dirfd >= 0) close(of->dirfd);
+  free(of->tmp);
+}
+
+/* Output k: its report line, and its temporary file with --out-dir. */
+static int report_output(run_state *s, void *const *results, int32_t k, out_files *of) {
+  fhjit_output_info info;
+  shape sh;
+  void *dense = gather_output(s, results, k, &info, &sh);
+  if (!dense) return error("out of memory");
+  char st[128], src[96];
+  shape_text(&sh, st, sizeof st);
+  if (info.is_input_alias)
+    snprintf(src, sizeof src, "view of input %%%s",
+             fhjit_value_name(s->g, fhjit_input_value(s->g, info.source)));
+  else snprintf(src, sizeof src, "result #%d", (int)info.source);
+  if (info.component >= 0)
+    snprintf(src + strlen(src), sizeof src - strlen(src), ", component %d", (int)info.component);
+  printf("output %s: shape %s, %s, fnv1a %016llx\n", info.name, st, src,
+         (unsigned long long)fnv1a(s, dense, sh.count));
+  int rc = of ? out_write_temp(s, of, k, &sh, dense) : 0;
+  free(dense);
+  return rc;
+}
+
+static int write_outputs(run_state *s, void *const *results, const options *o) {
+  out_files of = {.dirfd = -1};
+  out_files *files = o->out_dir ? &of : NULL;
+  int rc = files ? out_begin(s, o->out_dir, files) : 0;
+  for (int32_t k = 0; k < fhjit_num_outputs(s->g) && !rc; k++)
+    rc = report_output(s, results, k, files);
+  if (files && !rc) rc = out_commit(s, files);
+  if (files) out_end(files);
+  return rc;
 }
 
 /* Element-wise comparison of every output between two result sets. */

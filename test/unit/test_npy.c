@@ -269,6 +269,10 @@ START_TEST(test_errors) {
   ck_assert_int_eq(npy_write("/nonexistent/dir/x.npy", NPY_U32, 1, shape, data, err, sizeof err), -1);
   ck_assert(tu_contains(err, "cannot create"));
   ck_assert_int_eq(npy_write("/tmp/x.npy", NPY_U32, 17, shape, data, err, sizeof err), -1);
+  int64_t huge[2] = {INT64_C(1) << 62, 4};
+  /* refused before the file is opened: not "cannot create" */
+  ck_assert_int_eq(npy_write("/nonexistent/dir/x.npy", NPY_U64, 2, huge, data, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "shape is too large"), "%s", err);
   /* a NULL error buffer is allowed */
   ck_assert_int_eq(npy_parse(buf, 5, "m", &a, NULL, 0), -1);
 }
