@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fhjit/fhjit.h"
+#include "readfile.h"
 
 static const char usage_text[] =
     "usage: fhjit-dump FILE.fh [options]\n"
@@ -55,32 +56,6 @@ static int report(const fhjit_context *ctx) {
     fprintf(stderr, "fhjit-dump: error: %s (%s)\n", *msg ? msg : "unknown failure",
             fhjit_status_name(fhjit_last_status(ctx)));
   return 1;
-}
-
-static char *read_all(FILE *f, size_t *len) {
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  if (!buf) return NULL;
-  for (;;) {
-    if (n == cap) {
-      char *b = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-      if (!b) {
-        free(buf);
-        return NULL;
-      }
-      buf = b;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    free(buf);
-    return NULL;
-  }
-  *len = n;
-  return buf;
 }
 
 /* -------------------------------------------------------------- --emit=info */
@@ -211,17 +186,11 @@ int main(int argc, char **argv) {
   if (!file) return usage_error("%s", "no input file");
 
   int from_stdin = strcmp(file, "-") == 0;
-  FILE *in = from_stdin ? stdin : fopen(file, "rb");
-  if (!in) {
-    fprintf(stderr, "fhjit-dump: error: cannot open '%s': %s\n", file, strerror(errno));
-    return 1;
-  }
   size_t len = 0;
-  char *text = read_all(in, &len);
-  int read_errno = errno;
-  if (!from_stdin) fclose(in);
-  if (!text) {
-    fprintf(stderr, "fhjit-dump: error: cannot read '%s': %s\n", file, strerror(read_errno));
+  char *text, err[1024];
+  if (tool_read_file(file, TOOL_GRAPH_FILE_LIMIT, "the graph file limit", &text, &len, err,
+                     sizeof err)) {
+    fprintf(stderr, "fhjit-dump: error: %s\n", err);
     return 1;
   }
 

@@ -1,6 +1,7 @@
 /* fhjit-run.c: runs one .fh graph on the host JIT, the reference interpreter
  * or a CUDA GPU, with inputs from .npy files or deterministic random lazy
- * residues, and writes every output as a .npy file. --check compares the
+ * residues (twiddle tables built from the moduli), and writes every output
+ * as a .npy file. --check compares the
  * backend with the reference interpreter element by element; --bench times
  * the run. Uses the public API only (links libfhjit.so).
  * Exit status: 0 success, 1 an error (input, compiler, backend, or --check
@@ -11,11 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fhjit/fhjit.h"
 #include "npy.h"
+#include "readfile.h"
 
 #if defined(__has_include)
 #if __has_include("fhjit/fhjit_cuda.h")
@@ -39,17 +43,26 @@ static const char usage_text[] =
     "                      axis for pt), key [digits, 2, rows, n], twiddles\n"
     "                      [rows, n]; dtype uint32, uint64, int32 or int64; every\n"
     "                      element lazy (below 2q of its row). Inputs not given\n"
-    "                      are random lazy residues [0, 2q) drawn with --seed\n"
+    "                      are random lazy residues [0, 2q) drawn with --seed,\n"
+    "                      except twiddle tables: built from the moduli (the\n"
+    "                      forward or inverse table, as the NTTs reading them\n"
+    "                      need). Graphs with NTTs get the NTT checks (prime\n"
+    "                      q = 1 mod 2N) and N^-1 in the parameter table\n"
     "  --seed S            seed of the random inputs (default 1)\n"
     "  --moduli q1,q2,...  the RNS moduli, one per row (default: the graph's)\n"
     "  --out-dir DIR       write each output as DIR/NAME.npy (its full shape;\n"
-    "                      uint32 for r32, uint64 for r62)\n"
+    "                      uint32 for r32, uint64 for r62): all to temporaries\n"
+    "                      first, renamed once every one was written; DIR and\n"
+    "                      existing NAME.npy may not be symbolic links\n"
     "  --check             also run the reference interpreter and count the\n"
     "                      mismatching elements of every output (exit status 1\n"
     "                      if there are any)\n"
     "  --bench             time the run: the first call (with compilation) and\n"
     "                      the median of repeated calls\n"
     "  --threads=T         host threads (default 0: automatic)\n"
+    "  --max-bytes=B       refuse graphs whose buffers and dense inputs and outputs\n"
+    "                      would pass B bytes (suffix K, M, G, T: powers of 1024;\n"
+    "                      default 4G); checked before anything is allocated\n"
     "  --help              this text\n"
     "\n"
     "exit status: 0 success, 1 error (or --check mismatches), 2 bad usage\n";
@@ -58,6 +71,8 @@ typedef enum backend { B_HOST, B_CUDA, B_INTERP, B_AUTO } backend;
 static const char *const backend_names[] = {"host", "cuda", "interp", "auto"};
 
 #define MAX_IN 256
+/* What fhjit-run may hold by default (--max-bytes): 4 GiB. */
+#define DEFAULT_MAX_BYTES (UINT64_C(4) << 30)
 
 typedef struct options {
   const char *graph_path;
@@ -69,6 +84,7 @@ typedef struct options {
   uint64_t seed;
   const char *moduli;
   const char *out_dir;
+  uint64_t max_bytes;
   int check, bench, threads;
 } options;
 
@@ -85,6 +101,7 @@ typedef struct run_state {
   void *params;
   int64_t pstride;
   int32_t ninputs, nresults;
+  int64_t ntt_n; /* N of the graph's NTTs (its twiddle inputs); 0: none */
   void **inputs;
   int64_t *input_words;
   int64_t *result_words;
@@ -99,7 +116,7 @@ static int usage_error(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, "\nusage: fhjit-run GRAPH.fh [--backend=host|cuda|interp] [--in NAME=FILE.npy]... "
-                  "[--seed S] [--moduli q1,q2,...] [--out-dir DIR] [--check] [--bench]\n"
+                  "[--seed S] [--moduli q1,q2,...] [--out-dir DIR] [--check] [--bench] [--max-bytes B]\n"
                   "(see fhjit-run --help)\n");
   return 2;
 }
@@ -140,6 +157,23 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 1;
 }
 
+/* A byte count: digits and an optional K, M, G or T (powers of 1024). */
+static int parse_size(const char *s, uint64_t *out) {
+  static const char units[] = "KMGT";
+  size_t len = strlen(s);
+  const char *unit = len ? strchr(units, s[len - 1]) : NULL;
+  char digits[32];
+  if (len == 0 || len >= sizeof digits || (unit && !*unit)) return 0;
+  memcpy(digits, s, len + 1);
+  if (unit) digits[len - 1] = '\0';
+  uint64_t v;
+  if (!parse_u64(digits, &v)) return 0;
+  int shift = unit ? 10 * (int)(unit - units + 1) : 0;
+  if (shift && v > (UINT64_MAX >> shift)) return 0;
+  *out = v << shift;
+  return 1;
+}
+
 /* The value of "--opt=value" or "--opt value"; NULL when neither matches. */
 static const char *option_value(int argc, char **argv, int *i, const char *opt, int *missing) {
   size_t len = strlen(opt);
@@ -157,6 +191,7 @@ static int parse_args(int argc, char **argv, options *o) {
   memset(o, 0, sizeof *o);
   o->backend = B_AUTO;
   o->seed = 1;
+  o->max_bytes = DEFAULT_MAX_BYTES;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     int missing = 0;
@@ -194,6 +229,11 @@ static int parse_args(int argc, char **argv, options *o) {
     } else if ((v = option_value(argc, argv, &i, "--out-dir", &missing))) {
       if (!*v) return usage_error("--out-dir needs a directory");
       o->out_dir = v;
+    } else if ((v = option_value(argc, argv, &i, "--max-bytes", &missing))) {
+      if (!parse_size(v, &o->max_bytes))
+        return usage_error("--max-bytes takes a byte count with an optional K, M, G or T "
+                           "suffix (powers of 1024), not '%s'",
+                           v);
     } else if ((v = option_value(argc, argv, &i, "--threads", &missing))) {
       uint64_t t;
       if (!parse_u64(v, &t) || t > 1024) return usage_error("--threads takes 0..1024, not '%s'", v);
@@ -210,35 +250,6 @@ static int parse_args(int argc, char **argv, options *o) {
   }
   if (!o->graph_path) return usage_error("no graph file given");
   return 0;
-}
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 1 << 14, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int bad = ferror(f);
-  if (f != stdin) fclose(f);
-  if (!buf || bad) {
-    free(buf);
-    errno = bad ? EIO : ENOMEM;
-    return NULL;
-  }
-  buf[n] = '\0';
-  *len = n;
-  return buf;
 }
 
 static double now_ms(void) {
@@ -272,13 +283,25 @@ static uint64_t get_word(const run_state *s, const void *buf, int64_t i) {
 /* ------------------------------------------------------------ shapes */
 
 /* The axes of a concrete type in type order (the .npy shape), with the
- * layout's stride of each and which one is the row axis. */
+ * layout's stride of each and which one is the row axis; count is the
+ * number of logical elements, words the storage the layout spans from its
+ * base (offset + 1 + sum (ext - 1) * stride). Both are -1 when they would
+ * overflow 64 bits: the size plan refuses those before any work. */
 typedef struct shape {
   int ndim;
   int64_t ext[8], stride[8];
   int row_axis;
-  int64_t count;
+  int64_t count, words;
 } shape;
+
+/* acc + a * b for non-negative operands, or -1 on overflow (or acc < 0). */
+static int64_t mul_add(int64_t acc, int64_t a, int64_t b) {
+  int64_t p;
+  if (acc < 0 || a < 0 || b < 0 || __builtin_mul_overflow(a, b, &p) ||
+      __builtin_add_overflow(acc, p, &p))
+    return -1;
+  return p;
+}
 
 static void shape_of(const fhjit_type *t, const fhjit_layout *l, shape *sh) {
   int k = 0;
@@ -294,13 +317,11 @@ static void shape_of(const fhjit_type *t, const fhjit_layout *l, shape *sh) {
   sh->ext[k] = t->n, sh->stride[k++] = l->index_stride;
   sh->ndim = k;
   sh->count = 1;
-  for (int i = 0; i < k; i++) sh->count *= sh->ext[i];
-}
-
-static int64_t shape_words(const shape *sh, int64_t offset) {
-  int64_t w = offset + 1;
-  for (int i = 0; i < sh->ndim; i++) w += (sh->ext[i] - 1) * sh->stride[i];
-  return w;
+  sh->words = mul_add(l->offset, 1, 1);
+  for (int i = 0; i < k; i++) {
+    sh->count = sh->ext[i] < 1 ? -1 : mul_add(0, sh->count, sh->ext[i]);
+    sh->words = sh->ext[i] < 1 ? -1 : mul_add(sh->words, sh->ext[i] - 1, sh->stride[i]);
+  }
 }
 
 /* Storage offset and row of logical element e (row-major over the shape). */
@@ -343,21 +364,149 @@ static void type_text(const fhjit_type *t, char *buf, size_t size) {
 /* ------------------------------------------------------------ set-up */
 
 /* rows and n of the graph: those of its materialised results and
- * polynomial inputs (the largest n: compressed plaintexts are narrower). */
-static void graph_extents(run_state *s) {
+ * polynomial inputs (the largest n: compressed plaintexts are narrower).
+ * Rows take one modulus each and the library counts them in int32. */
+static int graph_extents(run_state *s) {
+  int64_t rows = 0;
+  for (int32_t i = 0; i < s->ninputs + s->nresults; i++) {
+    fhjit_type t;
+    if (i < s->ninputs) fhjit_input_binding(s->g, i, &t, NULL);
+    else fhjit_result_type(s->g, i - s->ninputs, &t);
+    if (t.kind == FHJIT_KIND_KEY) continue;
+    if (t.rows > rows) rows = t.rows;
+    if (t.n > s->n) s->n = t.n;
+  }
+  if (rows > INT32_MAX)
+    return error("graph @%s has %lld rows, more than the limit of %d rows (one modulus each)",
+                 fhjit_graph_name(s->g), (long long)rows, INT32_MAX);
+  s->rows = (int32_t)rows;
+  return 0;
+}
+
+/* N of the graph's NTTs: the extent n of its twiddle inputs, which must
+ * agree (the parameter table holds one N^-1 per modulus). */
+static int graph_ntt_size(run_state *s) {
   for (int32_t i = 0; i < s->ninputs; i++) {
     fhjit_type t;
     fhjit_input_binding(s->g, i, &t, NULL);
-    if (t.kind == FHJIT_KIND_KEY) continue;
-    if (t.rows > s->rows) s->rows = (int32_t)t.rows;
-    if (t.n > s->n) s->n = t.n;
+    if (t.kind != FHJIT_KIND_TWIDDLE) continue;
+    if (s->ntt_n && t.n != s->ntt_n)
+      return error("graph @%s has twiddle tables of N = %lld and N = %lld; one parameter "
+                   "table holds one N^-1 per modulus, so fhjit-run runs one N per graph",
+                   fhjit_graph_name(s->g), (long long)s->ntt_n, (long long)t.n);
+    s->ntt_n = t.n;
   }
+  return 0;
+}
+
+/* ------------------------------------------------------------ sizes */
+
+/* Everything fhjit-run will hold or walk, added up before anything is
+ * allocated or filled: every product and sum is overflow-checked and the
+ * total may not pass --max-bytes. */
+typedef struct budget {
+  uint64_t used, limit;
+} budget;
+
+/* count units ("rows", "words", "elements") of size bytes each. */
+static int budget_add(budget *b, const char *what, int64_t count, const char *unit,
+                      uint64_t size) {
+  uint64_t bytes, total;
+  if (count < 0 || __builtin_mul_overflow((uint64_t)count, size, &bytes))
+    return error("%s: its size overflows 64 bits; fhjit-run holds at most --max-bytes=%llu "
+                 "bytes",
+                 what, (unsigned long long)b->limit);
+  if (__builtin_add_overflow(b->used, bytes, &total) || total > b->limit)
+    return error("%s: %lld %s of %llu bytes (%llu bytes) would bring what fhjit-run holds "
+                 "to %llu bytes, over the limit --max-bytes=%llu",
+                 what, (long long)count, unit, (unsigned long long)size,
+                 (unsigned long long)bytes,
+                 (unsigned long long)(total < b->used ? UINT64_MAX : total),
+                 (unsigned long long)b->limit);
+  b->used = total;
+  return 0;
+}
+
+/* An input's buffer (with a word of scratch per stored word: the random
+ * bounds or the written marks) and its logical elements (the .npy data,
+ * up to 8 bytes each, or the walk that fills it). */
+static int plan_input(run_state *s, budget *b, int32_t i) {
+  fhjit_type t;
+  fhjit_layout l;
+  shape sh;
+  fhjit_input_binding(s->g, i, &t, &l);
+  shape_of(&t, &l, &sh);
+  char what[160];
+  snprintf(what, sizeof what, "input %%%s", fhjit_value_name(s->g, fhjit_input_value(s->g, i)));
+  s->input_words[i] = sh.words;
+  return budget_add(b, what, sh.words, "stored words", s->word + 8) ||
+         budget_add(b, what, sh.count, "elements", 8);
+}
+
+/* Result buffers (twice with --check) and the dense copy of each output. */
+static int plan_outputs(run_state *s, budget *b, uint64_t copies) {
+  char what[160];
   for (int32_t k = 0; k < s->nresults; k++) {
     fhjit_type t;
     fhjit_result_type(s->g, k, &t);
-    if (t.rows > s->rows) s->rows = (int32_t)t.rows;
-    if (t.n > s->n) s->n = t.n;
+    s->result_words[k] = fhjit_type_elements(&t);
+    snprintf(what, sizeof what, "result #%d", (int)k);
+    if (budget_add(b, what, s->result_words[k], "elements", s->word * copies)) return 1;
   }
+  for (int32_t k = 0; k < fhjit_num_outputs(s->g); k++) {
+    fhjit_output_info info;
+    shape sh;
+    fhjit_output_info_get(s->g, k, &info);
+    shape_of(&info.type, &info.layout, &sh);
+    snprintf(what, sizeof what, "output %s", info.name);
+    if (budget_add(b, what, sh.count, "elements", s->word * copies)) return 1;
+  }
+  return 0;
+}
+
+/* The size plan: the moduli and parameter table, every input, result and
+ * output; fills input_words and result_words. */
+static int plan_sizes(run_state *s, const options *o) {
+  budget b = {0, o->max_bytes};
+  s->input_words = calloc((size_t)s->ninputs + 1, sizeof *s->input_words);
+  s->result_words = calloc((size_t)s->nresults + 1, sizeof *s->result_words);
+  if (!s->input_words || !s->result_words) return error("out of memory");
+  if (budget_add(&b, "the moduli and the parameter table", s->rows, "rows", 8 + 8 * s->word))
+    return 1;
+  for (int32_t i = 0; i < s->ninputs; i++)
+    if (plan_input(s, &b, i)) return 1;
+  return plan_outputs(s, &b, o->check ? 2 : 1);
+}
+
+/* Every modulus for the radix and, in a graph with NTTs, for an NTT of its
+ * N (a prime = 1 mod 2N): the library's own checks. */
+static int check_moduli(run_state *s) {
+  for (int32_t r = 0; r < s->rows; r++)
+    if (fhjit_check_modulus(s->ctx, s->radix, s->moduli[r], s->ntt_n) != FHJIT_OK) {
+      char what[64];
+      snprintf(what, sizeof what, "modulus #%d", (int)r);
+      return lib_error(s->ctx, what);
+    }
+  return 0;
+}
+
+/* The parameter table: with the NTT checks and N^-1 of the graph's N in
+ * row 7 when it has NTTs; otherwise with N = n when n has an inverse
+ * modulo every q (row 7 matters to NTTs only), else 0. */
+static int param_table(run_state *s) {
+  s->pstride = s->rows;
+  s->params = calloc((size_t)(8 * s->pstride), s->word);
+  if (!s->params) return error("out of memory");
+  int ntt = s->ntt_n > 0;
+  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, ntt ? s->ntt_n : s->n, ntt, 0,
+                        s->params, s->pstride) == FHJIT_OK)
+    return 0;
+  if (ntt) return lib_error(s->ctx, "building the parameter table for the graph's NTTs");
+  fhjit_clear_error(s->ctx);
+  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, 0, 0, 0, s->params, s->pstride) !=
+      FHJIT_OK)
+    return lib_error(s->ctx, "building the parameter table");
+  return 0;
 }
 
 static int setup_moduli(run_state *s, const options *o) {
@@ -398,36 +547,79 @@ static int setup_moduli(run_state *s, const options *o) {
                    gname, (int)count, (int)s->rows);
     memcpy(s->moduli, fhjit_graph_moduli(s->g), sizeof *s->moduli * (size_t)count);
   }
-  for (int32_t r = 0; r < s->rows; r++)
-    if (fhjit_check_modulus(s->ctx, s->radix, s->moduli[r], 0) != FHJIT_OK) {
-      char what[64];
-      snprintf(what, sizeof what, "modulus #%d", (int)r);
-      return lib_error(s->ctx, what);
-    }
-  s->pstride = s->rows;
-  s->params = calloc((size_t)(8 * s->pstride), s->word);
-  if (!s->params) return error("out of memory");
-  if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, s->n, 0, 0, s->params,
-                        s->pstride) != FHJIT_OK) {
-    /* Row 7 (N^-1) only matters to NTTs: an n without an inverse modulo some
-     * q is fine for pointwise graphs. */
-    fhjit_clear_error(s->ctx);
-    if (fhjit_param_table(s->ctx, s->radix, s->moduli, s->rows, 0, 0, 0, s->params,
-                          s->pstride) != FHJIT_OK)
-      return lib_error(s->ctx, "building the parameter table");
-  }
-  return 0;
+  return check_moduli(s) || param_table(s);
 }
 
-/* Fills input i from a .npy file: shape and range checks, then a scatter
- * through the bound layout; a stride-0 (broadcast) slot must receive one
- * value only. */
+/* The largest .npy file that can hold an array of shape sh: a header (numpy
+ * writes under 1 KiB; 64 KiB are allowed) and at most 8 bytes an element.
+ * Larger files are refused before they are read. */
+static size_t npy_file_limit(const shape *sh) {
+  size_t data;
+  if (__builtin_mul_overflow((size_t)sh->count, (size_t)8, &data) ||
+      data > SIZE_MAX - ((size_t)64 << 10))
+    return SIZE_MAX;
+  return data + ((size_t)64 << 10);
+}
+
+/* Where an input's elements come from, dense in the input's shape: a .npy
+ * array or a table of the radix's words; `what` names it in messages. */
+typedef struct source {
+  const char *what;
+  const npy_array *npy; /* NULL: words */
+  const void *words;
+} source;
+
+static uint64_t source_get(const run_state *s, const source *src, int64_t e, int *negative) {
+  if (src->npy) return npy_get(src->npy, e, negative);
+  *negative = 0;
+  return get_word(s, src->words, e);
+}
+
+/* Scatters a source through input i's bound layout: every element a lazy
+ * residue of its row (key tables: of the largest modulus, max_key = its
+ * 2q), and a stride-0 (broadcast) slot receives one value only. */
+static int scatter_input(run_state *s, int32_t i, const char *name, const source *src,
+                         const fhjit_type *t, const fhjit_layout *l, const shape *sh,
+                         uint64_t max_key) {
+  unsigned char *written = calloc((size_t)s->input_words[i], 1);
+  if (!written) return error("out of memory");
+  int rc = 0;
+  for (int64_t e = 0; e < sh->count; e++) {
+    int negative;
+    int64_t row = 0;
+    uint64_t x = source_get(s, src, e, &negative);
+    int64_t off = element_offset(sh, l->offset, e, &row);
+    uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
+    if (negative || x >= bound) {
+      rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
+                 "be in [0, %llu) (2q of %s %llu)",
+                 name, (long long)e, src->what, negative ? "-" : "",
+                 (unsigned long long)(negative ? 0 - x : x), (unsigned long long)bound,
+                 t->kind == FHJIT_KIND_KEY ? "the largest modulus" : "row",
+                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : (uint64_t)row));
+    } else if (written[off] && get_word(s, s->inputs[i], off) != x) {
+      rc = error("input %%%s: its layout stores elements of %s in one place (a stride-0, "
+                 "broadcast axis), but they differ (element %lld is %llu, another %llu)",
+                 name, src->what, (long long)e, (unsigned long long)x,
+                 (unsigned long long)get_word(s, s->inputs[i], off));
+    }
+    if (rc) break;
+    written[off] = 1;
+    put_word(s, s->inputs[i], off, x);
+  }
+  free(written);
+  return rc;
+}
+
+/* Fills input i from a .npy file: its shape must be the input's, then the
+ * scatter's checks. */
 static int load_input(run_state *s, int32_t i, const char *name, const char *path,
                       const fhjit_type *t, const fhjit_layout *l, const shape *sh,
                       uint64_t max_key) {
   char err[1024], want[128], got[128], ty[128];
   npy_array a;
-  if (npy_read(path, &a, err, sizeof err)) return error("input %%%s: %s", name, err);
+  if (npy_read(path, npy_file_limit(sh), &a, err, sizeof err))
+    return error("input %%%s: %s", name, err);
   shape_text(sh, want, sizeof want);
   type_text(t, ty, sizeof ty);
   int same = a.ndim == sh->ndim;
@@ -441,40 +633,38 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
     return error("input %%%s: %s has shape %s, but the input is %s, which needs shape %s",
                  name, path, got, ty, want);
   }
-  unsigned char *written = calloc((size_t)s->input_words[i], 1);
-  if (!written) {
-    npy_free(&a);
-    return error("out of memory");
-  }
-  int rc = 0;
-  for (int64_t e = 0; e < sh->count && rc == 0; e++) {
-    int negative;
-    uint64_t x = npy_get(&a, e, &negative), row = 0;
-    int64_t r = 0;
-    int64_t off = element_offset(sh, l->offset, e, &r);
-    row = (uint64_t)r;
-    uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
-    if (negative || x >= bound) {
-      rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
-                 "be in [0, %llu) (2q of %s %llu)",
-                 name, (long long)e, path, negative ? "-" : "",
-                 (unsigned long long)(negative ? 0 - x : x), (unsigned long long)bound,
-                 t->kind == FHJIT_KIND_KEY ? "the largest modulus" : "row",
-                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : row));
-      break;
-    }
-    if (written[off] && get_word(s, s->inputs[i], off) != x) {
-      rc = error("input %%%s: its layout stores elements of %s in one place (a stride-0, "
-                 "broadcast axis), but they differ (element %lld is %llu, another %llu)",
-                 name, path, (long long)e, (unsigned long long)x,
-                 (unsigned long long)get_word(s, s->inputs[i], off));
-      break;
-    }
-    written[off] = 1;
-    put_word(s, s->inputs[i], off, x);
-  }
-  free(written);
+  source src = {.what = path, .npy = &a};
+  int rc = scatter_input(s, i, name, &src, t, l, sh, max_key);
   npy_free(&a);
+  return rc;
+}
+
+/* Twiddle input i: the table of fhjit_twiddle_tables that the NTTs reading
+ * it need (fhjit_input_twiddle_use; forward when none reads it), built from
+ * the moduli with the library's NTT checks, then scattered through its
+ * layout. *which names the table for the report. */
+static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_type *t,
+                         const fhjit_layout *l, const shape *sh, const char **which) {
+  int use = 0;
+  if (fhjit_input_twiddle_use(s->g, i, &use) != FHJIT_OK) return lib_error(s->ctx, name);
+  if (use == (FHJIT_TWIDDLE_FORWARD | FHJIT_TWIDDLE_INVERSE))
+    return error("input %%%s: both forward and inverse NTTs read it, and no one table serves "
+                 "both; give its values with --in %s=FILE.npy",
+                 name, name);
+  int inverse = use == FHJIT_TWIDDLE_INVERSE;
+  *which = inverse ? "inverse" : "forward";
+  void *table = calloc((size_t)sh->count, s->word);
+  if (!table) return error("out of memory");
+  int rc;
+  if (fhjit_twiddle_tables(s->ctx, s->radix, s->moduli, (int32_t)t->rows, t->n,
+                           inverse ? NULL : table, inverse ? table : NULL) != FHJIT_OK) {
+    rc = lib_error(s->ctx, "building the twiddle tables");
+  } else {
+    source src = {.what = inverse ? "the inverse twiddle table" : "the forward twiddle table",
+                  .words = table};
+    rc = scatter_input(s, i, name, &src, t, l, sh, 0);
+  }
+  free(table);
   return rc;
 }
 
@@ -504,8 +694,7 @@ static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhji
 
 static int setup_inputs(run_state *s, options *o) {
   s->inputs = calloc((size_t)s->ninputs + 1, sizeof *s->inputs);
-  s->input_words = calloc((size_t)s->ninputs + 1, sizeof *s->input_words);
-  if (!s->inputs || !s->input_words) return error("out of memory");
+  if (!s->inputs) return error("out of memory");
   uint64_t max2q = 0;
   for (int32_t r = 0; r < s->rows; r++)
     if (2 * s->moduli[r] > max2q) max2q = 2 * s->moduli[r];
@@ -516,7 +705,6 @@ static int setup_inputs(run_state *s, options *o) {
     const char *name = fhjit_value_name(s->g, fhjit_input_value(s->g, i));
     shape sh;
     shape_of(&t, &l, &sh);
-    s->input_words[i] = shape_words(&sh, l.offset);
     s->inputs[i] = calloc((size_t)s->input_words[i], s->word);
     if (!s->inputs[i]) return error("out of memory for input %%%s", name);
     int given = -1;
@@ -530,6 +718,11 @@ static int setup_inputs(run_state *s, options *o) {
       o->in_used[given] = 1;
       rc = load_input(s, i, name, o->in_file[given], &t, &l, &sh, max2q);
       if (!rc) printf("input %%%s: %s, shape %s, from %s\n", name, ty, sht, o->in_file[given]);
+    } else if (t.kind == FHJIT_KIND_TWIDDLE) {
+      const char *which = "";
+      rc = twiddle_input(s, i, name, &t, &l, &sh, &which);
+      if (!rc)
+        printf("input %%%s: %s, shape %s, the %s table of the moduli\n", name, ty, sht, which);
     } else {
       rc = random_input(s, i, &t, &l, &sh);
       if (!rc)
@@ -740,36 +933,180 @@ static uint64_t fnv1a(const run_state *s, const void *dense, int64_t count) {
   return h;
 }
 
-static int write_outputs(run_state *s, void *const *results, const options *o) {
-  if (o->out_dir && mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
-    return error("--out-dir %s: cannot create the directory: %s", o->out_dir, strerror(errno));
-  for (int32_t k = 0; k < fhjit_num_outputs(s->g); k++) {
-    fhjit_output_info info;
-    shape sh;
-    void *dense = gather_output(s, results, k, &info, &sh);
-    if (!dense) return error("out of memory");
-    char st[128], src[96];
-    shape_text(&sh, st, sizeof st);
-    if (info.is_input_alias)
-      snprintf(src, sizeof src, "view of input %%%s",
-               fhjit_value_name(s->g, fhjit_input_value(s->g, info.source)));
-    else snprintf(src, sizeof src, "result #%d", (int)info.source);
-    if (info.component >= 0)
-      snprintf(src + strlen(src), sizeof src - strlen(src), ", component %d", (int)info.component);
-    printf("output %s: shape %s, %s, fnv1a %016llx\n", info.name, st, src,
-           (unsigned long long)fnv1a(s, dense, sh.count));
-    if (o->out_dir) {
-      char path[4096], err[1024];
-      snprintf(path, sizeof path, "%s/%s.npy", o->out_dir, info.name);
-      if (npy_write(path, s->radix == FHJIT_R32 ? NPY_U32 : NPY_U64, sh.ndim, sh.ext, dense, err,
-                    sizeof err)) {
-        free(dense);
-        return error("%s", err);
-      }
-    }
-    free(dense);
+/* ------------------------------------------------------------ --out-dir */
+
+/* The files of --out-dir: every output is written to a temporary in the
+ * directory and renamed over NAME.npy only once all were written, so a
+ * failure leaves existing files as they were. The directory is opened
+ * without following a symbolic link (its last component), and every file is
+ * created and renamed relative to it; NAME.npy may be absent or a regular
+ * file, nothing else (a symbolic link is not followed, but refused). */
+#define OUT_NAME_MAX 4096
+
+typedef struct out_files {
+  const char *dir;
+  int dirfd, count;
+  char (*tmp)[64]; /* temporary of output k; "" when none */
+} out_files;
+
+static int out_error(const out_files *of, const char *file, const char *what, int err) {
+  return error("--out-dir %s: %s%s%s: %s", of->dir, file ? file : "", file ? ": " : "", what,
+               strerror(err));
+}
+
+/* NAME.npy of output k (a word: no '/'); 1 when it does not fit. */
+static int out_name(const run_state *s, const out_files *of, int32_t k, char *buf, size_t size) {
+  fhjit_output_info info;
+  fhjit_output_info_get(s->g, k, &info);
+  if ((size_t)snprintf(buf, size, "%s.npy", info.name) < size) return 0;
+  return error("--out-dir %s: output %.40s...: the name is too long for a file name", of->dir,
+               info.name);
+}
+
+/* NAME.npy must be absent or a regular file. */
+static int check_destination(const out_files *of, const char *file) {
+  struct stat st;
+  if (fstatat(of->dirfd, file, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0 : out_error(of, file, "cannot check", errno);
+  if (S_ISREG(st.st_mode)) return 0;
+  return error("--out-dir %s: %s is %s, not a regular file; fhjit-run replaces only regular "
+               "files (remove it first)",
+               of->dir, file, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISDIR(st.st_mode)
+                                                                        ? "a directory"
+                                                                        : "special");
+}
+
+/* Creates the directory if needed and opens it; its last component may
+ * not be a symbolic link (trailing slashes are dropped, so "link/" is not
+ * followed either). -1 with the error. */
+static int open_out_dir(const out_files *of) {
+  char path[OUT_NAME_MAX];
+  size_t len = strlen(of->dir);
+  while (len > 1 && of->dir[len - 1] == '/') len--;
+  if (len >= sizeof path) {
+    error("--out-dir %.60s...: the path is too long", of->dir);
+    return -1;
+  }
+  memcpy(path, of->dir, len);
+  path[len] = '\0';
+  if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+    out_error(of, NULL, "cannot create the directory", errno);
+    return -1;
+  }
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), err = errno;
+  struct stat st;
+  if (fd < 0 && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+    error("--out-dir %s is a symbolic link; fhjit-run does not follow it (give the directory "
+          "it points to)",
+          of->dir);
+  else if (fd < 0)
+    out_error(of, NULL, "cannot open the directory", err);
+  return fd;
+}
+
+/* Creates (if needed) and opens the directory, and checks every
+ * destination before anything is written. */
+static int out_begin(const run_state *s, const char *dir, out_files *of) {
+  of->dir = dir;
+  of->count = fhjit_num_outputs(s->g);
+  of->tmp = calloc((size_t)of->count + 1, sizeof *of->tmp);
+  if (!of->tmp) return error("out of memory");
+  if ((of->dirfd = open_out_dir(of)) < 0) return 1;
+  char file[OUT_NAME_MAX];
+  for (int32_t k = 0; k < of->count; k++)
+    if (out_name(s, of, k, file, sizeof file) || check_destination(of, file)) return 1;
+  return 0;
+}
+
+/* A new temporary file in the directory for output k (O_EXCL: never an
+ * existing file or link); its name in of->tmp[k]. -1 with the error. */
+static int out_create_temp(out_files *of, int32_t k) {
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; attempt++) {
+    snprintf(of->tmp[k], sizeof of->tmp[k], ".fhjit-run.%ld.%d.%d.tmp", (long)getpid(), (int)k,
+             attempt);
+    fd = openat(of->dirfd, of->tmp[k], O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int err = errno;
+    of->tmp[k][0] = '\0';
+    out_error(of, NULL, "cannot create a temporary file", err);
+  }
+  return fd;
+}
+
+/* Writes output k's dense words to its new temporary file. */
+static int out_write_temp(const run_state *s, out_files *of, int32_t k, const shape *sh,
+                          const void *dense) {
+  char what[OUT_NAME_MAX + 200], err[OUT_NAME_MAX + 400];
+  if (out_name(s, of, k, what, sizeof what)) return 1;
+  int fd = out_create_temp(of, k);
+  if (fd < 0) return 1;
+  FILE *f = fdopen(fd, "wb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return out_error(of, of->tmp[k], "cannot write", e);
+  }
+  snprintf(what + strlen(what), sizeof what - strlen(what), " (its temporary %s)", of->tmp[k]);
+  int rc = npy_write_stream(f, what, s->radix == FHJIT_R32 ? NPY_U32 : NPY_U64, sh->ndim,
+                            sh->ext, dense, err, sizeof err);
+  if (fclose(f) != 0 && rc == 0) return out_error(of, of->tmp[k], "write error", errno);
+  return rc ? error("--out-dir %s: %s", of->dir, err) : 0;
+}
+
+/* Renames every temporary over its NAME.npy; done only when all exist. */
+static int out_commit(const run_state *s, out_files *of) {
+  char file[OUT_NAME_MAX];
+  for (int32_t k = 0; k < of->count; k++) {
+    if (out_name(s, of, k, file, sizeof file)) return 1;
+    if (renameat(of->dirfd, of->tmp[k], of->dirfd, file) != 0)
+      return out_error(of, file, "cannot rename the temporary file over it", errno);
+    of->tmp[k][0] = '\0';
   }
   return 0;
+}
+
+/* Removes the temporaries left (after a failure) and closes the directory. */
+static void out_end(out_files *of) {
+  for (int32_t k = 0; of->tmp && k < of->count; k++)
+    if (of->tmp[k][0]) unlinkat(of->dirfd, of->tmp[k], 0);
+  if (of->dirfd >= 0) close(of->dirfd);
+  free(of->tmp);
+}
+
+/* Output k: its report line, and its temporary file with --out-dir. */
+static int report_output(run_state *s, void *const *results, int32_t k, out_files *of) {
+  fhjit_output_info info;
+  shape sh;
+  void *dense = gather_output(s, results, k, &info, &sh);
+  if (!dense) return error("out of memory");
+  char st[128], src[96];
+  shape_text(&sh, st, sizeof st);
+  if (info.is_input_alias)
+    snprintf(src, sizeof src, "view of input %%%s",
+             fhjit_value_name(s->g, fhjit_input_value(s->g, info.source)));
+  else snprintf(src, sizeof src, "result #%d", (int)info.source);
+  if (info.component >= 0)
+    snprintf(src + strlen(src), sizeof src - strlen(src), ", component %d", (int)info.component);
+  printf("output %s: shape %s, %s, fnv1a %016llx\n", info.name, st, src,
+         (unsigned long long)fnv1a(s, dense, sh.count));
+  int rc = of ? out_write_temp(s, of, k, &sh, dense) : 0;
+  free(dense);
+  return rc;
+}
+
+static int write_outputs(run_state *s, void *const *results, const options *o) {
+  out_files of = {.dirfd = -1};
+  out_files *files = o->out_dir ? &of : NULL;
+  int rc = files ? out_begin(s, o->out_dir, files) : 0;
+  for (int32_t k = 0; k < fhjit_num_outputs(s->g) && !rc; k++)
+    rc = report_output(s, results, k, files);
+  if (files && !rc) rc = out_commit(s, files);
+  if (files) out_end(files);
+  return rc;
 }
 
 /* Element-wise comparison of every output between two result sets. */
@@ -834,9 +1171,10 @@ int main(int argc, char **argv) {
     return rc < 0 ? 0 : rc; /* -1: --help */
   }
   size_t len = 0;
-  char *text = read_file(o.graph_path, &len);
-  if (!text) {
-    rc = error("%s: cannot read: %s", o.graph_path, strerror(errno));
+  char *text, err[1024];
+  if (tool_read_file(o.graph_path, TOOL_GRAPH_FILE_LIMIT, "the graph file limit", &text, &len,
+                     err, sizeof err)) {
+    rc = error("%s", err);
     for (int k = 0; k < o.nin; k++) free((char *)o.in_name[k]);
     return rc;
   }
@@ -860,18 +1198,9 @@ int main(int argc, char **argv) {
   s.word = s.radix == FHJIT_R32 ? 4 : 8;
   s.ninputs = fhjit_num_inputs(s.g);
   s.nresults = fhjit_num_results(s.g);
-  graph_extents(&s);
-  s.result_words = calloc((size_t)s.nresults + 1, sizeof *s.result_words);
-  if (!s.result_words) {
-    rc = error("out of memory");
+  if ((rc = graph_extents(&s)) || (rc = graph_ntt_size(&s)) || (rc = plan_sizes(&s, &o)) ||
+      (rc = setup_moduli(&s, &o)))
     goto out;
-  }
-  for (int32_t k = 0; k < s.nresults; k++) {
-    fhjit_type t;
-    fhjit_result_type(s.g, k, &t);
-    s.result_words[k] = fhjit_type_elements(&t);
-  }
-  if ((rc = setup_moduli(&s, &o))) goto out;
   printf("graph @%s: radix %s, rows %d, n %lld, moduli", fhjit_graph_name(s.g),
          s.radix == FHJIT_R32 ? "r32" : "r62", (int)s.rows, (long long)s.n);
   for (int32_t r = 0; r < s.rows; r++) printf("%s%llu", r ? "," : " ", (unsigned long long)s.moduli[r]);

@@ -4,6 +4,7 @@
  * and the offending entry. Element bytes are converted explicitly from/to
  * little-endian, so the code does not depend on the host byte order. */
 #include "npy.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -295,68 +296,58 @@ malformed:
               (int)(header_len > 120 ? 120 : header_len), (const char *)b + header_start);
 }
 
-int npy_read(const char *path, npy_array *out, char *err, size_t errsize) {
+int npy_read(const char *path, size_t max_bytes, npy_array *out, char *err, size_t errsize) {
   memset(out, 0, sizeof *out);
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  unsigned char *buf = malloc(cap);
-  while (buf) {
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (len < cap) break;
-    unsigned char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  int read_error = ferror(f);
-  fclose(f);
-  if (!buf) return fail(err, errsize, "%s: out of memory", path);
-  if (read_error) {
-    free(buf);
-    return fail(err, errsize, "%s: read error", path);
-  }
+  char *buf;
+  size_t len;
+  if (tool_read_file(path, max_bytes, "the limit for this .npy file", &buf, &len, err, errsize))
+    return -1;
   int rc = npy_parse(buf, len, path, out, err, errsize);
   free(buf);
   return rc;
 }
 
-int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
-              const void *data, char *err, size_t errsize) {
+/* The version 1.0 header of an array into head (NPY_HEADER_MAX bytes),
+ * padded as numpy pads it; *count is the element count. */
+#define NPY_HEADER_MAX (16 + 64 + NPY_MAX_DIMS * 24 + 64)
+static int npy_header(npy_dtype dtype, int ndim, const int64_t *shape, const char *what,
+                      unsigned char *head, size_t *padded, int64_t *count, char *err,
+                      size_t errsize) {
   if (ndim < 0 || ndim > NPY_MAX_DIMS || (ndim && !shape) || (unsigned)dtype > NPY_I64)
-    return fail(err, errsize, "%s: bad array description", path);
+    return fail(err, errsize, "%s: bad array description", what);
   char header[64 + NPY_MAX_DIMS * 24];
   int n = snprintf(header, sizeof header, "{'descr': '<%c%zu', 'fortran_order': False, 'shape': (",
                    dtype == NPY_U32 || dtype == NPY_U64 ? 'u' : 'i', npy_dtype_size(dtype));
-  int64_t count = 1;
+  *count = 1;
   for (int d = 0; d < ndim; d++) {
-    if (shape[d] < 0) return fail(err, errsize, "%s: negative extent", path);
+    if (shape[d] < 0) return fail(err, errsize, "%s: negative extent", what);
+    if (__builtin_mul_overflow(*count, shape[d], count) || *count > INT64_MAX / 8)
+      return fail(err, errsize, "%s: shape is too large", what);
     n += snprintf(header + n, sizeof header - (size_t)n, "%s%lld", d ? ", " : "",
                   (long long)shape[d]);
-    count *= shape[d];
   }
   n += snprintf(header + n, sizeof header - (size_t)n, "%s), }", ndim == 1 ? "," : "");
   /* numpy pads the header with spaces and a final newline so that the data
    * starts at a multiple of 64 bytes. */
   size_t prefix = 10, total = prefix + (size_t)n + 1;
-  size_t padded = (total + 63) / 64 * 64;
-  size_t header_len = padded - prefix;
-  unsigned char head[16 + sizeof header + 64];
+  *padded = (total + 63) / 64 * 64;
+  size_t header_len = *padded - prefix;
   memcpy(head, npy_magic, 6);
   head[6] = 1;
   head[7] = 0;
   store_le(head + 8, header_len, 2);
   memcpy(head + prefix, header, (size_t)n);
   memset(head + prefix + n, ' ', header_len - (size_t)n - 1);
-  head[padded - 1] = '\n';
+  head[*padded - 1] = '\n';
+  return 0;
+}
 
-  FILE *f = fopen(path, "wb");
-  if (!f) return fail(err, errsize, "%s: cannot create: %s", path, strerror(errno));
+int npy_write_stream(FILE *f, const char *what, npy_dtype dtype, int ndim, const int64_t *shape,
+                     const void *data, char *err, size_t errsize) {
+  unsigned char head[NPY_HEADER_MAX];
+  size_t padded;
+  int64_t count;
+  if (npy_header(dtype, ndim, shape, what, head, &padded, &count, err, errsize)) return -1;
   int ok = fwrite(head, 1, padded, f) == padded;
   size_t item = npy_dtype_size(dtype);
   unsigned char chunk[4096];
@@ -371,12 +362,24 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
     }
   }
   if (ok && fill) ok = fwrite(chunk, 1, fill, f) == fill;
-  if (fclose(f) != 0) ok = 0;
-  if (!ok) {
-    remove(path);
-    return fail(err, errsize, "%s: write error: %s", path, strerror(errno));
-  }
+  if (ok) ok = fflush(f) == 0;
+  if (!ok) return fail(err, errsize, "%s: write error: %s", what, strerror(errno));
   return 0;
+}
+
+int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
+              const void *data, char *err, size_t errsize) {
+  unsigned char head[NPY_HEADER_MAX];
+  size_t padded;
+  int64_t count;
+  if (npy_header(dtype, ndim, shape, path, head, &padded, &count, err, errsize)) return -1;
+  FILE *f = fopen(path, "wb");
+  if (!f) return fail(err, errsize, "%s: cannot create: %s", path, strerror(errno));
+  int rc = npy_write_stream(f, path, dtype, ndim, shape, data, err, errsize);
+  if (fclose(f) != 0 && rc == 0)
+    rc = fail(err, errsize, "%s: write error: %s", path, strerror(errno));
+  if (rc) remove(path);
+  return rc;
 }
 
 uint64_t npy_get(const npy_array *a, int64_t index, int *negative) {

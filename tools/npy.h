@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define NPY_MAX_DIMS 16
 
@@ -30,16 +31,21 @@ typedef struct npy_array {
 const char *npy_dtype_name(npy_dtype dtype);
 size_t npy_dtype_size(npy_dtype dtype);
 
-/* Reads a .npy file. On failure returns -1, writes a message naming the
- * file and the problem into err (may be NULL) and leaves *out zeroed. */
-int npy_read(const char *path, npy_array *out, char *err, size_t errsize);
+/* Reads a .npy file of at most max_bytes bytes (readfile.h: no devices or
+ * directories). On failure returns -1, writes a message naming the file and
+ * the problem into err (may be NULL) and leaves *out zeroed. */
+int npy_read(const char *path, size_t max_bytes, npy_array *out, char *err, size_t errsize);
 /* The same from bytes in memory; `what` names them in messages. */
 int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
               char *err, size_t errsize);
 /* Writes `data` (count = product of shape elements of dtype) as a version
- * 1.0 .npy file (2.0 if the header needs it). Returns 0 or -1 with err. */
+ * 1.0 .npy file. Returns 0 or -1 with err (and no file left behind). */
 int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
               const void *data, char *err, size_t errsize);
+/* The same into an open stream, flushed but not closed (the caller owns
+ * the file: fhjit-run writes temporaries it renames); `what` names it. */
+int npy_write_stream(FILE *f, const char *what, npy_dtype dtype, int ndim,
+                     const int64_t *shape, const void *data, char *err, size_t errsize);
 /* Element `index` as unsigned; *negative set when a signed element is < 0. */
 uint64_t npy_get(const npy_array *a, int64_t index, int *negative);
 void npy_free(npy_array *a);

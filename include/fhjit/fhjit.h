@@ -261,6 +261,14 @@ FHJIT_API fhjit_status fhjit_output_info_get(const fhjit_graph *g,
 FHJIT_API fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index,
                                            fhjit_type *type,
                                            fhjit_layout *layout);
+/* How the NTTs of a bound graph read input `index`, so that a caller can
+ * give it the right table of fhjit_twiddle_tables: *use is a mask of
+ * FHJIT_TWIDDLE_FORWARD (some forward kind reads it) and
+ * FHJIT_TWIDDLE_INVERSE (some inverse kind does); 0 when no NTT reads it. */
+#define FHJIT_TWIDDLE_FORWARD 1
+#define FHJIT_TWIDDLE_INVERSE 2
+FHJIT_API fhjit_status fhjit_input_twiddle_use(const fhjit_graph *g,
+                                               int32_t index, int *use);
 
 /* A 128-bit canonical hash of a bound graph, for compile caches: equal for
  * the same graph however it was built or formatted; different for any

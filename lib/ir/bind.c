@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/ntt.h"
 
 int64_t fhjit_type_elements(const fhjit_type *t) {
   if (!t || ir_type_structure_problem(t)) return -1;
@@ -182,6 +183,20 @@ static fhjit_status broadcast_batch(fhjit_graph *g, const ir_node *user, fhjit_t
   return FHJIT_OK;
 }
 
+/* The graph's stated moduli (when it states them) under an NTT of length
+ * len: each must be a prime = 1 mod 2N (rns.c's rule). */
+static fhjit_status check_ntt_moduli(fhjit_graph *g, const ir_node *n, int64_t rows, int64_t len) {
+  char why[120];
+  for (int64_t r = 0; r < rows && r < g->nmoduli; r++)
+    if (ir_ntt_modulus_problem(g->moduli[r], len, why, sizeof why))
+      return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
+                         "%%%s = ntt: modulus #%lld = %llu is %s, which an NTT of length %lld "
+                         "needs",
+                         n->name, (long long)r, (unsigned long long)g->moduli[r], why,
+                         (long long)len);
+  return FHJIT_OK;
+}
+
 static fhjit_status same_extent(fhjit_graph *g, const ir_node *user, const char *what,
                                 const char *aname, int64_t a, const char *bname, int64_t b) {
   if (a == b) return FHJIT_OK;
@@ -300,7 +315,7 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     }
     t.comps = n->nargs;
     break;
-  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q = 1 mod 2N */
+  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q prime = 1 mod 2N */
     const ir_node *tw = &g->nodes[n->args[1]];
     if ((st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name, tw->type.rows)) ||
         (st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)))
@@ -311,13 +326,7 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
                          "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
                          "two between 2^4 and 2^17",
                          n->name, (long long)len, a->name);
-    for (int64_t r = 0; r < a->type.rows && r < g->nmoduli; r++)
-      if ((g->moduli[r] - 1) % (2 * (uint64_t)len) != 0)
-        return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
-                           "%%%s = ntt: modulus #%lld = %llu is not 1 mod 2N = %lld, which an "
-                           "NTT of length %lld needs",
-                           n->name, (long long)r, (unsigned long long)g->moduli[r],
-                           (long long)(2 * len), (long long)len);
+    if ((st = check_ntt_moduli(g, n, a->type.rows, len))) return st;
     break;
   }
   default:
@@ -458,5 +467,23 @@ fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index, fhjit_type
   const ir_node *n = &g->nodes[g->inputs[index]];
   if (type) *type = n->type;
   if (layout) *layout = n->layout;
+  return FHJIT_OK;
+}
+
+fhjit_status fhjit_input_twiddle_use(const fhjit_graph *g, int32_t index, int *use) {
+  fhjit_status st = need_bound(g, "fhjit_input_twiddle_use");
+  if (st) return st;
+  if (!use || index < 0 || index >= g->ninputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "fhjit_input_twiddle_use: %s (graph @%s has %d inputs)",
+                    use ? "input index out of range" : "null use", g->name, (int)g->ninputs);
+  int mask = 0;
+  for (int32_t v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_NTT && n->args[1] == g->inputs[index])
+      mask |= ir_ntt_is_forward((ir_ntt_kind)n->attr[0]) ? FHJIT_TWIDDLE_FORWARD
+                                                         : FHJIT_TWIDDLE_INVERSE;
+  }
+  *use = mask;
   return FHJIT_OK;
 }

@@ -202,11 +202,12 @@ static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out) {
       rest /= t->batch[a];
     }
     const ir_modulus *m = &it->mods[r];
-    if ((m->q - 1) % (2 * (uint64_t)len) != 0) {
+    char why[120]; /* the first `rows` transforms see every limb once */
+    if (flat < t->rows && ir_ntt_modulus_problem(m->q, len, why, sizeof why)) {
       st = ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
-                       "fhjit_interpret: %%%s = ntt: limb %lld has q = %llu, which is not 1 "
-                       "mod 2N = %lld",
-                       n->name, (long long)r, (unsigned long long)m->q, (long long)(2 * len));
+                       "fhjit_interpret: %%%s = ntt: limb %lld has q = %llu, which is %s (an "
+                       "NTT of length %lld needs a prime q = 1 mod 2N)",
+                       n->name, (long long)r, (unsigned long long)m->q, why, (long long)len);
       break;
     }
     uint64_t n_inv_r = 0;

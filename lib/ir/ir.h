@@ -238,6 +238,13 @@ const char *ir_type_structure_problem(const fhjit_type *t);
 fhjit_status ir_check_run_args(fhjit_graph *g, const char *fn, const void *params,
                                const void *const *inputs, void *const *results);
 
+/* Why q cannot carry a negacyclic NTT of length n (a power of two >= 1):
+ * "not 1 mod 2N = ... (q mod 2N = ...)" or "not prime", written into buf;
+ * NULL when q is a prime = 1 mod 2N. One rule for bind, the interpreter and
+ * the host helpers of rns.c (fhjit_check_modulus, fhjit_param_table with
+ * ntt, fhjit_twiddle_tables, fhjit_ntt_psi). */
+const char *ir_ntt_modulus_problem(uint64_t q, int64_t n, char *buf, size_t size);
+
 /* Marks the graph unbound and drops derived state (after any change). */
 void ir_unbind(fhjit_graph *g);
 /* Computes the bound graph's hash into g->hash (hash.c); on failure (out of

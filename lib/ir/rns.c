@@ -53,6 +53,20 @@ static int log2_exact(uint64_t x) {
 
 /* ---------------------------------------------------------------- checks */
 
+const char *ir_ntt_modulus_problem(uint64_t q, int64_t n, char *buf, size_t size) {
+  uint64_t two_n = 2 * (uint64_t)n;
+  if (q % two_n != 1) {
+    snprintf(buf, size, "not 1 mod 2N = %llu (q mod 2N = %llu)", (unsigned long long)two_n,
+             (unsigned long long)(q % two_n));
+    return buf;
+  }
+  if (!fhjit_is_prime(q)) {
+    snprintf(buf, size, "not prime");
+    return buf;
+  }
+  return NULL;
+}
+
 /* The reason q is unfit, or NULL. `ntt_n` > 0 asks for NTT use with N =
  * ntt_n, which needs a prime q = 1 mod 2N (ntt_n itself is checked by the
  * callers). */
@@ -66,17 +80,10 @@ static const char *modulus_problem(fhjit_radix radix, uint64_t q, int64_t ntt_n,
              radix == FHJIT_R32 ? 30 : 60, ir_radix_name(radix));
     return buf;
   }
-  if (ntt_n > 0) {
-    uint64_t two_n = 2 * (uint64_t)ntt_n;
-    if (q % two_n != 1) {
-      snprintf(buf, size,
-               "it is not 1 mod 2N = %llu (q mod 2N = %llu), which an NTT of size "
-               "N = %lld needs",
-               (unsigned long long)two_n, (unsigned long long)(q % two_n),
-               (long long)ntt_n);
-      return buf;
-    }
-    if (!fhjit_is_prime(q)) return "it is not prime, which an NTT needs";
+  char why[120];
+  if (ntt_n > 0 && ir_ntt_modulus_problem(q, ntt_n, why, sizeof why)) {
+    snprintf(buf, size, "it is %s, which an NTT of size N = %lld needs", why, (long long)ntt_n);
+    return buf;
   }
   return NULL;
 }
@@ -199,17 +206,17 @@ static uint64_t find_psi(uint64_t q, uint64_t n) {
 /* The prime/NTT checks shared by psi and twiddles, without a radix limit. */
 static fhjit_status check_ntt_prime(fhjit_context *ctx, const char *fn, uint64_t q,
                                     int64_t n, int32_t index) {
-  const char *why = NULL;
-  if (q < 3 || (q & 1) == 0) why = "it is not an odd prime";
-  else if (q % (2 * (uint64_t)n) != 1) why = "it is not 1 mod 2N";
-  else if (!fhjit_is_prime(q)) why = "it is not prime";
+  char buf[120];
+  const char *why = q < 3 || (q & 1) == 0 ? "not an odd prime"
+                                          : ir_ntt_modulus_problem(q, n, buf, sizeof buf);
   if (!why) return FHJIT_OK;
   if (index < 0)
-    return ir_error(ctx, FHJIT_ERR_MODULUS, "%s: modulus %llu is unfit for an NTT of size %lld: %s",
-                    fn, (unsigned long long)q, (long long)n, why);
+    return ir_error(ctx, FHJIT_ERR_MODULUS,
+                    "%s: modulus %llu is unfit for an NTT of size %lld: it is %s", fn,
+                    (unsigned long long)q, (long long)n, why);
   return ir_error(ctx, FHJIT_ERR_MODULUS,
-                  "%s: modulus #%d = %llu is unfit for an NTT of size %lld: %s", fn, (int)index,
-                  (unsigned long long)q, (long long)n, why);
+                  "%s: modulus #%d = %llu is unfit for an NTT of size %lld: it is %s", fn,
+                  (int)index, (unsigned long long)q, (long long)n, why);
 }
 
 fhjit_status fhjit_ntt_psi(fhjit_context *ctx, uint64_t q, int64_t n, uint64_t *psi) {

@@ -4,7 +4,8 @@
  * (version 2.0, 'L' suffixes, double quotes, other key orders, 1-D Fortran
  * order); and every refusal: bad magic and versions, truncation, trailing
  * bytes, other dtypes, big-endian, structured dtypes, multi-axis Fortran
- * order, malformed or incomplete headers, I/O errors. */
+ * order, malformed or incomplete headers, I/O errors; and the size and
+ * file-type limits of the tools' shared reader (readfile.c). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,10 @@
 #include <unistd.h>
 
 #include "npy.h"
+#include "readfile.h"
 #include "testutil.h"
+
+#define NO_LIMIT ((size_t)1 << 40)
 
 /* Builds a version-1 .npy image from a header dict and raw data bytes,
  * padded as numpy pads (data at a multiple of 64). Returns its size. */
@@ -82,7 +86,7 @@ START_TEST(test_round_trips) {
       path_in_tmp(path, sizeof path, "rt.npy");
       ck_assert_msg(npy_write(path, dt, ndim, shapes[s] + 1, data, err, sizeof err) == 0, "%s", err);
       npy_array a;
-      ck_assert_msg(npy_read(path, &a, err, sizeof err) == 0, "%s", err);
+      ck_assert_msg(npy_read(path, NO_LIMIT, &a, err, sizeof err) == 0, "%s", err);
       ck_assert_int_eq(a.dtype, dt);
       ck_assert_int_eq(a.ndim, ndim);
       ck_assert_int_eq(a.count, count);
@@ -259,12 +263,16 @@ START_TEST(test_errors) {
   ck_assert_int_eq(npy_parse(buf, 11, "m", &a, err, sizeof err), -1);
   ck_assert(tu_contains(err, "truncated"));
   /* files */
-  ck_assert_int_eq(npy_read("/nonexistent/dir/x.npy", &a, err, sizeof err), -1);
+  ck_assert_int_eq(npy_read("/nonexistent/dir/x.npy", NO_LIMIT, &a, err, sizeof err), -1);
   ck_assert(tu_contains(err, "/nonexistent/dir/x.npy: cannot open"));
   int64_t shape[1] = {6};
   ck_assert_int_eq(npy_write("/nonexistent/dir/x.npy", NPY_U32, 1, shape, data, err, sizeof err), -1);
   ck_assert(tu_contains(err, "cannot create"));
   ck_assert_int_eq(npy_write("/tmp/x.npy", NPY_U32, 17, shape, data, err, sizeof err), -1);
+  int64_t huge[2] = {INT64_C(1) << 62, 4};
+  /* refused before the file is opened: not "cannot create" */
+  ck_assert_int_eq(npy_write("/nonexistent/dir/x.npy", NPY_U64, 2, huge, data, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "shape is too large"), "%s", err);
   /* a NULL error buffer is allowed */
   ck_assert_int_eq(npy_parse(buf, 5, "m", &a, NULL, 0), -1);
 }
@@ -281,12 +289,65 @@ START_TEST(test_large_file) {
   for (int64_t i = 0; i < count; i++) data[i] = (uint64_t)i * UINT64_C(0x9E3779B97F4A7C15);
   ck_assert_int_eq(npy_write(path, NPY_U64, 3, shape, data, err, sizeof err), 0);
   npy_array a;
-  ck_assert_msg(npy_read(path, &a, err, sizeof err) == 0, "%s", err);
+  ck_assert_msg(npy_read(path, NO_LIMIT, &a, err, sizeof err) == 0, "%s", err);
   ck_assert_int_eq(a.count, count);
   ck_assert_int_eq(memcmp(a.data, data, sizeof *data * (size_t)count), 0);
   npy_free(&a);
   npy_free(&a); /* idempotent */
   free(data);
+  unlink(path);
+  rmdir(tmpdir);
+}
+END_TEST
+
+/* tool_read_file: exact sizes up to the limit, one byte over refused with
+ * the size and the limit named (a regular file before reading, a pipe after
+ * limit + 1 bytes), devices and directories refused before any read. */
+START_TEST(test_read_limits) {
+  make_tmpdir();
+  char path[512], err[512], *data;
+  size_t len;
+  path_in_tmp(path, sizeof path, "hundred");
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < 100; i++) fputc('a' + i % 26, f);
+  fclose(f);
+  ck_assert_int_eq(tool_read_file(path, 100, "the test limit", &data, &len, err, sizeof err), 0);
+  ck_assert_uint_eq(len, 100);
+  ck_assert_int_eq(data[99], 'a' + 99 % 26);
+  ck_assert_int_eq(data[100], '\0');
+  free(data);
+  ck_assert_int_eq(tool_read_file(path, 99, "the test limit", &data, &len, err, sizeof err), -1);
+  ck_assert_ptr_null(data);
+  ck_assert_msg(tu_contains(err, "hundred: 100 bytes, over the test limit of 99 bytes"), "%s", err);
+  /* a stream: sizes are found by reading */
+  f = popen("head -c 100 /dev/zero", "r");
+  ck_assert_ptr_nonnull(f);
+  int saved = dup(0);
+  ck_assert_int_ge(dup2(fileno(f), 0), 0);
+  ck_assert_int_eq(tool_read_file("-", 64, "the pipe limit", &data, &len, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "<stdin>: more than 64 bytes, over the pipe limit of 64 bytes"), "%s", err);
+  dup2(saved, 0);
+  close(saved);
+  pclose(f);
+  /* devices and directories */
+  ck_assert_int_eq(tool_read_file("/dev/zero", 1 << 20, "x", &data, &len, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "/dev/zero: cannot read a character device"), "%s", err);
+  ck_assert_int_eq(tool_read_file(tmpdir, 1 << 20, "x", &data, &len, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "cannot read a directory"), "%s", err);
+  /* npy_read passes its limit on */
+  int64_t shape[1] = {6};
+  uint32_t six[6] = {1, 2, 3, 4, 5, 6};
+  path_in_tmp(path, sizeof path, "six.npy");
+  ck_assert_int_eq(npy_write(path, NPY_U32, 1, shape, six, err, sizeof err), 0);
+  npy_array a;
+  ck_assert_int_eq(npy_read(path, 128 + 24, &a, err, sizeof err), 0); /* 128-byte header */
+  npy_free(&a);
+  ck_assert_int_eq(npy_read(path, 128 + 23, &a, err, sizeof err), -1);
+  ck_assert_msg(tu_contains(err, "six.npy: 152 bytes, over the limit for this .npy file of 151"),
+                "%s", err);
+  ck_assert_ptr_null(a.data);
+  unlink(path);
+  path_in_tmp(path, sizeof path, "hundred");
   unlink(path);
   rmdir(tmpdir);
 }
@@ -300,6 +361,7 @@ int main(void) {
   tcase_add_test(tc, test_header_variants);
   tcase_add_test(tc, test_errors);
   tcase_add_test(tc, test_large_file);
+  tcase_add_test(tc, test_read_limits);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -623,6 +623,87 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
+/* A graph computing ntt_fwd of one [1, 16] row, moduli stated or not. */
+static fhjit_graph *ntt16_graph(fhjit_context *ctx, const uint64_t *q) {
+  fhjit_graph *g = fhjit_graph_create(ctx, "ntt16", FHJIT_R32);
+  if (q) ck_assert_int_eq(fhjit_graph_set_moduli(g, q, 1), FHJIT_OK);
+  fhjit_type xt = poly(0, 0, NULL, 1, 16), tt = twiddles(1, 16);
+  fhjit_value x = fhjit_input(g, "x", &xt), tw = fhjit_input(g, "tf", &tt);
+  fhjit_output(g, fhjit_ntt(g, x, tw, FHJIT_NTT_COEF_MONT_TO_NTT), "y");
+  return g;
+}
+
+/* Composite moduli that are 1 mod 2N = 32 (65 = 5 * 13, 161 = 7 * 23, the
+ * Carmichael number 1729 = 7 * 13 * 19) are refused for NTT use, at bind when the graph states
+ * them and by the interpreter when only the parameter table carries them;
+ * a prime = 1 mod 2N (97) is accepted by both. */
+START_TEST(test_composite_moduli) {
+  fhjit_context *ctx = fhjit_context_create();
+  const uint64_t composite[] = {65, 161, 1729}, prime = 97;
+  for (size_t i = 0; i < sizeof composite / sizeof *composite; i++) {
+    fhjit_graph *g = ntt16_graph(ctx, &composite[i]);
+    ck_assert_msg(fhjit_bind(g) == FHJIT_ERR_MODULUS, "bind accepted q = %llu",
+                  (unsigned long long)composite[i]);
+    ck_assert_msg(tu_contains(fhjit_last_error(ctx), "is not prime"), "%s", fhjit_last_error(ctx));
+    fhjit_graph_destroy(g);
+  }
+  fhjit_graph *g = ntt16_graph(ctx, &prime);
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  fhjit_graph_destroy(g);
+
+  /* no stated moduli: the interpreter checks the table's q */
+  g = ntt16_graph(ctx, NULL);
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  uint32_t params[8], x[16] = {0}, tw[16] = {0}, y[16];
+  const void *in[2] = {x, tw};
+  void *out[1] = {y};
+  for (size_t i = 0; i < sizeof composite / sizeof *composite; i++) {
+    ck_assert_int_eq(fhjit_param_table(ctx, FHJIT_R32, &composite[i], 1, 16, 0, 1, params, 1),
+                     FHJIT_OK);
+    memset(y, 0x5A, sizeof y);
+    ck_assert_int_eq(fhjit_interpret(g, params, 1, in, out), FHJIT_ERR_MODULUS);
+    ck_assert_msg(tu_contains(fhjit_last_error(ctx), "which is not prime"), "%s",
+                  fhjit_last_error(ctx));
+    ck_assert_uint_eq(y[0], 0x5A5A5A5Au); /* nothing written */
+  }
+  ck_assert_int_eq(fhjit_param_table(ctx, FHJIT_R32, &prime, 1, 16, 1, 1, params, 1), FHJIT_OK);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, FHJIT_R32, &prime, 1, 16, tw, NULL), FHJIT_OK);
+  ck_assert_int_eq(fhjit_interpret(g, params, 1, in, out), FHJIT_OK);
+  fhjit_graph_destroy(g);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
+/* fhjit_input_twiddle_use: which table each input must hold. */
+START_TEST(test_twiddle_use) {
+  fhjit_context *ctx = fhjit_context_create();
+  fhjit_graph *g = fhjit_graph_create(ctx, "use", FHJIT_R62);
+  fhjit_type xt = poly(0, 0, NULL, 1, 16), tt = twiddles(1, 16);
+  fhjit_value x = fhjit_input(g, "x", &xt), tf = fhjit_input(g, "tf", &tt);
+  fhjit_value ti = fhjit_input(g, "ti", &tt), both = fhjit_input(g, "both", &tt);
+  fhjit_input(g, "unused", &tt);
+  fhjit_value f = fhjit_ntt(g, x, tf, FHJIT_NTT_COEF_STD_TO_NTT);
+  fhjit_output(g, fhjit_ntt(g, f, ti, FHJIT_NTT_TO_COEF_STD), "y");
+  fhjit_value b = fhjit_ntt(g, x, both, FHJIT_NTT_COEF_MONT_TO_NTT);
+  fhjit_output(g, fhjit_ntt(g, b, both, FHJIT_NTT_TO_COEF_MONT), "z");
+  int use = -1;
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 1, &use), FHJIT_ERR_ARGUMENT); /* unbound */
+  ck_assert(tu_contains(fhjit_last_error(ctx), "not bound"));
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  const int want[5] = {0, FHJIT_TWIDDLE_FORWARD, FHJIT_TWIDDLE_INVERSE,
+                       FHJIT_TWIDDLE_FORWARD | FHJIT_TWIDDLE_INVERSE, 0};
+  for (int32_t i = 0; i < 5; i++) {
+    ck_assert_int_eq(fhjit_input_twiddle_use(g, i, &use), FHJIT_OK);
+    ck_assert_msg(use == want[i], "input %d: use %d, want %d", (int)i, use, want[i]);
+  }
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 5, &use), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, -1, &use), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(g, 0, NULL), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_input_twiddle_use(NULL, 0, &use), FHJIT_ERR_ARGUMENT);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------------------- GPU */
 
 /* The GPU program of an anchored graph: the NTTs' kernels with their launch
@@ -683,6 +764,8 @@ int main(void) {
   TCase *tc = tcase_create("ntt_graph");
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_refusals);
+  tcase_add_test(tc, test_composite_moduli);
+  tcase_add_test(tc, test_twiddle_use);
   tcase_add_test(tc, test_gpu_program);
   tcase_add_loop_test(tc, test_views, 0, 4);
   tcase_add_loop_test(tc, test_chain_product, 0, 4);

@@ -315,6 +315,9 @@ START_TEST(test_check_modulus) {
   expect_modulus_error(FHJIT_R32, 268369921, 1 << 16, FHJIT_ERR_MODULUS, "1 mod 2N");
   /* (2N+1)(4N+1) = 1 mod 2N, N = 8: 17 * 33 = 561, composite */
   expect_modulus_error(FHJIT_R32, 561, 8, FHJIT_ERR_MODULUS, "prime");
+  /* 65 = 5 * 13 = 1 mod 32: composite; 1000003 is prime but 3 mod 32 */
+  expect_modulus_error(FHJIT_R32, 65, 16, FHJIT_ERR_MODULUS, "it is not prime");
+  expect_modulus_error(FHJIT_R32, 1000003, 16, FHJIT_ERR_MODULUS, "not 1 mod 2N = 32");
   expect_modulus_error(FHJIT_R32, 268369921, 3, FHJIT_ERR_ARGUMENT, "power of two");
   expect_modulus_error(FHJIT_R32, 268369921, -2, FHJIT_ERR_ARGUMENT, "negative");
   expect_modulus_error((fhjit_radix)7, 268369921, 0, FHJIT_ERR_ARGUMENT, "radix");

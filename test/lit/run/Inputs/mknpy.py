@@ -2,11 +2,12 @@
 """mknpy.py: writes small .npy files for the fhjit-run lit tests without
 numpy, including deliberately broken ones.
 
-usage: mknpy.py OUT DESCR SHAPE [--fill V] [--fortran] [--truncate K]
-                [--version 1|2] [--raw-header TEXT]
+usage: mknpy.py OUT DESCR SHAPE [--fill V] [--values V0,V1,...] [--fortran]
+                [--truncate K] [--version 1|2] [--raw-header TEXT]
 DESCR is the numpy type string ('<u4', '<i8', '<f8', '>u4', ...), SHAPE a
 comma-separated list of extents ('' for a scalar). Elements are
-(index % 1000) unless --fill gives one value (it may be negative)."""
+(index % 1000) unless --fill gives one value (it may be negative) or --values
+all of them in C order."""
 import struct
 import sys
 
@@ -16,6 +17,7 @@ def main():
     out, descr, shape_text = args[0], args[1], args[2]
     opts = args[3:]
     fill = None
+    values = None
     fortran = False
     truncate = 0
     version = 1
@@ -24,6 +26,8 @@ def main():
     while i < len(opts):
         if opts[i] == "--fill":
             fill = int(opts[i + 1]); i += 2
+        elif opts[i] == "--values":
+            values = [int(v) for v in opts[i + 1].split(",")]; i += 2
         elif opts[i] == "--fortran":
             fortran = True; i += 1
         elif opts[i] == "--truncate":
@@ -54,8 +58,10 @@ def main():
     fmt = {"u4": "I", "u8": "Q", "i4": "i", "i8": "q", "f8": "d", "f4": "f",
            "u1": "B", "u2": "H"}.get(code, "I")
     data = b""
+    if values is not None and len(values) != count:
+        sys.exit("mknpy.py: --values gives %d values for %d elements" % (len(values), count))
     for k in range(count):
-        v = fill if fill is not None else k % 1000
+        v = values[k] if values is not None else fill if fill is not None else k % 1000
         if fmt in "df":
             v = float(v)
         data += struct.pack(endian + fmt, v)
