@@ -1034,11 +1034,8 @@ def _torch_alloc(torch, shape, arrays, descs, word, dev, s, stream):
         if isinstance(x, torch.Tensor):
             dtype = x.dtype
             break
-    if dtype is None:
-        kind = descs[0][4] if descs else "i"
-        name = {(4, "i"): "int32", (8, "i"): "int64", (4, "u"): "uint32",
-                (8, "u"): "uint64"}[(word, kind)]
-        dtype = getattr(torch, name, None) or getattr(torch, name.replace("u", ""))
+    if dtype is None:  # signed words: what every torch version handles
+        dtype = torch.int32 if word == 4 else torch.int64
     if dev is None:
         dev = driver().pointer_device(descs[0][0]) if descs else None
         if dev is None:
@@ -1047,8 +1044,12 @@ def _torch_alloc(torch, shape, arrays, descs, word, dev, s, stream):
     if s != _torch_stream(torch, dev):
         # allocate on the launch stream, so that torch's caching allocator
         # orders the memory's reuse after this launch
-        st = stream if isinstance(stream, torch.cuda.Stream) else \
-            torch.cuda.ExternalStream(s, device=device)
+        if isinstance(stream, torch.cuda.Stream):
+            st = stream
+        elif s == 0:
+            st = torch.cuda.default_stream(device)
+        else:
+            st = torch.cuda.ExternalStream(s, device=device)
         with torch.cuda.stream(st):
             return torch.empty(shape, dtype=dtype, device=device)
     return torch.empty(shape, dtype=dtype, device=device)

@@ -582,3 +582,24 @@ def test_collected_graphs_keep_their_kernels(fake, rng):
     g = launch_once("closed")
     g.close()
     assert live() == before + 1
+
+
+def test_cupy_arrays(torch, rng):
+    """CuPy arrays (__cuda_array_interface__ v3 with a stream) in and out,
+    on CuPy's current stream."""
+    cupy = pytest.importorskip("cupy")
+    g, q = mulplain()
+    c, p = data(rng, q)
+    want = g.run(c, p)
+    C, Pp = cupy.asarray(c), cupy.asarray(p)
+    P = cupy.asarray(np.ascontiguousarray(fhjit.param_table(q, "r62")))
+    out = cupy.zeros(want.shape, dtype=cupy.uint64)
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        got = g.run(C, Pp, params=P, out=out)
+        assert got is out
+        s.synchronize()
+    assert np.array_equal(cupy.asnumpy(out), want)
+    alloc = g.run(C, Pp, params=P)  # allocated by torch (present): a torch tensor
+    cupy.cuda.Device().synchronize()
+    assert np.array_equal(alloc.cpu().numpy().view(np.uint64), want)
