@@ -12,7 +12,7 @@ PACKAGES=(
   clang           # libFuzzer target (optional build, -DFHJIT_FUZZ=ON)
   python3
   python3-numpy python3-pytest  # the Python package's tests (scripts/test.sh)
-  python3-setuptools python3-wheel python3-pip python3-venv  # pip install ./python, offline
+  python3-setuptools python3-wheel python3-pip  # pip install ./python, offline (test_packaging)
 )
 
 missing=()
