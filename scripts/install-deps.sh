@@ -11,6 +11,8 @@ PACKAGES=(
   check libsubunit-dev    # unit tests (Check through pkg-config)
   clang           # libFuzzer target (optional build, -DFHJIT_FUZZ=ON)
   python3
+  python3-numpy python3-pytest  # the Python package's tests (scripts/test.sh)
+  python3-setuptools python3-wheel python3-pip  # pip install ./python, offline (test_packaging)
 )
 
 missing=()

@@ -2,7 +2,8 @@
 # test.sh: the README's test command. On a fresh Debian 12 machine it
 # installs the packages fhjit needs, builds, and runs every test: unit tests
 # (Check), lit + FileCheck tests (PTX checked with ptxas when the CUDA toolkit
-# is present), then the unit and lit suites again under ASan + UBSan, and a
+# is present), the Python package's pytest suite (its GPU path against the
+# fake libcuda), then the unit and lit suites again under ASan + UBSan, and a
 # short smoke run of the parser fuzz target. GPU tests skip without a driver.
 # Exits non-zero on any failure, and when no test ran.
 set -euo pipefail
@@ -28,6 +29,21 @@ echo "== build (Debug, -Wall -Wextra -Werror) =="
 configure_build build/debug -DCMAKE_C_FLAGS=-Werror
 echo "== tests =="
 run_ctest build/debug
+
+echo "== Python package (pytest; the GPU path against the fake libcuda) =="
+# Debian's interpreter (python3-numpy, python3-pytest), the package from the
+# tree, the library just built; a cache directory of its own, since the fake
+# driver's "cubins" must never reach a real driver's cache. Not under ASan:
+# loading an ASan library through ctypes needs LD_PRELOAD (docs/python.md).
+rc=0
+FHJIT_LIBRARY="$ROOT/build/debug/libfhjit.so" PYTHONPATH="$ROOT/python" \
+  FHJIT_LIBCUDA="$ROOT/build/debug/test/unit/fake_cuda/libfake_cuda.so" \
+  FHJIT_CACHE_DIR="$ROOT/build/pytest-fhjit-cache" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$ROOT/python/tests" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  [ "$rc" -eq 5 ] && echo "pytest: no test ran"
+  exit 1
+fi
 
 echo "== install; build and run examples/embed against the installed package =="
 cmake --install build/debug --prefix "$ROOT/build/prefix" >/dev/null
