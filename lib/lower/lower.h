@@ -72,5 +72,10 @@ int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size);
  * on the graph's context. */
 fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out);
 void lw_program_free(lw_program *p);
+/* What lw_compile_ptx's program would be, without its code (out->ptx NULL):
+ * the same kernels (names, launch facts, arguments) and scratch buffers,
+ * from the plans alone (no LLVM). The runtime checks disk cache entries
+ * against it. Errors as lw_compile_ptx's planning gives them. */
+fhjit_status lw_describe_program(fhjit_graph *g, const char *arch, lw_program *out);
 
 #endif
