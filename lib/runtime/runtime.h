@@ -182,6 +182,10 @@ fhjit_cuda_kernel *rt_compile(fhjit_graph *g, const fhjit_cuda_options *o, CUcon
  * bring hand-written PTX. */
 typedef fhjit_status (*rt_lower_fn)(fhjit_graph *g, const char *arch, lw_program *out);
 extern rt_lower_fn rt_lower;
+/* What rt_lower's program for g must be, without code (lw_describe_program;
+ * tests that replace rt_lower replace this too): disk cache entries are
+ * keyed by it and checked against it. */
+extern rt_lower_fn rt_describe;
 
 /* The graph's values that the runtime launches (inputs and results), and
  * whether it may run in place. Used when a kernel is created. */
