@@ -852,6 +852,7 @@ static int run_cuda(run_state *s, void **results, timing *tm) {
     rc = lib_error(ctx, "fhjit_cuda_compile");
     goto done;
   }
+  if (info.disk_note[0]) fprintf(stderr, "fhjit-run: note: %s\n", info.disk_note);
   fhjit_cuda_args args = {.params = params, .pstride = s->pstride, .inputs = ins,
                           .ninputs = s->ninputs, .results = outs, .nresults = s->nresults};
   typedef int (*sync_fn)(void);

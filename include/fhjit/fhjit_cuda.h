@@ -93,6 +93,8 @@ typedef struct fhjit_cuda_compile_info {
   double load_ms;        /* cuModuleLoadData, functions, scratch */
   double disk_ms;        /* disk cache read and write */
   double total_ms;       /* the whole call */
+  char disk_note[384];   /* "" or why the disk cache was not used, an entry
+                            was refused (disk_rejected) or none was written */
 } fhjit_cuda_compile_info;
 
 /* 1 when a driver and a device are usable; 0 with the reason recorded on ctx

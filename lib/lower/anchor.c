@@ -163,6 +163,16 @@ static int new_scratch(an_build *B, const fhjit_type *t) {
   return B->p->nscratch++;
 }
 
+/* The name of a sub-graph of step s (its target t, or -1): "<kind><s>" or
+ * "<kind><s>_<t>". The sub-graph's symbols (lower.c: "fhjit_" + that name,
+ * ".eval<c>", ".body") are then unique in the program by construction, by
+ * the step and target indices (< LW_MAX_KERNELS, < LW_NTT_MAX_EPI), and
+ * independent of the graph's name, which may be long or odd. */
+static void sub_name(char out[16], const char *kind, int s, int t) {
+  if (t < 0) snprintf(out, 16, "%s%d", kind, s);
+  else snprintf(out, 16, "%s%d_%d", kind, s, t);
+}
+
 /* Copies op node n of g into sub with operands `args` (sub values). */
 static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_value *args) {
   switch (n->op) {
@@ -255,8 +265,8 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
   fhjit_graph *g = B->g;
   an_step *s = new_step(B);
   if (!s) return;
-  char name[64];
-  snprintf(name, sizeof name, "%s_pw%d", g->name, B->p->nsteps - 1);
+  char name[16];
+  sub_name(name, "pw", B->p->nsteps - 1, -1);
   s->sub = make_sub(B, name, targets, ntargets, &s->in);
   s->out = malloc(sizeof *s->out * (size_t)(ntargets + 1));
   if (!s->out && !B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
@@ -430,8 +440,8 @@ static void add_epilogues(an_build *B, an_step *s, fhjit_value v) {
     fhjit_value u = g->results[k].value;
     if (B->epi_of[u] != v || B->where[u].kind >= 0) continue;
     int t = s->nepi;
-    char name[64];
-    snprintf(name, sizeof name, "%s_epi%d_%d", g->name, B->p->nsteps - 1, t);
+    char name[16];
+    sub_name(name, "epi", B->p->nsteps - 1, t);
     s->epi_sub[t] = make_sub(B, name, &u, 1, &s->epi_in[t]);
     s->nepi++;
     if (B->st) return;
@@ -488,8 +498,8 @@ static an_plan *build_plan(fhjit_graph *g) {
       /* computed: fused into the NTT's first kernel (prologue) */
       fhjit_value m = x;
       if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];
-      char name[64];
-      snprintf(name, sizeof name, "%s_pro%d", g->name, B.p->nsteps);
+      char name[16];
+      sub_name(name, "pro", B.p->nsteps, -1);
       pro_sub = make_sub(&B, name, &m, 1, &pro_in);
       if (B.st) {
         free(pro_in);
@@ -614,6 +624,133 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->out[r].kind, st->out[r].index};
 }
 
+/* The prefix of NTT step s's kernel names: "fhjit_ntt<s>_n<log N>", the
+ * kernels "<prefix>_k<j>" (ntt_emit.c); unique by the step index. */
+static void ntt_prefix(char out[40], int s, const lw_ntt_plan *np) {
+  snprintf(out, 40, "fhjit_ntt%d_n%d", s, np->log_n);
+}
+
+static fhjit_status too_many_kernels(fhjit_graph *g) {
+  return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s needs more than %d kernels",
+                  g->name, LW_MAX_KERNELS);
+}
+
+/* Appends the kernels of NTT step s (its plan made for the target). */
+static void describe_ntt(const an_plan *p, int s, lw_program *out) {
+  const an_step *sp = &p->steps[s];
+  char prefix[40];
+  ntt_prefix(prefix, s, &sp->plan);
+  for (int j = 0; j < sp->plan.nkernels; j++) {
+    lw_kernel *k = &out->kernels[out->nkernels++];
+    snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
+    k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = sp->plan.k[j].threads;
+    k->block[1] = k->block[2] = 1;
+    step_args(p, s, &sp->plan, j, k);
+    lw_ntt_launch_facts(&sp->plan, j, k);
+  }
+}
+
+/* Appends the kernel of pointwise step s. */
+static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, lw_program *out) {
+  lw_plan pl;
+  fhjit_status st = lw_plan_graph(p->steps[s].sub, &pl);
+  if (st)
+    return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
+                    fhjit_last_error(p->sctx));
+  lw_kernel *k = &out->kernels[out->nkernels++];
+  snprintf(k->name, sizeof k->name, "%s", pl.name);
+  k->grid[0] = (uint32_t)((pl.groups + LW_BLOCK - 1) / LW_BLOCK);
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = LW_BLOCK;
+  k->block[1] = k->block[2] = 1;
+  step_args(p, s, NULL, 0, k);
+  return FHJIT_OK;
+}
+
+/* The program of plan p for target t without its code: kernels (names,
+ * launch facts, arguments) in launch order and scratch buffers. NTT plans
+ * are adjusted to the target (lw_ntt_for_target) on the way. */
+static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *t,
+                                   lw_program *out) {
+  memset(out, 0, sizeof *out);
+  for (int s = 0; s < p->nsteps; s++) {
+    an_step *sp = &p->steps[s];
+    if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
+      return too_many_kernels(g);
+    if (!sp->is_ntt) {
+      fhjit_status st = describe_pointwise(g, p, s, out);
+      if (st) return st;
+      continue;
+    }
+    lw_ntt_for_target(&sp->plan, t);
+    describe_ntt(p, s, out);
+  }
+  out->nscratch = p->nscratch;
+  memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
+  return FHJIT_OK;
+}
+
+/* Every kernel the program describes is a distinct function of module m: a
+ * second definition under one name would have been renamed by LLVM, and
+ * the launch would find the first. An internal error otherwise. */
+static fhjit_status check_kernel_names(fhjit_graph *g, LLVMModuleRef m, const lw_program *out) {
+  for (int32_t i = 0; i < out->nkernels; i++) {
+    const char *name = out->kernels[i].name;
+    for (int32_t j = 0; j < i; j++)
+      if (!strcmp(name, out->kernels[j].name)) return lw_duplicate_symbol(g->ctx, name);
+    if (!LLVMGetNamedFunction(m, name))
+      return ir_error(g->ctx, FHJIT_ERR_LLVM, "internal: graph @%s: no kernel %s in the module",
+                      g->name, name);
+  }
+  return FHJIT_OK;
+}
+
+/* Adds step s's code to module m. */
+static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef c,
+                               LLVMModuleRef m, LLVMTargetMachineRef tm) {
+  an_step *sp = &p->steps[s];
+  if (sp->is_ntt) {
+    char prefix[40];
+    ntt_prefix(prefix, s, &sp->plan);
+    lw_ntt_fusion fu;
+    step_fusion(g, sp, &fu);
+    fhjit_status st = lw_ntt_build(g->ctx, &sp->plan, &fu, LW_GPU, prefix, c, m);
+    if (st && (sp->pro_sub || sp->nepi) && fhjit_last_status(p->sctx))
+      st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
+                    fhjit_last_error(p->sctx));
+    return st;
+  }
+  lw_plan pl;
+  LLVMModuleRef sm = NULL;
+  fhjit_status st;
+  if ((st = lw_plan_graph(sp->sub, &pl)) || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
+    return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
+                    fhjit_last_error(p->sctx));
+  nv_prepare_module(sm, tm);
+  if (lw_symbol_taken(m, pl.name)) {
+    LLVMDisposeModule(sm);
+    return lw_duplicate_symbol(g->ctx, pl.name);
+  }
+  if (LLVMLinkModules2(m, sm))
+    return ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: linking a pointwise step failed",
+                    g->name);
+  return FHJIT_OK;
+}
+
+fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *out) {
+  memset(out, 0, sizeof *out);
+  const nv_target *t = nv_find_target(g->ctx, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  fhjit_status st = describe_steps(g, p, t, out);
+  plan_free(p);
+  if (st) memset(out, 0, sizeof *out);
+  return st;
+}
+
 fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
                                    char **text, lw_program *prog) {
   if (text) *text = NULL;
@@ -622,73 +759,20 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
   if (!t) return FHJIT_ERR_TARGET;
   an_plan *p = build_plan(g);
   if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
-  LLVMTargetMachineRef tm = nv_gpu_machine(g->ctx, t);
+  lw_program out;
+  fhjit_status st = describe_steps(g, p, t, &out);
+  LLVMTargetMachineRef tm = st ? NULL : nv_gpu_machine(g->ctx, t);
   if (!tm) {
     plan_free(p);
-    return FHJIT_ERR_LLVM;
+    return st ? st : FHJIT_ERR_LLVM;
   }
   LLVMContextRef c = LLVMContextCreate();
-  char mname[96];
-  snprintf(mname, sizeof mname, "fhjit_%s", g->name);
+  char mname[LW_NAME_MAX]; /* the module's name only: no symbol */
+  lw_graph_symbol(g->name, mname);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(mname, c);
   nv_prepare_module(m, tm);
-  fhjit_status st = FHJIT_OK;
-  lw_program out = {0};
-  for (int s = 0; s < p->nsteps && !st; s++) {
-    an_step *sp = &p->steps[s];
-    if (sp->is_ntt) {
-      char prefix[40];
-      snprintf(prefix, sizeof prefix, "fhjit_ntt%d_n%d", s, sp->plan.log_n);
-      lw_ntt_fusion fu;
-      step_fusion(g, sp, &fu);
-      lw_ntt_for_target(&sp->plan, t);
-      st = lw_ntt_build(g->ctx, &sp->plan, &fu, LW_GPU, prefix, c, m);
-      if (st && (sp->pro_sub || sp->nepi) && fhjit_last_status(p->sctx))
-        st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
-                      fhjit_last_error(p->sctx));
-      for (int j = 0; j < sp->plan.nkernels && !st; j++) {
-        if (out.nkernels == LW_MAX_KERNELS) {
-          st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
-                        "error: graph @%s needs more than %d kernels", g->name, LW_MAX_KERNELS);
-          break;
-        }
-        lw_kernel *k = &out.kernels[out.nkernels++];
-        snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
-        k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
-        k->grid[1] = k->grid[2] = 1;
-        k->block[0] = sp->plan.k[j].threads;
-        k->block[1] = k->block[2] = 1;
-        step_args(p, s, &sp->plan, j, k);
-        lw_ntt_launch_facts(&sp->plan, j, k);
-      }
-      continue;
-    }
-    lw_plan pl;
-    LLVMModuleRef sm = NULL;
-    if ((st = lw_plan_graph(sp->sub, &pl)) || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm))) {
-      st = ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
-                    fhjit_last_error(p->sctx));
-      break;
-    }
-    nv_prepare_module(sm, tm);
-    if (LLVMLinkModules2(m, sm)) {
-      st = ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: linking a pointwise step failed",
-                    g->name);
-      break;
-    }
-    if (out.nkernels == LW_MAX_KERNELS) {
-      st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s needs more than %d kernels",
-                    g->name, LW_MAX_KERNELS);
-      break;
-    }
-    lw_kernel *k = &out.kernels[out.nkernels++];
-    snprintf(k->name, sizeof k->name, "%s", pl.name);
-    k->grid[0] = (uint32_t)((pl.groups + LW_BLOCK - 1) / LW_BLOCK);
-    k->grid[1] = k->grid[2] = 1;
-    k->block[0] = LW_BLOCK;
-    k->block[1] = k->block[2] = 1;
-    step_args(p, s, NULL, 0, k);
-  }
+  for (int s = 0; s < p->nsteps && !st; s++) st = build_step(g, p, s, c, m, tm);
+  if (!st) st = check_kernel_names(g, m, &out);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
   if (!st) st = nv_verify(g->ctx, m, what);
@@ -706,8 +790,6 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
     if (!st && prog) {
       out.ptx = ptx;
       ptx = NULL;
-      out.nscratch = p->nscratch;
-      memcpy(out.scratch_bytes, p->scratch_bytes, sizeof out.scratch_bytes);
       *prog = out;
     }
     free(ptx);
@@ -746,6 +828,9 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       lw_ntt_fusion fu;
       step_fusion(g, &p->steps[s], &fu);
       fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &fu, &p->host[s]);
+      if (st && fhjit_last_status(p->sctx)) /* the fused work's error is on sctx */
+        st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
+                      fhjit_last_error(p->sctx));
       if (st) {
         plan_free(p);
         return st;

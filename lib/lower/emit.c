@@ -83,6 +83,25 @@ const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind, const char *arch) {
   return text;
 }
 
+/* The program of a graph compiled as one fused kernel with `plan`. */
+static void describe_fused(const fhjit_graph *g, const lw_plan *plan, lw_program *out) {
+  memset(out, 0, sizeof *out);
+  if (g->nresults == 0) return; /* only identity views: nothing to launch */
+  lw_kernel *k = &out->kernels[0];
+  out->nkernels = 1;
+  snprintf(k->name, sizeof k->name, "%s", plan->name);
+  k->grid[0] = (uint32_t)lw_plan_grid(plan);
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = (uint32_t)plan->block;
+  k->block[1] = k->block[2] = 1;
+  k->nargs = lw_num_args(g);
+  k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
+  k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  for (int32_t j = 0; j < g->ninputs; j++) k->args[2 + j] = (lw_arg){LW_ARG_INPUT, j};
+  for (int32_t r = 0; r < g->nresults; r++)
+    k->args[2 + g->ninputs + r] = (lw_arg){LW_ARG_RESULT, r};
+}
+
 fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_compile_ptx: null program");
@@ -93,22 +112,22 @@ fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
   char *ptx;
   fhjit_status st = compile_gpu(g, arch, FHJIT_EMIT_PTX, lw_gpu_pipeline, &plan, &ptx);
   if (st) return st;
+  describe_fused(g, &plan, out);
   out->ptx = ptx;
-  if (g->nresults == 0) return FHJIT_OK; /* only identity views: nothing to launch */
-  lw_kernel *k = &out->kernels[0];
-  out->nkernels = 1;
-  snprintf(k->name, sizeof k->name, "%s", plan.name);
-  k->grid[0] = (uint32_t)lw_plan_grid(&plan);
-  k->grid[1] = k->grid[2] = 1;
-  k->block[0] = (uint32_t)plan.block;
-  k->block[1] = k->block[2] = 1;
-  k->nargs = lw_num_args(g);
-  k->args[0] = (lw_arg){LW_ARG_PARAMS, 0};
-  k->args[1] = (lw_arg){LW_ARG_PSTRIDE, 0};
-  for (int32_t j = 0; j < g->ninputs; j++) k->args[2 + j] = (lw_arg){LW_ARG_INPUT, j};
-  for (int32_t r = 0; r < g->nresults; r++)
-    k->args[2 + g->ninputs + r] = (lw_arg){LW_ARG_RESULT, r};
   return FHJIT_OK;
+}
+
+fhjit_status lw_describe_program(fhjit_graph *g, const char *arch, lw_program *out) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_describe_program: null program");
+  memset(out, 0, sizeof *out);
+  if (g->bound && lw_graph_has_anchor(g)) return lw_anchor_describe(g, arch, out);
+  if (!nv_find_target(g->ctx, arch)) return FHJIT_ERR_TARGET;
+  lw_plan plan;
+  fhjit_status st = lw_plan_graph(g, &plan);
+  if (!st) st = lw_apply_pw_plan(g, &plan, LW_GPU);
+  if (!st) describe_fused(g, &plan, out);
+  return st;
 }
 
 char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *arch,

@@ -24,6 +24,27 @@ int lw_force_idx64;
 
 static int nc_of(const ir_node *n) { return n->type.comps > 1 ? n->type.comps : 1; }
 
+void lw_graph_symbol(const char *graph_name, char out[LW_NAME_MAX]) {
+  static const char prefix[] = "fhjit_";
+  size_t n = sizeof prefix - 1;
+  memcpy(out, prefix, n);
+  for (const char *s = graph_name; *s && n < LW_NAME_MAX - 1; s++, n++) {
+    char c = *s;
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    out[n] = ok ? c : '_';
+  }
+  out[n] = 0;
+}
+
+int lw_symbol_taken(LLVMModuleRef m, const char *name) {
+  return LLVMGetNamedFunction(m, name) != NULL || LLVMGetNamedGlobal(m, name) != NULL;
+}
+
+fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name) {
+  return ir_error(ctx, FHJIT_ERR_LLVM,
+                  "internal: symbol %s defined twice in one module (names must be unique)", name);
+}
+
 fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   if (!g->bound)
@@ -32,12 +53,7 @@ fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
   memset(p, 0, sizeof *p);
   p->per_thread = 1;
   p->block = LW_BLOCK;
-  /* Kernel symbol: "fhjit_" + the graph name with anything PTX does not allow
-   * in identifiers replaced by '_'. */
-  snprintf(p->name, sizeof p->name, "fhjit_%s", g->name);
-  for (char *s = p->name; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
-      *s = '_';
+  lw_graph_symbol(g->name, p->name);
   if (g->nresults == 0) {
     p->vec = 1;
     p->idx_bits = 32;
@@ -834,6 +850,16 @@ static void name_args(lw *L, LLVMValueRef fn) {
   }
 }
 
+/* 1 (the internal error recorded) when module m already has the symbol
+ * "<plan name><suffix>": see lw_symbol_taken. */
+static int name_taken(lw *L, const char *suffix) {
+  char name[LW_NAME_MAX + 16];
+  snprintf(name, sizeof name, "%s%s", L->p->name, suffix);
+  if (!lw_symbol_taken(L->m, name)) return 0;
+  if (!L->st) L->st = lw_duplicate_symbol(L->g->ctx, name);
+  return 1;
+}
+
 static LLVMValueRef build_body(lw *L) {
   fhjit_graph *g = L->g;
   int32_t n = lw_num_args(g);
@@ -849,9 +875,15 @@ static LLVMValueRef build_body(lw *L) {
   types[n] = L->idxt;
   int reg = L->eval_comp >= 0 && L->reg_input >= 0;
   if (reg) types[n + 1] = L->word;
-  char fname[96];
-  if (L->eval_comp >= 0) snprintf(fname, sizeof fname, "%s.eval%d", L->p->name, L->eval_comp);
-  else snprintf(fname, sizeof fname, "%s.body", L->p->name);
+  char suffix[16]; /* ".body", or ".eval" and a component (< 4) */
+  if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
+  else snprintf(suffix, sizeof suffix, ".body");
+  if (name_taken(L, suffix)) {
+    free(types);
+    return NULL;
+  }
+  char fname[LW_NAME_MAX + 16];
+  snprintf(fname, sizeof fname, "%s%s", L->p->name, suffix);
   LLVMTypeRef ret = L->eval_comp >= 0 ? L->word : L->voidt;
   LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg), 0));
   free(types);
@@ -910,6 +942,11 @@ static void build_kernel(lw *L, LLVMValueRef body) {
     free(types);
     free(args);
     oom(L);
+    return;
+  }
+  if (name_taken(L, "")) {
+    free(types);
+    free(args);
     return;
   }
   arg_types(L, types);
@@ -992,9 +1029,14 @@ static void build_host(lw *L, LLVMValueRef body) {
     oom(L);
     return;
   }
+  if (name_taken(L, "_host") || name_taken(L, "_host_packed")) {
+    free(types);
+    free(args);
+    return;
+  }
   arg_types(L, types);
   types[n] = types[n + 1] = L->i64;
-  char fname[96];
+  char fname[LW_NAME_MAX + 16]; /* the plan's name and "_host_packed" */
   snprintf(fname, sizeof fname, "%s_host", L->p->name);
   LLVMTypeRef fty = LLVMFunctionType(L->voidt, types, (unsigned)n + 2, 0);
   LLVMValueRef fn = LLVMAddFunction(L->m, fname, fty);

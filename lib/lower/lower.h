@@ -19,6 +19,7 @@ typedef enum lw_arg_kind {
 } lw_arg_kind;
 
 #define LW_MAX_ARGS 64
+#define LW_NAME_MAX 64 /* kernel symbols, their NUL included (lw_graph_symbol) */
 #define LW_MAX_KERNELS 16 /* graphs with NTT anchors run several */
 
 typedef struct lw_arg {
@@ -27,7 +28,7 @@ typedef struct lw_arg {
 } lw_arg;
 
 typedef struct lw_kernel {
-  char name[64];       /* symbol in the PTX */
+  char name[LW_NAME_MAX]; /* symbol in the PTX, unique in the program */
   uint32_t grid[3];    /* launch grid */
   uint32_t block[3];   /* launch block */
   uint32_t shared_bytes; /* dynamic shared memory */
@@ -71,5 +72,10 @@ int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size);
  * on the graph's context. */
 fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out);
 void lw_program_free(lw_program *p);
+/* What lw_compile_ptx's program would be, without its code (out->ptx NULL):
+ * the same kernels (names, launch facts, arguments) and scratch buffers,
+ * from the plans alone (no LLVM). The runtime checks disk cache entries
+ * against it. Errors as lw_compile_ptx's planning gives them. */
+fhjit_status lw_describe_program(fhjit_graph *g, const char *arch, lw_program *out);
 
 #endif

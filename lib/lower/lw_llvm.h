@@ -16,7 +16,7 @@ typedef enum lw_target { LW_GPU = 0, LW_HOST } lw_target;
 /* The compile-time facts of a bound graph's fused kernel: the index space it
  * walks and how it is cut into per-thread groups of `vec` elements. */
 typedef struct lw_plan {
-  char name[64]; /* kernel symbol (PTX identifier) */
+  char name[LW_NAME_MAX]; /* kernel symbol (PTX identifier): lw_graph_symbol */
   int vec;       /* elements per thread: 16 bytes of words when n % vec == 0, else 1 */
   int idx_bits;  /* 32 when every index of the walk fits 31 bits, else 64 */
   int nbatch;    /* the walk's batch axes: the broadcast of the results' */
@@ -40,6 +40,23 @@ int64_t lw_plan_grid(const lw_plan *plan);
 /* Test hook: when non-zero, plans use 64-bit indexing even for small walks
  * (so the 64-bit path is exercised without 2^31-element buffers). */
 extern int lw_force_idx64;
+
+/* The symbol of the fused kernel of a graph named graph_name: "fhjit_" +
+ * the name, every character outside [A-Za-z0-9] replaced by '_', cut to
+ * LW_NAME_MAX - 1 characters: a valid PTX and LLVM identifier whatever
+ * the name holds (quoted names may hold any byte but NUL). The cut is safe
+ * because such a module holds one kernel; programs of several kernels (NTT
+ * anchors) name theirs by their structure alone (anchor.c). */
+void lw_graph_symbol(const char *graph_name, char out[LW_NAME_MAX]);
+
+/* 1 when module m already holds a function or global variable named `name`.
+ * The symbols that anything looks up by name (kernels, host entry points,
+ * evaluators) are unique by construction; the builders check it before
+ * adding one, since LLVM would silently rename the second, and a lookup
+ * would then find the first (wrong code). */
+int lw_symbol_taken(LLVMModuleRef m, const char *name);
+/* Records that internal error for `name` (FHJIT_ERR_LLVM). */
+fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name);
 
 /* Checks that the graph is bound and compilable as one fused kernel and
  * computes its plan. Errors: FHJIT_ERR_ARGUMENT (unbound), _UNSUPPORTED. */

@@ -283,6 +283,8 @@ int lw_graph_has_anchor(const fhjit_graph *g);
  * when prog is not NULL, the program (PTX, kernels, scratch). */
 fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
                                    char **text, lw_program *prog);
+/* lw_describe_program for such graphs: the program without building code. */
+fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *out);
 /* fhjit_run_host for such graphs (arguments checked by the caller). */
 fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
                                 const void *const *inputs, void *const *results, int threads);

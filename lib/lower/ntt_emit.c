@@ -1990,6 +1990,18 @@ static fhjit_status build_prologue(ne *E) {
   return FHJIT_OK;
 }
 
+/* The symbols kernel `name` adds are not in the module yet
+ * (lw_symbol_taken): else an internal error. */
+static fhjit_status kernel_names_free(ne *E, const char *name) {
+  static const char *const suffixes[] = {"", ".smem", "_host", "_host_body"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+    char sym[128]; /* kernel names are at most 63 characters */
+    snprintf(sym, sizeof sym, "%s%s", name, suffixes[i]);
+    if (lw_symbol_taken(E->m, sym)) return lw_duplicate_symbol(E->ctx, sym);
+  }
+  return FHJIT_OK;
+}
+
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m) {
@@ -2037,6 +2049,11 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     E.epi_active = pro && pro->nepi > 0 && j == p->nkernels - 1;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
+    fhjit_status st = kernel_names_free(&E, name);
+    if (st) {
+      LLVMDisposeBuilder(E.b);
+      return st;
+    }
     if (target == LW_GPU) build_gpu_kernel(&E, name);
     else build_host_fn(&E, name);
   }

@@ -3,8 +3,17 @@
  * key text, the PTX, the cubin and the description. Files are written to a
  * temporary name and renamed into place, so readers in other threads or
  * processes see a whole entry or none; whatever fails a check (short file,
- * bad checksum, other key, bad description) is reported as corrupt and the
- * caller rebuilds and overwrites it. */
+ * bad checksum, other key, bad description) is reported as corrupt, with
+ * the reason, and the caller rebuilds and overwrites it.
+ *
+ * Trust: the checksum only catches accidents, and a cubin cannot be checked
+ * against its PTX without compiling it again. So the cache trusts what the
+ * user alone can write: a directory owned by the user and writable by
+ * nobody else (rt_disk_dir_problem; the caller then leaves the cache
+ * alone), holding regular files owned by the user and writable by nobody
+ * else, opened without following links or blocking (a FIFO or a device in
+ * an entry's place never hangs a compile). Entries that fail are refused,
+ * never loaded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -167,6 +176,28 @@ char *rt_disk_dir(void) {
   return b.data;
 }
 
+int rt_disk_dir_problem(const char *dir, char *why, size_t why_size) {
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    if (errno == ENOENT) return 0; /* created private when first written */
+    snprintf(why, why_size, "cannot stat the cache directory %s: %s", dir, strerror(errno));
+    return 1;
+  }
+  if (!S_ISDIR(st.st_mode))
+    snprintf(why, why_size, "the cache directory %s is not a directory", dir);
+  else if (st.st_uid != geteuid())
+    snprintf(why, why_size, "the cache directory %s is owned by uid %lu, not by this user (uid %lu)",
+             dir, (unsigned long)st.st_uid, (unsigned long)geteuid());
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(why, why_size,
+             "the cache directory %s is writable by its group or others (mode %04o; chmod go-w "
+             "it, or use another directory)",
+             dir, (unsigned)(st.st_mode & 07777));
+  else
+    return 0;
+  return 1;
+}
+
 /* mkdir -p, private to the user: cached code is executable material. */
 static int make_dirs(const char *path) {
   char *p = strdup(path);
@@ -212,27 +243,61 @@ static uint64_t payload_checksum(const unsigned char *header_sizes, const unsign
   return rt_checksum(seed, payload, size);
 }
 
+/* Opens an entry for reading: never through a link, never blocking (a FIFO
+ * opens at once), and only a regular file of the user's that nobody else
+ * may write. -1 with out->why set (or left empty: no entry). */
+static int open_entry(const char *path, rt_disk_entry *out, struct stat *st) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ELOOP) snprintf(out->why, sizeof out->why, "%s is a symbolic link", path);
+    else if (errno != ENOENT) snprintf(out->why, sizeof out->why, "cannot open %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (fstat(fd, st) != 0)
+    snprintf(out->why, sizeof out->why, "cannot stat %s: %s", path, strerror(errno));
+  else if (!S_ISREG(st->st_mode))
+    snprintf(out->why, sizeof out->why, "%s is not a regular file", path);
+  else if (st->st_uid != geteuid())
+    snprintf(out->why, sizeof out->why, "%s is owned by uid %lu, not by this user", path,
+             (unsigned long)st->st_uid);
+  else if (st->st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(out->why, sizeof out->why, "%s is writable by its group or others (mode %04o)", path,
+             (unsigned)(st->st_mode & 07777));
+  else if (st->st_size < RT_DISK_HEADER || (uint64_t)st->st_size > RT_DISK_MAX_FILE)
+    snprintf(out->why, sizeof out->why, "%s has an impossible size (%lld bytes)", path,
+             (long long)st->st_size);
+  else
+    return fd;
+  close(fd);
+  return -1;
+}
+
+static int read_all(int fd, unsigned char *data, size_t size) {
+  for (size_t got = 0; got < size;) {
+    ssize_t n = read(fd, data + got, size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    got += (size_t)n;
+  }
+  return 1;
+}
+
 rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out) {
   memset(out, 0, sizeof *out);
   char *path = entry_path(dir, key);
   if (!path) return RT_DISK_MISS;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  free(path);
-  if (fd < 0) return RT_DISK_MISS;
-  rt_disk_result res = RT_DISK_CORRUPT;
-  unsigned char *data = NULL;
   struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_size < RT_DISK_HEADER || (uint64_t)st.st_size > RT_DISK_MAX_FILE)
-    goto done;
-  size_t size = (size_t)st.st_size;
-  data = malloc(size);
-  if (!data) goto done;
-  for (size_t got = 0; got < size;) {
-    ssize_t n = read(fd, data + got, size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) goto done;
-    got += (size_t)n;
+  int fd = open_entry(path, out, &st);
+  if (fd < 0) {
+    free(path);
+    return out->why[0] ? RT_DISK_CORRUPT : RT_DISK_MISS;
   }
+  rt_disk_result res = RT_DISK_CORRUPT;
+  const char *bad = "cannot be read";
+  size_t size = (size_t)st.st_size;
+  unsigned char *data = malloc(size);
+  if (!data || !read_all(fd, data, size)) goto done;
+  bad = "is not an fhjit cache entry";
   if (memcmp(data, RT_DISK_MAGIC, 8) != 0) goto done;
   uint32_t format, key_len;
   uint64_t ptx_len, cubin_len, desc_len, sum;
@@ -243,13 +308,17 @@ rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out
   memcpy(&desc_len, data + 32, 8);
   memcpy(&sum, data + 40, 8);
   uint64_t body = size - RT_DISK_HEADER;
+  bad = "has another format or inconsistent sizes";
   if (format != RT_DISK_FORMAT || key_len > body || ptx_len > body || cubin_len > body ||
       desc_len > body || (uint64_t)key_len + ptx_len + cubin_len + desc_len != body)
     goto done;
   const unsigned char *p = data + RT_DISK_HEADER;
+  bad = "fails its checksum";
   if (payload_checksum(data + 8, p, body) != sum) goto done;
+  bad = "belongs to another key";
   if (key_len != strlen(key) || memcmp(p, key, key_len) != 0) goto done;
   p += key_len;
+  bad = "cannot be read (out of memory)";
   out->ptx = malloc(ptx_len + 1);
   out->cubin = malloc(cubin_len ? cubin_len : 1);
   if (!out->ptx || !out->cubin) goto done;
@@ -260,11 +329,16 @@ rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out
   memcpy(out->cubin, p, cubin_len);
   out->cubin_size = cubin_len;
   p += cubin_len;
+  bad = "has a malformed kernel description";
   if (!rt_desc_read(p, desc_len, &out->desc)) goto done;
   res = RT_DISK_HIT;
 done:
-  if (res != RT_DISK_HIT) rt_disk_entry_free(out);
+  if (res != RT_DISK_HIT) {
+    rt_disk_entry_free(out);
+    snprintf(out->why, sizeof out->why, "%s %s", path, bad);
+  }
   free(data);
+  free(path);
   close(fd);
   return res;
 }
@@ -293,6 +367,7 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
     snprintf(why, why_size, "cannot create the cache directory %s: %s", dir, strerror(errno));
     goto done;
   }
+  if (rt_disk_dir_problem(dir, why, why_size)) goto done; /* someone else's since */
   path = entry_path(dir, key);
   size_t key_len = strlen(key);
   ir_buf_put(&body, key, key_len);

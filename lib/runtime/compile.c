@@ -1,9 +1,12 @@
 /* compile.c: from a bound graph to kernels loaded in a CUDA context. The
  * per-fhjit-context state holds the loaded kernels (the in-memory cache,
- * keyed by graph hash, target and CUDA context); a miss tries the disk cache
- * (a cubin, loaded in microseconds), then compiles: lw_compile_ptx, the
- * driver's JIT linker (its error log becomes the message), cuModuleLoadData.
- * A mutex per fhjit context makes compiles from several threads safe. */
+ * keyed by graph hash and name, target and CUDA context); a miss tries the
+ * disk cache (a cubin, loaded in microseconds; keyed by, and checked
+ * against, the graph's program as lw_describe_program plans it), then
+ * compiles: lw_compile_ptx, the driver's JIT linker (its error log becomes
+ * the message), cuModuleLoadData. A mutex per fhjit context makes compiles
+ * from several threads safe. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #endif
 
 rt_lower_fn rt_lower = lw_compile_ptx;
+rt_lower_fn rt_describe = lw_describe_program;
 
 /* ------------------------------------------------------------------- state */
 
@@ -486,7 +490,205 @@ static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const ch
   return s;
 }
 
+/* ------------------------------------------------------------ disk cache */
+
+/* The disk cache's part of one compile. */
+typedef struct disk_use {
+  char *dir;      /* NULL: not used */
+  char key[512];
+  lw_program want; /* the graph's program without code (rt_describe) */
+} disk_use;
+
+/* Appends a sentence to ci->disk_note ("; " between two). */
+static void note(fhjit_cuda_compile_info *ci, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void note(fhjit_cuda_compile_info *ci, const char *fmt, ...) {
+  size_t used = strlen(ci->disk_note);
+  if (used && used + 2 < sizeof ci->disk_note) memcpy(ci->disk_note + used, "; ", 3), used += 2;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(ci->disk_note + used, sizeof ci->disk_note - used, fmt, ap);
+  va_end(ap);
+}
+
+/* The first field in which a cached description differs from the graph's
+ * own (NULL: none): a tampered or stale entry must not be launched with
+ * another grid, other arguments or another program's kernels. */
+static const char *desc_difference(const lw_program *a, const lw_program *b) {
+  if (a->nkernels != b->nkernels) return "its kernel count";
+  if (a->nscratch != b->nscratch) return "its scratch buffer count";
+  for (int32_t s = 0; s < a->nscratch; s++)
+    if (a->scratch_bytes[s] != b->scratch_bytes[s]) return "a scratch buffer's size";
+  for (int32_t i = 0; i < a->nkernels; i++) {
+    const lw_kernel *x = &a->kernels[i], *y = &b->kernels[i];
+    if (strncmp(x->name, y->name, sizeof x->name)) return "a kernel's name";
+    for (int d = 0; d < 3; d++)
+      if (x->grid[d] != y->grid[d] || x->block[d] != y->block[d]) return "a kernel's grid or block";
+    if (x->shared_bytes != y->shared_bytes || x->flags != y->flags)
+      return "a kernel's shared memory or flags";
+    if (x->nargs != y->nargs) return "a kernel's argument count";
+    for (int32_t j = 0; j < x->nargs; j++)
+      if (x->args[j].kind != y->args[j].kind || x->args[j].index != y->args[j].index)
+        return "a kernel's arguments";
+  }
+  return NULL;
+}
+
+/* The directory, the graph's program and the key; u->dir stays NULL when
+ * the cache is off, its directory unsafe (noted) or the program cannot be
+ * described (the lowering will then say why). The key names everything the
+ * module depends on: versions, target, the graph's hash, and a hash of its
+ * program's description, which holds the kernel names (a fused kernel's
+ * name comes from the graph's; an anchored program's do not). */
+static void disk_begin(disk_use *u, fhjit_graph *g, const fhjit_cuda_options *o,
+                       const rt_driver *d, const char *target, int dev_cc, const uint64_t hash[2],
+                       fhjit_cuda_compile_info *ci) {
+  memset(u, 0, sizeof *u);
+  if (o && (o->flags & FHJIT_CUDA_NO_DISK_CACHE)) return;
+  char *dir = rt_disk_dir(), why[384];
+  if (!dir) return;
+  if (rt_disk_dir_problem(dir, why, sizeof why)) {
+    note(ci, "disk cache not used: %s", why);
+    free(dir);
+    return;
+  }
+  ir_buf desc = {0};
+  if (rt_describe(g, target, &u->want) != FHJIT_OK) {
+    fhjit_clear_error(g->ctx);
+    free(dir);
+    return;
+  }
+  rt_desc_write(&desc, &u->want);
+  uint64_t h0 = rt_checksum(3, desc.data, desc.len), h1 = rt_checksum(4, desc.data, desc.len);
+  int failed = desc.failed;
+  ir_buf_free(&desc);
+  if (failed) {
+    free(dir);
+    return;
+  }
+  snprintf(u->key, sizeof u->key,
+           "fhjit-kernel 2|fhjit %s code %s|llvm %s|driver %d|target %s|device sm_%d|graph "
+           "%016llx%016llx|program %016llx%016llx",
+           FHJIT_VERSION_STRING, FHJIT_CODEGEN_ID, FHJIT_LLVM_VERSION, d->version, target, dev_cc,
+           (unsigned long long)hash[0], (unsigned long long)hash[1], (unsigned long long)h0,
+           (unsigned long long)h1);
+  u->dir = dir;
+}
+
+/* Loads the graph's entry into k when there is a sound one: 1 when loaded.
+ * Refused entries are noted (ci->disk_rejected) and never loaded. */
+static int disk_load(disk_use *u, fhjit_context *ctx, const rt_driver *d, const char *what,
+                     fhjit_graph *g, fhjit_cuda_kernel *k, fhjit_cuda_compile_info *ci) {
+  double td = rt_now_ms();
+  rt_disk_entry e;
+  rt_disk_result dr = rt_disk_load(u->dir, u->key, &e);
+  ci->disk_ms += rt_now_ms() - td;
+  const char *bad = dr == RT_DISK_HIT ? program_problem(k, &e.desc) : NULL;
+  const char *differs = dr == RT_DISK_HIT && !bad ? desc_difference(&e.desc, &u->want) : NULL;
+  int loaded = 0;
+  if (dr == RT_DISK_CORRUPT) {
+    note(ci, "cache entry refused: %s", e.why);
+  } else if (bad) {
+    note(ci, "cache entry refused: its description has %s", bad);
+  } else if (differs) {
+    note(ci, "cache entry refused: %s differs from the graph's program", differs);
+  } else if (dr == RT_DISK_HIT) {
+    k->prog = e.desc;
+    double tl = rt_now_ms();
+    loaded = load_module(ctx, d, what, g->name, k, e.cubin) == FHJIT_OK;
+    ci->load_ms += rt_now_ms() - tl;
+    if (!loaded) { /* checksummed but unloadable (a changed driver?) */
+      note(ci, "cache entry refused: %s", fhjit_last_error(ctx));
+      fhjit_clear_error(ctx);
+    }
+  }
+  ci->disk_rejected = dr != RT_DISK_MISS && !loaded;
+  if (loaded) ci->source = FHJIT_CUDA_FROM_DISK;
+  rt_disk_entry_free(&e);
+  return loaded;
+}
+
+/* Writes the new entry; a cache that cannot be written only costs time. A
+ * program that differs from its description would be refused at every
+ * load: not written (an internal inconsistency, noted). */
+static void disk_store(disk_use *u, const lw_program *prog, const void *cubin, size_t cubin_size,
+                       fhjit_cuda_compile_info *ci) {
+  const char *bad = desc_difference(prog, &u->want);
+  if (bad) {
+    note(ci, "not written to the disk cache: %s differs from its description (internal)", bad);
+    return;
+  }
+  char why[512];
+  double tk = rt_now_ms();
+  ci->disk_written = rt_disk_store(u->dir, u->key, prog->ptx, strlen(prog->ptx), cubin, cubin_size,
+                                   prog, why, sizeof why);
+  ci->disk_ms += rt_now_ms() - tk;
+  if (!ci->disk_written) note(ci, "not written to the disk cache: %s", why);
+}
+
+/* Lowers, links and loads g's program into k, and writes it to the disk
+ * cache (when u->dir). */
+static fhjit_status compile_fresh(fhjit_cuda_kernel *k, fhjit_graph *g, const rt_driver *d,
+                                  const char *what, const char *target, disk_use *u,
+                                  fhjit_cuda_compile_info *ci) {
+  fhjit_context *ctx = g->ctx;
+  memset(&k->prog, 0, sizeof k->prog);
+  double tl = rt_now_ms();
+  lw_program prog;
+  memset(&prog, 0, sizeof prog);
+  fhjit_status s = rt_lower(g, target, &prog);
+  ci->lower_ms = rt_now_ms() - tl;
+  const char *problem = s ? NULL : program_problem(k, &prog);
+  if (!s && !problem && prog.nkernels > 0 && !prog.ptx) problem = "kernels but no PTX";
+  if (problem)
+    s = ir_error(ctx, FHJIT_ERR_LLVM, "%s: graph @%s: the lowering produced %s", what, g->name,
+                 problem);
+  if (s != FHJIT_OK) {
+    lw_program_free(&prog);
+    return s;
+  }
+  k->prog = prog;
+  k->prog.ptx = NULL; /* ownership of the text stays with `prog` below */
+  void *cubin = NULL;
+  size_t cubin_size = 0;
+  if (prog.nkernels > 0) {
+    double tk = rt_now_ms();
+    s = link_ptx(ctx, d, what, g->name, target, prog.ptx, &cubin, &cubin_size);
+    ci->link_ms = rt_now_ms() - tk;
+    if (s == FHJIT_OK) {
+      tk = rt_now_ms();
+      s = load_module(ctx, d, what, g->name, k, cubin);
+      ci->load_ms = rt_now_ms() - tk;
+    }
+    if (s == FHJIT_OK && u->dir) disk_store(u, &prog, cubin, cubin_size, ci);
+  }
+  free(cubin);
+  lw_program_free(&prog);
+  if (s == FHJIT_OK) ci->source = FHJIT_CUDA_COMPILED;
+  return s;
+}
+
 /* ----------------------------------------------------------------- compile */
+
+/* Whether kernel k is graph g's: the same hash (FHJIT_PW_PLAN folded in)
+ * and the same name, whose symbols the module may hold (a fused kernel is
+ * named after its graph) and which its messages give. */
+static int same_graph(const fhjit_cuda_kernel *k, const fhjit_graph *g, const uint64_t hash[2]) {
+  return k->hash[0] == hash[0] && k->hash[1] == hash[1] && !strcmp(k->graph_name, g->name);
+}
+
+static fhjit_cuda_kernel *from_memory(fhjit_cuda_kernel *k, fhjit_cuda_compile_info *info,
+                                      double t0) {
+  if (info) {
+    *info = k->info;
+    info->source = FHJIT_CUDA_FROM_MEMORY;
+    info->disk_rejected = info->disk_written = 0;
+    info->disk_note[0] = 0;
+    info->lower_ms = info->link_ms = info->load_ms = info->disk_ms = 0;
+    info->total_ms = rt_now_ms() - t0;
+  }
+  return k;
+}
 
 static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_driver *d,
                                          const fhjit_cuda_options *o, CUcontext cuctx,
@@ -511,18 +713,9 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
 
   /* The hit of repeated launches: no device queries, no target choice. */
   for (fhjit_cuda_kernel *k = st->kernels; k; k = k->next)
-    if (k->cuctx == cuctx && k->cuctx_id == id && k->hash[0] == hash[0] &&
-        k->hash[1] == hash[1] && !strcmp(k->asked, asked) &&
-        (!o || !o->target || strlen(o->target) < sizeof asked)) {
-      if (info) {
-        *info = k->info;
-        info->source = FHJIT_CUDA_FROM_MEMORY;
-        info->disk_rejected = info->disk_written = 0;
-        info->lower_ms = info->link_ms = info->load_ms = info->disk_ms = 0;
-        info->total_ms = rt_now_ms() - t0;
-      }
-      return k;
-    }
+    if (k->cuctx == cuctx && k->cuctx_id == id && same_graph(k, g, hash) &&
+        !strcmp(k->asked, asked) && (!o || !o->target || strlen(o->target) < sizeof asked))
+      return from_memory(k, info, t0);
 
   CUdevice dev;
   int major = 0, minor = 0;
@@ -546,17 +739,8 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
       kernel_free(k, NULL);
       continue;
     }
-    if (k->cuctx == cuctx && k->hash[0] == hash[0] && k->hash[1] == hash[1] &&
-        !strcmp(k->target, target)) {
-      if (info) {
-        *info = k->info;
-        info->source = FHJIT_CUDA_FROM_MEMORY;
-        info->disk_rejected = info->disk_written = 0;
-        info->lower_ms = info->link_ms = info->load_ms = info->disk_ms = 0;
-        info->total_ms = rt_now_ms() - t0;
-      }
-      return k;
-    }
+    if (k->cuctx == cuctx && same_graph(k, g, hash) && !strcmp(k->target, target))
+      return from_memory(k, info, t0);
     p = &k->next;
   }
 
@@ -576,88 +760,12 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   snprintf(ci.target, sizeof ci.target, "%s", target);
   if (rt_describe_abi(g, k) != FHJIT_OK) goto fail;
 
-  char key[384];
-  snprintf(key, sizeof key,
-           "fhjit-kernel 1|fhjit %s code %s|llvm %s|driver %d|target %s|device sm_%d|graph %016llx%016llx",
-           FHJIT_VERSION_STRING, FHJIT_CODEGEN_ID, FHJIT_LLVM_VERSION, d->version, target, dev_cc,
-           (unsigned long long)hash[0], (unsigned long long)hash[1]);
-  char *dir = (o && (o->flags & FHJIT_CUDA_NO_DISK_CACHE)) ? NULL : rt_disk_dir();
-
-  int loaded = 0;
-  if (dir) {
-    double td = rt_now_ms();
-    rt_disk_entry e;
-    rt_disk_result dr = rt_disk_load(dir, key, &e);
-    ci.disk_ms += rt_now_ms() - td;
-    if (dr == RT_DISK_HIT && !program_problem(k, &e.desc)) {
-      k->prog = e.desc;
-      double tl = rt_now_ms();
-      if (load_module(ctx, d, what, g->name, k, e.cubin) == FHJIT_OK) {
-        loaded = 1;
-        ci.source = FHJIT_CUDA_FROM_DISK;
-      } else {
-        /* checksummed but unloadable (a changed driver?): rebuild quietly */
-        fhjit_clear_error(ctx);
-        ci.disk_rejected = 1;
-      }
-      ci.load_ms += rt_now_ms() - tl;
-    } else if (dr != RT_DISK_MISS) {
-      ci.disk_rejected = 1;
-    }
-    rt_disk_entry_free(&e);
-  }
-  if (!loaded) {
-    memset(&k->prog, 0, sizeof k->prog);
-    double tl = rt_now_ms();
-    lw_program prog;
-    memset(&prog, 0, sizeof prog);
-    fhjit_status s = rt_lower(g, target, &prog);
-    ci.lower_ms = rt_now_ms() - tl;
-    if (s != FHJIT_OK) {
-      lw_program_free(&prog);
-      free(dir);
-      goto fail;
-    }
-    const char *problem = program_problem(k, &prog);
-    if (!problem && prog.nkernels > 0 && !prog.ptx) problem = "kernels but no PTX";
-    if (problem) {
-      ir_error(ctx, FHJIT_ERR_LLVM, "%s: graph @%s: the lowering produced %s", what, g->name,
-               problem);
-      lw_program_free(&prog);
-      free(dir);
-      goto fail;
-    }
-    k->prog = prog;
-    k->prog.ptx = NULL; /* ownership of the text stays with `prog` below */
-    void *cubin = NULL;
-    size_t cubin_size = 0;
-    if (prog.nkernels > 0) {
-      double tk = rt_now_ms();
-      s = link_ptx(ctx, d, what, g->name, target, prog.ptx, &cubin, &cubin_size);
-      ci.link_ms = rt_now_ms() - tk;
-      if (s == FHJIT_OK) {
-        tk = rt_now_ms();
-        s = load_module(ctx, d, what, g->name, k, cubin);
-        ci.load_ms = rt_now_ms() - tk;
-      }
-      if (s == FHJIT_OK && dir) {
-        char why[512];
-        tk = rt_now_ms();
-        /* A cache that cannot be written only costs time: not an error. */
-        ci.disk_written = rt_disk_store(dir, key, prog.ptx, strlen(prog.ptx), cubin, cubin_size,
-                                        &prog, why, sizeof why);
-        ci.disk_ms += rt_now_ms() - tk;
-      }
-    }
-    free(cubin);
-    lw_program_free(&prog);
-    if (s != FHJIT_OK) {
-      free(dir);
-      goto fail;
-    }
-    ci.source = FHJIT_CUDA_COMPILED;
-  }
-  free(dir);
+  disk_use u;
+  disk_begin(&u, g, o, d, target, dev_cc, hash, &ci);
+  int loaded = u.dir && disk_load(&u, ctx, d, what, g, k, &ci);
+  fhjit_status s = loaded ? FHJIT_OK : compile_fresh(k, g, d, what, target, &u, &ci);
+  free(u.dir);
+  if (s != FHJIT_OK) goto fail;
   ci.nkernels = k->prog.nkernels;
   for (int32_t i = 0; i < k->prog.nscratch; i++) ci.scratch_bytes += k->prog.scratch_bytes[i];
   ci.total_ms = rt_now_ms() - t0;

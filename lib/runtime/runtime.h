@@ -55,16 +55,24 @@ typedef struct rt_disk_entry {
   void *cubin;        /* malloc'd */
   size_t cubin_size;
   lw_program desc;    /* desc.ptx is NULL */
+  char why[256];      /* RT_DISK_CORRUPT: what was wrong ("PATH is not a regular file") */
 } rt_disk_entry;
 
 typedef enum rt_disk_result {
   RT_DISK_MISS = 0, /* no entry */
   RT_DISK_HIT,      /* a complete, consistent entry for `key` */
-  RT_DISK_CORRUPT   /* an entry was there but fails a check: rebuild it */
+  RT_DISK_CORRUPT   /* an entry was there but fails a check (out->why): rebuild it */
 } rt_disk_result;
 
+/* 1, with the reason in why, when dir must not be used as a cache: it is not
+ * a directory, not the user's, or writable by its group or others (entries
+ * there could be anyone's code). 0 when it is fine or does not exist yet. */
+int rt_disk_dir_problem(const char *dir, char *why, size_t why_size);
+
 /* The file of `key` (a printable string naming everything the code depends
- * on) under dir. */
+ * on) under dir. Opened without following links or blocking; a file that
+ * is not regular, not the user's or writable by others is RT_DISK_CORRUPT,
+ * like one that fails a check of its content. */
 rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out);
 /* Writes an entry atomically (temporary file renamed into place). Failure is
  * not an error of the compile: returns 0 and leaves a reason in why. */
@@ -174,6 +182,10 @@ fhjit_cuda_kernel *rt_compile(fhjit_graph *g, const fhjit_cuda_options *o, CUcon
  * bring hand-written PTX. */
 typedef fhjit_status (*rt_lower_fn)(fhjit_graph *g, const char *arch, lw_program *out);
 extern rt_lower_fn rt_lower;
+/* What rt_lower's program for g must be, without code (lw_describe_program;
+ * tests that replace rt_lower replace this too): disk cache entries are
+ * keyed by it and checked against it. */
+extern rt_lower_fn rt_describe;
 
 /* The graph's values that the runtime launches (inputs and results), and
  * whether it may run in place. Used when a kernel is created. */
