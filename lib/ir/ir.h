@@ -95,7 +95,12 @@ typedef enum ir_clause {
   IR_CL_COMPONENT = 1 << 8  /* %v[k]: attr[0] (bracket syntax, not a clause word) */
 } ir_clause;
 
-enum { IR_F_COMMUTATIVE = 1 << 0 };
+enum {
+  IR_F_COMMUTATIVE = 1 << 0,
+  IR_F_COMPONENTWISE = 1 << 1,
+  IR_F_PLAIN_OPERAND = 1 << 2,
+  IR_F_REMAPS_INDEX = 1 << 3
+};
 
 /* What the parser hands a builder entry. */
 typedef struct ir_op_args {

@@ -368,15 +368,11 @@ static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const ch
     const ir_node *n = &g->nodes[w];
     for (int a = 0; a < n->nargs; a++) dep[w] |= dep[n->args[a]];
     if (!dep[w]) continue;
-    switch (n->op) {
-    case IR_MUL_COMPRESSED:
-    case IR_ADD_COMPRESSED: return 0;
-    case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL:
-    case IR_TO_MONT: case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN:
-      break;
-    default:
-      if (cv > 1) return 0; /* extract, pack, key-switch products move components */
-    }
+    unsigned f = ir_op_info_of(n->op)->flags;
+    if (f & IR_F_REMAPS_INDEX) return 0;
+    if (cv > 1 && !(f & IR_F_COMPONENTWISE)) return 0; /* extract, pack, key switch... */
+    /* a plaintext operand is read at its component 0 by every component */
+    if (cv > 1 && (f & IR_F_PLAIN_OPERAND) && dep[n->args[1]]) return 0;
     if (cv > 1 && (n->type.comps > 1 ? n->type.comps : 1) != cv) return 0;
   }
   return 1;

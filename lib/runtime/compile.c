@@ -180,19 +180,11 @@ fhjit_status fhjit_cuda_result_bytes(const fhjit_graph *g, int32_t index, size_t
 }
 
 /* Ops whose result element depends only on the operands' elements at the
- * same coordinates: a thread that reads its elements before it writes may
- * then overwrite an input it alone reads. Anything else (NTT anchors and
- * whatever comes later) forbids in-place. */
+ * same coordinates (ops.def's pointwise and view classes): a thread that
+ * reads its elements (every component) before it writes may then overwrite
+ * an input it alone reads. Anchors forbid in-place. */
 static int op_pointwise(ir_op op) {
-  switch (op) {
-  case IR_INPUT: case IR_ADD: case IR_SUB: case IR_NEG: case IR_ADD_LAZY: case IR_MUL:
-  case IR_TO_MONT: case IR_FROM_MONT: case IR_MUL_PLAIN: case IR_ADD_PLAIN:
-  case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: case IR_KS_DIGIT_PRODUCT:
-  case IR_EXTRACT: case IR_PACK:
-    return 1;
-  default:
-    return 0;
-  }
+  return op == IR_INPUT || ir_op_is_elementwise(op);
 }
 
 void rt_result_label(const fhjit_graph *g, int32_t r, char *buf, size_t size) {

@@ -525,6 +525,34 @@ START_TEST(test_epilogue) {
 }
 END_TEST
 
+/* An NTT result of two components read as the plaintext operand of
+ * mul_plain / add_plain (every component of the result takes the
+ * plaintext's component 0) must not become an epilogue computed component
+ * by component (found by fuzz_diff, seed 137: the thread holding component
+ * 1 multiplied by component 1). _i: radix. */
+START_TEST(test_epilogue_plain_operand) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  env e;
+  env_init(&e, radix, 3, 6);
+  uint64_t seed = 137;
+  fhjit_graph *g = fhjit_graph_create(e.ctx, "plain_epi", radix);
+  fhjit_type ct = poly(2, 0, NULL, 3, e.n), tt = twiddles(3, e.n);
+  fhjit_value x = fhjit_input(g, "x", &ct), y = fhjit_input(g, "y", &ct);
+  fhjit_value ti = fhjit_input(g, "ti", &tt), tf = fhjit_input(g, "tf", &tt);
+  fhjit_value inv = fhjit_ntt(g, x, ti, FHJIT_NTT_TO_COEF_STD);
+  fhjit_value fwd = fhjit_ntt(g, y, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  ck_assert_int_eq(fhjit_output(g, fhjit_mul_plain(g, x, inv), "mp"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_add_plain(g, y, fwd), "ap"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_mul_plain(g, fwd, y), "mp2"), FHJIT_OK);
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  void **in = make_inputs(&e, g, &seed, 0);
+  free_bufs(run_both(&e, g, in, "plaintext operand from an NTT"), fhjit_num_results(g));
+  free_bufs(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
 /* ---------------------------------------------------------------- refusals */
 
 START_TEST(test_refusals) {
@@ -770,6 +798,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_views, 0, 4);
   tcase_add_loop_test(tc, test_chain_product, 0, 4);
   tcase_add_loop_test(tc, test_chain_keyswitch, 0, 4);
+  tcase_add_loop_test(tc, test_epilogue_plain_operand, 0, 2);
   tcase_add_loop_test(tc, test_epilogue, 0, 8);
   tcase_add_loop_test(tc, test_single, 0, 28);
   suite_add_tcase(s, tc);
