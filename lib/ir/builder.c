@@ -45,9 +45,9 @@ fhjit_graph *fhjit_graph_create(fhjit_context *ctx, const char *name,
     return NULL;
   }
   g->ctx = ctx;
-  ir_arena_init(&g->arena);
+  sp_arena_init(&g->arena);
   g->radix = radix;
-  g->name = ir_strdup(&g->arena, name && *name ? name : "graph");
+  g->name = sp_strdup(&g->arena, name && *name ? name : "graph");
   if (!g->name) {
     free(g);
     ir_error(ctx, FHJIT_ERR_MEMORY, "fhjit_graph_create: out of memory");
@@ -90,7 +90,7 @@ void fhjit_graph_destroy(fhjit_graph *g) {
   free(g->outputs);
   free(g->printed);
   free(g->printed_dot);
-  ir_arena_free(&g->arena);
+  sp_arena_free(&g->arena);
   free(g);
 }
 
@@ -113,7 +113,7 @@ fhjit_status fhjit_graph_set_moduli(fhjit_graph *g, const uint64_t *moduli,
       return ir_error(g->ctx, st, "graph @%s: modulus #%d: %s", g->name, i, msg);
     }
   }
-  uint64_t *copy = count ? ir_alloc(&g->arena, sizeof *copy * (size_t)count) : NULL;
+  uint64_t *copy = count ? sp_alloc(&g->arena, sizeof *copy * (size_t)count) : NULL;
   if (count && !copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "out of memory");
   if (count) memcpy(copy, moduli, sizeof *copy * (size_t)count);
   g->moduli = copy;
@@ -126,40 +126,40 @@ const uint64_t *fhjit_graph_moduli(const fhjit_graph *g) { return g ? g->moduli 
 
 /* --------------------------------------------------------------- errors */
 
-static void loc_prefix(ir_buf *b, const fhjit_graph *g, ir_loc loc) {
+static void loc_prefix(sp_buf *b, const fhjit_graph *g, ir_loc loc) {
   if (loc.line > 0 && g->filename)
-    ir_buf_printf(b, "%s:%d:%d: error: ", g->filename, loc.line, loc.col);
+    sp_buf_printf(b, "%s:%d:%d: error: ", g->filename, loc.line, loc.col);
   else
-    ir_buf_printf(b, "error: graph @%s: ", g->name);
+    sp_buf_printf(b, "error: graph @%s: ", g->name);
 }
 
 /* The source line of `loc` and a caret under its column. */
-static void loc_excerpt(ir_buf *b, const fhjit_graph *g, ir_loc loc) {
+static void loc_excerpt(sp_buf *b, const fhjit_graph *g, ir_loc loc) {
   if (loc.line <= 0 || !g->source) return;
   const char *p = g->source;
   for (int32_t l = 1; l < loc.line && *p; p++)
     if (*p == '\n') l++;
   const char *end = strchr(p, '\n');
   size_t len = end ? (size_t)(end - p) : strlen(p);
-  ir_buf_put(b, "\n", 1);
-  ir_buf_put(b, p, len);
-  ir_buf_put(b, "\n", 1);
+  sp_buf_put(b, "\n", 1);
+  sp_buf_put(b, p, len);
+  sp_buf_put(b, "\n", 1);
   for (int32_t c = 1; c < loc.col && (size_t)(c - 1) < len; c++)
-    ir_buf_put(b, p[c - 1] == '\t' ? "\t" : " ", 1);
-  ir_buf_put(b, "^", 1);
+    sp_buf_put(b, p[c - 1] == '\t' ? "\t" : " ", 1);
+  sp_buf_put(b, "^", 1);
 }
 
 fhjit_status ir_error_at(fhjit_graph *g, ir_loc loc, fhjit_status status,
                          const char *fmt, ...) {
-  ir_buf b = {0};
+  sp_buf b = {0};
   loc_prefix(&b, g, loc);
   va_list ap;
   va_start(ap, fmt);
-  ir_buf_vprintf(&b, fmt, ap);
+  sp_buf_vprintf(&b, fmt, ap);
   va_end(ap);
   loc_excerpt(&b, g, loc);
   fhjit_status st = ir_error(g->ctx, status, "%s", b.data ? b.data : "out of memory");
-  ir_buf_free(&b);
+  sp_buf_free(&b);
   return st;
 }
 
@@ -259,7 +259,7 @@ static fhjit_value push_node(fhjit_graph *g, const ir_node *proto) {
   snprintf(auto_name, sizeof auto_name, "t%d", (int)id);
   for (int k = 1; name_taken(g, auto_name); k++)
     snprintf(auto_name, sizeof auto_name, "t%d_%d", (int)id, k);
-  n->name = ir_strdup(&g->arena, auto_name);
+  n->name = sp_strdup(&g->arena, auto_name);
   if (!n->name) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
     return FHJIT_NO_VALUE;
@@ -337,7 +337,7 @@ fhjit_value fhjit_input(fhjit_graph *g, const char *name, const fhjit_type *type
   if (v == FHJIT_NO_VALUE) return v;
   g->inputs[g->ninputs++] = v;
   if (name) {
-    const char *copy = ir_strdup(&g->arena, name);
+    const char *copy = sp_strdup(&g->arena, name);
     if (!copy) { /* the input stays, under its automatic name */
       ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
       return FHJIT_NO_VALUE;
@@ -704,7 +704,7 @@ fhjit_status fhjit_output(fhjit_graph *g, fhjit_value v, const char *name) {
     g->outputs = o;
     g->outputs_cap = cap;
   }
-  const char *copy = ir_strdup(&g->arena, oname);
+  const char *copy = sp_strdup(&g->arena, oname);
   if (!copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
   ir_unbind(g);
   g->outputs[g->noutputs++] = (ir_output){.value = v, .name = copy, .loc = g->cur_loc};
@@ -723,7 +723,7 @@ fhjit_status fhjit_set_name(fhjit_graph *g, fhjit_value v, const char *name) {
   if (strcmp(g->nodes[v].name, name) == 0) return FHJIT_OK;
   if (name_taken(g, name))
     return ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE, "value %%%s is defined twice", name);
-  const char *copy = ir_strdup(&g->arena, name);
+  const char *copy = sp_strdup(&g->arena, name);
   if (!copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
   g->nodes[v].name = copy;
   name_index_add(g, v);

@@ -11,28 +11,22 @@ fhjit_context *fhjit_context_create(void) {
   return ctx;
 }
 
+/* Graphs first (their compiled state may refer to the runtime's), then the
+ * runtime's per-context state through the hook it registered: the IR knows
+ * no layer above it. */
 void fhjit_context_destroy(fhjit_context *ctx) {
   if (!ctx) return;
   while (ctx->graphs) fhjit_graph_destroy(ctx->graphs);
-  extern void rt_context_release(fhjit_context *ctx);
-  rt_context_release(ctx);
-  free(ctx->message);
+  if (ctx->release_runtime) ctx->release_runtime(ctx);
+  sp_err_clear(&ctx->err);
   free(ctx);
 }
 
-fhjit_status ir_verror(fhjit_context *ctx, fhjit_status status,
-                       const char *fmt, va_list ap) {
-  if (!ctx) return status;
-  ir_buf b = {0};
-  ir_buf_vprintf(&b, fmt, ap);
-  free(ctx->message);
-  ctx->message = b.data; /* NULL when out of memory: reported as "" */
-  ctx->status = status;
-  return status;
+fhjit_status ir_verror(fhjit_context *ctx, fhjit_status status, const char *fmt, va_list ap) {
+  return ctx ? sp_verror(&ctx->err, status, fmt, ap) : status;
 }
 
-fhjit_status ir_error(fhjit_context *ctx, fhjit_status status,
-                      const char *fmt, ...) {
+fhjit_status ir_error(fhjit_context *ctx, fhjit_status status, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   ir_verror(ctx, status, fmt, ap);
@@ -41,19 +35,16 @@ fhjit_status ir_error(fhjit_context *ctx, fhjit_status status,
 }
 
 fhjit_status fhjit_last_status(const fhjit_context *ctx) {
-  return ctx ? ctx->status : FHJIT_ERR_ARGUMENT;
+  return ctx ? ctx->err.status : FHJIT_ERR_ARGUMENT;
 }
 
 const char *fhjit_last_error(const fhjit_context *ctx) {
   if (!ctx) return "fhjit: null context";
-  return ctx->message ? ctx->message : "";
+  return ctx->err.message ? ctx->err.message : "";
 }
 
 void fhjit_clear_error(fhjit_context *ctx) {
-  if (!ctx) return;
-  free(ctx->message);
-  ctx->message = NULL;
-  ctx->status = FHJIT_OK;
+  if (ctx) sp_err_clear(&ctx->err);
 }
 
 const char *fhjit_status_name(fhjit_status status) {

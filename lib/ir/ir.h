@@ -9,43 +9,19 @@
 #include <stdint.h>
 
 #include "fhjit/fhjit.h"
+#include "support/support.h"
 
 typedef unsigned __int128 ir_u128;
-
-/* ------------------------------------------------------------------ arena */
-
-/* Bump allocator tied to one unit of work (a graph, a compilation). */
-typedef struct ir_arena_chunk ir_arena_chunk;
-typedef struct ir_arena {
-  ir_arena_chunk *head;
-} ir_arena;
-
-void ir_arena_init(ir_arena *a);
-void ir_arena_free(ir_arena *a);
-void *ir_alloc(ir_arena *a, size_t size); /* zeroed, 16-aligned; NULL on OOM */
-char *ir_strdup(ir_arena *a, const char *s);
-char *ir_strndup(ir_arena *a, const char *s, size_t n);
-
-/* Growable text buffer (malloc-backed), for printers and messages. */
-typedef struct ir_buf {
-  char *data;
-  size_t len, cap;
-  int failed; /* an allocation failed: contents are truncated */
-} ir_buf;
-
-void ir_buf_printf(ir_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void ir_buf_vprintf(ir_buf *b, const char *fmt, va_list ap);
-void ir_buf_put(ir_buf *b, const char *s, size_t n);
-void ir_buf_free(ir_buf *b);
 
 /* ---------------------------------------------------------------- context */
 
 struct fhjit_context {
-  fhjit_status status;
-  char *message; /* malloc'd; "" when none */
+  sp_err err;          /* the last error: status and message */
   fhjit_graph *graphs; /* owned graphs, a doubly linked list */
-  void *runtime; /* lib/runtime state (CUDA), owned and freed there */
+  /* lib/runtime state (CUDA), owned there; the runtime sets the hook that
+   * fhjit_context_destroy calls to free it (the IR never calls upward). */
+  void *runtime;
+  void (*release_runtime)(fhjit_context *ctx);
 };
 
 /* Records an error on the context and returns `status`. */
@@ -171,7 +147,7 @@ typedef struct ir_result {
 struct fhjit_graph {
   fhjit_context *ctx;
   fhjit_graph *prev, *next; /* in ctx->graphs */
-  ir_arena arena;
+  sp_arena arena;
   const char *name;
   fhjit_radix radix;
   int32_t nmoduli;

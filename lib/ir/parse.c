@@ -77,13 +77,13 @@ static int fail_at(parser *p, ir_loc loc, fhjit_status st, const char *fmt, ...)
 static int fail_at(parser *p, ir_loc loc, fhjit_status st, const char *fmt, ...) {
   if (p->failed) return -1;
   p->failed = 1;
-  ir_buf b = {0};
+  sp_buf b = {0};
   va_list ap;
   va_start(ap, fmt);
-  ir_buf_vprintf(&b, fmt, ap);
+  sp_buf_vprintf(&b, fmt, ap);
   va_end(ap);
   ir_error_at(p->g ? p->g : &p->diag, loc, st, "%s", b.data ? b.data : "out of memory");
-  ir_buf_free(&b);
+  sp_buf_free(&b);
   return -1;
 }
 
@@ -824,8 +824,8 @@ static int parse_graph(parser *p, const char *filename) {
   }
   p->g = g;
   g->loc = brace;
-  g->filename = ir_strdup(&g->arena, filename);
-  g->source = ir_strndup(&g->arena, p->src, p->len);
+  g->filename = sp_strdup(&g->arena, filename);
+  g->source = sp_strndup(&g->arena, p->src, p->len);
   if (!g->filename || !g->source) {
     fail_at(p, brace, FHJIT_ERR_MEMORY, "out of memory");
     goto done;

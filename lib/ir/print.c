@@ -20,52 +20,52 @@ static int plain_name(const char *s) {
 
 /* @name, or @"..." for names the C API allowed but the word syntax cannot
  * spell (spaces, quotes, bytes outside printable ASCII). */
-static void print_graph_name(ir_buf *b, const char *name) {
+static void print_graph_name(sp_buf *b, const char *name) {
   if (plain_name(name)) {
-    ir_buf_printf(b, "@%s", name);
+    sp_buf_printf(b, "@%s", name);
     return;
   }
-  ir_buf_put(b, "@\"", 2);
+  sp_buf_put(b, "@\"", 2);
   for (const unsigned char *s = (const unsigned char *)name; *s; s++) {
-    if (*s == '"' || *s == '\\') ir_buf_printf(b, "\\%c", *s);
-    else if (*s < 0x20 || *s >= 0x7f) ir_buf_printf(b, "\\x%02x", *s);
-    else ir_buf_put(b, (const char *)s, 1);
+    if (*s == '"' || *s == '\\') sp_buf_printf(b, "\\%c", *s);
+    else if (*s < 0x20 || *s >= 0x7f) sp_buf_printf(b, "\\x%02x", *s);
+    else sp_buf_put(b, (const char *)s, 1);
   }
-  ir_buf_put(b, "\"", 1);
+  sp_buf_put(b, "\"", 1);
 }
 
-static void print_extent(ir_buf *b, int64_t e) {
-  if (e == FHJIT_UNKNOWN) ir_buf_put(b, "?", 1);
-  else ir_buf_printf(b, "%" PRId64, e);
+static void print_extent(sp_buf *b, int64_t e) {
+  if (e == FHJIT_UNKNOWN) sp_buf_put(b, "?", 1);
+  else sp_buf_printf(b, "%" PRId64, e);
 }
 
 /* The type and its domain facts: `ct<2, [4, ?], 2, 4096> ntt mont`. */
-static void print_type(ir_buf *b, const fhjit_type *t) {
+static void print_type(sp_buf *b, const fhjit_type *t) {
   switch (t->kind) {
   case FHJIT_KIND_KEY:
-    ir_buf_put(b, "key<", 4);
+    sp_buf_put(b, "key<", 4);
     print_extent(b, t->digits);
-    ir_buf_printf(b, ", %d, ", (int)t->comps);
+    sp_buf_printf(b, ", %d, ", (int)t->comps);
     break;
   case FHJIT_KIND_TWIDDLE:
-    ir_buf_put(b, "twiddles<", 9);
+    sp_buf_put(b, "twiddles<", 9);
     break;
   default:
-    if (t->comps > 0) ir_buf_printf(b, "ct<%d, [", (int)t->comps);
-    else ir_buf_put(b, "pt<[", 4);
+    if (t->comps > 0) sp_buf_printf(b, "ct<%d, [", (int)t->comps);
+    else sp_buf_put(b, "pt<[", 4);
     for (int a = 0; a < t->nbatch; a++) {
-      if (a) ir_buf_put(b, ", ", 2);
+      if (a) sp_buf_put(b, ", ", 2);
       print_extent(b, t->batch[a]);
     }
-    ir_buf_put(b, "], ", 3);
+    sp_buf_put(b, "], ", 3);
     break;
   }
   print_extent(b, t->rows);
-  ir_buf_put(b, ", ", 2);
+  sp_buf_put(b, ", ", 2);
   print_extent(b, t->n);
-  ir_buf_put(b, ">", 1);
-  if (t->domain != FHJIT_DOMAIN_ANY) ir_buf_printf(b, " %s", ir_domain_name(t->domain));
-  if (t->form != FHJIT_FORM_ANY) ir_buf_printf(b, " %s", ir_form_name(t->form));
+  sp_buf_put(b, ">", 1);
+  if (t->domain != FHJIT_DOMAIN_ANY) sp_buf_printf(b, " %s", ir_domain_name(t->domain));
+  if (t->form != FHJIT_FORM_ANY) sp_buf_printf(b, " %s", ir_form_name(t->form));
 }
 
 /* The binder's canonical form of a layout (bind.c): axes of extent 1 and
@@ -82,7 +82,7 @@ static void canonical_layout(const fhjit_type *t, fhjit_layout *l) {
 
 /* `strides(...)` in type order and `offset(k)`, when the input's binding is
  * not the dense layout (an input without one is bound densely). */
-static void print_layout(ir_buf *b, const ir_node *n) {
+static void print_layout(sp_buf *b, const ir_node *n) {
   if (!n->has_layout) return;
   const fhjit_type *t = &n->type;
   fhjit_layout l = n->layout, dense;
@@ -91,9 +91,9 @@ static void print_layout(ir_buf *b, const ir_node *n) {
   canonical_layout(t, &dense);
   dense.offset = l.offset;
   if (memcmp(&l, &dense, sizeof l) != 0) {
-    ir_buf_put(b, " strides(", 9);
+    sp_buf_put(b, " strides(", 9);
     int k = 0;
-#define STRIDE(v) ir_buf_printf(b, "%s%" PRId64, k++ ? ", " : "", (int64_t)(v))
+#define STRIDE(v) sp_buf_printf(b, "%s%" PRId64, k++ ? ", " : "", (int64_t)(v))
     if (t->kind == FHJIT_KIND_KEY) STRIDE(l.digit_stride);
     if (t->comps > 0) STRIDE(l.comp_stride);
     if (t->kind == FHJIT_KIND_POLY)
@@ -101,20 +101,20 @@ static void print_layout(ir_buf *b, const ir_node *n) {
     STRIDE(l.row_stride);
     STRIDE(l.index_stride);
 #undef STRIDE
-    ir_buf_put(b, ")", 1);
+    sp_buf_put(b, ")", 1);
   }
-  if (l.offset) ir_buf_printf(b, " offset(%" PRId64 ")", l.offset);
+  if (l.offset) sp_buf_printf(b, " offset(%" PRId64 ")", l.offset);
 }
 
 /* The value of clause c of node n as text ("cyclic", "3", "%v", "std"). */
-static void clause_value(ir_buf *b, const fhjit_graph *g, const ir_node *n, ir_clause c) {
+static void clause_value(sp_buf *b, const fhjit_graph *g, const ir_node *n, ir_clause c) {
   switch (c) {
-  case IR_CL_LAYOUT: ir_buf_printf(b, "%s", ir_compression_name((fhjit_compression)n->attr[0])); break;
-  case IR_CL_IMPLICIT: ir_buf_printf(b, "%%%s", g->nodes[n->args[2]].name); break;
-  case IR_CL_DOMAIN: ir_buf_printf(b, "%s", ir_domain_name((fhjit_domain)n->attr[1])); break;
-  case IR_CL_DIGIT: case IR_CL_COMPONENT: ir_buf_printf(b, "%" PRId64, n->attr[0]); break;
-  case IR_CL_ROW_START: ir_buf_printf(b, "%" PRId64, n->attr[1]); break;
-  case IR_CL_MODE: ir_buf_printf(b, "%s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0])); break;
+  case IR_CL_LAYOUT: sp_buf_printf(b, "%s", ir_compression_name((fhjit_compression)n->attr[0])); break;
+  case IR_CL_IMPLICIT: sp_buf_printf(b, "%%%s", g->nodes[n->args[2]].name); break;
+  case IR_CL_DOMAIN: sp_buf_printf(b, "%s", ir_domain_name((fhjit_domain)n->attr[1])); break;
+  case IR_CL_DIGIT: case IR_CL_COMPONENT: sp_buf_printf(b, "%" PRId64, n->attr[0]); break;
+  case IR_CL_ROW_START: sp_buf_printf(b, "%" PRId64, n->attr[1]); break;
+  case IR_CL_MODE: sp_buf_printf(b, "%s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0])); break;
   default: break;
   }
 }
@@ -122,21 +122,21 @@ static void clause_value(ir_buf *b, const fhjit_graph *g, const ir_node *n, ir_c
 /* The clauses of an op node, in ops.def's bit order: in text "name(value)"
  * ("[k]" for a component); in Graphviz labels "name value", layout and
  * domain by value alone, implicit operands as edges. */
-static void print_clauses(ir_buf *b, const fhjit_graph *g, const ir_node *n, int dot) {
+static void print_clauses(sp_buf *b, const fhjit_graph *g, const ir_node *n, int dot) {
   unsigned clauses = ir_op_info_of(n->op)->clauses;
   for (unsigned c = 1; c <= IR_CL_COMPONENT; c <<= 1) {
     if (!(clauses & c) || (c == IR_CL_IMPLICIT && (n->nargs < 3 || dot))) continue;
     if (c == IR_CL_COMPONENT) {
-      ir_buf_put(b, dot ? " [" : "[", dot ? 2 : 1);
+      sp_buf_put(b, dot ? " [" : "[", dot ? 2 : 1);
     } else if (dot) {
-      ir_buf_put(b, " ", 1);
-      if (c != IR_CL_LAYOUT && c != IR_CL_DOMAIN) ir_buf_printf(b, "%s ", ir_clause_name(c));
+      sp_buf_put(b, " ", 1);
+      if (c != IR_CL_LAYOUT && c != IR_CL_DOMAIN) sp_buf_printf(b, "%s ", ir_clause_name(c));
     } else {
-      ir_buf_printf(b, " %s(", ir_clause_name(c));
+      sp_buf_printf(b, " %s(", ir_clause_name(c));
     }
     clause_value(b, g, n, (ir_clause)c);
-    if (c == IR_CL_COMPONENT) ir_buf_put(b, "]", 1);
-    else if (!dot) ir_buf_put(b, ")", 1);
+    if (c == IR_CL_COMPONENT) sp_buf_put(b, "]", 1);
+    else if (!dot) sp_buf_put(b, ")", 1);
   }
 }
 
@@ -144,27 +144,27 @@ static const char *node_mnemonic(const ir_node *n) {
   return n->op == IR_NTT ? ir_ntt_op_name((ir_ntt_kind)n->attr[0]) : ir_op_name(n->op);
 }
 
-static void print_node(ir_buf *b, const fhjit_graph *g, const ir_node *n) {
-  ir_buf_printf(b, "  %%%s = %s ", n->name, node_mnemonic(n));
+static void print_node(sp_buf *b, const fhjit_graph *g, const ir_node *n) {
+  sp_buf_printf(b, "  %%%s = %s ", n->name, node_mnemonic(n));
   if (n->op == IR_INPUT) {
     /* A bound input shows its bound extents: the layout refers to them. */
     print_type(b, n->has_layout ? &n->type : &n->decl);
     print_layout(b, n);
-    ir_buf_put(b, "\n", 1);
+    sp_buf_put(b, "\n", 1);
     return;
   }
   /* an implicit operand is written as a clause */
   int shown = (ir_op_info_of(n->op)->clauses & IR_CL_IMPLICIT) && n->nargs == 3 ? 2 : n->nargs;
   for (int i = 0; i < shown; i++)
-    ir_buf_printf(b, "%s%%%s", i ? ", " : "", g->nodes[n->args[i]].name);
+    sp_buf_printf(b, "%s%%%s", i ? ", " : "", g->nodes[n->args[i]].name);
   print_clauses(b, g, n, 0);
-  ir_buf_put(b, "\n", 1);
+  sp_buf_put(b, "\n", 1);
 }
 
 /* Hands a finished buffer to the graph (freeing the old text) or reports. */
-static const char *keep(fhjit_graph *g, ir_buf *b, char **slot, const char *fn) {
+static const char *keep(fhjit_graph *g, sp_buf *b, char **slot, const char *fn) {
   if (b->failed || !b->data) {
-    ir_buf_free(b);
+    sp_buf_free(b);
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: graph @%s: out of memory", fn, g->name);
     return NULL;
   }
@@ -175,26 +175,26 @@ static const char *keep(fhjit_graph *g, ir_buf *b, char **slot, const char *fn) 
 
 const char *fhjit_print(fhjit_graph *g) {
   if (!g) return NULL;
-  ir_buf b = {0};
-  ir_buf_put(&b, "graph ", 6);
+  sp_buf b = {0};
+  sp_buf_put(&b, "graph ", 6);
   print_graph_name(&b, g->name);
-  ir_buf_printf(&b, " radix(%s)", ir_radix_name(g->radix));
+  sp_buf_printf(&b, " radix(%s)", ir_radix_name(g->radix));
   if (g->nmoduli > 0) {
-    ir_buf_put(&b, " moduli(", 8);
+    sp_buf_put(&b, " moduli(", 8);
     for (int32_t i = 0; i < g->nmoduli; i++)
-      ir_buf_printf(&b, "%s%" PRIu64, i ? ", " : "", g->moduli[i]);
-    ir_buf_put(&b, ")", 1);
+      sp_buf_printf(&b, "%s%" PRIu64, i ? ", " : "", g->moduli[i]);
+    sp_buf_put(&b, ")", 1);
   }
-  ir_buf_put(&b, " {\n", 3);
+  sp_buf_put(&b, " {\n", 3);
   for (int32_t i = 0; i < g->nnodes; i++) print_node(&b, g, &g->nodes[i]);
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];
     const char *vname = g->nodes[o->value].name;
-    ir_buf_printf(&b, "  output %%%s", vname);
-    if (strcmp(o->name, vname) != 0) ir_buf_printf(&b, " as %s", o->name);
-    ir_buf_put(&b, "\n", 1);
+    sp_buf_printf(&b, "  output %%%s", vname);
+    if (strcmp(o->name, vname) != 0) sp_buf_printf(&b, " as %s", o->name);
+    sp_buf_put(&b, "\n", 1);
   }
-  ir_buf_put(&b, "}\n", 2);
+  sp_buf_put(&b, "}\n", 2);
   return keep(g, &b, &g->printed, "fhjit_print");
 }
 
@@ -202,37 +202,37 @@ const char *fhjit_print(fhjit_graph *g) {
 
 /* Text inside a double-quoted DOT string: newlines become DOT's "\n",
  * other control bytes '?'. */
-static void dot_escape(ir_buf *b, const char *s) {
+static void dot_escape(sp_buf *b, const char *s) {
   for (; *s; s++) {
-    if (*s == '\n') ir_buf_put(b, "\\n", 2);
-    else if (*s == '"' || *s == '\\') ir_buf_printf(b, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20 || *s == 0x7f) ir_buf_put(b, "?", 1);
-    else ir_buf_put(b, s, 1);
+    if (*s == '\n') sp_buf_put(b, "\\n", 2);
+    else if (*s == '"' || *s == '\\') sp_buf_printf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20 || *s == 0x7f) sp_buf_put(b, "?", 1);
+    else sp_buf_put(b, s, 1);
   }
 }
 
 const char *fhjit_print_dot(fhjit_graph *g) {
   if (!g) return NULL;
-  ir_buf b = {0}, label = {0};
-  ir_buf_put(&b, "digraph \"", 9);
+  sp_buf b = {0}, label = {0};
+  sp_buf_put(&b, "digraph \"", 9);
   dot_escape(&b, g->name);
-  ir_buf_printf(&b, "\" {\n  label=\"@");
+  sp_buf_printf(&b, "\" {\n  label=\"@");
   dot_escape(&b, g->name);
-  ir_buf_printf(&b, " radix(%s)%s\";\n  labelloc=t;\n", ir_radix_name(g->radix),
+  sp_buf_printf(&b, " radix(%s)%s\";\n  labelloc=t;\n", ir_radix_name(g->radix),
                 g->bound ? " (bound)" : "");
-  ir_buf_put(&b, "  node [shape=box, fontname=\"monospace\"];\n", 42);
+  sp_buf_put(&b, "  node [shape=box, fontname=\"monospace\"];\n", 42);
   for (int32_t i = 0; i < g->nnodes; i++) {
     const ir_node *n = &g->nodes[i];
     /* The label: what the text says, then the (inferred or bound) type. */
     label.len = 0;
     if (label.data) label.data[0] = 0;
-    ir_buf_printf(&label, "%%%s = %s", n->name, node_mnemonic(n));
+    sp_buf_printf(&label, "%%%s = %s", n->name, node_mnemonic(n));
     if (n->op != IR_INPUT) print_clauses(&label, g, n, 1);
-    ir_buf_put(&label, "\n", 1);
+    sp_buf_put(&label, "\n", 1);
     print_type(&label, &n->type);
-    ir_buf_printf(&b, "  v%d [label=\"", (int)i);
+    sp_buf_printf(&b, "  v%d [label=\"", (int)i);
     dot_escape(&b, label.data ? label.data : "");
-    ir_buf_printf(&b, "\"%s];\n",
+    sp_buf_printf(&b, "\"%s];\n",
                   n->op == IR_INPUT ? ", shape=invhouse, style=filled, fillcolor=\"#dde8f5\""
                   : ir_op_class_of(n->op) == IR_CLASS_VIEW ? ", style=dashed"
                                                             : "");
@@ -240,21 +240,21 @@ const char *fhjit_print_dot(fhjit_graph *g) {
   for (int32_t i = 0; i < g->nnodes; i++) {
     const ir_node *n = &g->nodes[i];
     for (int k = 0; k < n->nargs; k++) {
-      ir_buf_printf(&b, "  v%d -> v%d", (int)n->args[k], (int)i);
+      sp_buf_printf(&b, "  v%d -> v%d", (int)n->args[k], (int)i);
       /* Operand order matters for sub, the plaintext ops and key switching. */
       if (n->nargs > 1 && !(ir_op_info_of(n->op)->flags & IR_F_COMMUTATIVE))
-        ir_buf_printf(&b, " [label=\"%d\"]", k);
-      ir_buf_put(&b, ";\n", 2);
+        sp_buf_printf(&b, " [label=\"%d\"]", k);
+      sp_buf_put(&b, ";\n", 2);
     }
   }
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];
-    ir_buf_printf(&b, "  out%d [label=\"output ", (int)i);
+    sp_buf_printf(&b, "  out%d [label=\"output ", (int)i);
     dot_escape(&b, o->name);
-    ir_buf_printf(&b, "\", shape=house, style=filled, fillcolor=\"#f5e6d3\"];\n");
-    ir_buf_printf(&b, "  v%d -> out%d;\n", (int)o->value, (int)i);
+    sp_buf_printf(&b, "\", shape=house, style=filled, fillcolor=\"#f5e6d3\"];\n");
+    sp_buf_printf(&b, "  v%d -> out%d;\n", (int)o->value, (int)i);
   }
-  ir_buf_put(&b, "}\n", 2);
-  ir_buf_free(&label);
+  sp_buf_put(&b, "}\n", 2);
+  sp_buf_free(&label);
   return keep(g, &b, &g->printed_dot, "fhjit_print_dot");
 }

@@ -737,7 +737,7 @@ static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef
 
 fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *out) {
   memset(out, 0, sizeof *out);
-  const nv_target *t = nv_find_target(g->ctx, arch);
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
   if (!t) return FHJIT_ERR_TARGET;
   an_plan *p = build_plan(g);
   if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
@@ -751,13 +751,13 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
                                    char **text, lw_program *prog) {
   if (text) *text = NULL;
   if (prog) memset(prog, 0, sizeof *prog);
-  const nv_target *t = nv_find_target(g->ctx, arch);
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
   if (!t) return FHJIT_ERR_TARGET;
   an_plan *p = build_plan(g);
   if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
   lw_program out;
   fhjit_status st = describe_steps(g, p, t, &out);
-  LLVMTargetMachineRef tm = st ? NULL : nv_gpu_machine(g->ctx, t);
+  LLVMTargetMachineRef tm = st ? NULL : nv_gpu_machine(&g->ctx->err, t);
   if (!tm) {
     plan_free(p);
     return st ? st : FHJIT_ERR_LLVM;
@@ -771,16 +771,16 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
   if (!st) st = check_kernel_names(g, m, &out);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
-  if (!st) st = nv_verify(g->ctx, m, what);
+  if (!st) st = nv_verify(&g->ctx->err, m, what);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
     st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   int need_opt = prog || (text && kind != FHJIT_EMIT_LLVM);
-  if (!st && need_opt) st = nv_optimize(g->ctx, m, tm, "default<O3>");
+  if (!st && need_opt) st = nv_optimize(&g->ctx->err, m, tm, "default<O3>");
   if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
     st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   if (!st && (prog || (text && kind == FHJIT_EMIT_PTX))) {
     char *ptx = NULL;
-    st = nv_emit_ptx(g->ctx, m, tm, &ptx);
+    st = nv_emit_ptx(&g->ctx->err, m, tm, &ptx);
     if (!st && text && kind == FHJIT_EMIT_PTX && !(*text = strdup(ptx)))
       st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     if (!st && prog) {

@@ -27,7 +27,7 @@ const char *const lw_gpu_pipeline =
 static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
                                 const char *pipeline, lw_plan *plan, char **text) {
   *text = NULL;
-  const nv_target *t = nv_find_target(g->ctx, arch);
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
   if (!t) return FHJIT_ERR_TARGET;
   fhjit_status st = lw_plan_graph(g, plan);
   if (!st) st = lw_apply_pw_plan(g, plan, LW_GPU);
@@ -36,7 +36,7 @@ static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kin
   /* Default (O2) code generation: on the examples, 20 random 40-op graphs
    * and the realistic ones of bench/compile_latency the PTX is identical to
    * Aggressive's, and the back end takes about 6% less time. */
-  LLVMTargetMachineRef tm = nv_gpu_machine_level(g->ctx, t, LLVMCodeGenLevelDefault);
+  LLVMTargetMachineRef tm = nv_gpu_machine_level(&g->ctx->err, t, LLVMCodeGenLevelDefault);
   if (!tm) return FHJIT_ERR_LLVM;
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m = NULL;
@@ -44,17 +44,17 @@ static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kin
   nv_prepare_module(m, tm);
   char what[160];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
-  if ((st = nv_verify(g->ctx, m, what))) goto done;
+  if ((st = nv_verify(&g->ctx->err, m, what))) goto done;
   if (kind == FHJIT_EMIT_LLVM) {
     *text = nv_module_text(m);
     goto text_done;
   }
-  if ((st = nv_optimize(g->ctx, m, tm, pipeline))) goto done;
+  if ((st = nv_optimize(&g->ctx->err, m, tm, pipeline))) goto done;
   if (kind == FHJIT_EMIT_LLVM_OPT) {
     *text = nv_module_text(m);
     goto text_done;
   }
-  st = nv_emit_ptx(g->ctx, m, tm, text);
+  st = nv_emit_ptx(&g->ctx->err, m, tm, text);
   goto done;
 text_done:
   if (!*text) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory for module text");
@@ -122,7 +122,7 @@ fhjit_status lw_describe_program(fhjit_graph *g, const char *arch, lw_program *o
   if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_describe_program: null program");
   memset(out, 0, sizeof *out);
   if (g->bound && lw_graph_has_anchor(g)) return lw_anchor_describe(g, arch, out);
-  if (!nv_find_target(g->ctx, arch)) return FHJIT_ERR_TARGET;
+  if (!nv_find_target(&g->ctx->err, arch)) return FHJIT_ERR_TARGET;
   lw_plan plan;
   fhjit_status st = lw_plan_graph(g, &plan);
   if (!st) st = lw_apply_pw_plan(g, &plan, LW_GPU);

@@ -61,7 +61,7 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
     *out = h;
     return FHJIT_OK;
   }
-  LLVMTargetMachineRef tm = nv_host_machine(g->ctx);
+  LLVMTargetMachineRef tm = nv_host_machine(&g->ctx->err);
   if (!tm) {
     free(h);
     return FHJIT_ERR_LLVM;
@@ -74,9 +74,9 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
   nv_prepare_module(m, tm);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (host)", g->name);
-  if ((st = nv_verify(g->ctx, m, what))) goto fail;
-  if ((st = nv_optimize(g->ctx, m, tm, lw_gpu_pipeline))) goto fail;
-  LLVMTargetMachineRef jit_tm = nv_host_machine_level(g->ctx, LLVMCodeGenLevelNone);
+  if ((st = nv_verify(&g->ctx->err, m, what))) goto fail;
+  if ((st = nv_optimize(&g->ctx->err, m, tm, lw_gpu_pipeline))) goto fail;
+  LLVMTargetMachineRef jit_tm = nv_host_machine_level(&g->ctx->err, LLVMCodeGenLevelNone);
   if (!jit_tm) {
     st = FHJIT_ERR_LLVM;
     goto fail;

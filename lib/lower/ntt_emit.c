@@ -2083,9 +2083,9 @@ void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
 
 static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,
                                fhjit_emit_kind kind, char **text, char **ptx) {
-  const nv_target *t = nv_find_target(ctx, arch);
+  const nv_target *t = nv_find_target(&ctx->err, arch);
   if (!t) return FHJIT_ERR_TARGET;
-  LLVMTargetMachineRef tm = nv_gpu_machine(ctx, t);
+  LLVMTargetMachineRef tm = nv_gpu_machine(&ctx->err, t);
   if (!tm) return FHJIT_ERR_LLVM;
   LLVMContextRef c = LLVMContextCreate();
   char prefix[40];
@@ -2095,15 +2095,15 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   lw_ntt_plan pt = *p;
   lw_ntt_for_target(&pt, t);
   fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
-  if (!st) st = nv_verify(ctx, m, prefix);
+  if (!st) st = nv_verify(&ctx->err, m, prefix);
   if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
     st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  if (!st && (ptx || kind != FHJIT_EMIT_LLVM)) st = nv_optimize(ctx, m, tm, "default<O3>");
+  if (!st && (ptx || kind != FHJIT_EMIT_LLVM)) st = nv_optimize(&ctx->err, m, tm, "default<O3>");
   if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
     st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   if (!st && (ptx || (text && kind == FHJIT_EMIT_PTX))) {
     char *out = NULL;
-    st = nv_emit_ptx(ctx, m, tm, &out);
+    st = nv_emit_ptx(&ctx->err, m, tm, &out);
     if (!st) {
       if (ptx) *ptx = out;
       if (text && kind == FHJIT_EMIT_PTX) {
@@ -2130,7 +2130,7 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
   fhjit_status st = gpu_module(ctx, p, arch, FHJIT_EMIT_PTX, NULL, &out->ptx);
   if (st) return st;
   lw_ntt_plan pt = *p; /* gpu_module found the target */
-  lw_ntt_for_target(&pt, nv_find_target(ctx, arch));
+  lw_ntt_for_target(&pt, nv_find_target(&ctx->err, arch));
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
   out->nkernels = p->nkernels;
@@ -2184,7 +2184,7 @@ void lw_ntt_host_destroy(lw_ntt_host *h) {
 fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
                                 const lw_ntt_fusion *pro, lw_ntt_host **out) {
   *out = NULL;
-  LLVMTargetMachineRef tm = nv_host_machine(ctx);
+  LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
   if (!tm) return FHJIT_ERR_LLVM;
   lw_ntt_host *h = calloc(1, sizeof *h);
   if (!h) {
@@ -2201,8 +2201,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
-  if (!st) st = nv_verify(ctx, m, prefix);
-  if (!st) st = nv_optimize(ctx, m, tm, "default<O2>");
+  if (!st) st = nv_verify(&ctx->err, m, prefix);
+  if (!st) st = nv_optimize(&ctx->err, m, tm, "default<O2>");
   LLVMDisposeTargetMachine(tm);
   LLVMErrorRef err = NULL;
   if (!st) {

@@ -9,7 +9,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
-#include "ir/ir.h"
+#include "support/support.h"
 
 /* A supported GPU target and the PTX ISA version its code is emitted for. */
 typedef struct nv_target {
@@ -26,8 +26,8 @@ typedef struct nv_target {
 int nv_init(void);
 
 /* The target for `arch` (NULL: sm_90), or NULL after recording
- * FHJIT_ERR_TARGET with the list of supported targets on ctx. */
-const nv_target *nv_find_target(fhjit_context *ctx, const char *arch);
+ * FHJIT_ERR_TARGET with the list of supported targets in e. */
+const nv_target *nv_find_target(sp_err *e, const char *arch);
 /* 1 when the target has programmatic dependent launch (griddepcontrol:
  * sm_90 on, PTX ISA 7.8). */
 int nv_target_has_pdl(const nv_target *t);
@@ -35,33 +35,33 @@ int nv_target_has_pdl(const nv_target *t);
 const char *const *nv_target_names(void);
 
 /* A target machine for a GPU target / for the host (CPU and features of this
- * machine). NULL after recording FHJIT_ERR_LLVM on ctx. Dispose with
+ * machine). NULL after recording FHJIT_ERR_LLVM in e. Dispose with
  * LLVMDisposeTargetMachine. */
-LLVMTargetMachineRef nv_gpu_machine(fhjit_context *ctx, const nv_target *t);
-LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx);
+LLVMTargetMachineRef nv_gpu_machine(sp_err *e, const nv_target *t);
+LLVMTargetMachineRef nv_host_machine(sp_err *e);
 /* The same with another code generation level (the host JIT of the fused
  * kernel uses LLVMCodeGenLevelNone: fast instruction selection). */
-LLVMTargetMachineRef nv_host_machine_level(fhjit_context *ctx, LLVMCodeGenOptLevel level);
+LLVMTargetMachineRef nv_host_machine_level(sp_err *e, LLVMCodeGenOptLevel level);
 /* A GPU target machine at another level (nv_gpu_machine: Aggressive). */
-LLVMTargetMachineRef nv_gpu_machine_level(fhjit_context *ctx, const nv_target *t,
+LLVMTargetMachineRef nv_gpu_machine_level(sp_err *e, const nv_target *t,
                                           LLVMCodeGenOptLevel level);
 
 /* Sets the module's triple and data layout from the target machine. */
 void nv_prepare_module(LLVMModuleRef m, LLVMTargetMachineRef tm);
 
 /* LLVMVerifyModule; FHJIT_ERR_LLVM with LLVM's message on failure. */
-fhjit_status nv_verify(fhjit_context *ctx, LLVMModuleRef m, const char *what);
+fhjit_status nv_verify(sp_err *e, LLVMModuleRef m, const char *what);
 
 /* Runs a new-pass-manager pipeline ("default<O3>") with the target's
  * analyses. FHJIT_ERR_LLVM with LLVM's message on failure. */
-fhjit_status nv_optimize(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+fhjit_status nv_optimize(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
                          const char *pipeline);
 
 /* Module text (LLVMPrintModuleToString), malloc'd; NULL when out of memory. */
 char *nv_module_text(LLVMModuleRef m);
 
 /* PTX of an optimised module, malloc'd and NUL-terminated. */
-fhjit_status nv_emit_ptx(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+fhjit_status nv_emit_ptx(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
                          char **ptx);
 
 #endif

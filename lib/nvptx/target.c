@@ -43,16 +43,16 @@ int nv_init(void) {
   return native_ok;
 }
 
-const nv_target *nv_find_target(fhjit_context *ctx, const char *arch) {
+const nv_target *nv_find_target(sp_err *e, const char *arch) {
   if (!arch) arch = "sm_90";
   for (size_t i = 0; i < NTARGETS; i++)
     if (strcmp(targets[i].arch, arch) == 0) return &targets[i];
-  ir_buf list = {0};
+  sp_buf list = {0};
   for (size_t i = 0; i < NTARGETS; i++)
-    ir_buf_printf(&list, "%s%s", i ? ", " : "", targets[i].arch);
-  ir_error(ctx, FHJIT_ERR_TARGET, "error: unknown GPU target '%s'; supported targets: %s",
+    sp_buf_printf(&list, "%s%s", i ? ", " : "", targets[i].arch);
+  sp_error(e, FHJIT_ERR_TARGET, "error: unknown GPU target '%s'; supported targets: %s",
            arch, list.data ? list.data : "");
-  ir_buf_free(&list);
+  sp_buf_free(&list);
   return NULL;
 }
 
@@ -60,47 +60,47 @@ int nv_target_has_pdl(const nv_target *t) {
   return atoi(t->arch + 3) >= 90 && t->ptx_version >= 78;
 }
 
-static LLVMTargetMachineRef make_machine(fhjit_context *ctx, const char *triple,
+static LLVMTargetMachineRef make_machine(sp_err *e, const char *triple,
                                          const char *cpu, const char *features,
                                          LLVMCodeGenOptLevel level) {
   nv_init();
   LLVMTargetRef target;
   char *err = NULL;
   if (LLVMGetTargetFromTriple(triple, &target, &err)) {
-    ir_error(ctx, FHJIT_ERR_LLVM, "error: LLVM has no target for %s: %s", triple,
+    sp_error(e, FHJIT_ERR_LLVM, "error: LLVM has no target for %s: %s", triple,
              err ? err : "");
     LLVMDisposeMessage(err);
     return NULL;
   }
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, level,
                                                     LLVMRelocPIC, LLVMCodeModelDefault);
-  if (!tm) ir_error(ctx, FHJIT_ERR_LLVM, "error: LLVM could not create a target machine for %s (%s)",
+  if (!tm) sp_error(e, FHJIT_ERR_LLVM, "error: LLVM could not create a target machine for %s (%s)",
                     triple, cpu);
   return tm;
 }
 
-LLVMTargetMachineRef nv_gpu_machine(fhjit_context *ctx, const nv_target *t) {
-  return make_machine(ctx, NV_TRIPLE, t->arch, t->feature, LLVMCodeGenLevelAggressive);
+LLVMTargetMachineRef nv_gpu_machine(sp_err *e, const nv_target *t) {
+  return make_machine(e, NV_TRIPLE, t->arch, t->feature, LLVMCodeGenLevelAggressive);
 }
 
-LLVMTargetMachineRef nv_gpu_machine_level(fhjit_context *ctx, const nv_target *t,
+LLVMTargetMachineRef nv_gpu_machine_level(sp_err *e, const nv_target *t,
                                           LLVMCodeGenOptLevel level) {
-  return make_machine(ctx, NV_TRIPLE, t->arch, t->feature, level);
+  return make_machine(e, NV_TRIPLE, t->arch, t->feature, level);
 }
 
-LLVMTargetMachineRef nv_host_machine(fhjit_context *ctx) {
-  return nv_host_machine_level(ctx, LLVMCodeGenLevelDefault);
+LLVMTargetMachineRef nv_host_machine(sp_err *e) {
+  return nv_host_machine_level(e, LLVMCodeGenLevelDefault);
 }
 
-LLVMTargetMachineRef nv_host_machine_level(fhjit_context *ctx, LLVMCodeGenOptLevel level) {
+LLVMTargetMachineRef nv_host_machine_level(sp_err *e, LLVMCodeGenOptLevel level) {
   if (!nv_init()) {
-    ir_error(ctx, FHJIT_ERR_LLVM, "error: LLVM's native target is not available");
+    sp_error(e, FHJIT_ERR_LLVM, "error: LLVM's native target is not available");
     return NULL;
   }
   char *triple = LLVMGetDefaultTargetTriple();
   char *cpu = LLVMGetHostCPUName();
   char *features = LLVMGetHostCPUFeatures();
-  LLVMTargetMachineRef tm = make_machine(ctx, triple, cpu, features, level);
+  LLVMTargetMachineRef tm = make_machine(e, triple, cpu, features, level);
   LLVMDisposeMessage(triple);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
@@ -116,10 +116,10 @@ void nv_prepare_module(LLVMModuleRef m, LLVMTargetMachineRef tm) {
   LLVMDisposeTargetData(td);
 }
 
-fhjit_status nv_verify(fhjit_context *ctx, LLVMModuleRef m, const char *what) {
+fhjit_status nv_verify(sp_err *e, LLVMModuleRef m, const char *what) {
   char *msg = NULL;
   if (LLVMVerifyModule(m, LLVMReturnStatusAction, &msg)) {
-    fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM,
+    fhjit_status st = sp_error(e, FHJIT_ERR_LLVM,
                                "error: LLVM rejected the module of %s: %s", what,
                                msg ? msg : "(no message)");
     LLVMDisposeMessage(msg);
@@ -129,14 +129,14 @@ fhjit_status nv_verify(fhjit_context *ctx, LLVMModuleRef m, const char *what) {
   return FHJIT_OK;
 }
 
-fhjit_status nv_optimize(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+fhjit_status nv_optimize(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
                          const char *pipeline) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMErrorRef err = LLVMRunPasses(m, pipeline, tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (!err) return FHJIT_OK;
   char *msg = LLVMGetErrorMessage(err);
-  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: LLVM pipeline %s failed: %s",
+  fhjit_status st = sp_error(e, FHJIT_ERR_LLVM, "error: LLVM pipeline %s failed: %s",
                              pipeline, msg ? msg : "");
   LLVMDisposeErrorMessage(msg);
   return st;
@@ -149,13 +149,13 @@ char *nv_module_text(LLVMModuleRef m) {
   return copy;
 }
 
-fhjit_status nv_emit_ptx(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineRef tm,
+fhjit_status nv_emit_ptx(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
                          char **ptx) {
   *ptx = NULL;
   char *err = NULL;
   LLVMMemoryBufferRef buf = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, m, LLVMAssemblyFile, &err, &buf)) {
-    fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: NVPTX code generation failed: %s",
+    fhjit_status st = sp_error(e, FHJIT_ERR_LLVM, "error: NVPTX code generation failed: %s",
                                err ? err : "(no message)");
     LLVMDisposeMessage(err);
     return st;
@@ -168,7 +168,7 @@ fhjit_status nv_emit_ptx(fhjit_context *ctx, LLVMModuleRef m, LLVMTargetMachineR
     text[size] = 0;
   }
   LLVMDisposeMemoryBuffer(buf);
-  if (!text) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory for PTX text");
+  if (!text) return sp_error(e, FHJIT_ERR_MEMORY, "error: out of memory for PTX text");
   *ptx = text;
   return FHJIT_OK;
 }

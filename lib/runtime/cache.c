@@ -59,10 +59,10 @@ uint64_t rt_checksum(uint64_t seed, const void *data, size_t size) {
 
 /* ------------------------------------------------------------- description */
 
-static void put32(ir_buf *b, uint32_t v) { ir_buf_put(b, (const char *)&v, 4); }
-static void put64(ir_buf *b, uint64_t v) { ir_buf_put(b, (const char *)&v, 8); }
+static void put32(sp_buf *b, uint32_t v) { sp_buf_put(b, (const char *)&v, 4); }
+static void put64(sp_buf *b, uint64_t v) { sp_buf_put(b, (const char *)&v, 8); }
 
-void rt_desc_write(ir_buf *out, const lw_program *p) {
+void rt_desc_write(sp_buf *out, const lw_program *p) {
   put32(out, RT_DESC_MAGIC);
   put32(out, (uint32_t)p->nkernels);
   put32(out, (uint32_t)p->nscratch);
@@ -71,7 +71,7 @@ void rt_desc_write(ir_buf *out, const lw_program *p) {
     char name[sizeof kd->name];
     memset(name, 0, sizeof name);
     strncpy(name, kd->name, sizeof name - 1);
-    ir_buf_put(out, name, sizeof name);
+    sp_buf_put(out, name, sizeof name);
     for (int i = 0; i < 3; i++) put32(out, kd->grid[i]);
     for (int i = 0; i < 3; i++) put32(out, kd->block[i]);
     put32(out, kd->shared_bytes);
@@ -161,16 +161,16 @@ char *rt_disk_dir(void) {
   if (off && (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "no") ||
               !strcasecmp(off, "false")))
     return NULL;
-  ir_buf b = {0};
+  sp_buf b = {0};
   const char *dir = getenv("FHJIT_CACHE_DIR");
   const char *xdg = getenv("XDG_CACHE_HOME");
   const char *home = getenv("HOME");
-  if (dir && *dir) ir_buf_printf(&b, "%s", dir);
-  else if (xdg && xdg[0] == '/') ir_buf_printf(&b, "%s/fhjit", xdg);
-  else if (home && *home) ir_buf_printf(&b, "%s/.cache/fhjit", home);
+  if (dir && *dir) sp_buf_printf(&b, "%s", dir);
+  else if (xdg && xdg[0] == '/') sp_buf_printf(&b, "%s/fhjit", xdg);
+  else if (home && *home) sp_buf_printf(&b, "%s/.cache/fhjit", home);
   else return NULL;
   if (b.failed) {
-    ir_buf_free(&b);
+    sp_buf_free(&b);
     return NULL;
   }
   return b.data;
@@ -217,12 +217,12 @@ static int make_dirs(const char *path) {
 }
 
 static char *entry_path(const char *dir, const char *key) {
-  ir_buf b = {0};
+  sp_buf b = {0};
   size_t n = strlen(key);
-  ir_buf_printf(&b, "%s/k-%016llx%016llx.fhk", dir,
+  sp_buf_printf(&b, "%s/k-%016llx%016llx.fhk", dir,
                 (unsigned long long)rt_checksum(1, key, n), (unsigned long long)rt_checksum(2, key, n));
   if (b.failed) {
-    ir_buf_free(&b);
+    sp_buf_free(&b);
     return NULL;
   }
   return b.data;
@@ -361,7 +361,7 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
   static unsigned long counter;
   int ok = 0;
   char *path = NULL, *tmp = NULL;
-  ir_buf body = {0}, tmpname = {0};
+  sp_buf body = {0}, tmpname = {0};
   int fd = -1;
   if (!make_dirs(dir)) {
     snprintf(why, why_size, "cannot create the cache directory %s: %s", dir, strerror(errno));
@@ -370,9 +370,9 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
   if (rt_disk_dir_problem(dir, why, why_size)) goto done; /* someone else's since */
   path = entry_path(dir, key);
   size_t key_len = strlen(key);
-  ir_buf_put(&body, key, key_len);
-  ir_buf_put(&body, ptx, ptx_size);
-  ir_buf_put(&body, cubin, cubin_size);
+  sp_buf_put(&body, key, key_len);
+  sp_buf_put(&body, ptx, ptx_size);
+  sp_buf_put(&body, cubin, cubin_size);
   size_t before_desc = body.len;
   rt_desc_write(&body, desc);
   if (!path || body.failed) {
@@ -391,7 +391,7 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
   uint64_t sum = payload_checksum(header + 8, (const unsigned char *)body.data, body.len);
   memcpy(header + 40, &sum, 8);
   unsigned long serial = __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
-  ir_buf_printf(&tmpname, "%s/.tmp-%ld-%lu-%lx", dir, (long)getpid(), serial,
+  sp_buf_printf(&tmpname, "%s/.tmp-%ld-%lu-%lx", dir, (long)getpid(), serial,
                 (unsigned long)pthread_self());
   if (tmpname.failed) {
     snprintf(why, why_size, "out of memory");
@@ -421,8 +421,8 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
 done:
   if (fd >= 0) close(fd);
   if (!ok && tmp) unlink(tmp);
-  ir_buf_free(&tmpname);
-  ir_buf_free(&body);
+  sp_buf_free(&tmpname);
+  sp_buf_free(&body);
   free(path);
   return ok;
 }

@@ -31,6 +31,7 @@ rt_state *rt_state_get(fhjit_context *ctx) {
   if (!st && (st = calloc(1, sizeof *st))) {
     pthread_mutex_init(&st->lock, NULL);
     ctx->runtime = st;
+    ctx->release_runtime = rt_context_release;
   }
   pthread_mutex_unlock(&state_create_lock);
   return st;
@@ -60,7 +61,7 @@ static void kernel_free(fhjit_cuda_kernel *k, const rt_driver *d) {
 static const rt_driver *driver_quiet(void) {
   fhjit_context scratch = {0};
   const rt_driver *d = rt_driver_get(&scratch, "release");
-  free(scratch.message);
+  sp_err_clear(&scratch.err);
   return d;
 }
 
@@ -544,7 +545,7 @@ static void disk_begin(disk_use *u, fhjit_graph *g, const fhjit_cuda_options *o,
     free(dir);
     return;
   }
-  ir_buf desc = {0};
+  sp_buf desc = {0};
   if (rt_describe(g, target, &u->want) != FHJIT_OK) {
     fhjit_clear_error(g->ctx);
     free(dir);
@@ -553,7 +554,7 @@ static void disk_begin(disk_use *u, fhjit_graph *g, const fhjit_cuda_options *o,
   rt_desc_write(&desc, &u->want);
   uint64_t h0 = rt_checksum(3, desc.data, desc.len), h1 = rt_checksum(4, desc.data, desc.len);
   int failed = desc.failed;
-  ir_buf_free(&desc);
+  sp_buf_free(&desc);
   if (failed) {
     free(dir);
     return;

@@ -366,7 +366,7 @@ fhjit_status fhjit_cuda_launch(fhjit_graph *g, const fhjit_cuda_args *a) {
                                   a->options ? a->options->device : 0, what, &cur);
   if (s != FHJIT_OK) return s;
   fhjit_cuda_kernel *k = rt_compile(g, a->options, cur, d, what, NULL);
-  if (!k) return g->ctx->status ? g->ctx->status : FHJIT_ERR_CUDA;
+  if (!k) return g->ctx->err.status ? g->ctx->err.status : FHJIT_ERR_CUDA;
   return launch_in(k, a, g, what, d, cur, 1); /* rt_compile matched cur and its id */
 }
 
@@ -386,7 +386,7 @@ fhjit_status fhjit_cuda_alloc(fhjit_context *ctx, size_t bytes, fhjit_cuda_ptr *
   *out = 0;
   if (!bytes) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: zero bytes", what);
   const rt_driver *d = helper_driver(ctx, what);
-  if (!d) return ctx->status;
+  if (!d) return ctx->err.status;
   CUdeviceptr p = 0;
   CUresult r = d->cuMemAlloc(&p, bytes);
   if (r != CUDA_SUCCESS)
@@ -400,7 +400,7 @@ fhjit_status fhjit_cuda_free(fhjit_context *ctx, fhjit_cuda_ptr ptr) {
   if (!ctx) return FHJIT_ERR_ARGUMENT;
   if (!ptr) return FHJIT_OK;
   const rt_driver *d = helper_driver(ctx, what);
-  if (!d) return ctx->status;
+  if (!d) return ctx->err.status;
   rt_free_generation_bump(); /* pointers launches remembered must be checked again */
   CUresult r = d->cuMemFree(ptr);
   if (r != CUDA_SUCCESS)
@@ -415,7 +415,7 @@ fhjit_status fhjit_cuda_upload(fhjit_context *ctx, fhjit_cuda_ptr dst, const voi
   if (!bytes) return FHJIT_OK;
   if (!dst || !src) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: null pointer", what);
   const rt_driver *d = helper_driver(ctx, what);
-  if (!d) return ctx->status;
+  if (!d) return ctx->err.status;
   CUresult r = d->cuMemcpyHtoD(dst, src, bytes);
   if (r != CUDA_SUCCESS)
     return rt_cuda_error(ctx, d, r, "cuMemcpyHtoD_v2", "%s: %zu bytes to 0x%llx", what, bytes,
@@ -429,7 +429,7 @@ fhjit_status fhjit_cuda_download(fhjit_context *ctx, void *dst, fhjit_cuda_ptr s
   if (!bytes) return FHJIT_OK;
   if (!dst || !src) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: null pointer", what);
   const rt_driver *d = helper_driver(ctx, what);
-  if (!d) return ctx->status;
+  if (!d) return ctx->err.status;
   CUresult r = d->cuMemcpyDtoH(dst, src, bytes);
   if (r != CUDA_SUCCESS)
     return rt_cuda_error(ctx, d, r, "cuMemcpyDtoH_v2", "%s: %zu bytes from 0x%llx", what, bytes,
@@ -458,13 +458,13 @@ fhjit_status fhjit_cuda_param_table(fhjit_context *ctx, fhjit_radix radix, const
   if (s != FHJIT_OK) {
     if (dev) {
       /* keep the upload's message, not the free's */
-      fhjit_status keep = ctx->status;
-      char *msg = ctx->message;
-      ctx->message = NULL;
+      fhjit_status keep = ctx->err.status;
+      char *msg = ctx->err.message;
+      ctx->err.message = NULL;
       fhjit_cuda_free(ctx, dev);
-      free(ctx->message);
-      ctx->message = msg;
-      ctx->status = keep;
+      free(ctx->err.message);
+      ctx->err.message = msg;
+      ctx->err.status = keep;
     }
     return s;
   }

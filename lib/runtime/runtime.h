@@ -39,7 +39,7 @@ fhjit_status rt_cuda_error(fhjit_context *ctx, const rt_driver *d, CUresult r,
 
 /* The serialised form of an lw_program without its PTX (the disk cache
  * stores it next to the PTX and cubin). rt_desc_read checks every field. */
-void rt_desc_write(ir_buf *out, const lw_program *p);
+void rt_desc_write(sp_buf *out, const lw_program *p);
 int rt_desc_read(const void *data, size_t size, lw_program *out);
 
 /* ------------------------------------------------------------ disk cache */
@@ -165,6 +165,7 @@ typedef struct rt_state {
 
 /* The fhjit context's runtime state, created on first use; NULL on OOM. */
 rt_state *rt_state_get(fhjit_context *ctx);
+/* Frees that state: registered by rt_state_get as the context's release hook. */
 void rt_context_release(fhjit_context *ctx);
 
 /* Makes sure the calling thread has a current CUDA context (the primary

@@ -1270,59 +1270,59 @@ int rg_reference(const rg_case *c, void *const *results, char *err, size_t errsi
 
 /* -------------------------------------------------------------- reports */
 
-static void describe_type(ir_buf *b, const fhjit_type *t) {
+static void describe_type(sp_buf *b, const fhjit_type *t) {
   if (t->kind == FHJIT_KIND_KEY) {
-    ir_buf_printf(b, "key<%lld, 2, %lld, %lld>", (long long)t->digits, (long long)t->rows,
+    sp_buf_printf(b, "key<%lld, 2, %lld, %lld>", (long long)t->digits, (long long)t->rows,
                   (long long)t->n);
     return;
   }
-  ir_buf_printf(b, "%s<", t->comps ? "ct" : "pt");
-  if (t->comps) ir_buf_printf(b, "%d, ", t->comps);
-  ir_buf_printf(b, "[");
-  for (int a = 0; a < t->nbatch; a++) ir_buf_printf(b, "%s%lld", a ? ", " : "", (long long)t->batch[a]);
-  ir_buf_printf(b, "], %lld, %lld>", (long long)t->rows, (long long)t->n);
+  sp_buf_printf(b, "%s<", t->comps ? "ct" : "pt");
+  if (t->comps) sp_buf_printf(b, "%d, ", t->comps);
+  sp_buf_printf(b, "[");
+  for (int a = 0; a < t->nbatch; a++) sp_buf_printf(b, "%s%lld", a ? ", " : "", (long long)t->batch[a]);
+  sp_buf_printf(b, "], %lld, %lld>", (long long)t->rows, (long long)t->n);
   if (t->domain || t->form)
-    ir_buf_printf(b, " %s %s", ir_domain_name(t->domain), ir_form_name(t->form));
+    sp_buf_printf(b, " %s %s", ir_domain_name(t->domain), ir_form_name(t->form));
 }
 
 char *rg_describe(const rg_case *c) {
   fhjit_graph *g = c->g;
-  ir_buf b = {0};
+  sp_buf b = {0};
   const char *text = fhjit_print(g);
   fhjit_clear_error(fhjit_graph_context(g));
-  ir_buf_printf(&b, "graph @%s, radix %s, rows %d, n %lld, moduli", g->name,
+  sp_buf_printf(&b, "graph @%s, radix %s, rows %d, n %lld, moduli", g->name,
                 ir_radix_name(c->radix), (int)c->rows, (long long)c->n);
-  for (int32_t r = 0; r < c->rows; r++) ir_buf_printf(&b, " %llu", (unsigned long long)c->moduli[r]);
-  ir_buf_printf(&b, ", pstride %lld\n", (long long)c->pstride);
-  if (text) ir_buf_printf(&b, "%s", text);
-  ir_buf_printf(&b, "nodes:\n");
+  for (int32_t r = 0; r < c->rows; r++) sp_buf_printf(&b, " %llu", (unsigned long long)c->moduli[r]);
+  sp_buf_printf(&b, ", pstride %lld\n", (long long)c->pstride);
+  if (text) sp_buf_printf(&b, "%s", text);
+  sp_buf_printf(&b, "nodes:\n");
   for (int32_t v = 0; v < g->nnodes; v++) {
     const ir_node *n = &g->nodes[v];
-    ir_buf_printf(&b, "  %%%s = %s", n->name, ir_op_name(n->op));
-    for (int a = 0; a < n->nargs; a++) ir_buf_printf(&b, "%s%%%s", a ? ", " : " ", g->nodes[n->args[a]].name);
+    sp_buf_printf(&b, "  %%%s = %s", n->name, ir_op_name(n->op));
+    for (int a = 0; a < n->nargs; a++) sp_buf_printf(&b, "%s%%%s", a ? ", " : " ", g->nodes[n->args[a]].name);
     if (n->op == IR_MUL_COMPRESSED || n->op == IR_ADD_COMPRESSED)
-      ir_buf_printf(&b, " [%s%s%s]", ir_compression_name((fhjit_compression)n->attr[0]),
+      sp_buf_printf(&b, " [%s%s%s]", ir_compression_name((fhjit_compression)n->attr[0]),
                     n->op == IR_ADD_COMPRESSED ? " " : "",
                     n->op == IR_ADD_COMPRESSED ? ir_domain_name((fhjit_domain)n->attr[1]) : "");
     if (n->op == IR_KS_DIGIT_PRODUCT)
-      ir_buf_printf(&b, " [digit %lld, row_start %lld]", (long long)n->attr[0], (long long)n->attr[1]);
-    if (n->op == IR_EXTRACT) ir_buf_printf(&b, " [%lld]", (long long)n->attr[0]);
-    ir_buf_printf(&b, " : ");
+      sp_buf_printf(&b, " [digit %lld, row_start %lld]", (long long)n->attr[0], (long long)n->attr[1]);
+    if (n->op == IR_EXTRACT) sp_buf_printf(&b, " [%lld]", (long long)n->attr[0]);
+    sp_buf_printf(&b, " : ");
     describe_type(&b, &n->type);
     if (n->op == IR_INPUT) {
       const fhjit_layout *l = &n->layout;
-      ir_buf_printf(&b, " layout{off %lld, comp %lld, digit %lld, batch [%lld %lld %lld %lld], "
+      sp_buf_printf(&b, " layout{off %lld, comp %lld, digit %lld, batch [%lld %lld %lld %lld], "
                         "row %lld, index %lld}",
                     (long long)l->offset, (long long)l->comp_stride, (long long)l->digit_stride,
                     (long long)l->batch_stride[0], (long long)l->batch_stride[1],
                     (long long)l->batch_stride[2], (long long)l->batch_stride[3],
                     (long long)l->row_stride, (long long)l->index_stride);
     }
-    if (g->result_of && g->result_of[v] >= 0) ir_buf_printf(&b, " (result #%d)", (int)g->result_of[v]);
-    ir_buf_printf(&b, "\n");
+    if (g->result_of && g->result_of[v] >= 0) sp_buf_printf(&b, " (result #%d)", (int)g->result_of[v]);
+    sp_buf_printf(&b, "\n");
   }
   for (int32_t o = 0; o < g->noutputs; o++)
-    ir_buf_printf(&b, "  output %s = %%%s\n", g->outputs[o].name, g->nodes[g->outputs[o].value].name);
+    sp_buf_printf(&b, "  output %s = %%%s\n", g->outputs[o].name, g->nodes[g->outputs[o].value].name);
   if (!b.data) return NULL;
   return b.data;
 }

@@ -183,13 +183,13 @@ static void entry_write(const char *path, const entry *e) {
 
 /* e with its description replaced by p's. */
 static void entry_set_desc(entry *e, const lw_program *p) {
-  ir_buf b = {0};
+  sp_buf b = {0};
   rt_desc_write(&b, p);
   size_t before = e->key_len + e->ptx_len + e->cubin_len;
   e->body = realloc(e->body, before + b.len);
   memcpy(e->body + before, b.data, b.len);
   e->desc_len = b.len;
-  ir_buf_free(&b);
+  sp_buf_free(&b);
 }
 
 static void entry_get_desc(const entry *e, lw_program *p) {

@@ -786,7 +786,7 @@ START_TEST(test_llvm_errors) {
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, fn, "entry"));
   LLVMBuildRetVoid(b); /* i32 function returning void */
-  ck_assert_int_eq(nv_verify(ctx, m, "a broken module"), FHJIT_ERR_LLVM);
+  ck_assert_int_eq(nv_verify(&ctx->err, m, "a broken module"), FHJIT_ERR_LLVM);
   ck_assert(tu_contains(fhjit_last_error(ctx), "LLVM rejected the module of a broken module"));
   LLVMDisposeBuilder(b);
   LLVMDisposeModule(m);

@@ -90,15 +90,15 @@ static struct {
 } hook;
 
 static char *hand_ptx(const lw_program *p) {
-  ir_buf b = {0};
-  ir_buf_printf(&b, "//\n// hand-written for test_runtime\n.version 7.8\n.target sm_90\n"
+  sp_buf b = {0};
+  sp_buf_printf(&b, "//\n// hand-written for test_runtime\n.version 7.8\n.target sm_90\n"
                     ".address_size 64\n");
   for (int32_t k = 0; k < p->nkernels; k++) {
-    ir_buf_printf(&b, "\n.visible .entry %s%s(\n", p->kernels[k].name, hook.misnamed ? "_x" : "");
+    sp_buf_printf(&b, "\n.visible .entry %s%s(\n", p->kernels[k].name, hook.misnamed ? "_x" : "");
     for (int32_t a = 0; a < p->kernels[k].nargs; a++)
-      ir_buf_printf(&b, "\t.param .u64 .ptr .global .align 16 %s_param_%d%s\n",
+      sp_buf_printf(&b, "\t.param .u64 .ptr .global .align 16 %s_param_%d%s\n",
                     p->kernels[k].name, (int)a, a + 1 < p->kernels[k].nargs ? "," : "");
-    ir_buf_printf(&b, ")\n{\n%s\tret;\n}\n", hook.syntax_error ? "\tFAKE_SYNTAX_ERROR;\n" : "");
+    sp_buf_printf(&b, ")\n{\n%s\tret;\n}\n", hook.syntax_error ? "\tFAKE_SYNTAX_ERROR;\n" : "");
   }
   return b.data;
 }
@@ -1474,7 +1474,7 @@ START_TEST(description_roundtrip) {
   p.nscratch = 2;
   p.scratch_bytes[0] = 123456789012;
   p.scratch_bytes[1] = 16;
-  ir_buf b = {0};
+  sp_buf b = {0};
   rt_desc_write(&b, &p);
   ck_assert(!b.failed);
   lw_program q;
@@ -1506,7 +1506,7 @@ START_TEST(description_roundtrip) {
     }
   ck_assert(rt_checksum(3, b.data, b.len - 1) != sum);
   ck_assert(rt_checksum(4, b.data, b.len) != sum);
-  ir_buf_free(&b);
+  sp_buf_free(&b);
 
   /* a stored entry loads back whole, and only under its key */
   char why[256];
