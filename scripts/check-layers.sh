@@ -70,7 +70,7 @@ if [ -n "$BUILD" ]; then
       allowed "$layer" "$owner" && continue
       echo "check-layers: lib/$layer uses $sym from lib/$owner"
       bad=1
-    done < <(nm --undefined-only -g "$lib" 2>/dev/null | awk '{print $NF}' | sort -u)
+    done < <(nm --undefined-only -g "$lib" 2>/dev/null | awk '$1 == "U" {print $2}' | sort -u)
   done
 fi
 [ $bad -eq 0 ] && echo "check-layers: every layer reaches only downward"

@@ -27,6 +27,8 @@ run_ctest() { # dir, label description
 mkdir -p build
 echo "== build (Debug, -Wall -Wextra -Werror) =="
 configure_build build/debug -DCMAKE_C_FLAGS=-Werror
+echo "== layering (scripts/check-layers.sh: includes and the per-layer archives) =="
+./scripts/check-layers.sh build/debug
 echo "== tests =="
 run_ctest build/debug
 
