@@ -354,6 +354,8 @@ static void type_text(const fhjit_type *t, char *buf, size_t size) {
              (long long)t->n);
   else if (t->kind == FHJIT_KIND_TWIDDLE)
     snprintf(buf, size, "twiddles<%lld, %lld>", (long long)t->rows, (long long)t->n);
+  else if (t->kind == FHJIT_KIND_TABLE)
+    snprintf(buf, size, "table<%lld>", (long long)t->n);
   else if (t->comps)
     snprintf(buf, size, "ct<%d, [%s], %lld, %lld>", t->comps, batch, (long long)t->rows,
              (long long)t->n);
@@ -362,6 +364,22 @@ static void type_text(const fhjit_type *t, char *buf, size_t size) {
 }
 
 /* ------------------------------------------------------------ set-up */
+
+/* Whether the graph mixes limbs or states bases (SPEC section 7): its
+ * tables and bases index the whole chain. */
+static int uses_chain(fhjit_graph *g) {
+  if (fhjit_graph_num_special(g) > 0) return 1;
+  for (int32_t i = 0; i < fhjit_num_inputs(g); i++) {
+    fhjit_type t;
+    int32_t b[1], cnt;
+    fhjit_input_binding(g, i, &t, NULL);
+    if (t.kind == FHJIT_KIND_TABLE) return 1;
+    if (t.kind == FHJIT_KIND_POLY &&
+        fhjit_value_basis(g, fhjit_input_value(g, i), b, 1, &cnt) == FHJIT_OK && b[0] != 0)
+      return 1;
+  }
+  return 0;
+}
 
 /* rows and n of the graph: those of its materialised results and
  * polynomial inputs (the largest n: compressed plaintexts are narrower).
@@ -372,10 +390,14 @@ static int graph_extents(run_state *s) {
     fhjit_type t;
     if (i < s->ninputs) fhjit_input_binding(s->g, i, &t, NULL);
     else fhjit_result_type(s->g, i - s->ninputs, &t);
-    if (t.kind == FHJIT_KIND_KEY) continue;
+    if (t.kind == FHJIT_KIND_KEY || t.kind == FHJIT_KIND_TABLE) continue;
     if (t.rows > rows) rows = t.rows;
     if (t.n > s->n) s->n = t.n;
   }
+  /* SPEC section 7: limb-mixing graphs read the whole chain (bases,
+   * special primes): one parameter column per chain position */
+  if (uses_chain(s->g) && fhjit_graph_num_moduli(s->g) > rows)
+    rows = fhjit_graph_num_moduli(s->g);
   if (rows > INT32_MAX)
     return error("graph @%s has %lld rows, more than the limit of %d rows (one modulus each)",
                  fhjit_graph_name(s->g), (long long)rows, INT32_MAX);
@@ -679,9 +701,14 @@ static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhji
   uint64_t min2q = UINT64_MAX;
   for (int32_t r = 0; r < s->rows; r++)
     if (2 * s->moduli[r] < min2q) min2q = 2 * s->moduli[r];
+  int32_t pos[64], npos = 0; /* SPEC section 7: row r is reduced mod its chain position's */
+  if (t->kind != FHJIT_KIND_POLY ||
+      fhjit_value_basis(s->g, fhjit_input_value(s->g, i), pos, 64, &npos) != FHJIT_OK)
+    npos = 0;
   for (int64_t e = 0; e < sh->count; e++) {
     int64_t row = 0;
     int64_t off = element_offset(sh, l->offset, e, &row);
+    if (row < npos && row < 64) row = pos[row];
     uint64_t b = t->kind == FHJIT_KIND_KEY || row >= s->rows ? min2q : 2 * s->moduli[row];
     if (bound[off] == 0 || b < bound[off]) bound[off] = b;
   }
@@ -718,6 +745,12 @@ static int setup_inputs(run_state *s, options *o) {
       o->in_used[given] = 1;
       rc = load_input(s, i, name, o->in_file[given], &t, &l, &sh, max2q);
       if (!rc) printf("input %%%s: %s, shape %s, from %s\n", name, ty, sht, o->in_file[given]);
+    } else if (t.kind == FHJIT_KIND_TABLE) { /* SPEC section 7: built from the chain */
+      int64_t len;
+      rc = 0;
+      if (fhjit_input_table(s->g, i, s->inputs[i], &len) != FHJIT_OK)
+        rc = error("input %%%s: %s", name, fhjit_last_error(fhjit_graph_context(s->g)));
+      if (!rc) printf("input %%%s: %s, the constants of the chain\n", name, ty);
     } else if (t.kind == FHJIT_KIND_TWIDDLE) {
       const char *which = "";
       rc = twiddle_input(s, i, name, &t, &l, &sh, &which);

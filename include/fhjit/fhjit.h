@@ -90,7 +90,8 @@ typedef enum fhjit_form {
 typedef enum fhjit_kind {
   FHJIT_KIND_POLY = 0, /* [C?, *batch, rows, n] residue polynomials */
   FHJIT_KIND_KEY,      /* key-switch table [digits, 2, key_rows, n] */
-  FHJIT_KIND_TWIDDLE   /* NTT twiddle table [rows, n] */
+  FHJIT_KIND_TWIDDLE,  /* NTT twiddle table [rows, n] */
+  FHJIT_KIND_TABLE     /* constants of a limb-mixing op [1, n] (docs/section7.md) */
 } fhjit_kind;
 
 typedef enum fhjit_compression {
@@ -318,6 +319,70 @@ FHJIT_API fhjit_status fhjit_find_primes(fhjit_context *ctx, int bits,
                                          uint64_t m, int32_t count,
                                          uint64_t *out);
 FHJIT_API int fhjit_is_prime(uint64_t q);
+
+/* ------------------------------------------ bases and limb mixing (SPEC 7) */
+
+/* docs/section7.md. The graph's moduli are its chain m_0 .. m_{M-1}; every
+ * polynomial value lives on a basis: one distinct chain position per row
+ * (default [0, rows)). The last `count` chain positions are the special
+ * primes P (set the moduli first); the key's digits group Q_L = [0, M-K)
+ * into runs of `alpha` positions. */
+FHJIT_API fhjit_status fhjit_graph_set_special(fhjit_graph *g, int32_t count);
+FHJIT_API int32_t fhjit_graph_num_special(const fhjit_graph *g);
+FHJIT_API fhjit_status fhjit_graph_set_digits(fhjit_graph *g, int32_t alpha);
+FHJIT_API int32_t fhjit_graph_digit_size(const fhjit_graph *g);
+/* States the basis of polynomial input v: `count` distinct positions
+ * (count = its rows; below the chain's length when the graph has moduli). */
+FHJIT_API fhjit_status fhjit_input_basis(fhjit_graph *g, fhjit_value v,
+                                         const int32_t *positions, int32_t count);
+/* The bound basis of value v: *count = its rows, the first min(rows, cap)
+ * positions written to out (out may be NULL with cap 0). */
+FHJIT_API fhjit_status fhjit_value_basis(const fhjit_graph *g, fhjit_value v,
+                                         int32_t *out, int32_t cap, int32_t *count);
+
+/* Row views: rows start .. start+count-1 of v; a and b joined (disjoint bases). */
+FHJIT_API fhjit_value fhjit_rows(fhjit_graph *g, fhjit_value v, int64_t start,
+                                 int64_t count);
+FHJIT_API fhjit_value fhjit_concat(fhjit_graph *g, fhjit_value a, fhjit_value b);
+/* Fast basis conversion of coefficient-domain x (stated form) to `target`
+ * (disjoint from x's basis); `table` a FHJIT_KIND_TABLE input holding
+ * fhjit_bconv_table(x's basis -> target). Canonical, in x's form. */
+FHJIT_API fhjit_value fhjit_bconv(fhjit_graph *g, fhjit_value x, fhjit_value table,
+                                  const int32_t *target, int32_t count);
+/* X(Y) -> X(Y^k), k odd, 1 <= k < 2N; x's domain (coef or ntt) is stated. */
+FHJIT_API fhjit_value fhjit_automorphism(fhjit_graph *g, fhjit_value x, int64_t k);
+/* Divide and round by the last modulus (NTT-domain Montgomery x, rows >= 2).
+ * fwd, inv: twiddle tables by chain position; table: fhjit_rescale_table. */
+FHJIT_API fhjit_value fhjit_rescale(fhjit_graph *g, fhjit_value x, fhjit_value fwd,
+                                    fhjit_value inv, fhjit_value table);
+/* Digit `digit` of d raised to d's basis ++ P (table: the bconv table from
+ * the digit's rows to the other output rows, in output order). */
+FHJIT_API fhjit_value fhjit_modup(fhjit_graph *g, fhjit_value d, int64_t digit,
+                                  fhjit_value fwd, fhjit_value inv, fhjit_value table);
+/* a on Q ++ P -> Q, divided by P* (table: fhjit_moddown_table). */
+FHJIT_API fhjit_value fhjit_moddown(fhjit_graph *g, fhjit_value a, fhjit_value fwd,
+                                    fhjit_value inv, fhjit_value table);
+
+/* Constant tables (docs/section7.md gives their layouts), words of the radix,
+ * built from the chain (moduli by position; pairwise coprime where mixed). */
+FHJIT_API int64_t fhjit_bconv_table_size(int32_t nsrc, int32_t ndst);
+FHJIT_API fhjit_status fhjit_bconv_table(fhjit_context *ctx, fhjit_radix radix,
+                                         const uint64_t *chain, int32_t nchain,
+                                         const int32_t *src, int32_t nsrc,
+                                         const int32_t *dst, int32_t ndst, void *out);
+/* basis: the input's (nbasis >= 2, the last one divided out); nbasis-1 words. */
+FHJIT_API fhjit_status fhjit_rescale_table(fhjit_context *ctx, fhjit_radix radix,
+                                           const uint64_t *chain, int32_t nchain,
+                                           const int32_t *basis, int32_t nbasis, void *out);
+/* np + np*nq + nq words. */
+FHJIT_API fhjit_status fhjit_moddown_table(fhjit_context *ctx, fhjit_radix radix,
+                                           const uint64_t *chain, int32_t nchain,
+                                           const int32_t *q, int32_t nq, const int32_t *p,
+                                           int32_t np, void *out);
+/* The table input #index of a bound graph needs, built from the graph's
+ * chain: *len words (out NULL: only *len). */
+FHJIT_API fhjit_status fhjit_input_table(fhjit_graph *g, int32_t index, void *out,
+                                         int64_t *len);
 
 /* --------------------------------------------------------------- execution */
 

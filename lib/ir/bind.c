@@ -76,6 +76,8 @@ static void describe_type(char *buf, size_t size, const fhjit_type *t) {
              extent_text(e1, t->rows), extent_text(e2, t->n));
   else if (t->kind == FHJIT_KIND_TWIDDLE)
     snprintf(buf, size, "twiddles<%s, %s>", extent_text(e1, t->rows), extent_text(e2, t->n));
+  else if (t->kind == FHJIT_KIND_TABLE)
+    snprintf(buf, size, "table<%s>", extent_text(e2, t->n));
   else if (t->comps)
     snprintf(buf, size, "ct<%d, [%s], %s, %s>", t->comps, batch, extent_text(e1, t->rows),
              extent_text(e2, t->n));
@@ -185,15 +187,18 @@ static fhjit_status broadcast_batch(fhjit_graph *g, const ir_node *user, fhjit_t
 
 /* The graph's stated moduli (when it states them) under an NTT of length
  * len: each must be a prime = 1 mod 2N (rns.c's rule). */
-static fhjit_status check_ntt_moduli(fhjit_graph *g, const ir_node *n, int64_t rows, int64_t len) {
+static fhjit_status check_ntt_moduli(fhjit_graph *g, const ir_node *n, const ir_node *a,
+                                     int64_t len) {
   char why[120];
-  for (int64_t r = 0; r < rows && r < g->nmoduli; r++)
-    if (ir_ntt_modulus_problem(g->moduli[r], len, why, sizeof why))
+  for (int64_t r = 0; r < a->type.rows; r++) {
+    int64_t p = a->basis ? a->basis[r] : r;
+    if (p < g->nmoduli && ir_ntt_modulus_problem(g->moduli[p], len, why, sizeof why))
       return ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
                          "%%%s = ntt: modulus #%lld = %llu is %s, which an NTT of length %lld "
                          "needs",
-                         n->name, (long long)r, (unsigned long long)g->moduli[r], why,
+                         n->name, (long long)p, (unsigned long long)g->moduli[p], why,
                          (long long)len);
+  }
   return FHJIT_OK;
 }
 
@@ -279,8 +284,22 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
                          n->name, ir_op_name(n->op), (long long)n->attr[0], k->name,
                          (long long)k->type.digits);
     /* row_start (>= 0, the builder checks) may be anything up to
-     * INT64_MAX: compared and printed without a signed overflow */
-    if (n->attr[1] > k->type.rows - a->type.rows)
+     * INT64_MAX: compared and printed without a signed overflow. Key rows
+     * are read by chain position (SPEC section 7): row_start + basis[r]. */
+    if (a->basis) {
+      int64_t top = 0;
+      for (int64_t r = 0; r < a->type.rows; r++) top = a->basis[r] > top ? a->basis[r] : top;
+      if (n->attr[1] > k->type.rows - 1 - top) {
+        char bt[256];
+        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                           "%%%s = %s: %%%s is on basis %s, so it reads key rows up to "
+                           "%llu; the key %%%s has %lld rows",
+                           n->name, ir_op_name(n->op), a->name,
+                           ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
+                           (unsigned long long)n->attr[1] + (unsigned long long)top, k->name,
+                           (long long)k->type.rows);
+      }
+    } else if (n->attr[1] > k->type.rows - a->type.rows)
       return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                          "%%%s = %s: key rows %lld..%llu are out of range; the key %%%s has "
                          "%lld rows",
@@ -317,20 +336,30 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     break;
   case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q prime = 1 mod 2N */
     const ir_node *tw = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name, tw->type.rows)) ||
-        (st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)))
-      return st;
+    if ((st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n))) return st;
+    { /* the table has a row per chain position (SPEC section 7): a row for
+       * every position of the value's basis ([0, rows) by default) */
+      char bt[256];
+      for (int64_t r = 0; r < a->type.rows; r++)
+        if (ir_pos(g, n->args[0], r) >= tw->type.rows)
+          return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                             "%%%s = ntt: %%%s is on basis %s; the twiddle table %%%s has no "
+                             "row for chain position %d (it has %lld rows)",
+                             n->name, a->name, ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
+                             tw->name, (int)ir_pos(g, n->args[0], r), (long long)tw->type.rows);
+    }
     int64_t len = a->type.n;
     if (len < 16 || len > (INT64_C(1) << 17) || (len & (len - 1)))
       return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                          "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
                          "two between 2^4 and 2^17",
                          n->name, (long long)len, a->name);
-    if ((st = check_ntt_moduli(g, n, a->type.rows, len))) return st;
+    if ((st = check_ntt_moduli(g, n, a, len))) return st;
     break;
   }
-  default:
-    return ir_error_at(g, n->loc, FHJIT_ERR_ARGUMENT, "internal: unexpected op %d", (int)n->op);
+  default: /* SPEC section 7 */
+    if ((st = ir_infer_mixing(g, n, &t))) return st;
+    break;
   }
   if ((st = check_value_size(g, n, &t))) return st;
   n->type = t;
@@ -376,6 +405,11 @@ fhjit_status fhjit_bind(fhjit_graph *g) {
         return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                            "input %%%s: its layout reaches past 2^62 elements", n->name);
     } else if ((st = infer_node(g, n))) {
+      ir_free_bases(g);
+      return st;
+    }
+    if ((st = ir_bind_basis(g, n))) {
+      ir_free_bases(g);
       return st;
     }
   }

@@ -68,6 +68,7 @@ void ir_drop_compiled(fhjit_graph *g) {
 }
 
 void ir_unbind(fhjit_graph *g) {
+  ir_free_bases(g);
   g->bound = 0;
   g->hash_valid = 0;
   free(g->results);
@@ -273,12 +274,14 @@ static fhjit_value push_node(fhjit_graph *g, const ir_node *proto) {
  * domain facts), without its extents: NULL when they hold, else the rule
  * broken. Checked before anything indexes batch[] by nbatch. */
 const char *ir_type_structure_problem(const fhjit_type *t) {
-  if ((unsigned)t->kind > FHJIT_KIND_TWIDDLE) return "unknown kind";
+  if ((unsigned)t->kind > FHJIT_KIND_TABLE) return "unknown kind";
   if (t->kind == FHJIT_KIND_POLY && (t->comps < 0 || t->comps > 3))
     return "component count must be 0 (none) or 1 to 3";
   if (t->kind == FHJIT_KIND_KEY && t->comps != 2) return "a key table has exactly 2 components";
   if (t->kind == FHJIT_KIND_TWIDDLE && t->comps != 0)
     return "a twiddle table has no component axis";
+  if (t->kind == FHJIT_KIND_TABLE && (t->comps != 0 || t->rows != 1))
+    return "a constant table has no component axis and one row";
   if (t->nbatch < 0 || t->nbatch > FHJIT_MAX_BATCH) return "batch rank must be between 0 and 4";
   if (t->kind != FHJIT_KIND_POLY && t->nbatch != 0)
     return "only polynomial values have batch axes";
@@ -360,7 +363,7 @@ static int check_operand(fhjit_graph *g, const char *op, fhjit_value v,
   const ir_node *n = &g->nodes[v];
   if (n->type.kind != kind) {
     static const char *const kinds[] = {"a polynomial value", "a key table",
-                                        "a twiddle table"};
+                                        "a twiddle table", "a constant table"};
     ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE,
                 "%s: %s operand %%%s is %s, expected %s", op, role, n->name,
                 kinds[n->type.kind], kinds[kind]);
@@ -368,6 +371,13 @@ static int check_operand(fhjit_graph *g, const char *op, fhjit_value v,
   }
   return 1;
 }
+
+int ir_check_operand(fhjit_graph *g, const char *op, fhjit_value v, const char *role,
+                     fhjit_kind kind) {
+  return check_operand(g, op, v, role, kind);
+}
+
+fhjit_value ir_push_node(fhjit_graph *g, const ir_node *proto) { return push_node(g, proto); }
 
 static int64_t merge_extent(int64_t a, int64_t b) {
   return a == FHJIT_UNKNOWN ? b : a;

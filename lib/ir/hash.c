@@ -56,6 +56,11 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   hasher h = {UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4)};
   mix(&h, 0x66686a6974ULL); /* "fhjit" */
   mix(&h, (uint64_t)g->radix);
+  if (g->nspecial || g->alpha) { /* the chain's split and digits (section 7) */
+    mix(&h, (uint64_t)g->nmoduli);
+    mix(&h, (uint64_t)g->nspecial);
+    mix(&h, (uint64_t)g->alpha);
+  }
   for (int32_t i = 0; i < g->nnodes; i++) {
     if (canon[i] < 0) continue;
     const ir_node *n = &g->nodes[i];
@@ -65,6 +70,13 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
     mix(&h, (uint64_t)n->attr[0]);
     mix(&h, (uint64_t)n->attr[1]);
     mix_type(&h, &n->type);
+    /* section 7: only where stated, so graphs without bases hash as before */
+    if (n->basis) {
+      mix(&h, UINT64_C(0xba5e));
+      for (int64_t r = 0; r < n->type.rows; r++) mix(&h, (uint64_t)n->basis[r]);
+    }
+    if (n->op != IR_INPUT && n->decl_basis)
+      for (int32_t r = 0; r < n->decl_nbasis; r++) mix(&h, (uint64_t)n->decl_basis[r]);
     if (n->op == IR_INPUT) {
       mix(&h, (uint64_t)n->input_index);
       const fhjit_layout *l = &n->layout;

@@ -14,24 +14,16 @@
 
 #include "ir/ir.h"
 #include "ir/modarith.h"
+#include "ir/interp.h"
 #include "ir/ntt.h"
 #include "support/support.h"
 
-typedef struct interp {
-  fhjit_graph *g;
-  const void *const *inputs;
-  ir_modulus *mods;     /* one per limb (column of the parameter table) */
-  uint64_t **temp;      /* per node: dense value of a computed node, or NULL */
-  fhjit_layout *dense;  /* per node: the dense layout of temp[v] */
-  fhjit_status status;  /* the first failure while reading inputs */
-  const void *params;   /* the parameter table (row 7 for inverse NTTs) */
-  int64_t pstride;
-} interp;
+
 
 /* --------------------------------------------------------------- reading */
 
 /* Loads word `off` of input #index's buffer. */
-static uint64_t load_input(const interp *it, int32_t index, int64_t off) {
+uint64_t ir_it_load_input(const interp *it, int32_t index, int64_t off) {
   const void *base = it->inputs[index];
   if (it->g->radix == FHJIT_R32) return ((const uint32_t *)base)[off];
   return ((const uint64_t *)base)[off];
@@ -54,7 +46,7 @@ static void check_lazy(interp *it, const ir_node *in, uint64_t x, int64_t limb,
  * i) reads: a component axis of extent 1 or absent broadcasts; batch axes
  * are right-aligned and extent 1 broadcasts. `limb` is the modulus the value
  * is used with (the consumer's row). */
-static uint64_t read_elem(interp *it, fhjit_value v, int64_t c, const int64_t *bidx, int nb,
+uint64_t ir_it_read_elem(interp *it, fhjit_value v, int64_t c, const int64_t *bidx, int nb,
                           int64_t row, int64_t i) {
   const ir_node *n = &it->g->nodes[v];
   const fhjit_type *t = &n->type;
@@ -64,8 +56,8 @@ static uint64_t read_elem(interp *it, fhjit_value v, int64_t c, const int64_t *b
   int64_t cc = t->comps > 1 ? c : 0;
   if (n->op == IR_INPUT) {
     int64_t off = ir_layout_offset(&n->layout, t->nbatch, cc, b, row, i);
-    uint64_t x = load_input(it, n->input_index, off);
-    check_lazy(it, n, x, row, off);
+    uint64_t x = ir_it_load_input(it, n->input_index, off);
+    check_lazy(it, n, x, ir_pos(it->g, v, row), off);
     return x;
   }
   return it->temp[v][ir_layout_offset(&it->dense[v], t->nbatch, cc, b, row, i)];
@@ -79,7 +71,7 @@ static uint64_t read_key(interp *it, fhjit_value key, int64_t digit, int64_t com
   const fhjit_layout *l = &n->layout;
   int64_t off = l->offset + digit * l->digit_stride + comp * l->comp_stride +
                 key_row * l->row_stride + i * l->index_stride;
-  uint64_t x = load_input(it, n->input_index, off);
+  uint64_t x = ir_it_load_input(it, n->input_index, off);
   check_lazy(it, n, x, limb, off);
   return x;
 }
@@ -92,11 +84,11 @@ static uint64_t expand_compressed(interp *it, const ir_node *n, int64_t n_dense,
   fhjit_value pt = n->args[1];
   int64_t u = it->g->nodes[pt].type.n, repeat = n_dense / u;
   switch ((fhjit_compression)n->attr[0]) {
-  case FHJIT_CYCLIC: return read_elem(it, pt, 0, bidx, nb, row, i % u);
-  case FHJIT_CONTIGUOUS: return read_elem(it, pt, 0, bidx, nb, row, i / repeat);
+  case FHJIT_CYCLIC: return ir_it_read_elem(it, pt, 0, bidx, nb, row, i % u);
+  case FHJIT_CONTIGUOUS: return ir_it_read_elem(it, pt, 0, bidx, nb, row, i / repeat);
   case FHJIT_STRIDED_SPARSE:
-    if (i % repeat == 0) return read_elem(it, pt, 0, bidx, nb, row, i / repeat);
-    return read_elem(it, n->args[2], 0, bidx, nb, row, 0);
+    if (i % repeat == 0) return ir_it_read_elem(it, pt, 0, bidx, nb, row, i / repeat);
+    return ir_it_read_elem(it, n->args[2], 0, bidx, nb, row, 0);
   }
   return 0; /* the builder admits only the three layouts */
 }
@@ -106,9 +98,9 @@ static uint64_t expand_compressed(interp *it, const ir_node *n, int64_t n_dense,
 /* Component c of node n at (bidx, row, i). */
 static uint64_t eval_elem(interp *it, const ir_node *n, int64_t c, const int64_t *bidx,
                           int64_t row, int64_t i) {
-  const ir_modulus *m = &it->mods[row];
+  const ir_modulus *m = &it->mods[ir_pos(it->g, (fhjit_value)(n - it->g->nodes), row)];
   int nb = n->type.nbatch;
-#define ARG(k, comp) read_elem(it, n->args[k], (comp), bidx, nb, row, i)
+#define ARG(k, comp) ir_it_read_elem(it, n->args[k], (comp), bidx, nb, row, i)
   switch (n->op) {
   case IR_ADD: return ir_mod_add(m, ARG(0, c), ARG(1, c));
   case IR_SUB: return ir_mod_sub(m, ARG(0, c), ARG(1, c));
@@ -128,9 +120,17 @@ static uint64_t eval_elem(interp *it, const ir_node *n, int64_t c, const int64_t
     if (n->attr[1] == FHJIT_DOMAIN_COEF) e = ir_mod_from_mont(m, e);
     return ir_mod_add(m, ARG(0, 0), e);
   }
-  case IR_KS_DIGIT_PRODUCT:
+  case IR_KS_DIGIT_PRODUCT: { /* key rows by chain position (SPEC section 7) */
+    int64_t pos = ir_pos(it->g, n->args[0], row);
     return ir_mod_mul(m, ARG(0, 0),
-                      read_key(it, n->args[1], n->attr[0], c, n->attr[1] + row, row, i));
+                      read_key(it, n->args[1], n->attr[0], c, n->attr[1] + pos, pos, i));
+  }
+  case IR_ROWS: return ir_it_read_elem(it, n->args[0], c, bidx, nb, row + n->attr[0], i);
+  case IR_CONCAT: {
+    int64_t ra = it->g->nodes[n->args[0]].type.rows;
+    if (row < ra) return ARG(0, c);
+    return ir_it_read_elem(it, n->args[1], c, bidx, nb, row - ra, i);
+  }
   case IR_EXTRACT: return ARG(0, n->attr[0]);
   case IR_PACK: return ARG(c, 0);
   default: SP_UNREACHABLE("an elementwise op without interpreter semantics");
@@ -156,6 +156,8 @@ static fhjit_status eval_node(interp *it, fhjit_value v) {
   fhjit_dense_layout(t, &it->dense[v]);
   it->temp[v] = out;
   if (n->op == IR_NTT) return eval_ntt(it, v, out);
+  ir_op_class cls = ir_op_class_of(n->op);
+  if (cls == IR_CLASS_PERMUTE || cls == IR_CLASS_MIXING) return ir_it_eval_mixing(it, v, out);
   /* Dense order: flat = (((c * batch...) * rows + row) * n + i). */
   for (int64_t flat = 0; flat < total && !it->status; flat++) {
     int64_t rest = flat, bidx[FHJIT_MAX_BATCH] = {0};
@@ -174,8 +176,6 @@ static fhjit_status eval_node(interp *it, fhjit_value v) {
 
 /* ------------------------------------------------------------------- NTT */
 
-static uint64_t load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
-                           int64_t limb);
 
 /* An NTT node: every (component, batch entry, row) of the operand gathered
  * into one row, transformed by the reference of ntt_ref.c, stored densely. */
@@ -201,40 +201,41 @@ static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out) {
       bidx[a] = rest % t->batch[a];
       rest /= t->batch[a];
     }
-    const ir_modulus *m = &it->mods[r];
+    int64_t pos = ir_pos(g, n->args[0], r); /* twiddles and parameters by position */
+    const ir_modulus *m = &it->mods[pos];
     char why[120]; /* the first `rows` transforms see every limb once */
     if (flat < t->rows && ir_ntt_modulus_problem(m->q, len, why, sizeof why)) {
       st = ir_error_at(g, n->loc, FHJIT_ERR_MODULUS,
                        "fhjit_interpret: %%%s = ntt: limb %lld has q = %llu, which is %s (an "
                        "NTT of length %lld needs a prime q = 1 mod 2N)",
-                       n->name, (long long)r, (unsigned long long)m->q, why, (long long)len);
+                       n->name, (long long)pos, (unsigned long long)m->q, why, (long long)len);
       break;
     }
     uint64_t n_inv_r = 0;
     if (!ir_ntt_is_forward(kind)) {
-      n_inv_r = load_param(g->radix, it->params, it->pstride, 7, r);
+      n_inv_r = ir_it_load_param(g->radix, it->params, it->pstride, 7, pos);
       uint64_t want = ir_mulmod(ir_invmod((uint64_t)len, m->q), ir_mont_r1(m->q, ir_word_bits(g->radix)), m->q);
       if (n_inv_r != want) {
         st = ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                       "fhjit_interpret: graph @%s: parameter table column %lld: row 7 holds "
                       "%llu, not N^-1 R mod q = %llu for N = %lld (the inverse NTT %%%s needs "
                       "it)",
-                      g->name, (long long)r, (unsigned long long)n_inv_r,
+                      g->name, (long long)pos, (unsigned long long)n_inv_r,
                       (unsigned long long)want, (long long)len, n->name);
         break;
       }
     }
     for (int64_t i = 0; i < len; i++) {
-      int64_t off = ir_layout_offset(&tw->layout, 0, 0, NULL, r, i);
-      tab[i] = load_input(it, tw->input_index, off);
+      int64_t off = ir_layout_offset(&tw->layout, 0, 0, NULL, pos, i);
+      tab[i] = ir_it_load_input(it, tw->input_index, off);
       /* the butterflies' products need lazy twiddles, like any operand */
       if (i > 0 && tab[i] >= 2 * m->q && !st)
         st = ir_error_at(g, tw->loc, FHJIT_ERR_ARGUMENT,
                          "fhjit_interpret: twiddle table %%%s: the entry at word offset %lld "
                          "is %llu, not below 2q = %llu of limb %lld",
                          tw->name, (long long)off, (unsigned long long)tab[i],
-                         (unsigned long long)(2 * m->q), (long long)r);
-      row[i] = read_elem(it, n->args[0], rest, bidx, t->nbatch, r, i);
+                         (unsigned long long)(2 * m->q), (long long)pos);
+      row[i] = ir_it_read_elem(it, n->args[0], rest, bidx, t->nbatch, r, i);
     }
     if (st || it->status) break;
     ir_ntt_row(kind, m, n_inv_r, logn, tab, row);
@@ -249,7 +250,7 @@ done:
 
 /* ------------------------------------------------------ parameter table */
 
-static uint64_t load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
+uint64_t ir_it_load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
                            int64_t limb) {
   int64_t off = r * pstride + limb;
   if (radix == FHJIT_R32) return ((const uint32_t *)params)[off];
@@ -266,22 +267,22 @@ static fhjit_status read_params(interp *it, const void *params, int64_t pstride,
   int w = ir_word_bits(radix), half = w / 2;
   uint64_t rmask = (UINT64_C(1) << w) - 1;
   for (int64_t j = 0; j < limbs; j++) {
-    uint64_t two_q = load_param(radix, params, pstride, 0, j);
+    uint64_t two_q = ir_it_load_param(radix, params, pstride, 0, j);
     uint64_t q = two_q / 2;
     if ((two_q & 1) || q < 3 || (q & 1) == 0 || q >= ir_modulus_limit(radix))
       return ir_error(g->ctx, FHJIT_ERR_MODULUS,
                       "fhjit_interpret: graph @%s: parameter table column %lld: row 0 holds "
                       "%llu, which is not 2q for an odd modulus 3 <= q < 2^%d",
                       g->name, (long long)j, (unsigned long long)two_q, w == 32 ? 30 : 60);
-    uint64_t k = load_param(radix, params, pstride, 3, j) |
-                 (load_param(radix, params, pstride, 4, j) << half);
+    uint64_t k = ir_it_load_param(radix, params, pstride, 3, j) |
+                 (ir_it_load_param(radix, params, pstride, 4, j) << half);
     if (((k * q + 1) & rmask) != 0)
       return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                       "fhjit_interpret: graph @%s: parameter table column %lld: rows 3 and 4 "
                       "do not hold k = -q^-1 mod 2^%d for q = %llu",
                       g->name, (long long)j, w, (unsigned long long)q);
     it->mods[j] = ir_modulus_make(radix, q);
-    uint64_t r2 = load_param(radix, params, pstride, 5, j);
+    uint64_t r2 = ir_it_load_param(radix, params, pstride, 5, j);
     if (r2 != it->mods[j].r2)
       return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                       "fhjit_interpret: graph @%s: parameter table column %lld: row 5 holds "
@@ -326,7 +327,9 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
     if (!live[v]) continue;
     const ir_node *n = &g->nodes[v];
     for (int a = 0; a < n->nargs; a++) live[n->args[a]] = 1;
-    if (n->type.kind == FHJIT_KIND_POLY && n->type.rows > limbs) limbs = n->type.rows;
+    if (n->type.kind == FHJIT_KIND_POLY) /* columns by chain position */
+      for (int64_t r = 0; r < n->type.rows; r++)
+        if (ir_pos(g, v, r) + 1 > limbs) limbs = ir_pos(g, v, r) + 1;
   }
   for (int32_t v = 0; v < nn; v++)
     if (live[v])
@@ -343,6 +346,7 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
     st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
     goto done;
   }
+  it.nmods = limbs;
   if ((st = read_params(&it, params, pstride, limbs))) goto done;
 
   for (int32_t v = 0; v < nn; v++) {

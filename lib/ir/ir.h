@@ -48,14 +48,19 @@ typedef enum ir_op {
  * IR_ADD_COMPRESSED attr[0] = fhjit_compression, attr[1] = fhjit_domain;
  * IR_KS_DIGIT_PRODUCT attr[0] = digit, attr[1] = row_start; IR_EXTRACT
  * attr[0] = component; IR_NTT attr[0] = fhjit_ntt_kind (args: value,
- * twiddle table). */
+ * twiddle table). Section 7 (docs/section7.md): IR_ROWS attr[0] = start,
+ * attr[1] = count; IR_AUTOMORPHISM attr[0] = k; IR_MODUP attr[0] = digit;
+ * IR_BCONV's target basis is the node's decl_basis. */
 
 /* How an op executes and fuses (ops.def explains each). */
 typedef enum ir_op_class {
   IR_CLASS_INPUT,
   IR_CLASS_POINTWISE,
   IR_CLASS_VIEW,
-  IR_CLASS_ANCHOR
+  IR_CLASS_ANCHOR,
+  IR_CLASS_ROWS,    /* section 7 row views (rows, concat): re-index rows */
+  IR_CLASS_PERMUTE, /* section 7 automorphism: re-indexes coefficients */
+  IR_CLASS_MIXING   /* section 7 limb mixing (bconv, rescale, modup, moddown) */
 } ir_op_class;
 
 /* Text clauses after an operation or input: name(...). */
@@ -68,7 +73,11 @@ typedef enum ir_clause {
   IR_CL_STRIDES = 1 << 5,   /* inputs: strides(s, ...) */
   IR_CL_OFFSET = 1 << 6,    /* inputs: offset(N) */
   IR_CL_MODE = 1 << 7,      /* mode(std|mont): the NTT's coefficient-side form */
-  IR_CL_COMPONENT = 1 << 8  /* %v[k]: attr[0] (bracket syntax, not a clause word) */
+  IR_CL_START = 1 << 8,     /* start(N): attr[0] (rows) */
+  IR_CL_COUNT = 1 << 9,     /* count(N): attr[1] (rows) */
+  IR_CL_GALOIS = 1 << 10,   /* galois(k): attr[0] (automorphism) */
+  IR_CL_BASIS = 1 << 11,    /* basis(p, ...): decl_basis (inputs, bconv) */
+  IR_CL_COMPONENT = 1 << 15 /* %v[k]: attr[0] (bracket syntax, not a clause word) */
 } ir_clause;
 
 enum {
@@ -88,6 +97,9 @@ typedef struct ir_op_args {
   fhjit_domain domain;
   fhjit_form mode;
   int64_t digit, row_start, component;
+  int64_t start, count, galois;
+  const int32_t *basis; /* basis(...) */
+  int32_t nbasis;
 } ir_op_args;
 typedef fhjit_value (*ir_build_fn)(fhjit_graph *g, const ir_op_args *a);
 
@@ -112,13 +124,20 @@ static inline int ir_op_is_elementwise(ir_op op) {
   return c == IR_CLASS_POINTWISE || c == IR_CLASS_VIEW;
 }
 
-#define IR_MAX_ARGS 3
+#define IR_MAX_ARGS 4
 
 typedef struct ir_node {
   ir_op op;
   int32_t nargs;
   fhjit_value args[IR_MAX_ARGS]; /* compressed ops: ct, pt[, implicit] */
   int64_t attr[2];
+  /* Section 7 bases (basis.c). decl_basis: an input's stated basis or
+   * bconv's target (arena; NULL: none stated). basis: the bound basis,
+   * malloc'd by fhjit_bind and freed by ir_unbind; NULL means the default
+   * [0, rows), so graphs without bases are exactly what they were. */
+  const int32_t *decl_basis;
+  int32_t decl_nbasis;
+  int32_t *basis;
   fhjit_type type; /* declared (inputs) or inferred; concrete once bound */
   const char *name; /* arena string, unique in the graph */
   ir_loc loc;
@@ -151,7 +170,9 @@ struct fhjit_graph {
   const char *name;
   fhjit_radix radix;
   int32_t nmoduli;
-  uint64_t *moduli; /* arena */
+  uint64_t *moduli; /* arena: the chain of SPEC section 7 */
+  int32_t nspecial; /* K: the chain's last K positions are P (0: none) */
+  int32_t alpha;    /* digit size of the key's partition of Q_L (0: unset) */
 
   ir_node *nodes; /* malloc'd vector */
   int32_t nnodes, nodes_cap;
@@ -233,6 +254,38 @@ void ir_unbind(fhjit_graph *g);
 void ir_cache_hash(fhjit_graph *g);
 /* Drops compiled state (host JIT, emitted text). */
 void ir_drop_compiled(fhjit_graph *g);
+
+/* ------------------------------------------------------------ bases (basis.c) */
+
+/* The builder's operand check (kind, validity; error recorded) and node
+ * append (builder.c), for the section 7 builders of build_mix.c. */
+int ir_check_operand(fhjit_graph *g, const char *op, fhjit_value v, const char *role,
+                     fhjit_kind kind);
+fhjit_value ir_push_node(fhjit_graph *g, const ir_node *proto);
+/* Extents of a section 7 node from its operands' (bind_mix.c, for bind.c). */
+fhjit_status ir_infer_mixing(fhjit_graph *g, ir_node *n, fhjit_type *t);
+
+/* Chain position of row r of value v (bound graph): basis[r] or r. */
+static inline int64_t ir_pos(const fhjit_graph *g, fhjit_value v, int64_t r) {
+  const int32_t *b = g->nodes[v].basis;
+  return b ? b[r] : r;
+}
+/* Computes node n's bound basis from its operands' (fhjit_bind, after its
+ * extents): checks the section 7 rules, each failure naming both bases. */
+fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n);
+/* Frees every bound basis (ir_unbind). */
+void ir_free_bases(fhjit_graph *g);
+/* "[0, 1, 3]" of a basis (NULL: [0, rows)) into buf. */
+const char *ir_basis_text(char *buf, size_t size, const int32_t *b, int64_t rows);
+/* The digit partition of section 7: group j of Q_L is chain positions
+ * [first, first + count); 0 when the graph states no digits or j is out of
+ * range. Q_L is [0, nmoduli - nspecial). */
+int ir_digit_group(const fhjit_graph *g, int64_t j, int32_t *first, int32_t *count);
+int32_t ir_num_digits(const fhjit_graph *g);
+/* For the lowering: FHJIT_ERR_UNSUPPORTED naming the first live node that
+ * is a section 7 op or lives on a basis other than [0, rows); `fn` names
+ * the public call. Bound graphs only. */
+fhjit_status ir_check_lowerable(fhjit_graph *g, const char *fn);
 
 /* ------------------------------------------------------------ arithmetic */
 

@@ -56,6 +56,29 @@ static fhjit_value ir_build_ntt(fhjit_graph *g, const ir_op_args *a) {
   return fhjit_ntt(g, a->args[0], a->args[1], kind);
 }
 
+/* SPEC section 7 (build_mix.c). */
+static fhjit_value ir_build_rows(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_rows(g, a->args[0], a->start, a->count);
+}
+static fhjit_value ir_build_concat(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_concat(g, a->args[0], a->args[1]);
+}
+static fhjit_value ir_build_bconv(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_bconv(g, a->args[0], a->args[1], a->basis, a->nbasis);
+}
+static fhjit_value ir_build_automorphism(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_automorphism(g, a->args[0], a->galois);
+}
+static fhjit_value ir_build_rescale(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_rescale(g, a->args[0], a->args[1], a->args[2], a->args[3]);
+}
+static fhjit_value ir_build_modup(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_modup(g, a->args[0], a->digit, a->args[1], a->args[2], a->args[3]);
+}
+static fhjit_value ir_build_moddown(fhjit_graph *g, const ir_op_args *a) {
+  return fhjit_moddown(g, a->args[0], a->args[1], a->args[2], a->args[3]);
+}
+
 const ir_op_info *ir_op_info_of(ir_op op) {
   static const ir_op_info table[IR_NUM_OPS] = {
 #define IR_OP(id, mn, arity, cls, clauses, required, flags, build) \
@@ -93,6 +116,10 @@ static const struct {
                {IR_CL_STRIDES, "strides", "s, ..."},
                {IR_CL_OFFSET, "offset", "N"},
                {IR_CL_MODE, "mode", "std|mont"},
+               {IR_CL_START, "start", "N"},
+               {IR_CL_COUNT, "count", "N"},
+               {IR_CL_GALOIS, "galois", "k"},
+               {IR_CL_BASIS, "basis", "p, ..."},
                {IR_CL_COMPONENT, "component", "k"}};
 
 const char *ir_clause_name(ir_clause c) {

@@ -367,10 +367,15 @@ static int parse_type(parser *p, fhjit_type *t) {
   memset(t, 0, sizeof *t);
   const token kw = p->tok;
   int is_ct = tok_is(&kw, "ct"), is_pt = tok_is(&kw, "pt"), is_key = tok_is(&kw, "key"),
-      is_tw = tok_is(&kw, "twiddles");
-  if (!is_ct && !is_pt && !is_key && !is_tw)
-    return expected(p, "a type (ct<...>, pt<...>, key<...> or twiddles<...>)");
+      is_tw = tok_is(&kw, "twiddles"), is_tab = tok_is(&kw, "table");
+  if (!is_ct && !is_pt && !is_key && !is_tw && !is_tab)
+    return expected(p, "a type (ct<...>, pt<...>, key<...>, twiddles<...> or table<...>)");
   if (next(p) || expect(p, T_LT, "'<'")) return -1;
+  if (is_tab) { /* table<n>: one row of constants (SPEC section 7) */
+    t->kind = FHJIT_KIND_TABLE;
+    t->rows = 1;
+    return parse_extent(p, "the table's length", &t->n) || expect(p, T_GT, "'>'") ? -1 : 0;
+  }
   t->kind = is_key ? FHJIT_KIND_KEY : is_tw ? FHJIT_KIND_TWIDDLE : FHJIT_KIND_POLY;
   if (is_ct || is_key) {
     if (is_key && (parse_extent(p, "the number of digits", &t->digits) ||
@@ -466,6 +471,25 @@ static int parse_domain_word(parser *p, fhjit_domain *out) {
   return next(p);
 }
 
+/* p, ... inside basis(...): chain positions (malloc'd into *out). */
+static int parse_positions(parser *p, int32_t **out, int32_t *count) {
+  int32_t cap = 0;
+  *count = 0;
+  for (;;) {
+    uint64_t v;
+    if (*count == cap) {
+      cap = cap ? 2 * cap : 8;
+      int32_t *a = realloc(*out, sizeof *a * (size_t)cap);
+      if (!a) return fail_at(p, p->tok.loc, FHJIT_ERR_MEMORY, "out of memory");
+      *out = a;
+    }
+    if (parse_number(p, INT32_MAX, "a chain position", &v)) return -1;
+    (*out)[(*count)++] = (int32_t)v;
+    if (p->tok.kind != T_COMMA) return 0;
+    if (next(p)) return -1;
+  }
+}
+
 /* ------------------------------------------------------------------ inputs */
 
 /* The axes of a type in stride order, for strides(...). */
@@ -489,62 +513,70 @@ static int layout_axes(const fhjit_type *t, int64_t **slots, fhjit_layout *l, ch
   return k;
 }
 
-/* %name = input TYPE [coef|ntt] [std|mont] [strides(s, ...)] [offset(k)] */
-static int parse_input(parser *p, const token *name) {
-  ir_loc type_loc = p->tok.loc;
-  fhjit_type t;
-  if (parse_type(p, &t)) return -1;
+/* The words after an input's type: [coef|ntt] [std|mont] [basis(p, ...)]
+ * [strides(s, ...)] [offset(k)], in any order. */
+static int parse_input_words(parser *p, const token *name, fhjit_type *t, unsigned *seen,
+                             int64_t *strides, int *nstrides, ir_loc *strides_loc,
+                             int64_t *offset, int32_t **basis, int32_t *nbasis,
+                             ir_loc *basis_loc) {
   int have_domain = 0, have_form = 0;
-  unsigned seen = 0;
-  int64_t strides[2 + FHJIT_MAX_BATCH + 2];
-  int nstrides = 0;
-  ir_loc strides_loc = {0, 0};
-  int64_t offset = 0;
+  const int max_strides = 2 + FHJIT_MAX_BATCH + 2;
   while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
     ir_loc wloc = p->tok.loc;
     if (tok_is(&p->tok, "coef") || tok_is(&p->tok, "ntt")) {
       if (have_domain++)
         return fail_at(p, wloc, FHJIT_ERR_PARSE, "the domain of %%%.*s is given twice",
                        (int)name->len, name->text);
-      if (parse_domain_word(p, &t.domain)) return -1;
+      if (parse_domain_word(p, &t->domain)) return -1;
       continue;
     }
     if (tok_is(&p->tok, "std") || tok_is(&p->tok, "mont")) {
       if (have_form++)
         return fail_at(p, wloc, FHJIT_ERR_PARSE, "the form of %%%.*s is given twice",
                        (int)name->len, name->text);
-      t.form = tok_is(&p->tok, "std") ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+      t->form = tok_is(&p->tok, "std") ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
       if (next(p)) return -1;
       continue;
     }
-    if (!tok_is(&p->tok, "strides") && !tok_is(&p->tok, "offset")) {
+    if (!tok_is(&p->tok, "strides") && !tok_is(&p->tok, "offset") && !tok_is(&p->tok, "basis")) {
       char d[64];
       return fail_at(p, wloc, FHJIT_ERR_PARSE,
                      "unexpected %s after the input type (expected coef, ntt, std, mont, "
-                     "strides(...) or offset(...))",
+                     "basis(...), strides(...) or offset(...))",
                      tok_desc(&p->tok, d, sizeof d));
     }
     clause c;
-    if (clause_word(p, "the input type", IR_CL_STRIDES | IR_CL_OFFSET, &seen, &c) ||
+    if (clause_word(p, "the input type", IR_CL_STRIDES | IR_CL_OFFSET | IR_CL_BASIS, seen, &c) ||
         expect(p, T_LPAREN, "'('"))
       return -1;
     if (c == IR_CL_OFFSET) {
-      if (parse_int64(p, "the offset", &offset)) return -1;
+      if (parse_int64(p, "the offset", offset)) return -1;
+    } else if (c == IR_CL_BASIS) {
+      *basis_loc = wloc;
+      if (parse_positions(p, basis, nbasis)) return -1;
     } else {
-      strides_loc = wloc;
+      *strides_loc = wloc;
       for (;;) {
         int64_t s;
         ir_loc sloc = p->tok.loc;
         if (parse_int64(p, "a stride", &s)) return -1;
-        if (nstrides == (int)(sizeof strides / sizeof *strides))
+        if (*nstrides == max_strides)
           return fail_at(p, sloc, FHJIT_ERR_PARSE, "too many strides");
-        strides[nstrides++] = s;
+        strides[(*nstrides)++] = s;
         if (p->tok.kind != T_COMMA) break;
         if (next(p)) return -1;
       }
     }
     if (expect(p, T_RPAREN, "')'")) return -1;
   }
+  return 0;
+}
+
+/* Builds the input the words described: fhjit_input, its basis, its layout. */
+static int make_input(parser *p, const token *name, ir_loc type_loc, fhjit_type *tp,
+                      unsigned seen, const int64_t *strides, int nstrides, ir_loc strides_loc,
+                      int64_t offset, const int32_t *basis, int32_t nbasis, ir_loc basis_loc) {
+  fhjit_type t = *tp;
   char *cname = tok_strdup(p, name);
   if (!cname) return -1;
   p->g->cur_loc = type_loc;
@@ -552,6 +584,12 @@ static int parse_input(parser *p, const token *name) {
   free(cname);
   if (v == FHJIT_NO_VALUE) return fail_recorded(p);
   if (sym_add(p, name, v)) return -1;
+  if (seen & IR_CL_BASIS) {
+    p->g->cur_loc = basis_loc;
+    if (fhjit_input_basis(p->g, v, basis, nbasis) != FHJIT_OK) return fail_recorded(p);
+    t = p->g->nodes[v].decl; /* '?' rows become the basis's */
+  }
+  seen &= ~(unsigned)IR_CL_BASIS;
   if (!seen) return 0;
 
   /* A layout in the text is the input's binding, given as fhjit_bind_input
@@ -581,6 +619,26 @@ static int parse_input(parser *p, const token *name) {
   return 0;
 }
 
+/* %name = input TYPE [coef|ntt] [std|mont] [basis(p, ...)] [strides(s, ...)] [offset(k)] */
+static int parse_input(parser *p, const token *name) {
+  ir_loc type_loc = p->tok.loc;
+  fhjit_type t;
+  if (parse_type(p, &t)) return -1;
+  unsigned seen = 0;
+  int64_t strides[2 + FHJIT_MAX_BATCH + 2];
+  int nstrides = 0;
+  ir_loc strides_loc = {0, 0};
+  int64_t offset = 0;
+  int32_t *basis = NULL, nbasis = 0;
+  ir_loc basis_loc = {0, 0};
+  int rc = parse_input_words(p, name, &t, &seen, strides, &nstrides, &strides_loc, &offset,
+                             &basis, &nbasis, &basis_loc);
+  if (!rc) rc = make_input(p, name, type_loc, &t, seen, strides, nstrides, strides_loc, offset,
+                           basis, nbasis, basis_loc);
+  free(basis);
+  return rc;
+}
+
 /* ------------------------------------------------------------- operations */
 
 /* %name = OP operands clauses */
@@ -599,6 +657,7 @@ static int parse_op(parser *p, const token *name) {
   if (next(p)) return -1;
 
   fhjit_value *args = NULL;
+  int32_t *basis = NULL, nbasis = 0;
   int nargs = 0, cap = 0, rc = -1;
   int64_t component = 0;
   for (;;) {
@@ -641,7 +700,7 @@ static int parse_op(parser *p, const token *name) {
   fhjit_compression layout = FHJIT_CYCLIC;
   fhjit_value implicit = FHJIT_NO_VALUE;
   fhjit_domain domain = FHJIT_DOMAIN_ANY;
-  int64_t digit = 0, row_start = 0;
+  int64_t digit = 0, row_start = 0, start = 0, count = 0, galois = 0;
   fhjit_form mode = FHJIT_FORM_ANY;
   char context[64];
   snprintf(context, sizeof context, "the operands of %s", mnemonic);
@@ -657,6 +716,10 @@ static int parse_op(parser *p, const token *name) {
     case IR_CL_DOMAIN: bad = parse_domain_word(p, &domain); break;
     case IR_CL_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
     case IR_CL_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
+    case IR_CL_START: bad = parse_int64(p, "the first row", &start); break;
+    case IR_CL_COUNT: bad = parse_int64(p, "the row count", &count); break;
+    case IR_CL_GALOIS: bad = parse_int64(p, "the Galois element", &galois); break;
+    case IR_CL_BASIS: bad = parse_positions(p, &basis, &nbasis); break;
     case IR_CL_MODE:
       if (tok_is(&p->tok, "std")) mode = FHJIT_FORM_STD;
       else if (tok_is(&p->tok, "mont")) mode = FHJIT_FORM_MONT;
@@ -679,7 +742,8 @@ static int parse_op(parser *p, const token *name) {
   g->cur_loc = opw.loc;
   ir_op_args a = {.mnemonic = mnemonic, .args = args, .nargs = nargs, .layout = layout,
                   .implicit = implicit, .domain = domain, .mode = mode, .digit = digit,
-                  .row_start = row_start, .component = component};
+                  .row_start = row_start, .component = component, .start = start,
+                  .count = count, .galois = galois, .basis = basis, .nbasis = nbasis};
   fhjit_value v = syn->build(g, &a);
   if (v == FHJIT_NO_VALUE) {
     fail_recorded(p);
@@ -697,6 +761,7 @@ static int parse_op(parser *p, const token *name) {
   rc = sym_add(p, name, v);
 done:
   free(args);
+  free(basis);
   return rc;
 }
 
@@ -811,8 +876,23 @@ static int parse_graph(parser *p, const char *filename) {
   if (tok_is(&p->tok, "moduli")) {
     if (next(p) || parse_moduli(p, &moduli, &mlocs, &nmoduli)) goto done;
   }
+  /* special(K) digits(alpha): the chain's split and the key's digits */
+  int64_t nspecial = 0, alpha = 0;
+  ir_loc special_loc = p->tok.loc, digits_loc = p->tok.loc;
+  if (nmoduli && tok_is(&p->tok, "special")) {
+    special_loc = p->tok.loc;
+    if (next(p) || expect(p, T_LPAREN, "'('") ||
+        parse_int64(p, "the number of special primes", &nspecial) || expect(p, T_RPAREN, "')'"))
+      goto done;
+  }
+  if (nmoduli && tok_is(&p->tok, "digits")) {
+    digits_loc = p->tok.loc;
+    if (next(p) || expect(p, T_LPAREN, "'('") ||
+        parse_int64(p, "the digit size", &alpha) || expect(p, T_RPAREN, "')'"))
+      goto done;
+  }
   if (p->tok.kind != T_LBRACE) {
-    expected(p, nmoduli ? "'{'" : "'moduli(...)' or '{'");
+    expected(p, nmoduli ? "'special(...)', 'digits(...)' or '{'" : "'moduli(...)' or '{'");
     goto done;
   }
   ir_loc brace = p->tok.loc;
@@ -846,6 +926,16 @@ static int parse_graph(parser *p, const char *filename) {
       fail_recorded(p);
       goto done;
     }
+  }
+  g->cur_loc = special_loc;
+  if (nspecial && fhjit_graph_set_special(g, nspecial > INT32_MAX ? -1 : (int32_t)nspecial)) {
+    fail_recorded(p);
+    goto done;
+  }
+  g->cur_loc = digits_loc;
+  if (alpha && fhjit_graph_set_digits(g, alpha > INT32_MAX ? -1 : (int32_t)alpha)) {
+    fail_recorded(p);
+    goto done;
   }
   if (next(p)) goto done;
   for (;;) {

@@ -50,6 +50,11 @@ static void print_type(sp_buf *b, const fhjit_type *t) {
   case FHJIT_KIND_TWIDDLE:
     sp_buf_put(b, "twiddles<", 9);
     break;
+  case FHJIT_KIND_TABLE: /* one row: table<n> */
+    sp_buf_put(b, "table<", 6);
+    print_extent(b, t->n);
+    sp_buf_put(b, ">", 1);
+    return;
   default:
     if (t->comps > 0) sp_buf_printf(b, "ct<%d, [", (int)t->comps);
     else sp_buf_put(b, "pt<[", 4);
@@ -106,6 +111,11 @@ static void print_layout(sp_buf *b, const ir_node *n) {
   if (l.offset) sp_buf_printf(b, " offset(%" PRId64 ")", l.offset);
 }
 
+/* "p0, p1, ..." of a basis. */
+static void print_positions(sp_buf *b, const int32_t *p, int32_t count) {
+  for (int32_t i = 0; i < count; i++) sp_buf_printf(b, "%s%d", i ? ", " : "", (int)p[i]);
+}
+
 /* The value of clause c of node n as text ("cyclic", "3", "%v", "std"). */
 static void clause_value(sp_buf *b, const fhjit_graph *g, const ir_node *n, ir_clause c) {
   switch (c) {
@@ -115,6 +125,9 @@ static void clause_value(sp_buf *b, const fhjit_graph *g, const ir_node *n, ir_c
   case IR_CL_DIGIT: case IR_CL_COMPONENT: sp_buf_printf(b, "%" PRId64, n->attr[0]); break;
   case IR_CL_ROW_START: sp_buf_printf(b, "%" PRId64, n->attr[1]); break;
   case IR_CL_MODE: sp_buf_printf(b, "%s", ir_ntt_kind_name((ir_ntt_kind)n->attr[0])); break;
+  case IR_CL_START: case IR_CL_GALOIS: sp_buf_printf(b, "%" PRId64, n->attr[0]); break;
+  case IR_CL_COUNT: sp_buf_printf(b, "%" PRId64, n->attr[1]); break;
+  case IR_CL_BASIS: print_positions(b, n->decl_basis, n->decl_nbasis); break;
   default: break;
   }
 }
@@ -149,6 +162,11 @@ static void print_node(sp_buf *b, const fhjit_graph *g, const ir_node *n) {
   if (n->op == IR_INPUT) {
     /* A bound input shows its bound extents: the layout refers to them. */
     print_type(b, n->has_layout ? &n->type : &n->decl);
+    if (n->decl_basis) {
+      sp_buf_put(b, " basis(", 7);
+      print_positions(b, n->decl_basis, n->decl_nbasis);
+      sp_buf_put(b, ")", 1);
+    }
     print_layout(b, n);
     sp_buf_put(b, "\n", 1);
     return;
@@ -185,6 +203,8 @@ const char *fhjit_print(fhjit_graph *g) {
       sp_buf_printf(&b, "%s%" PRIu64, i ? ", " : "", g->moduli[i]);
     sp_buf_put(&b, ")", 1);
   }
+  if (g->nspecial > 0) sp_buf_printf(&b, " special(%d)", (int)g->nspecial);
+  if (g->alpha > 0) sp_buf_printf(&b, " digits(%d)", (int)g->alpha);
   sp_buf_put(&b, " {\n", 3);
   for (int32_t i = 0; i < g->nnodes; i++) print_node(&b, g, &g->nodes[i]);
   for (int32_t i = 0; i < g->noutputs; i++) {
