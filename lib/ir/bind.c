@@ -336,9 +336,12 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     break;
   case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q prime = 1 mod 2N */
     const ir_node *tw = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n))) return st;
+    if ((st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)) ||
+        (!a->basis && (st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name,
+                                         tw->type.rows))))
+      return st;
     { /* the table has a row per chain position (SPEC section 7): a row for
-       * every position of the value's basis ([0, rows) by default) */
+       * every position of a stated basis (the default keeps equal rows) */
       char bt[256];
       for (int64_t r = 0; r < a->type.rows; r++)
         if (ir_pos(g, n->args[0], r) >= tw->type.rows)

@@ -497,7 +497,13 @@ static fhjit_graph *ntt_sandwich(env *e, ir_op op, const int32_t *basis, int row
   fhjit_value x = poly_input(g, "x", basis, rows, e->n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   fhjit_value f = tw_input(e, g, "fwd"), iv = tw_input(e, g, "inv");
   fhjit_value t = table_input(g, "t", tlen_hint);
-  fhjit_value y = fhjit_ntt(g, x, f, FHJIT_NTT_COEF_STD_TO_NTT), z;
+  /* a default basis [0, rows) reads a table of exactly its rows (the rows
+   * of the chain's table that come first, the same buffer) */
+  int dflt = 1;
+  for (int r = 0; r < rows; r++) dflt &= basis[r] == r;
+  fhjit_type st = {.kind = FHJIT_KIND_TWIDDLE, .rows = rows, .n = e->n};
+  fhjit_value fx = dflt && rows < e->m ? fhjit_input(g, "fwd_x", &st) : f;
+  fhjit_value y = fhjit_ntt(g, x, fx, FHJIT_NTT_COEF_STD_TO_NTT), z;
   if (op == IR_RESCALE) z = fhjit_rescale(g, y, f, iv, t);
   else if (op == IR_MODUP) z = fhjit_modup(g, y, digit, f, iv, t);
   else z = fhjit_moddown(g, y, f, iv, t);
