@@ -368,6 +368,19 @@ START_TEST(test_lowering_refuses) {
   ck_assert_ptr_null(fhjit_emit(g, FHJIT_EMIT_LLVM, NULL));
   ck_assert_int_eq(ir_check_lowerable(g, "fhjit_run_host"), FHJIT_ERR_UNSUPPORTED);
   ck_assert(tu_contains(fhjit_last_error(e.ctx), "automorphism"));
+  /* A plain add on a stated basis {1, 0}: the kernels read parameter
+   * columns by row, so they would reduce mod the wrong moduli; every
+   * lowering entry refuses it instead (the GPU compile path through
+   * lw_compile_ptx / lw_describe_program, which fhjit_emit shares). */
+  fhjit_graph *h = new_graph(&e, 0, 0);
+  int32_t b21[2] = {1, 0};
+  fhjit_value y = poly_input(h, "y", b21, 2, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_output(h, fhjit_add(h, y, y), NULL);
+  ck_assert_int_eq(fhjit_bind(h), FHJIT_OK);
+  ck_assert_int_eq(fhjit_run_host(h, e.params, 2, in, out, 1), FHJIT_ERR_UNSUPPORTED);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "basis"));
+  ck_assert_ptr_null(fhjit_emit(h, FHJIT_EMIT_PTX, "sm_90"));
+  ck_assert_int_eq(fhjit_last_status(e.ctx), FHJIT_ERR_UNSUPPORTED);
   env_free(&e);
 }
 END_TEST
