@@ -136,6 +136,11 @@ struct fhjit_graph {
   int32_t ninputs, inputs_cap;
   ir_output *outputs; /* malloc'd vector */
   int32_t noutputs, outputs_cap;
+  /* Output indices by name, the same way (outputs are only appended):
+   * output_cap 0 with output_index_off set: found by a scan. */
+  int32_t *output_index; /* malloc'd [output_cap] */
+  int32_t output_cap;
+  int output_index_off;
 
   /* Binding */
   int bound;
