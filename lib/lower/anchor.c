@@ -772,6 +772,9 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       lw_ntt_fusion fu;
       step_fusion(g, &p->steps[s], &fu);
       fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &fu, &p->host[s]);
+      if (st && (fu.sub || fu.nepi) && fhjit_last_status(p->sctx))
+        st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
+                      fhjit_last_error(p->sctx));
       if (st) {
         plan_free(p);
         return st;

@@ -15,7 +15,7 @@
  * interned by (a, b), so nested compressed reads reaching the same indices
  * by different paths share one context, and a node is evaluated at most
  * once per distinct index pattern: the work is linear in the (node,
- * context) pairs needed. Each
+ * context) pairs needed, which lw_max_values bounds (docs/limits.md). Each
  * context knows its per-lane indices and whether they are all equal
  * (uniform: one scalar load) or consecutive from a multiple of vec (contig:
  * one vector load where the layout allows). */
@@ -151,6 +151,9 @@ typedef struct lw {
   lw_imap use_map;    /* (context, node) -> use */
   LLVMValueRef *val;  /* [(use * 3 + comp) * LW_VMAX + lane], once marked */
   LLVMValueRef missing[LW_VMAX]; /* what slot gives for a use never marked */
+  /* contexts + needed components of uses, each counted once per copy of
+   * the body in the kernel (the GPU's per_thread groups) */
+  int64_t nvalues, max_values;
   fhjit_status st;
   int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
   int32_t reg_input;      /* >= 0: this input's value is the eval function's last argument */
@@ -314,12 +317,46 @@ static LLVMValueRef get_r2(lw *L) {
 
 /* -------------------------------------------------------- index contexts */
 
+/* What one value of the body counts: the GPU kernel holds per_thread
+ * copies of it (FHJIT_PW_PLAN's U). When the grid does not cover the groups
+ * exactly, each copy is guarded by a branch, and LLVM 19's CodeGenPrepare
+ * takes time quadratic in the copies of such a chain of blocks (a 400-op
+ * chain at U = 8: 98 s, at U = 1: 0.2 s): each then counts 8 times more,
+ * which keeps that case within the bound up to the limit. */
+static int value_weight(const lw *L) {
+  const lw_plan *p = L->p;
+  if (L->eval_comp >= 0 || p->per_thread <= 1) return 1;
+  int exact = p->groups % ((int64_t)p->block * p->per_thread) == 0;
+  return exact ? p->per_thread : 8 * p->per_thread;
+}
+
+/* Counts one more value; past the limit, records the error. */
+static int count_value(lw *L) {
+  int weight = value_weight(L);
+  L->nvalues += weight;
+  if (L->nvalues <= L->max_values || L->st) return !L->st;
+  const fhjit_graph *g = L->g;
+  char per_thread[64] = "";
+  if (weight > 1)
+    snprintf(per_thread, sizeof per_thread, ", each counted %d times for U = %d", weight,
+             L->p->per_thread);
+  L->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                   "error: graph @%s: its kernel would evaluate more than %lld values (a value "
+                   "is one component of one node at one coefficient index pattern; %d nodes, "
+                   "%d index pattern%s so far%s), the limit that keeps a compile within "
+                   "seconds (docs/limits.md); split the graph into smaller graphs, or raise the "
+                   "limit with FHJIT_MAX_VALUES",
+                   g->name, (long long)L->max_values, (int)g->nnodes, L->nctx,
+                   L->nctx == 1 ? "" : "s", per_thread);
+  return 0;
+}
+
 /* The context of indices (i / a) mod b, interned; -1 on error. */
 static int add_ctx(lw *L, int64_t a, int64_t b) {
   if (b == 1) a = 1; /* every index 0 */
   int32_t found = lw_imap_get(&L->ctx_map, (uint64_t)a, (uint64_t)b);
   if (found >= 0) return found;
-  if (L->st) return -1;
+  if (L->st || !count_value(L)) return -1;
   if (L->nctx == L->ctx_cap) {
     int cap = L->ctx_cap ? L->ctx_cap * 2 : 4;
     ictx *n = realloc(L->ctx, sizeof *n * (size_t)cap);
@@ -368,7 +405,8 @@ static int32_t use_of(lw *L, int x, fhjit_value v) {
 static void need(lw *L, int x, fhjit_value v, int c) {
   if (x < 0 || L->st) return;
   int32_t u = use_of(L, x, v);
-  if (u >= 0) L->use[u].need |= (uint8_t)(1u << c);
+  if (u < 0 || (L->use[u].need & (1u << c))) return;
+  if (count_value(L)) L->use[u].need |= (uint8_t)(1u << c);
 }
 
 /* Marks what component c of node v in context x reads. */
@@ -857,6 +895,7 @@ static void mark_body(lw *L) {
  * contexts, have smaller ids). */
 static void emit_body(lw *L) {
   fhjit_graph *g = L->g;
+  if ((L->st = lw_max_values(g, &L->max_values))) return;
   L->first_use = malloc(sizeof *L->first_use * (size_t)(g->nnodes ? g->nnodes : 1));
   if (!L->first_use) return (void)oom(L);
   for (fhjit_value v = 0; v < g->nnodes; v++) L->first_use[v] = -1;
@@ -1151,12 +1190,14 @@ static void fini_lw(lw *L) {
 }
 
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                           LLVMContextRef c, LLVMModuleRef m) {
-  return lw_build_eval_reg(g, plan, target, c, m, -1);
+                           LLVMContextRef c, LLVMModuleRef m, int64_t *values) {
+  return lw_build_eval_reg(g, plan, target, c, m, -1, values);
 }
 
 fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input) {
+                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input,
+                               int64_t *values) {
+  *values = 0;
   if (plan->vec != 1 || g->nresults < 1)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
   fhjit_value v = g->results[0].value;
@@ -1167,6 +1208,7 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
     L.reg_input = reg_input;
     build_body(&L);
     fhjit_status st = L.st;
+    if (L.nvalues > *values) *values = L.nvalues;
     fini_lw(&L);
     if (st) return st;
   }
