@@ -94,7 +94,7 @@ void ir_unbind(fhjit_graph *g) {
   g->hash_valid = 0;
   free(g->results);
   g->results = NULL;
-  g->nresults = 0;
+  g->nresults = g->results_cap = 0;
   free(g->result_of);
   g->result_of = NULL;
   ir_drop_compiled(g);

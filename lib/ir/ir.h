@@ -144,8 +144,8 @@ struct fhjit_graph {
 
   /* Binding */
   int bound;
-  ir_result *results; /* malloc'd, nresults */
-  int32_t nresults;
+  ir_result *results; /* malloc'd, nresults of results_cap */
+  int32_t nresults, results_cap;
   int32_t *result_of; /* malloc'd [nnodes]: result index of a node or -1 */
   /* fhjit_graph_hash, computed once by fhjit_bind (launches look kernels up
    * by it at every call); hash_valid is cleared with the binding. */
