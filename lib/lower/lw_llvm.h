@@ -83,11 +83,12 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
  * context (plus one per index context), counted once per copy of the body
  * in the kernel (lower.c) or per inlined call of an evaluator (ntt_emit.c).
  * LLVM's passes and NVPTX code generation take time and memory about
- * linear in it, at worst about 1.3 ms and 105 KB a value on the 2-core
- * reference machine (r32 products, 4 lanes), so the default keeps a kernel
- * within about ten seconds and one GB. FHJIT_MAX_VALUES (1 to the ceiling)
- * overrides it at every lowering. Past it, the lowering fails with
- * FHJIT_ERR_UNSUPPORTED before LLVM's passes run. */
+ * linear in it, at worst about 1.3 ms and 100 KB a value on the 2-core
+ * reference machine (8,189 r32 products, 4 lanes: 10.6 s, 800 MB), so the
+ * default keeps a kernel within about ten seconds and one GB.
+ * FHJIT_MAX_VALUES (1 to the ceiling) overrides it at every lowering. Past
+ * it, the lowering fails with FHJIT_ERR_UNSUPPORTED before LLVM's passes
+ * run. */
 #define LW_MAX_VALUES_DEFAULT 8192
 #define LW_MAX_VALUES_CEILING 100000000
 /* The bound in force; FHJIT_ERR_ARGUMENT (recorded) when FHJIT_MAX_VALUES is
