@@ -88,6 +88,12 @@ bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/run.json" bench/device-run.sh "$@"
 : >"$OUT/fhjit_bench.log"
 : >"$OUT/triton.log"
 
+# FHJIT_SKIP_TESTS=1: the benchmarks only (bench/session-round.sh runs the
+# tests in a call of their own).
+if [ "${FHJIT_SKIP_TESTS:-0}" = 1 ]; then
+  RESULT["gpu tests"]="skipped (FHJIT_SKIP_TESTS)"
+  RESULT[memcheck]="skipped (FHJIT_SKIP_TESTS)"
+else
 # 1. GPU tests
 # shellcheck disable=SC2086 # the extra arguments are words
 step "gpu tests" 150 "$OUT/gpu_test.log" "$GPU_TEST" --examples "$REPO/examples" ${FHJIT_DEVICE_TEST_ARGS:-}
@@ -100,6 +106,7 @@ if [ -n "$SANITIZER" ]; then
     --error-exitcode 99 "$GPU_TEST" --quick --examples "$REPO/examples"
 else
   RESULT[memcheck]="skipped (no compute-sanitizer)"
+fi
 fi
 
 # 3. fhjit_bench, then compile latency in two fresh processes

@@ -401,7 +401,10 @@ typedef enum fhjit_emit_kind {
 } fhjit_emit_kind;
 
 /* Text of the GPU kernels of a bound graph for `arch` ("sm_90"; NULL: sm_90).
- * Owned by the graph, valid until the next emit or destroy. */
+ * Owned by the graph, valid until the next emit or destroy. Every compile
+ * (here, fhjit_run_host, the CUDA runtime) is bounded: a kernel past
+ * FHJIT_MAX_VALUES values is refused with FHJIT_ERR_UNSUPPORTED before
+ * LLVM runs (docs/limits.md). */
 FHJIT_API const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind,
                                  const char *arch);
 /* Supported GPU targets, NULL-terminated ("sm_70", ...). */

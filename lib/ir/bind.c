@@ -374,10 +374,14 @@ static fhjit_status add_result(fhjit_graph *g, fhjit_value v, int32_t *index) {
     *index = g->result_of[v];
     return FHJIT_OK;
   }
-  ir_result *r = realloc(g->results, sizeof *r * (size_t)(g->nresults + 1));
-  if (!r) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
-  g->results = r;
-  r[g->nresults] = (ir_result){.value = v, .type = g->nodes[v].type};
+  if (g->nresults == g->results_cap) { /* doubling: linear in the results */
+    int32_t cap = g->results_cap ? g->results_cap * 2 : 8;
+    ir_result *r = realloc(g->results, sizeof *r * (size_t)cap);
+    if (!r) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+    g->results = r;
+    g->results_cap = cap;
+  }
+  g->results[g->nresults] = (ir_result){.value = v, .type = g->nodes[v].type};
   g->result_of[v] = g->nresults;
   *index = g->nresults++;
   return FHJIT_OK;

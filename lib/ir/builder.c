@@ -73,7 +73,7 @@ void ir_unbind(fhjit_graph *g) {
   g->hash_valid = 0;
   free(g->results);
   g->results = NULL;
-  g->nresults = 0;
+  g->nresults = g->results_cap = 0;
   free(g->result_of);
   g->result_of = NULL;
   ir_drop_compiled(g);
@@ -87,6 +87,7 @@ void fhjit_graph_destroy(fhjit_graph *g) {
   if (g->next) g->next->prev = g->prev;
   free(g->nodes);
   free(g->name_index);
+  free(g->output_index);
   free(g->inputs);
   free(g->outputs);
   free(g->printed);
@@ -227,6 +228,49 @@ static int name_taken(const fhjit_graph *g, const char *name) {
     int32_t id = g->name_index[i];
     if (id < 0) return 0;
     if (g->nodes[id].name && strcmp(g->nodes[id].name, name) == 0) return 1;
+  }
+}
+
+/* Output names are unique as well: fhjit_output looks them up in an index
+ * like the value names' (a scan made 100,000 outputs take 13 s). */
+static void output_index_put(fhjit_graph *g, int32_t k) {
+  size_t mask = (size_t)g->output_cap - 1;
+  size_t i = name_hash(g->outputs[k].name) & mask;
+  while (g->output_index[i] >= 0) i = (i + 1) & mask;
+  g->output_index[i] = k;
+}
+
+/* Records output k (the newest); on allocation failure lookups scan. */
+static void output_index_add(fhjit_graph *g, int32_t k) {
+  if (g->output_index_off) return;
+  if ((int64_t)(k + 1) * 2 > g->output_cap) {
+    int64_t cap = g->output_cap ? (int64_t)g->output_cap * 2 : 64;
+    int32_t *idx = cap <= INT32_MAX ? malloc(sizeof *idx * (size_t)cap) : NULL;
+    free(g->output_index);
+    g->output_index = idx;
+    g->output_cap = idx ? (int32_t)cap : 0;
+    if (!idx) {
+      g->output_index_off = 1;
+      return;
+    }
+    for (int64_t i = 0; i < cap; i++) idx[i] = -1;
+    for (int32_t j = 0; j < k; j++) output_index_put(g, j);
+  }
+  output_index_put(g, k);
+}
+
+static int output_name_taken(const fhjit_graph *g, const char *name) {
+  if (g->output_index_off) {
+    for (int32_t i = 0; i < g->noutputs; i++)
+      if (strcmp(g->outputs[i].name, name) == 0) return 1;
+    return 0;
+  }
+  if (!g->output_cap) return 0;
+  size_t mask = (size_t)g->output_cap - 1;
+  for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+    int32_t k = g->output_index[i];
+    if (k < 0) return 0;
+    if (strcmp(g->outputs[k].name, name) == 0) return 1;
   }
 }
 
@@ -703,10 +747,8 @@ fhjit_status fhjit_output(fhjit_graph *g, fhjit_value v, const char *name) {
     return ir_error_at(g, g->cur_loc, FHJIT_ERR_ARGUMENT,
                        "output name '%s' is not made of letters, digits, '_' and '.'",
                        oname);
-  for (int32_t i = 0; i < g->noutputs; i++)
-    if (strcmp(g->outputs[i].name, oname) == 0)
-      return ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE,
-                         "output name '%s' is used twice", oname);
+  if (output_name_taken(g, oname))
+    return ir_error_at(g, g->cur_loc, FHJIT_ERR_TYPE, "output name '%s' is used twice", oname);
   if (g->noutputs == g->outputs_cap) {
     int32_t cap = g->outputs_cap ? g->outputs_cap * 2 : 8;
     ir_output *o = realloc(g->outputs, sizeof *o * (size_t)cap);
@@ -717,7 +759,8 @@ fhjit_status fhjit_output(fhjit_graph *g, fhjit_value v, const char *name) {
   const char *copy = sp_strdup(&g->arena, oname);
   if (!copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
   ir_unbind(g);
-  g->outputs[g->noutputs++] = (ir_output){.value = v, .name = copy, .loc = g->cur_loc};
+  g->outputs[g->noutputs] = (ir_output){.value = v, .name = copy, .loc = g->cur_loc};
+  output_index_add(g, g->noutputs++);
   return FHJIT_OK;
 }
 

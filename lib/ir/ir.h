@@ -187,11 +187,16 @@ struct fhjit_graph {
   int32_t ninputs, inputs_cap;
   ir_output *outputs; /* malloc'd vector */
   int32_t noutputs, outputs_cap;
+  /* Output indices by name, the same way (outputs are only appended):
+   * output_cap 0 with output_index_off set: found by a scan. */
+  int32_t *output_index; /* malloc'd [output_cap] */
+  int32_t output_cap;
+  int output_index_off;
 
   /* Binding */
   int bound;
-  ir_result *results; /* malloc'd, nresults */
-  int32_t nresults;
+  ir_result *results; /* malloc'd, nresults of results_cap */
+  int32_t nresults, results_cap;
   int32_t *result_of; /* malloc'd [nnodes]: result index of a node or -1 */
   /* fhjit_graph_hash, computed once by fhjit_bind (launches look kernels up
    * by it at every call); hash_valid is cleared with the binding. */

@@ -456,6 +456,31 @@ static void add_epilogues(an_build *B, an_step *s, fhjit_value v) {
   s->skip_store = g->result_of[v] < 0 && !B->in_memory[v];
 }
 
+/* A program runs at most LW_MAX_KERNELS steps, one per live anchor and one
+ * pointwise; every result is written by an anchor (itself or one of its
+ * LW_NTT_MAX_EPI epilogue targets) or by the pointwise step (a kernel of at
+ * most LW_MAX_ARGS pointers). A graph past these bounds could not compile:
+ * it is refused before the passes that visit the nodes once per result and
+ * per anchor, which stay linear in the nodes below them. */
+static fhjit_status check_plan_size(const an_build *B) {
+  fhjit_graph *g = B->g;
+  int32_t anchors = 0;
+  for (int32_t v = 0; v < g->nnodes; v++) anchors += is_live_anchor(g, B->live, v);
+  if (anchors > LW_MAX_KERNELS)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s has %d NTTs, and a program runs at most %d kernels; "
+                    "split it into several graphs",
+                    g->name, (int)anchors, LW_MAX_KERNELS);
+  int64_t most = (int64_t)anchors * (1 + LW_NTT_MAX_EPI) + LW_MAX_ARGS - 2;
+  if (g->nresults > most)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s has %d results, but its %d NTT%s and one pointwise "
+                    "kernel write at most %lld; split it into several graphs",
+                    g->name, (int)g->nresults, (int)anchors, anchors == 1 ? "" : "s",
+                    (long long)most);
+  return FHJIT_OK;
+}
+
 static an_plan *build_plan(fhjit_graph *g) {
   an_build B = {.g = g};
   B.p = calloc(1, sizeof *B.p);
@@ -469,6 +494,7 @@ static an_plan *build_plan(fhjit_graph *g) {
     goto fail;
   }
   for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
+  if (check_plan_size(&B)) goto fail;
   {
     /* FHJIT_NTT_PLAN=epi=0 turns epilogues off (comparisons); a malformed
      * value is reported when the first plan is made */
@@ -824,7 +850,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       lw_ntt_fusion fu;
       step_fusion(g, &p->steps[s], &fu);
       fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &fu, &p->host[s]);
-      if (st && fhjit_last_status(p->sctx)) /* the fused work's error is on sctx */
+      if (st && (fu.sub || fu.nepi) && fhjit_last_status(p->sctx))
         st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
                       fhjit_last_error(p->sctx));
       if (st) {

@@ -8,14 +8,22 @@
  * index i, but a compressed plaintext is read at i mod u or i / repeat (and a
  * strided_sparse implicit value at 0). Such operands, even computed ones, are
  * evaluated in an "index context" of their own: a node needed in several
- * contexts is evaluated once in each. Contexts form a tree rooted at the main
- * one; each knows its per-lane indices and whether they are all equal
+ * contexts is evaluated once in each. Every context reads index
+ * (i / a) mod b of the walk's element i, where b is the extent n of the
+ * values evaluated in it (the main context is (1, n); a cyclic read of u
+ * from (a, b) is (a, u), a contiguous one (a * b / u, u)); contexts are
+ * interned by (a, b), so nested compressed reads reaching the same indices
+ * by different paths share one context, and a node is evaluated at most
+ * once per distinct index pattern: the work is linear in the (node,
+ * context) pairs needed, which lw_max_values bounds (docs/limits.md). Each
+ * context knows its per-lane indices and whether they are all equal
  * (uniform: one scalar load) or consecutive from a multiple of vec (contig:
  * one vector load where the layout allows). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/imap.h"
 #include "lower/lw_llvm.h"
 
 int lw_force_idx64;
@@ -114,17 +122,20 @@ fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
 
 /* ---------------------------------------------------------- index contexts */
 
-typedef enum ictx_kind { IX_MAIN = 0, IX_CYCLIC, IX_CONTIG, IX_ZERO } ictx_kind;
-
+/* The coefficient indices (i / a) mod b of the walk's element i; b is the
+ * extent n of the values evaluated in the context, b = 1 the index 0. */
 typedef struct ictx {
-  ictx_kind kind;
-  int parent;
-  int64_t param;   /* u (cyclic) or repeat (contig) */
-  uint8_t *need;   /* [node * 3 + comp] */
-  LLVMValueRef *val; /* [(node * 3 + comp) * LW_VMAX + lane] */
+  int64_t a, b;
   LLVMValueRef idx[LW_VMAX]; /* per-lane coefficient index (index type) */
   int uniform, contig;
 } ictx;
+
+/* A node needed in one context: the components needed (bit c), and the
+ * next use of the same node (-1: none), kept in increasing context order. */
+typedef struct lw_use {
+  int32_t x, next;
+  uint8_t need;
+} lw_use;
 
 /* ------------------------------------------------------------ the builder */
 
@@ -149,6 +160,16 @@ typedef struct lw {
   LLVMValueRef q2, q, k, r2; /* per-row constants, loaded at first use */
   ictx *ctx;
   int nctx, ctx_cap;
+  lw_imap ctx_map;    /* (a, b) -> context */
+  lw_use *use;        /* every (context, node) needed */
+  int32_t nuse, use_cap;
+  int32_t *first_use; /* [node]: its first use, -1: none */
+  lw_imap use_map;    /* (context, node) -> use */
+  LLVMValueRef *val;  /* [(use * 3 + comp) * LW_VMAX + lane], once marked */
+  LLVMValueRef missing[LW_VMAX]; /* what slot gives for a use never marked */
+  /* contexts + needed components of uses, each counted once per copy of
+   * the body in the kernel (the GPU's per_thread groups) */
+  int64_t nvalues, max_values;
   fhjit_status st;
   int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
   int32_t reg_input;      /* >= 0: this input's value is the eval function's last argument */
@@ -312,10 +333,46 @@ static LLVMValueRef get_r2(lw *L) {
 
 /* -------------------------------------------------------- index contexts */
 
-static int add_ctx(lw *L, ictx_kind kind, int parent, int64_t param) {
-  for (int x = 0; x < L->nctx; x++)
-    if (L->ctx[x].kind == kind && (kind == IX_ZERO || (L->ctx[x].parent == parent && L->ctx[x].param == param)))
-      return x;
+/* What one value of the body counts: the GPU kernel holds per_thread
+ * copies of it (FHJIT_PW_PLAN's U). When the grid does not cover the groups
+ * exactly, each copy is guarded by a branch, and LLVM 19's CodeGenPrepare
+ * takes time quadratic in the copies of such a chain of blocks (a 400-op
+ * chain at U = 8: 98 s, at U = 1: 0.2 s): each then counts 8 times more,
+ * which keeps that case within the bound up to the limit. */
+static int value_weight(const lw *L) {
+  const lw_plan *p = L->p;
+  if (L->eval_comp >= 0 || p->per_thread <= 1) return 1;
+  int exact = p->groups % ((int64_t)p->block * p->per_thread) == 0;
+  return exact ? p->per_thread : 8 * p->per_thread;
+}
+
+/* Counts one more value; past the limit, records the error. */
+static int count_value(lw *L) {
+  int weight = value_weight(L);
+  L->nvalues += weight;
+  if (L->nvalues <= L->max_values || L->st) return !L->st;
+  const fhjit_graph *g = L->g;
+  char per_thread[64] = "";
+  if (weight > 1)
+    snprintf(per_thread, sizeof per_thread, ", each counted %d times for U = %d", weight,
+             L->p->per_thread);
+  L->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                   "error: graph @%s: its kernel would evaluate more than %lld values (a value "
+                   "is one component of one node at one coefficient index pattern; %d nodes, "
+                   "%d index pattern%s so far%s), the limit that keeps a compile within "
+                   "seconds (docs/limits.md); split the graph into smaller graphs, or raise the "
+                   "limit with FHJIT_MAX_VALUES",
+                   g->name, (long long)L->max_values, (int)g->nnodes, L->nctx,
+                   L->nctx == 1 ? "" : "s", per_thread);
+  return 0;
+}
+
+/* The context of indices (i / a) mod b, interned; -1 on error. */
+static int add_ctx(lw *L, int64_t a, int64_t b) {
+  if (b == 1) a = 1; /* every index 0 */
+  int32_t found = lw_imap_get(&L->ctx_map, (uint64_t)a, (uint64_t)b);
+  if (found >= 0) return found;
+  if (L->st || !count_value(L)) return -1;
   if (L->nctx == L->ctx_cap) {
     int cap = L->ctx_cap ? L->ctx_cap * 2 : 4;
     ictx *n = realloc(L->ctx, sizeof *n * (size_t)cap);
@@ -323,33 +380,49 @@ static int add_ctx(lw *L, ictx_kind kind, int parent, int64_t param) {
     L->ctx = n;
     L->ctx_cap = cap;
   }
-  ictx *x = &L->ctx[L->nctx];
-  memset(x, 0, sizeof *x);
-  x->kind = kind;
-  x->parent = parent;
-  x->param = param;
-  size_t nn = (size_t)L->g->nnodes;
-  x->need = calloc(nn * 3, 1);
-  x->val = calloc(nn * 3 * LW_VMAX, sizeof *x->val);
-  if (!x->need || !x->val) {
-    free(x->need);
-    free(x->val);
-    return oom(L), -1;
-  }
+  if (lw_imap_put(&L->ctx_map, (uint64_t)a, (uint64_t)b, L->nctx)) return oom(L), -1;
+  L->ctx[L->nctx] = (ictx){.a = a, .b = b};
   return L->nctx++;
 }
 
-/* The context a compressed plaintext of op node n is read in, from x. */
+/* The context a compressed plaintext of op node n is read in, from x (whose
+ * indices range over n's extent). */
 static int child_ctx(lw *L, int x, const ir_node *n, int64_t u) {
-  if (L->ctx[x].kind == IX_ZERO || u == 1) return add_ctx(L, IX_ZERO, 0, 0);
-  int64_t repeat = n->type.n / u;
+  int64_t a = L->ctx[x].a, b = L->ctx[x].b, repeat = n->type.n / u;
+  if (b != n->type.n) {
+    if (!L->st)
+      L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "internal: graph @%s: %%%s evaluated at indices of extent %lld",
+                       L->g->name, n->name, (long long)b);
+    return -1;
+  }
   if (repeat == 1) return x;
-  if (n->attr[0] == FHJIT_CYCLIC) return add_ctx(L, IX_CYCLIC, x, u);
-  return add_ctx(L, IX_CONTIG, x, repeat);
+  if (n->attr[0] == FHJIT_CYCLIC) return add_ctx(L, a, u); /* ((i/a) mod b) mod u, u | b */
+  return add_ctx(L, a * repeat, u); /* ((i/a) mod b) / repeat = (i/(a repeat)) mod u */
+}
+
+/* The use of node v in context x, made if new; -1 on error. */
+static int32_t use_of(lw *L, int x, fhjit_value v) {
+  int32_t u = lw_imap_get(&L->use_map, (uint64_t)x, (uint64_t)v);
+  if (u >= 0) return u;
+  if (L->nuse == L->use_cap) {
+    int32_t cap = L->use_cap ? L->use_cap * 2 : 64;
+    lw_use *n = L->use_cap < INT32_MAX / 2 ? realloc(L->use, sizeof *n * (size_t)cap) : NULL;
+    if (!n) return oom(L), -1;
+    L->use = n;
+    L->use_cap = cap;
+  }
+  if (lw_imap_put(&L->use_map, (uint64_t)x, (uint64_t)v, L->nuse)) return oom(L), -1;
+  L->use[L->nuse] = (lw_use){.x = x, .next = L->first_use[v]};
+  L->first_use[v] = L->nuse;
+  return L->nuse++;
 }
 
 static void need(lw *L, int x, fhjit_value v, int c) {
-  if (x >= 0) L->ctx[x].need[(size_t)v * 3 + (size_t)c] = 1;
+  if (x < 0 || L->st) return;
+  int32_t u = use_of(L, x, v);
+  if (u < 0 || (L->use[u].need & (1u << c))) return;
+  if (count_value(L)) L->use[u].need |= (uint8_t)(1u << c);
 }
 
 /* Marks what component c of node v in context x reads. */
@@ -379,8 +452,8 @@ static void mark_operands(lw *L, int x, fhjit_value v, int c) {
     if (n->op == IR_ADD_COMPRESSED && c != 0) break;
     int64_t u = g->nodes[n->args[1]].type.n;
     need(L, child_ctx(L, x, n, u), n->args[1], 0);
-    if (n->attr[0] == FHJIT_STRIDED_SPARSE && n->type.n / u > 1 && L->ctx[x].kind != IX_ZERO)
-      need(L, add_ctx(L, IX_ZERO, 0, 0), n->args[2], 0);
+    if (n->attr[0] == FHJIT_STRIDED_SPARSE && n->type.n / u > 1)
+      need(L, add_ctx(L, 1, 1), n->args[2], 0); /* the implicit value, at index 0 */
     break;
   }
   case IR_KS_DIGIT_PRODUCT: need(L, x, n->args[0], 0); break;
@@ -391,50 +464,53 @@ static void mark_operands(lw *L, int x, fhjit_value v, int c) {
 #undef COMP_OF
 }
 
-/* Per-lane indices of context x from its parent's. */
+/* Per-lane indices of context x = (a, b): lane l reads ((i + l) / a) mod b,
+ * where vec divides i (the group's first index in the row, i < n). */
 static void index_ctx(lw *L, ictx *x) {
   int V = L->p->vec;
+  int64_t n = L->p->n;
   LLVMBuilderRef b = L->b;
-  if (x->kind == IX_MAIN) {
+  const ictx *main_ctx = &L->ctx[0]; /* (1, n): lanes i + l */
+  if (x->b == 1) { /* every index 0 */
+    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, 0);
+    x->uniform = x->contig = 1;
+  } else if (x->a == 1 && x->b == n) { /* the main context */
     for (int l = 0; l < V; l++) x->idx[l] = l ? LLVMBuildNUWAdd(b, L->i, cidx(L, l), "") : L->i;
     x->uniform = V == 1;
     x->contig = 1;
-    return;
-  }
-  if (x->kind == IX_ZERO) {
-    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, 0);
-    x->uniform = x->contig = 1;
-    return;
-  }
-  const ictx *p = &L->ctx[x->parent];
-  LLVMValueRef k = cidx(L, x->param);
-  int cyclic = x->kind == IX_CYCLIC;
-  if (p->uniform) {
-    LLVMValueRef v = cyclic ? LLVMBuildURem(b, p->idx[0], k, "") : LLVMBuildUDiv(b, p->idx[0], k, "");
+  } else if (x->a % V == 0) { /* (i + l) / a = i / a when vec divides both i and a */
+    LLVMValueRef v = x->a > 1 ? LLVMBuildUDiv(b, L->i, cidx(L, x->a), "") : L->i;
+    if (x->a * x->b < n) v = LLVMBuildURem(b, v, cidx(L, x->b), "");
     for (int l = 0; l < V; l++) x->idx[l] = v;
     x->uniform = x->contig = 1;
-  } else if (p->contig && cyclic && x->param % V == 0) {
-    /* (i + l) mod u = (i mod u) + l when vec divides both i and u */
-    x->idx[0] = LLVMBuildURem(b, p->idx[0], k, "");
+  } else if (x->a == 1 && x->b % V == 0) { /* (i + l) mod b = (i mod b) + l */
+    x->idx[0] = LLVMBuildURem(b, L->i, cidx(L, x->b), "");
     for (int l = 1; l < V; l++) x->idx[l] = LLVMBuildNUWAdd(b, x->idx[0], cidx(L, l), "");
     x->contig = 1;
-  } else if (p->contig && cyclic && V % x->param == 0) {
-    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, l % x->param);
-  } else if (p->contig && !cyclic && x->param % V == 0) {
-    /* (i + l) / repeat = i / repeat when vec divides both i and repeat */
-    LLVMValueRef v = LLVMBuildUDiv(b, p->idx[0], k, "");
-    for (int l = 0; l < V; l++) x->idx[l] = v;
-    x->uniform = x->contig = 1;
+  } else if (x->a == 1 && V % x->b == 0) { /* b divides i */
+    for (int l = 0; l < V; l++) x->idx[l] = cidx(L, l % x->b);
   } else {
-    for (int l = 0; l < V; l++)
-      x->idx[l] = cyclic ? LLVMBuildURem(b, p->idx[l], k, "") : LLVMBuildUDiv(b, p->idx[l], k, "");
+    for (int l = 0; l < V; l++) {
+      LLVMValueRef v = main_ctx->idx[l];
+      if (x->a > 1) v = LLVMBuildUDiv(b, v, cidx(L, x->a), "");
+      x->idx[l] = x->a * x->b < n ? LLVMBuildURem(b, v, cidx(L, x->b), "") : v;
+    }
   }
 }
 
 /* --------------------------------------------------------------- loads */
 
+/* The lanes of component c of node v in context x (marked by need). */
 static LLVMValueRef *slot(lw *L, int x, fhjit_value v, int c) {
-  return &L->ctx[x].val[((size_t)v * 3 + (size_t)c) * LW_VMAX];
+  int32_t u = x >= 0 ? lw_imap_get(&L->use_map, (uint64_t)x, (uint64_t)v) : -1;
+  if (u >= 0 && L->val && (L->use[u].need & (1u << c)))
+    return &L->val[((size_t)u * 3 + (size_t)c) * LW_VMAX];
+  if (!L->st)
+    L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                     "internal: graph @%s: %%%s component %d used but never marked", L->g->name,
+                     L->g->nodes[v].name, c);
+  for (int l = 0; l < LW_VMAX; l++) L->missing[l] = LLVMGetUndef(L->word);
+  return L->missing;
 }
 
 /* x * k in i64, without the multiplication when k is 1. */
@@ -588,12 +664,12 @@ static void expand(lw *L, int x, const ir_node *n, LLVMValueRef *out) {
   int64_t u = g->nodes[n->args[1]].type.n, repeat = n->type.n / u;
   int cx = child_ctx(L, x, n, u);
   LLVMValueRef *pv = slot(L, cx, n->args[1], 0);
-  if (n->attr[0] != FHJIT_STRIDED_SPARSE || repeat == 1 || L->ctx[x].kind == IX_ZERO) {
-    /* every index hits p (for ZERO: index 0 is a multiple of repeat) */
+  if (n->attr[0] != FHJIT_STRIDED_SPARSE || repeat == 1) {
+    /* every index hits p */
     for (int l = 0; l < V; l++) out[l] = pv[l];
     return;
   }
-  LLVMValueRef *iv = slot(L, add_ctx(L, IX_ZERO, 0, 0), n->args[2], 0);
+  LLVMValueRef *iv = slot(L, add_ctx(L, 1, 1), n->args[2], 0);
   const ictx *c = &L->ctx[x];
   LLVMValueRef rk = cidx(L, repeat);
   for (int l = 0; l < V; l++) {
@@ -791,26 +867,64 @@ static void store_results(lw *L) {
   }
 }
 
-/* The reverse pass marks what each context needs, the forward pass emits it
- * in SSA order (operands, including those of child contexts, have smaller ids). */
-static void emit_body(lw *L) {
+static int by_ctx(const void *a, const void *b) {
+  const lw_use *x = a, *y = b;
+  return (x->x > y->x) - (x->x < y->x);
+}
+
+/* Relinks the uses of node v in increasing context order (contexts are
+ * numbered as found, so the order of the code does not depend on hashing).
+ * The uses are sorted in a copy, each keeping its index in `next`. */
+static void sort_uses(lw *L, fhjit_value v) {
+  int32_t k = 0;
+  for (int32_t u = L->first_use[v]; u >= 0; u = L->use[u].next) k++;
+  if (k < 2) return;
+  lw_use *tmp = malloc(sizeof *tmp * (size_t)k);
+  if (!tmp) return (void)oom(L);
+  k = 0;
+  for (int32_t u = L->first_use[v]; u >= 0; u = L->use[u].next)
+    tmp[k++] = (lw_use){.x = L->use[u].x, .next = u};
+  qsort(tmp, (size_t)k, sizeof *tmp, by_ctx);
+  L->first_use[v] = tmp[0].next;
+  for (int32_t j = 0; j < k; j++) L->use[tmp[j].next].next = j + 1 < k ? tmp[j + 1].next : -1;
+  free(tmp);
+}
+
+/* The reverse pass marks what each node is needed for (its users have
+ * larger ids, so all its uses are known when it is reached). */
+static void mark_body(lw *L) {
   fhjit_graph *g = L->g;
-  if (add_ctx(L, IX_MAIN, -1, 0) < 0) return;
   for (int32_t r = 0; r < g->nresults; r++) {
     fhjit_value v = g->results[r].value;
     for (int c = 0; c < nc_of(&g->nodes[v]); c++)
       if (L->eval_comp < 0 || (r == 0 && c == L->eval_comp)) need(L, 0, v, c);
   }
-  for (fhjit_value v = g->nnodes - 1; v >= 0 && !L->st; v--)
-    for (int x = 0; x < L->nctx; x++)
+  for (fhjit_value v = g->nnodes - 1; v >= 0 && !L->st; v--) {
+    sort_uses(L, v);
+    for (int32_t u = L->first_use[v]; u >= 0 && !L->st; u = L->use[u].next)
       for (int c = 0; c < 3; c++)
-        if (L->ctx[x].need[(size_t)v * 3 + (size_t)c]) mark_operands(L, x, v, c);
+        if (L->use[u].need & (1u << c)) mark_operands(L, L->use[u].x, v, c);
+  }
+}
+
+/* The forward pass emits in SSA order (operands, including those of other
+ * contexts, have smaller ids). */
+static void emit_body(lw *L) {
+  fhjit_graph *g = L->g;
+  if ((L->st = lw_max_values(g, &L->max_values))) return;
+  L->first_use = malloc(sizeof *L->first_use * (size_t)(g->nnodes ? g->nnodes : 1));
+  if (!L->first_use) return (void)oom(L);
+  for (fhjit_value v = 0; v < g->nnodes; v++) L->first_use[v] = -1;
+  if (add_ctx(L, 1, L->p->n) != 0) return;
+  mark_body(L);
   if (L->st) return;
+  L->val = malloc(sizeof *L->val * (size_t)(L->nuse ? L->nuse : 1) * 3 * LW_VMAX);
+  if (!L->val) return (void)oom(L);
   for (int x = 0; x < L->nctx; x++) index_ctx(L, &L->ctx[x]);
   for (fhjit_value v = 0; v < g->nnodes; v++)
-    for (int x = 0; x < L->nctx; x++)
+    for (int32_t u = L->first_use[v]; u >= 0; u = L->use[u].next)
       for (int c = 0; c < 3; c++)
-        if (L->ctx[x].need[(size_t)v * 3 + (size_t)c]) emit_value(L, x, v, c);
+        if (L->use[u].need & (1u << c)) emit_value(L, L->use[u].x, v, c);
   if (L->st || L->eval_comp >= 0) return;
   store_results(L);
 }
@@ -1106,23 +1220,26 @@ static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target targe
 }
 
 static void fini_lw(lw *L) {
-  for (int x = 0; x < L->nctx; x++) {
-    free(L->ctx[x].need);
-    free(L->ctx[x].val);
-  }
   free(L->ctx);
+  lw_imap_free(&L->ctx_map);
+  free(L->use);
+  free(L->first_use);
+  lw_imap_free(&L->use_map);
+  free(L->val);
   free(L->inputs);
   free(L->results);
   LLVMDisposeBuilder(L->b);
 }
 
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                           LLVMContextRef c, LLVMModuleRef m) {
-  return lw_build_eval_reg(g, plan, target, c, m, -1);
+                           LLVMContextRef c, LLVMModuleRef m, int64_t *values) {
+  return lw_build_eval_reg(g, plan, target, c, m, -1, values);
 }
 
 fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input) {
+                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input,
+                               int64_t *values) {
+  *values = 0;
   if (plan->vec != 1 || g->nresults < 1)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
   fhjit_value v = g->results[0].value;
@@ -1133,6 +1250,7 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
     L.reg_input = reg_input;
     build_body(&L);
     fhjit_status st = L.st;
+    if (L.nvalues > *values) *values = L.nvalues;
     fini_lw(&L);
     if (st) return st;
   }

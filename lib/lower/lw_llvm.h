@@ -83,14 +83,34 @@ char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *ar
  * functions "<plan->name>.eval<c>", one per component c of result 0 of g:
  * word (params, pstride, inputs..., results..., index offset) returning that
  * component at element `offset` of the walk, nothing stored (the result
- * pointers are unused). plan->vec must be 1. */
+ * pointers are unused). plan->vec must be 1. *values receives the most
+ * values (see lw_max_values) one of them evaluates: each call, inlined,
+ * costs that many. */
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                           LLVMContextRef c, LLVMModuleRef m);
+                           LLVMContextRef c, LLVMModuleRef m, int64_t *values);
 /* The same, input #reg_input (>= 0) not loaded: its value at the element is
  * the functions' last argument (a word), for NTT epilogues whose operand is
  * in registers. reg_input -1: lw_build_eval. */
 fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input);
+                               LLVMContextRef c, LLVMModuleRef m, int32_t reg_input,
+                               int64_t *values);
+
+/* The compile-time bound (docs/limits.md): one kernel body evaluates at most
+ * this many values, a value being one component of one node in one index
+ * context (plus one per index context), counted once per copy of the body
+ * in the kernel (lower.c) or per inlined call of an evaluator (ntt_emit.c).
+ * LLVM's passes and NVPTX code generation take time and memory about
+ * linear in it, at worst about 1.3 ms and 100 KB a value on the 2-core
+ * reference machine (8,189 r32 products, 4 lanes: 10.6 s, 800 MB), so the
+ * default keeps a kernel within about ten seconds and one GB.
+ * FHJIT_MAX_VALUES (1 to the ceiling) overrides it at every lowering. Past
+ * it, the lowering fails with FHJIT_ERR_UNSUPPORTED before LLVM's passes
+ * run. */
+#define LW_MAX_VALUES_DEFAULT 8192
+#define LW_MAX_VALUES_CEILING 100000000
+/* The bound in force; FHJIT_ERR_ARGUMENT (recorded) when FHJIT_MAX_VALUES is
+ * malformed. */
+fhjit_status lw_max_values(fhjit_graph *g, int64_t *limit);
 
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {

@@ -430,6 +430,7 @@ typedef struct ne {
   int pro_ncomp;             /* eval functions */
   LLVMValueRef pro_fn[3];
   LLVMTypeRef pro_ty[3];
+  int64_t pro_values; /* values one call evaluates (lw_build_eval) */
   int pro_idx64;
   int64_t pro_rows_per_comp; /* batch * rows of the sub-graph's result */
   LLVMValueRef extra[LW_MAX_ARGS];
@@ -440,6 +441,8 @@ typedef struct ne {
   int epi_idx64[LW_NTT_MAX_EPI];
   LLVMValueRef epi_fn[LW_NTT_MAX_EPI][3];
   LLVMTypeRef epi_ty[LW_NTT_MAX_EPI][3];
+  int64_t epi_values[LW_NTT_MAX_EPI];
+  int64_t inlined; /* values of the evaluator calls in the kernel being built */
   LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
   LLVMValueRef epi_out[LW_NTT_MAX_EPI];
   /* k->early on the GPU: the first pass's words, loaded before the shared
@@ -951,6 +954,7 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
   args[nargs - 1] = off;
   if (single) {
     int c = E->pro->comp >= 0 ? E->pro->comp : 0;
+    E->inlined += E->pro_values;
     return LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
   }
   LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
@@ -961,6 +965,7 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
   for (int c = 0; c + 1 < E->pro_ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
   for (int c = 0; c < E->pro_ncomp; c++) {
     LLVMPositionBuilderAtEnd(b, blocks[c]);
+    E->inlined += E->pro_values;
     vals[c] = LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
     blocks[c] = LLVMGetInsertBlock(b);
     LLVMBuildBr(b, merge);
@@ -989,6 +994,7 @@ static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValu
   if (E->pro->ntt_comps <= 1 || ncomp == 1) {
     args[nargs - 2] = E->epi_idx64[t] ? off : LLVMBuildTrunc(b, off, E->i32, "");
     int c = E->pro->ntt_comps <= 1 ? slot : 0;
+    E->inlined += E->epi_values[t];
     return LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
   }
   /* the element's component: off / (rows per component * N) */
@@ -1004,6 +1010,7 @@ static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValu
   for (int c = 0; c + 1 < ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
   for (int c = 0; c < ncomp; c++) {
     LLVMPositionBuilderAtEnd(b, blocks[c]);
+    E->inlined += E->epi_values[t];
     vals[c] = LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
     blocks[c] = LLVMGetInsertBlock(b);
     LLVMBuildBr(b, merge);
@@ -1947,7 +1954,8 @@ static fhjit_status build_epilogue(ne *E) {
     if (st) return st;
     pl.vec = 1;
     pl.groups = pl.work;
-    st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg);
+    st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
+                           &E->epi_values[t]);
     if (st) return st;
     const ir_node *res = &sub->nodes[sub->results[0].value];
     E->epi_ncomp[t] = res->type.comps > 1 ? res->type.comps : 1;
@@ -1973,7 +1981,7 @@ static fhjit_status build_prologue(ne *E) {
   /* one element per call: the NTT kernel decides which */
   pl.vec = 1;
   pl.groups = pl.work;
-  st = lw_build_eval(sub, &pl, E->target, E->c, E->m);
+  st = lw_build_eval(sub, &pl, E->target, E->c, E->m, &E->pro_values);
   if (st) return st;
   const ir_node *res = &sub->nodes[sub->results[0].value];
   E->pro_ncomp = res->type.comps > 1 ? res->type.comps : 1;
@@ -2000,6 +2008,29 @@ static fhjit_status kernel_names_free(ne *E, const char *name) {
     if (lw_symbol_taken(E->m, sym)) return lw_duplicate_symbol(E->ctx, sym);
   }
   return FHJIT_OK;
+}
+
+/* The compile-time bound (lw_max_values) on the fused work of kernel
+ * `name`: every evaluator call is inlined, so a kernel holding the
+ * prologue or epilogue once per element of a thread costs that many times
+ * its values. Checked before LLVM's passes run; the error is recorded, like
+ * the evaluators' own, on the context of the fused work's sub-graphs. */
+static fhjit_status check_inlined(ne *E, const char *name) {
+  if (!E->inlined) return FHJIT_OK;
+  fhjit_graph *sub = E->pro_active ? E->pro->sub : E->pro->epi[0].sub;
+  int64_t limit;
+  fhjit_status st = lw_max_values(sub, &limit);
+  if (st || E->inlined <= limit) return st;
+  return ir_error(sub->ctx, FHJIT_ERR_UNSUPPORTED,
+                  "error: NTT kernel %s: its fused %s work evaluates %lld values (its "
+                  "pointwise expression at every element a thread handles), more than "
+                  "the limit of %lld that keeps a compile within seconds (docs/limits.md): "
+                  "materialise part of that expression as an output of a separate graph, "
+                  "or raise the limit with FHJIT_MAX_VALUES",
+                  name,
+                  E->pro_active ? (E->epi_active ? "prologue and epilogue" : "prologue")
+                                : "epilogue",
+                  (long long)E->inlined, (long long)limit);
 }
 
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
@@ -2042,23 +2073,22 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
       return st;
     }
   }
-  for (int j = 0; j < p->nkernels; j++) {
+  fhjit_status st = FHJIT_OK;
+  for (int j = 0; j < p->nkernels && !st; j++) {
     E.K = &p->k[j];
     E.src_view = j == 0;
     E.pro_active = pro && pro->sub && j == 0;
     E.epi_active = pro && pro->nepi > 0 && j == p->nkernels - 1;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
-    fhjit_status st = kernel_names_free(&E, name);
-    if (st) {
-      LLVMDisposeBuilder(E.b);
-      return st;
-    }
+    if ((st = kernel_names_free(&E, name))) break;
+    E.inlined = 0;
     if (target == LW_GPU) build_gpu_kernel(&E, name);
     else build_host_fn(&E, name);
+    st = check_inlined(&E, name);
   }
   LLVMDisposeBuilder(E.b);
-  return FHJIT_OK;
+  return st;
 }
 
 /* ------------------------------------------------------- standalone GPU */

@@ -439,10 +439,11 @@ START_TEST(test_duplicate_refused) {
   pl.groups = pl.work;
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext("dup", c);
+  int64_t values = 0;
   ck_assert_int_eq(lw_symbol_taken(m, "fhjit_dup.eval0"), 0);
-  ck_assert_int_eq(lw_build_eval(g, &pl, LW_GPU, c, m), FHJIT_OK);
+  ck_assert_int_eq(lw_build_eval(g, &pl, LW_GPU, c, m, &values), FHJIT_OK);
   ck_assert_int_eq(lw_symbol_taken(m, "fhjit_dup.eval0"), 1);
-  ck_assert_int_eq(lw_build_eval(g, &pl, LW_GPU, c, m), FHJIT_ERR_LLVM);
+  ck_assert_int_eq(lw_build_eval(g, &pl, LW_GPU, c, m, &values), FHJIT_ERR_LLVM);
   ck_assert(tu_contains(fhjit_last_error(ctx), "fhjit_dup.eval0 defined twice"));
   ck_assert_ptr_null(LLVMGetNamedFunction(m, "fhjit_dup.eval0.1"));
   LLVMDisposeModule(m);

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# session-round.sh: a session's GPU round in two device calls, each well
+# inside the device tool's 10-minute limit.
+#
+#   bench/session-round.sh checks BUILD OUT
+#     Every correctness check at once (they share the GPU; nothing is
+#     timed): the GPU tests, the same under compute-sanitizer memcheck, the
+#     NTT kernels under memcheck and racecheck (bench/ntt-sanitizers.sh),
+#     every example through fhjit-run --backend=cuda --check, graphs that
+#     differ only in name through one disk cache (issue 20), and the Python
+#     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
+#     summary is printed last.
+#   bench/session-round.sh bench BUILD OUT
+#     The benchmarks, one after another with the GPU to themselves:
+#     bench/device-run.sh without its test steps (fhjit_bench, compile
+#     latency, Triton), bench/ntt-run.sh (the CUDA baseline and fhjit's NTT)
+#     and bench/python_launch.py. Raw JSON: OUT/results/ (for
+#     bench/results/<date>-<commit>/), logs: OUT/logs.tgz.
+set -u
+MODE=${1:-}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(cd "${2:-}" 2>/dev/null && pwd) || { echo "usage: $0 checks|bench BUILD OUT" >&2; exit 2; }
+mkdir -p "${3:-}" && OUT=$(cd "$3" && pwd) || exit 2
+LOGS=$(mktemp -d /tmp/fhjit-session-XXXXXX)
+export LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+echo "session round ($MODE), commit $(cat "$BUILD/COMMIT" 2>/dev/null), $(date -u +%FT%TZ)"
+
+# The same graph under a long and a short name, through one fresh disk cache:
+# each must match the interpreter, whichever compiled first.
+names_through_cache() {
+  local cache dir=$LOGS/names rc=0
+  cache=$(mktemp -d /tmp/fhjit-names-cache-XXXXXX)
+  chmod 700 "$cache"
+  mkdir -p "$dir"
+  for f in "$REPO"/test/lit/ntt/Inputs/epi_names*.fh; do
+    [ -f "$f" ] || continue
+    for round in 1 2; do
+      FHJIT_CACHE_DIR=$cache timeout 60 "$BUILD/tools/fhjit-run" "$f" --backend=cuda --check \
+        >>"$dir/names.log" 2>&1 || { rc=1; echo "FAILED: $f (round $round)" >>"$dir/names.log"; }
+    done
+  done
+  return $rc
+}
+
+examples_on_gpu() {
+  local rc=0
+  for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
+    [ -f "$f" ] || continue
+    echo "== $f" >>"$LOGS/examples-cuda.log"
+    timeout 60 "$BUILD/tools/fhjit-run" "$f" --backend=cuda --check >>"$LOGS/examples-cuda.log" 2>&1 ||
+      { rc=1; echo "FAILED: $f" >>"$LOGS/examples-cuda.log"; }
+  done
+  return $rc
+}
+
+python_gpu_tests() {
+  FHJIT_LIBRARY="$BUILD/libfhjit.so" PYTHONPATH="$REPO/python" PYTHONUNBUFFERED=1 \
+    timeout 300 python3 -m pytest -q -p no:cacheprovider "$REPO/python/tests" -rs
+}
+
+run_checks() {
+  local pids=() names=() i rc status=0
+  start() { names+=("$1"); shift; ("$@") >"$LOGS/${names[-1]}.log" 2>&1 & pids+=($!); }
+  start gpu_test timeout 300 "$BUILD/test/gpu/fhjit_gpu_test" --examples "$REPO/examples"
+  if [ -n "$SAN" ]; then
+    start memcheck timeout 400 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
+      "$BUILD/test/gpu/fhjit_gpu_test" --quick --examples "$REPO/examples"
+    start ntt_sanitizers bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS"
+  fi
+  start examples examples_on_gpu
+  start names names_through_cache
+  start python python_gpu_tests
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"; rc=$?
+    [ $rc -ne 0 ] && status=1
+    printf '%-16s exit %s\n' "${names[$i]}" "$rc" >>"$LOGS/summary.txt"
+  done
+  {
+    echo "######## exits"; cat "$LOGS/summary.txt"
+    echo "######## GPU tests: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/gpu_test.log" | tail -n 1)"
+    grep -E '^(PASS|FAIL) ' "$LOGS/gpu_test.log" | sed 's/^/  /'
+    echo "######## memcheck (GPU tests): $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -n 1) / $(grep -E 'passed, [0-9]+ failed' "$LOGS/memcheck.log" | tail -n 1)"
+    for tool in memcheck racecheck; do
+      echo "######## NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/ntt-$tool.log" 2>/dev/null | tail -n 1)"
+    done
+    echo "######## examples on the GPU: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/examples-cuda.log") clean, $(grep -c FAILED "$LOGS/examples-cuda.log") failed"
+    echo "######## names through one cache: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/names/names.log" 2>/dev/null) clean, $(grep -c FAILED "$LOGS/names/names.log" 2>/dev/null) failed"
+    echo "######## python: $(tail -n 1 "$LOGS/python.log")"
+    grep -E 'FAILED|Error' "$LOGS/python.log" | head -n 10
+  } | tee "$OUT/summary.txt"
+  return $status
+}
+
+run_bench() {
+  local status=0
+  mkdir -p "$OUT/results"
+  FHJIT_SKIP_TESTS=1 bash "$REPO/bench/device-run.sh" "$BUILD" "$LOGS/pointwise" >"$LOGS/pointwise.out" 2>&1 || status=1
+  bash "$REPO/bench/ntt-run.sh" "$BUILD" "$LOGS/ntt" >"$LOGS/ntt.out" 2>&1 || status=1
+  rm -f "$LOGS/ntt/ntt_cuda"
+  FHJIT_LIBRARY="$BUILD/libfhjit.so" PYTHONPATH="$REPO/python" timeout 240 python3 \
+    "$REPO/bench/python_launch.py" --json "$LOGS/python_launch.json" \
+    --c-bench "$BUILD/bench/fhjit_bench" >"$LOGS/python_launch.log" 2>&1 || status=1
+  for f in pointwise/run.json pointwise/fhjit_bench.json pointwise/compile.json \
+           pointwise/triton.json ntt/ntt_cuda.json ntt/ntt_bench.json python_launch.json; do
+    [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+  done
+  echo "######## pointwise (bench/device-run.sh)"; tail -n 40 "$LOGS/pointwise.out"
+  echo "######## NTT (bench/ntt-run.sh)"; tail -n 60 "$LOGS/ntt.out"
+  echo "######## Python launch overhead"; tail -n 15 "$LOGS/python_launch.log"
+  return $status
+}
+
+case $MODE in
+  checks) run_checks; STATUS=$? ;;
+  bench) run_bench; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench BUILD OUT" >&2; exit 2 ;;
+esac
+tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
+echo "round status: $STATUS"
+exit $STATUS
