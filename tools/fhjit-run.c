@@ -282,57 +282,40 @@ static uint64_t get_word(const run_state *s, const void *buf, int64_t i) {
 
 /* ------------------------------------------------------------ shapes */
 
-/* The axes of a concrete type in type order (the .npy shape), with the
- * layout's stride of each and which one is the row axis; count is the
- * number of logical elements, words the storage the layout spans from its
- * base (offset + 1 + sum (ext - 1) * stride). Both are -1 when they would
- * overflow 64 bits: the size plan refuses those before any work. */
+/* The axes of a concrete type in type order (the .npy shape) with their
+ * extents (fhjit_layout_axes), and the type and layout to walk; count is
+ * the number of logical elements, words the storage the layout spans from
+ * its base (fhjit_layout_span). Both are -1 when the library refuses the
+ * type or layout or they would overflow 64 bits: the size plan refuses
+ * those before any work, so every shape walked is valid. */
 typedef struct shape {
-  int ndim;
-  int64_t ext[8], stride[8];
-  int row_axis;
+  int32_t ndim;
+  int64_t ext[FHJIT_MAX_AXES];
+  fhjit_type type;
+  fhjit_layout layout;
   int64_t count, words;
 } shape;
 
-/* acc + a * b for non-negative operands, or -1 on overflow (or acc < 0). */
-static int64_t mul_add(int64_t acc, int64_t a, int64_t b) {
-  int64_t p;
-  if (acc < 0 || a < 0 || b < 0 || __builtin_mul_overflow(a, b, &p) ||
-      __builtin_add_overflow(acc, p, &p))
-    return -1;
-  return p;
-}
-
 static void shape_of(const fhjit_type *t, const fhjit_layout *l, shape *sh) {
-  int k = 0;
-  if (t->kind == FHJIT_KIND_KEY) {
-    sh->ext[k] = t->digits, sh->stride[k++] = l->digit_stride;
-    sh->ext[k] = 2, sh->stride[k++] = l->comp_stride;
-  } else if (t->kind == FHJIT_KIND_POLY) {
-    if (t->comps > 0) sh->ext[k] = t->comps, sh->stride[k++] = l->comp_stride;
-    for (int a = 0; a < t->nbatch; a++) sh->ext[k] = t->batch[a], sh->stride[k++] = l->batch_stride[a];
+  int64_t stride[FHJIT_MAX_AXES];
+  sh->type = *t;
+  sh->layout = *l;
+  sh->count = sh->words = -1;
+  if (fhjit_layout_axes(t, l, sh->ext, stride, &sh->ndim) != FHJIT_OK) {
+    sh->ndim = 0;
+    return;
   }
-  sh->row_axis = k;
-  sh->ext[k] = t->rows, sh->stride[k++] = l->row_stride;
-  sh->ext[k] = t->n, sh->stride[k++] = l->index_stride;
-  sh->ndim = k;
-  sh->count = 1;
-  sh->words = mul_add(l->offset, 1, 1);
-  for (int i = 0; i < k; i++) {
-    sh->count = sh->ext[i] < 1 ? -1 : mul_add(0, sh->count, sh->ext[i]);
-    sh->words = sh->ext[i] < 1 ? -1 : mul_add(sh->words, sh->ext[i] - 1, sh->stride[i]);
-  }
+  sh->words = fhjit_layout_span(t, l);
+  sh->count = sh->words < 0 ? -1 : fhjit_type_elements(t);
 }
 
-/* Storage offset and row of logical element e (row-major over the shape). */
-static int64_t element_offset(const shape *sh, int64_t offset, int64_t e, int64_t *row) {
-  int64_t off = offset;
-  for (int i = sh->ndim - 1; i >= 0; i--) {
-    int64_t idx = e % sh->ext[i];
-    e /= sh->ext[i];
-    off += idx * sh->stride[i];
-    if (i == sh->row_axis && row) *row = idx;
-  }
+/* A walk over a shape's logical elements in row-major (.npy) order: the
+ * storage offset of the element at coords (all 0 at the start) and its
+ * row (*row, when not NULL); then coords steps to the next element. */
+static int64_t walk_next(const shape *sh, int64_t coords[FHJIT_MAX_AXES], int64_t *row) {
+  int64_t off = fhjit_layout_offset(&sh->type, &sh->layout, coords);
+  if (row) *row = coords[sh->ndim - 2];
+  for (int32_t i = sh->ndim - 1; i >= 0 && ++coords[i] == sh->ext[i]; i--) coords[i] = 0;
   return off;
 }
 
@@ -601,16 +584,16 @@ static uint64_t source_get(const run_state *s, const source *src, int64_t e, int
  * residue of its row (key tables: of the largest modulus, max_key = its
  * 2q), and a stride-0 (broadcast) slot receives one value only. */
 static int scatter_input(run_state *s, int32_t i, const char *name, const source *src,
-                         const fhjit_type *t, const fhjit_layout *l, const shape *sh,
-                         uint64_t max_key) {
+                         const fhjit_type *t, const shape *sh, uint64_t max_key) {
   unsigned char *written = calloc((size_t)s->input_words[i], 1);
   if (!written) return error("out of memory");
   int rc = 0;
+  int64_t coords[FHJIT_MAX_AXES] = {0};
   for (int64_t e = 0; e < sh->count; e++) {
     int negative;
     int64_t row = 0;
     uint64_t x = source_get(s, src, e, &negative);
-    int64_t off = element_offset(sh, l->offset, e, &row);
+    int64_t off = walk_next(sh, coords, &row);
     uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
     if (negative || x >= bound) {
       rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
@@ -636,8 +619,7 @@ static int scatter_input(run_state *s, int32_t i, const char *name, const source
 /* Fills input i from a .npy file: its shape must be the input's, then the
  * scatter's checks. */
 static int load_input(run_state *s, int32_t i, const char *name, const char *path,
-                      const fhjit_type *t, const fhjit_layout *l, const shape *sh,
-                      uint64_t max_key) {
+                      const fhjit_type *t, const shape *sh, uint64_t max_key) {
   char err[1024], want[128], got[128], ty[128];
   npy_array a;
   if (npy_read(path, npy_file_limit(sh), &a, err, sizeof err))
@@ -648,15 +630,15 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
   for (int d = 0; same && d < a.ndim; d++) same = a.shape[d] == sh->ext[d];
   if (!same) {
     shape fs = {.ndim = a.ndim};
-    for (int d = 0; d < a.ndim && d < 8; d++) fs.ext[d] = a.shape[d];
-    if (a.ndim <= 8) shape_text(&fs, got, sizeof got);
+    for (int d = 0; d < a.ndim && d < FHJIT_MAX_AXES; d++) fs.ext[d] = a.shape[d];
+    if (a.ndim <= FHJIT_MAX_AXES) shape_text(&fs, got, sizeof got);
     else snprintf(got, sizeof got, "(%d axes)", a.ndim);
     npy_free(&a);
     return error("input %%%s: %s has shape %s, but the input is %s, which needs shape %s",
                  name, path, got, ty, want);
   }
   source src = {.what = path, .npy = &a};
-  int rc = scatter_input(s, i, name, &src, t, l, sh, max_key);
+  int rc = scatter_input(s, i, name, &src, t, sh, max_key);
   npy_free(&a);
   return rc;
 }
@@ -666,7 +648,7 @@ static int load_input(run_state *s, int32_t i, const char *name, const char *pat
  * the moduli with the library's NTT checks, then scattered through its
  * layout. *which names the table for the report. */
 static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_type *t,
-                         const fhjit_layout *l, const shape *sh, const char **which) {
+                         const shape *sh, const char **which) {
   int use = 0;
   if (fhjit_input_twiddle_use(s->g, i, &use) != FHJIT_OK) return lib_error(s->ctx, name);
   if (use == (FHJIT_TWIDDLE_FORWARD | FHJIT_TWIDDLE_INVERSE))
@@ -684,7 +666,7 @@ static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_
   } else {
     source src = {.what = inverse ? "the inverse twiddle table" : "the forward twiddle table",
                   .words = table};
-    rc = scatter_input(s, i, name, &src, t, l, sh, 0);
+    rc = scatter_input(s, i, name, &src, t, sh, 0);
   }
   free(table);
   return rc;
@@ -694,8 +676,7 @@ static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_
  * reads it (a broadcast row axis shares words between moduli). Key tables
  * take the smallest modulus: which limb reads a key row depends on the
  * digit products' row_start. */
-static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhjit_layout *l,
-                        const shape *sh) {
+static int random_input(run_state *s, int32_t i, const fhjit_type *t, const shape *sh) {
   uint64_t *bound = calloc((size_t)s->input_words[i], sizeof *bound);
   if (!bound) return error("out of memory");
   uint64_t min2q = UINT64_MAX;
@@ -705,9 +686,10 @@ static int random_input(run_state *s, int32_t i, const fhjit_type *t, const fhji
   if (t->kind != FHJIT_KIND_POLY ||
       fhjit_value_basis(s->g, fhjit_input_value(s->g, i), pos, 64, &npos) != FHJIT_OK)
     npos = 0;
+  int64_t coords[FHJIT_MAX_AXES] = {0};
   for (int64_t e = 0; e < sh->count; e++) {
     int64_t row = 0;
-    int64_t off = element_offset(sh, l->offset, e, &row);
+    int64_t off = walk_next(sh, coords, &row);
     if (row < npos && row < 64) row = pos[row];
     uint64_t b = t->kind == FHJIT_KIND_KEY || row >= s->rows ? min2q : 2 * s->moduli[row];
     if (bound[off] == 0 || b < bound[off]) bound[off] = b;
@@ -743,7 +725,7 @@ static int setup_inputs(run_state *s, options *o) {
     int rc;
     if (given >= 0) {
       o->in_used[given] = 1;
-      rc = load_input(s, i, name, o->in_file[given], &t, &l, &sh, max2q);
+      rc = load_input(s, i, name, o->in_file[given], &t, &sh, max2q);
       if (!rc) printf("input %%%s: %s, shape %s, from %s\n", name, ty, sht, o->in_file[given]);
     } else if (t.kind == FHJIT_KIND_TABLE) { /* SPEC section 7: built from the chain */
       int64_t len;
@@ -753,11 +735,11 @@ static int setup_inputs(run_state *s, options *o) {
       if (!rc) printf("input %%%s: %s, the constants of the chain\n", name, ty);
     } else if (t.kind == FHJIT_KIND_TWIDDLE) {
       const char *which = "";
-      rc = twiddle_input(s, i, name, &t, &l, &sh, &which);
+      rc = twiddle_input(s, i, name, &t, &sh, &which);
       if (!rc)
         printf("input %%%s: %s, shape %s, the %s table of the moduli\n", name, ty, sht, which);
     } else {
-      rc = random_input(s, i, &t, &l, &sh);
+      rc = random_input(s, i, &t, &sh);
       if (!rc)
         printf("input %%%s: %s, shape %s, random (seed %llu)\n", name, ty, sht,
                (unsigned long long)o->seed);
@@ -953,8 +935,9 @@ static void *gather_output(const run_state *s, void *const *results, int32_t o,
   const void *base = info->is_input_alias ? s->inputs[info->source] : results[info->source];
   void *dense = malloc((size_t)sh->count * s->word + 1);
   if (!dense) return NULL;
+  int64_t coords[FHJIT_MAX_AXES] = {0};
   for (int64_t e = 0; e < sh->count; e++)
-    put_word(s, dense, e, get_word(s, base, element_offset(sh, info->layout.offset, e, NULL)));
+    put_word(s, dense, e, get_word(s, base, walk_next(sh, coords, NULL)));
   return dense;
 }
 

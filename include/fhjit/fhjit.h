@@ -135,6 +135,41 @@ FHJIT_API fhjit_status fhjit_dense_layout(const fhjit_type *type,
 /* Number of elements of a concrete type, or -1. */
 FHJIT_API int64_t fhjit_type_elements(const fhjit_type *type);
 
+/* Walking a layout from the host (docs/abi.md, "Walking a layout"). The
+ * axes of a concrete type, outermost first, are those of its dense layout
+ * and of its numpy shape:
+ *   POLY    [comp (when comps > 0), batch[0..nbatch), row, index]
+ *   KEY     [digit, comp (2), row, index]
+ *   TWIDDLE [row, index]
+ * so the row axis is always naxes - 2 and the index axis naxes - 1. Strides
+ * of axes the type lacks (comp_stride of a pt, digit_stride of all but KEY,
+ * batch strides past nbatch) are ignored; a stride of 0 broadcasts its axis
+ * (several elements in one place). At most FHJIT_MAX_AXES axes. */
+#define FHJIT_MAX_AXES (3 + FHJIT_MAX_BATCH)
+
+/* The type's axes in that order: extents[a] and the layout's strides[a]
+ * (in elements) for a < *naxes. FHJIT_ERR_ARGUMENT for a null pointer, a
+ * type that is not concrete (fhjit_type_elements < 0), or a negative offset
+ * or stride of one of its axes. */
+FHJIT_API fhjit_status fhjit_layout_axes(const fhjit_type *type,
+                                         const fhjit_layout *layout,
+                                         int64_t extents[FHJIT_MAX_AXES],
+                                         int64_t strides[FHJIT_MAX_AXES],
+                                         int32_t *naxes);
+/* The element offset (from the base pointer) of the element at coords, one
+ * coordinate per axis in the order above:
+ *   offset + sum_a coords[a] * strides[a].
+ * -1 when an argument is refused as by fhjit_layout_axes, a coordinate is
+ * outside [0, extent), or the offset would pass INT64_MAX. */
+FHJIT_API int64_t fhjit_layout_offset(const fhjit_type *type,
+                                      const fhjit_layout *layout,
+                                      const int64_t *coords);
+/* Elements a buffer must hold from its base pointer for every element of
+ * the layout: 1 + the largest offset, offset + 1 + sum_a (extents[a] - 1) *
+ * strides[a]. -1 when refused as by fhjit_layout_axes or past INT64_MAX. */
+FHJIT_API int64_t fhjit_layout_span(const fhjit_type *type,
+                                    const fhjit_layout *layout);
+
 /* ------------------------------------------------------------------ graphs */
 
 FHJIT_API fhjit_graph *fhjit_graph_create(fhjit_context *ctx, const char *name,

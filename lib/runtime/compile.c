@@ -104,28 +104,12 @@ fhjit_status fhjit_cuda_release_context(fhjit_context *ctx, fhjit_cuda_context c
 
 /* --------------------------------------------------------------------- ABI */
 
-/* Element span [lo, hi) of a bound input from its base. 0 on overflow. */
+/* Element span [lo, hi) of a bound input from its base (fhjit_layout_span).
+ * 0 on overflow. */
 static int layout_span(const fhjit_type *t, const fhjit_layout *l, int64_t *lo, int64_t *hi) {
-  int64_t ext[3 + FHJIT_MAX_BATCH + 1], str[3 + FHJIT_MAX_BATCH + 1];
-  int k = 0;
-  if (t->kind == FHJIT_KIND_KEY) {
-    ext[k] = t->digits, str[k++] = l->digit_stride;
-    ext[k] = 2, str[k++] = l->comp_stride;
-  } else if (t->kind == FHJIT_KIND_POLY) {
-    if (t->comps > 0) ext[k] = t->comps, str[k++] = l->comp_stride;
-    for (int a = 0; a < t->nbatch; a++) ext[k] = t->batch[a], str[k++] = l->batch_stride[a];
-  }
-  ext[k] = t->rows, str[k++] = l->row_stride;
-  ext[k] = t->n, str[k++] = l->index_stride;
-  ir_u128 far = (ir_u128)(uint64_t)l->offset;
-  for (int i = 0; i < k; i++) {
-    if (ext[i] < 1 || str[i] < 0) return 0;
-    far += (ir_u128)(uint64_t)(ext[i] - 1) * (uint64_t)str[i];
-  }
-  if (l->offset < 0 || far >= (ir_u128)INT64_MAX) return 0;
   *lo = l->offset;
-  *hi = (int64_t)far + 1;
-  return 1;
+  *hi = fhjit_layout_span(t, l);
+  return *hi >= 0;
 }
 
 static int layout_equal(const fhjit_layout *a, const fhjit_layout *b) {

@@ -1,7 +1,7 @@
 /* cuda_api.h: fhjit's own declarations of the subset of the CUDA driver API
  * that the runtime, its fake driver and the GPU tests use, so that nothing
  * needs the CUDA toolkit to build. Values and signatures are those of CUDA
- * 13's cuda.h (test_runtime checks them against cuda.h where one exists).
+ * 13's cuda.h (test_driver checks them against cuda.h where one exists).
  * Functions are reached through dlsym by their explicitly versioned names
  * (cuMemAlloc_v2, ...): cuda.h maps the plain names to versioned symbols with
  * macros, so the plain symbol can be an older ABI. */

@@ -1,6 +1,6 @@
 /* driver_symbols.h: the driver entry points the runtime resolves, as
  * X(plain name, symbol): the symbol is the versioned name that CUDA 13's
- * cuda.h maps the plain name to (test_runtime checks that against cuda.h
+ * cuda.h maps the plain name to (test_driver checks that against cuda.h
  * where one is installed). Kept free of other includes so that a file that
  * includes the real cuda.h can include it too. */
 #ifndef FHJIT_DRIVER_SYMBOLS_H

@@ -1,5 +1,5 @@
 /* cuda_h_values.c: compiled against the CUDA toolkit's cuda.h (only where
- * one is installed), so that test_runtime can compare fhjit's own driver
+ * one is installed), so that test_driver can compare fhjit's own driver
  * declarations with CUDA's: enum values, and the versioned symbol that
  * cuda.h maps each plain function name to. */
 #include <cuda.h>
@@ -36,7 +36,7 @@ const char *cudah_symbol(const char *plain) {
 uintptr_t cudah_stream_legacy(void) { return (uintptr_t)CU_STREAM_LEGACY; }
 
 /* Sizes and offsets of cuLaunchKernelEx's structures, in the order
- * test_runtime lists fhjit's own. */
+ * test_driver lists fhjit's own. */
 void cudah_launch_layout(size_t out[8]);
 void cudah_launch_layout(size_t out[8]) {
   out[0] = sizeof(CUlaunchAttribute);

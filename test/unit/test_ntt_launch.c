@@ -1,0 +1,158 @@
+/* test_ntt_launch.c: launches of the real lowering's two-kernel NTT
+ * programs through the fake libcuda: programmatic dependent launch on
+ * sm_90 (cuLaunchKernelEx) and plain launches on sm_80, the per-row
+ * counters (own = 1) or the grid-wide wait (own = 0) by scratch, failed
+ * launches and home streams, and launches on other streams, the per-thread
+ * default stream and into a stream capture. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_fixture.h"
+
+
+/* A forward NTT over 2 rows of 2^16 words (two kernels), compiled for
+ * `target` with its buffers allocated: the launch arguments in *args, whose
+ * pointers live in bufs. */
+typedef struct ntt_bufs {
+  fhjit_cuda_ptr params, ins[2], outs[1];
+} ntt_bufs;
+
+static fhjit_cuda_kernel *ntt_kernel(fhjit_context *c, fhjit_radix radix, const char *target,
+                                     ntt_bufs *b, fhjit_cuda_args *args) {
+  char text[256];
+  snprintf(text, sizeof text,
+           "graph @nt radix(%s) {\n"
+           "  %%x = input pt<[], 2, 65536> coef mont\n"
+           "  %%tw = input twiddles<2, 65536>\n"
+           "  %%f = ntt_fwd %%x, %%tw mode(mont)\n"
+           "  output %%f\n"
+           "}\n", radix == FHJIT_R32 ? "r32" : "r62");
+  fhjit_graph *g = fhjit_parse(c, text, strlen(text), "nt.fh");
+  ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+  fhjit_cuda_options o = {.target = target};
+  fhjit_cuda_compile_info info;
+  /* the per-row counters, which 2 rows would not get by default (their
+   * first grid is small: test_ntt_emit's test_pdl) */
+  ck_assert_int_eq(setenv("FHJIT_NTT_PLAN", "rowsync=1", 1), 0);
+  fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
+  unsetenv("FHJIT_NTT_PLAN");
+  ck_assert_int_eq(info.nkernels, 2);
+  size_t ib, tb, rb;
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
+  ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+  b->params = alloc_ok(c, 8 * 2 * 8);
+  b->ins[0] = alloc_ok(c, ib), b->ins[1] = alloc_ok(c, tb);
+  b->outs[0] = alloc_ok(c, rb);
+  *args = (fhjit_cuda_args){.params = b->params, .pstride = 2, .inputs = b->ins, .ninputs = 2,
+                            .results = b->outs, .nresults = 1};
+  return k;
+}
+
+/* The last launch of an NTT program (its two kernels) passed `own` last. */
+static void expect_own(uint64_t own, const char *when) {
+  fake_launch l0, l1;
+  ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+  ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+  ck_assert_msg(l0.nparams == 6 && l1.nparams == 6 && l0.params[5] == own && l1.params[5] == own,
+                "%s: own %llu/%llu, expected %llu", when, (unsigned long long)l0.params[5],
+                (unsigned long long)l1.params[5], (unsigned long long)own);
+}
+
+/* A two-kernel NTT on sm_90: both kernels go through cuLaunchKernelEx with
+ * programmatic stream serialization (the first waits for the stream's
+ * previous kernel, the second for the first, each itself), with own = 1
+ * (the module's per-row counters) unless the caller gives scratch; for
+ * sm_80 both are plain launches; a failing cuLaunchKernelEx is reported
+ * under its own name and kernel, and once a launch failed half-way the
+ * kernel's own launches keep own = 0. */
+START_TEST(ntt_dependent_launch) {
+  use_fake();
+  rt_lower = lw_compile_ptx, rt_describe = lw_describe_program;
+  for (int arch = 0; arch < 2; arch++) {
+    fhjit_context *c = fhjit_context_create();
+    ntt_bufs b;
+    fhjit_cuda_args args;
+    fhjit_cuda_kernel *k = ntt_kernel(c, FHJIT_R32, arch ? "sm_80" : "sm_90", &b, &args);
+    int before = fake_calls("cuLaunchKernelEx");
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fake_launch l0, l1;
+    ck_assert(fake_launch_get(fake_launches() - 2, &l0));
+    ck_assert(fake_launch_get(fake_launches() - 1, &l1));
+    ck_assert_int_eq(l0.pdl, arch ? 0 : 1);
+    ck_assert_int_eq(l1.pdl, arch ? 0 : 1);
+    /* sm_90: the last argument says the launch uses the kernel's own state */
+    ck_assert_int_eq(l0.nparams, arch ? 5 : 6);
+    ck_assert_int_eq(l1.nparams, arch ? 5 : 6);
+    if (!arch) {
+      expect_own(1, "own state");
+      /* the caller's scratch (none here): launches may overlap, own = 0 */
+      fhjit_cuda_ptr none[1] = {0};
+      args.scratch = none;
+      ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+      expect_own(0, "caller's scratch");
+      args.scratch = NULL;
+    }
+    ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - before, (arch ? 0 : 4));
+    if (!arch) {
+      setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx=1#6", 1); /* kernel 1 of the third launch */
+      ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
+      unsetenv("FAKE_CUDA_FAIL");
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "fhjit_ntt0_n16_k1"), "%s", fhjit_last_error(c));
+      /* kernel 0 ran and counted, kernel 1 never will: from now on the
+       * kernel's own launches take the grid-wide wait (own = 0) */
+      ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+      expect_own(0, "after a launch that failed half-way");
+    }
+    fhjit_context_destroy(c);
+  }
+}
+END_TEST
+
+/* The per-row counters of an NTT program serve one stream: the first one
+ * it was launched on with its own state; launches on other streams, on the
+ * per-thread default stream and into a capture pass own = 0 (the grid-wide
+ * wait), so launches on several streams never share them. */
+START_TEST(ntt_counters_home_stream) {
+  use_fake();
+  rt_lower = lw_compile_ptx, rt_describe = lw_describe_program;
+  fhjit_context *c = fhjit_context_create();
+  ntt_bufs b;
+  fhjit_cuda_args args;
+  fhjit_cuda_kernel *k = ntt_kernel(c, FHJIT_R62, "sm_90", &b, &args);
+  CUstream s1, s2;
+  ck_assert_int_eq(fake_stream_create(&s1, 0), CUDA_SUCCESS);
+  ck_assert_int_eq(fake_stream_create(&s2, 0), CUDA_SUCCESS);
+  struct {
+    CUstream stream;
+    int capture, own;
+  } steps[] = {{s1, 0, 1}, {s2, 0, 0}, {s1, 0, 1}, {NULL, 0, 0},
+               {FHJIT_CU_STREAM_PER_THREAD, 0, 0}, {s1, 1, 0}, {s1, 0, 1}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    args.stream = (fhjit_cuda_stream)steps[i].stream;
+    if (steps[i].capture) ck_assert_int_eq(fake_begin_capture(steps[i].stream, 0), CUDA_SUCCESS);
+    int before = fake_launches();
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    if (steps[i].capture) {
+      void *graph = NULL;
+      ck_assert_int_eq(fake_end_capture(steps[i].stream, &graph), CUDA_SUCCESS);
+      continue; /* recorded in the graph, not in the launch log */
+    }
+    ck_assert_int_eq(fake_launches() - before, 2);
+    char when[32];
+    snprintf(when, sizeof when, "step %zu", i);
+    expect_own((uint64_t)steps[i].own, when);
+  }
+  fhjit_context_destroy(c);
+}
+END_TEST
+
+int main(void) {
+  TCase *tc;
+  Suite *s = rt_suite("ntt_launch", &tc);
+  tcase_add_test(tc, ntt_dependent_launch);
+  tcase_add_test(tc, ntt_counters_home_stream);
+  return rt_run(s);
+}
