@@ -93,7 +93,7 @@ class CudaCompileInfo(ctypes.Structure):
                 ("nkernels", ctypes.c_int32), ("scratch_bytes", ctypes.c_int64),
                 ("lower_ms", ctypes.c_double), ("link_ms", ctypes.c_double),
                 ("load_ms", ctypes.c_double), ("disk_ms", ctypes.c_double),
-                ("total_ms", ctypes.c_double)]
+                ("total_ms", ctypes.c_double), ("disk_note", ctypes.c_char * 384)]
 
 
 FHJIT_NO_VALUE = -1
