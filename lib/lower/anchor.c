@@ -168,9 +168,11 @@ static int new_scratch(an_build *B, const fhjit_type *t) {
  * ".eval<c>", ".body") are then unique in the program by construction, by
  * the step and target indices (< LW_MAX_KERNELS, < LW_NTT_MAX_EPI), and
  * independent of the graph's name, which may be long or odd. */
-static void sub_name(char out[16], const char *kind, int s, int t) {
-  if (t < 0) snprintf(out, 16, "%s%d", kind, s);
-  else snprintf(out, 16, "%s%d_%d", kind, s, t);
+#define SUB_NAME_SIZE 32 /* "epi" + two ints and '_': fits any int, so never cut */
+static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
+  SP_ASSERT(s >= 0 && s < LW_MAX_KERNELS && t < LW_NTT_MAX_EPI);
+  if (t < 0) snprintf(out, SUB_NAME_SIZE, "%s%d", kind, s);
+  else snprintf(out, SUB_NAME_SIZE, "%s%d_%d", kind, s, t);
 }
 
 /* Copies op node n of g into sub with operands `args` (sub values). */
@@ -265,7 +267,7 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
   fhjit_graph *g = B->g;
   an_step *s = new_step(B);
   if (!s) return;
-  char name[16];
+  char name[SUB_NAME_SIZE];
   sub_name(name, "pw", B->p->nsteps - 1, -1);
   s->sub = make_sub(B, name, targets, ntargets, &s->in);
   s->out = malloc(sizeof *s->out * (size_t)(ntargets + 1));
@@ -436,7 +438,7 @@ static void add_epilogues(an_build *B, an_step *s, fhjit_value v) {
     fhjit_value u = g->results[k].value;
     if (B->epi_of[u] != v || B->where[u].kind >= 0) continue;
     int t = s->nepi;
-    char name[16];
+    char name[SUB_NAME_SIZE];
     sub_name(name, "epi", B->p->nsteps - 1, t);
     s->epi_sub[t] = make_sub(B, name, &u, 1, &s->epi_in[t]);
     s->nepi++;
@@ -520,7 +522,7 @@ static an_plan *build_plan(fhjit_graph *g) {
       /* computed: fused into the NTT's first kernel (prologue) */
       fhjit_value m = x;
       if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];
-      char name[16];
+      char name[SUB_NAME_SIZE];
       sub_name(name, "pro", B.p->nsteps, -1);
       pro_sub = make_sub(&B, name, &m, 1, &pro_in);
       if (B.st) {
