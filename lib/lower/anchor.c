@@ -799,24 +799,12 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
   if (!st) st = check_kernel_names(g, m, &out);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
-  if (!st) st = nv_verify(&g->ctx->err, m, what);
-  if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
-    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  int need_opt = prog || (text && kind != FHJIT_EMIT_LLVM);
-  if (!st && need_opt) st = nv_optimize(&g->ctx->err, m, tm, "default<O3>");
-  if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
-    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  if (!st && (prog || (text && kind == FHJIT_EMIT_PTX))) {
-    char *ptx = NULL;
-    st = nv_emit_ptx(&g->ctx->err, m, tm, &ptx);
-    if (!st && text && kind == FHJIT_EMIT_PTX && !(*text = strdup(ptx)))
-      st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-    if (!st && prog) {
-      out.ptx = ptx;
-      ptx = NULL;
-      *prog = out;
-    }
-    free(ptx);
+  char *ptx = NULL;
+  if (!st) st = nv_pipeline(&g->ctx->err, m, tm, what, "default<O3>", kind, text,
+                            prog ? &ptx : NULL);
+  if (!st && prog) {
+    out.ptx = ptx;
+    *prog = out;
   }
   LLVMDisposeModule(m);
   LLVMContextDispose(c);

@@ -44,20 +44,7 @@ static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kin
   nv_prepare_module(m, tm);
   char what[160];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
-  if ((st = nv_verify(&g->ctx->err, m, what))) goto done;
-  if (kind == FHJIT_EMIT_LLVM) {
-    *text = nv_module_text(m);
-    goto text_done;
-  }
-  if ((st = nv_optimize(&g->ctx->err, m, tm, pipeline))) goto done;
-  if (kind == FHJIT_EMIT_LLVM_OPT) {
-    *text = nv_module_text(m);
-    goto text_done;
-  }
-  st = nv_emit_ptx(&g->ctx->err, m, tm, text);
-  goto done;
-text_done:
-  if (!*text) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory for module text");
+  st = nv_pipeline(&g->ctx->err, m, tm, what, pipeline, kind, text, NULL);
 done:
   if (m) LLVMDisposeModule(m);
   LLVMContextDispose(c);

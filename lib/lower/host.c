@@ -74,8 +74,9 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
   nv_prepare_module(m, tm);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (host)", g->name);
-  if ((st = nv_verify(&g->ctx->err, m, what))) goto fail;
-  if ((st = nv_optimize(&g->ctx->err, m, tm, lw_gpu_pipeline))) goto fail;
+  if ((st = nv_pipeline(&g->ctx->err, m, tm, what, lw_gpu_pipeline, FHJIT_EMIT_LLVM_OPT, NULL,
+                        NULL)))
+    goto fail;
   LLVMTargetMachineRef jit_tm = nv_host_machine_level(&g->ctx->err, LLVMCodeGenLevelNone);
   if (!jit_tm) {
     st = FHJIT_ERR_LLVM;

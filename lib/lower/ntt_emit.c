@@ -2125,23 +2125,7 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   lw_ntt_plan pt = *p;
   lw_ntt_for_target(&pt, t);
   fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
-  if (!st) st = nv_verify(&ctx->err, m, prefix);
-  if (!st && text && kind == FHJIT_EMIT_LLVM && !(*text = nv_module_text(m)))
-    st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  if (!st && (ptx || kind != FHJIT_EMIT_LLVM)) st = nv_optimize(&ctx->err, m, tm, "default<O3>");
-  if (!st && text && kind == FHJIT_EMIT_LLVM_OPT && !(*text = nv_module_text(m)))
-    st = ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  if (!st && (ptx || (text && kind == FHJIT_EMIT_PTX))) {
-    char *out = NULL;
-    st = nv_emit_ptx(&ctx->err, m, tm, &out);
-    if (!st) {
-      if (ptx) *ptx = out;
-      if (text && kind == FHJIT_EMIT_PTX) {
-        if (ptx) *text = strdup(out);
-        else *text = out;
-      }
-    }
-  }
+  if (!st) st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O3>", kind, text, ptx);
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
   LLVMDisposeTargetMachine(tm);
@@ -2231,8 +2215,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
-  if (!st) st = nv_verify(&ctx->err, m, prefix);
-  if (!st) st = nv_optimize(&ctx->err, m, tm, "default<O2>");
+  if (!st)
+    st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
   LLVMErrorRef err = NULL;
   if (!st) {

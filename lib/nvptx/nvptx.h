@@ -60,6 +60,17 @@ fhjit_status nv_optimize(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
 /* Module text (LLVMPrintModuleToString), malloc'd; NULL when out of memory. */
 char *nv_module_text(LLVMModuleRef m);
 
+/* The one pipeline of a GPU module (pipeline.c): verify, then optimise
+ * with `passes` unless only the unoptimised text is asked for, then emit
+ * PTX when it is asked for. stage: the text handed out in *text (when text
+ * is not NULL): the module before optimisation (FHJIT_EMIT_LLVM), after it
+ * (FHJIT_EMIT_LLVM_OPT) or the PTX; ptx (when not NULL) receives the PTX
+ * too. A stage beyond the last asked for is not run; with neither text nor
+ * ptx and a stage past FHJIT_EMIT_LLVM it verifies and optimises (the host
+ * JIT's use). Outputs malloc'd; NULL on failure, recorded in e. */
+fhjit_status nv_pipeline(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm, const char *what,
+                         const char *passes, fhjit_emit_kind stage, char **text, char **ptx);
+
 /* PTX of an optimised module, malloc'd and NUL-terminated. */
 fhjit_status nv_emit_ptx(sp_err *e, LLVMModuleRef m, LLVMTargetMachineRef tm,
                          char **ptx);
