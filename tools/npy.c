@@ -28,18 +28,6 @@ size_t npy_dtype_size(npy_dtype dtype) {
   return dtype == NPY_U32 || dtype == NPY_I32 ? 4 : 8;
 }
 
-static int fail(char *err, size_t errsize, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errsize, const char *fmt, ...) {
-  if (err && errsize) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errsize, fmt, ap);
-    va_end(ap);
-  }
-  return -1;
-}
-
 void npy_free(npy_array *a) {
   if (!a) return;
   free(a->data);
@@ -144,7 +132,7 @@ static int parse_descr(const char *descr, npy_dtype *out, const char *what,
   describe_descr(descr, name, sizeof name);
   const char *k = descr;
   if (*k == '>' && strcmp(k + 1, "u1") && strcmp(k + 1, "i1"))
-    return fail(err, errsize,
+    return tool_fail(err, errsize,
                 "%s: dtype '%s' (%s) is big-endian; only little-endian uint32, uint64, "
                 "int32 and int64 are supported",
                 what, descr, name);
@@ -160,7 +148,7 @@ static int parse_descr(const char *descr, npy_dtype *out, const char *what,
         *out = known[i].dtype;
         return 0;
       }
-  return fail(err, errsize,
+  return tool_fail(err, errsize,
               "%s: dtype '%s' (%s) is not supported; residue tensors must be uint32, "
               "uint64, int32 or int64 (little-endian)",
               what, descr, name);
@@ -189,22 +177,22 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
   memset(out, 0, sizeof *out);
   const unsigned char *b = bytes;
   if (size < 10 || memcmp(b, npy_magic, sizeof npy_magic) != 0)
-    return fail(err, errsize, "%s: not a .npy file (no \\x93NUMPY magic)", what);
+    return tool_fail(err, errsize, "%s: not a .npy file (no \\x93NUMPY magic)", what);
   unsigned major = b[6], minor = b[7];
   size_t header_len, header_start;
   if (major == 1) {
     header_len = (size_t)load_le(b + 8, 2);
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (size < 12) return fail(err, errsize, "%s: truncated .npy header", what);
+    if (size < 12) return tool_fail(err, errsize, "%s: truncated .npy header", what);
     header_len = (size_t)load_le(b + 8, 4);
     header_start = 12;
   } else {
-    return fail(err, errsize, "%s: .npy format version %u.%u is not supported (1.0 to 3.0)",
+    return tool_fail(err, errsize, "%s: .npy format version %u.%u is not supported (1.0 to 3.0)",
                 what, major, minor);
   }
   if (header_len > size - header_start)
-    return fail(err, errsize,
+    return tool_fail(err, errsize,
                 "%s: truncated .npy header (%zu header bytes announced, %zu present)", what,
                 header_len, size - header_start);
 
@@ -220,7 +208,7 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
     if (strcmp(key, "descr") == 0) {
       skip_space(&h);
       if (h.p < h.end && *h.p == '[')
-        return fail(err, errsize,
+        return tool_fail(err, errsize,
                     "%s: structured dtypes are not supported; residue tensors must be "
                     "uint32, uint64, int32 or int64",
                     what);
@@ -242,7 +230,7 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
     goto malformed;
   }
   if (!have_descr || !have_order || !have_shape)
-    return fail(err, errsize, "%s: the .npy header lacks '%s'", what,
+    return tool_fail(err, errsize, "%s: the .npy header lacks '%s'", what,
                 !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
   if (parse_descr(descr, &a.dtype, what, err, errsize)) return -1;
 
@@ -251,7 +239,7 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
   for (int d = 0; d < a.ndim; d++) {
     if (a.shape[d] > 1) long_axes++;
     if (a.shape[d] != 0 && a.count > INT64_MAX / 8 / a.shape[d])
-      return fail(err, errsize, "%s: shape is too large", what);
+      return tool_fail(err, errsize, "%s: shape is too large", what);
     a.count *= a.shape[d];
   }
   /* Fortran order stores the same bytes as C order when at most one axis is
@@ -259,7 +247,7 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
   if (fortran && long_axes > 1) {
     char st[256];
     shape_text(&a, st, sizeof st);
-    return fail(err, errsize,
+    return tool_fail(err, errsize,
                 "%s: the array of shape %s is stored in Fortran (column-major) order; "
                 "only C order is supported (save it with np.ascontiguousarray)",
                 what, st);
@@ -270,17 +258,17 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
   if (have < want) {
     char st[256];
     shape_text(&a, st, sizeof st);
-    return fail(err, errsize,
+    return tool_fail(err, errsize,
                 "%s: truncated: the header announces %s %s (%zu data bytes) but the file "
                 "holds %zu",
                 what, npy_dtype_name(a.dtype), st, want, have);
   }
   if (have > want)
-    return fail(err, errsize,
+    return tool_fail(err, errsize,
                 "%s: %zu unexpected bytes after the %zu data bytes the header announces",
                 what, have - want, want);
   a.data = malloc(want ? want : 1);
-  if (!a.data) return fail(err, errsize, "%s: out of memory (%zu bytes)", what, want);
+  if (!a.data) return tool_fail(err, errsize, "%s: out of memory (%zu bytes)", what, want);
   const unsigned char *src = b + data_start;
   for (int64_t i = 0; i < a.count; i++) {
     uint64_t v = load_le(src + (size_t)i * item, item);
@@ -291,7 +279,7 @@ int npy_parse(const void *bytes, size_t size, const char *what, npy_array *out,
   return 0;
 
 malformed:
-  return fail(err, errsize, "%s: malformed .npy header near offset %zu: %.*s", what,
+  return tool_fail(err, errsize, "%s: malformed .npy header near offset %zu: %.*s", what,
               (size_t)(h.p - (const char *)b),
               (int)(header_len > 120 ? 120 : header_len), (const char *)b + header_start);
 }
@@ -314,15 +302,15 @@ static int npy_header(npy_dtype dtype, int ndim, const int64_t *shape, const cha
                       unsigned char *head, size_t *padded, int64_t *count, char *err,
                       size_t errsize) {
   if (ndim < 0 || ndim > NPY_MAX_DIMS || (ndim && !shape) || (unsigned)dtype > NPY_I64)
-    return fail(err, errsize, "%s: bad array description", what);
+    return tool_fail(err, errsize, "%s: bad array description", what);
   char header[64 + NPY_MAX_DIMS * 24];
   int n = snprintf(header, sizeof header, "{'descr': '<%c%zu', 'fortran_order': False, 'shape': (",
                    dtype == NPY_U32 || dtype == NPY_U64 ? 'u' : 'i', npy_dtype_size(dtype));
   *count = 1;
   for (int d = 0; d < ndim; d++) {
-    if (shape[d] < 0) return fail(err, errsize, "%s: negative extent", what);
+    if (shape[d] < 0) return tool_fail(err, errsize, "%s: negative extent", what);
     if (__builtin_mul_overflow(*count, shape[d], count) || *count > INT64_MAX / 8)
-      return fail(err, errsize, "%s: shape is too large", what);
+      return tool_fail(err, errsize, "%s: shape is too large", what);
     n += snprintf(header + n, sizeof header - (size_t)n, "%s%lld", d ? ", " : "",
                   (long long)shape[d]);
   }
@@ -363,7 +351,7 @@ int npy_write_stream(FILE *f, const char *what, npy_dtype dtype, int ndim, const
   }
   if (ok && fill) ok = fwrite(chunk, 1, fill, f) == fill;
   if (ok) ok = fflush(f) == 0;
-  if (!ok) return fail(err, errsize, "%s: write error: %s", what, strerror(errno));
+  if (!ok) return tool_fail(err, errsize, "%s: write error: %s", what, strerror(errno));
   return 0;
 }
 
@@ -374,10 +362,10 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
   int64_t count;
   if (npy_header(dtype, ndim, shape, path, head, &padded, &count, err, errsize)) return -1;
   FILE *f = fopen(path, "wb");
-  if (!f) return fail(err, errsize, "%s: cannot create: %s", path, strerror(errno));
+  if (!f) return tool_fail(err, errsize, "%s: cannot create: %s", path, strerror(errno));
   int rc = npy_write_stream(f, path, dtype, ndim, shape, data, err, errsize);
   if (fclose(f) != 0 && rc == 0)
-    rc = fail(err, errsize, "%s: write error: %s", path, strerror(errno));
+    rc = tool_fail(err, errsize, "%s: write error: %s", path, strerror(errno));
   if (rc) remove(path);
   return rc;
 }

@@ -12,9 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int rf_fail(char *err, size_t errsize, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int rf_fail(char *err, size_t errsize, const char *fmt, ...) {
+int tool_fail(char *err, size_t errsize, const char *fmt, ...) {
   if (err && errsize) {
     va_list ap;
     va_start(ap, fmt);
@@ -58,7 +56,7 @@ static char *read_bounded(FILE *f, size_t limit, size_t first, size_t *len) {
 
 static int too_large(const char *path, unsigned long long size, int exact, size_t limit,
                      const char *limit_name, char *err, size_t errsize) {
-  return rf_fail(err, errsize, "%s: %s%llu bytes, over %s of %zu bytes", path,
+  return tool_fail(err, errsize, "%s: %s%llu bytes, over %s of %zu bytes", path,
                  exact ? "" : "more than ", size, limit_name, limit);
 }
 
@@ -69,24 +67,24 @@ int tool_read_file(const char *path, size_t limit, const char *limit_name, char 
   int from_stdin = strcmp(path, "-") == 0;
   FILE *f = from_stdin ? stdin : fopen(path, "rb");
   if (from_stdin) path = "<stdin>";
-  if (!f) return rf_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return tool_fail(err, errsize, "%s: cannot open: %s", path, strerror(errno));
   struct stat st;
   int rc = 0;
   const char *kind = NULL;
   size_t got = 0, first = (size_t)1 << 16;
   char *buf = NULL;
   if (fstat(fileno(f), &st) != 0) {
-    rc = rf_fail(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
+    rc = tool_fail(err, errsize, "%s: cannot stat: %s", path, strerror(errno));
   } else if ((kind = refused_kind(st.st_mode, fileno(f)))) {
-    rc = rf_fail(err, errsize, "%s: cannot read %s; give a regular file or a pipe", path, kind);
+    rc = tool_fail(err, errsize, "%s: cannot read %s; give a regular file or a pipe", path, kind);
   } else if (S_ISREG(st.st_mode) && (unsigned long long)st.st_size > limit) {
     rc = too_large(path, (unsigned long long)st.st_size, 1, limit, limit_name, err, errsize);
   } else {
     if (S_ISREG(st.st_mode)) first = (size_t)st.st_size + 1;
     errno = 0;
     buf = read_bounded(f, limit, first, &got);
-    if (!buf) rc = rf_fail(err, errsize, "%s: out of memory", path);
-    else if (ferror(f)) rc = rf_fail(err, errsize, "%s: read error: %s", path, strerror(errno));
+    if (!buf) rc = tool_fail(err, errsize, "%s: out of memory", path);
+    else if (ferror(f)) rc = tool_fail(err, errsize, "%s: read error: %s", path, strerror(errno));
     else if (got > limit) rc = too_large(path, (unsigned long long)limit, 0, limit, limit_name, err, errsize);
   }
   if (!from_stdin) fclose(f);

@@ -17,6 +17,11 @@
  * is, e.g. "the graph file limit"). Returns 0, or -1 with a message that
  * starts with the path ("<stdin>" for "-") in err (may be NULL) and *data
  * NULL. */
+/* Formats a message into err (errsize bytes; either may be 0/NULL) and
+ * returns -1: the tools' error convention. */
+int tool_fail(char *err, size_t errsize, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 int tool_read_file(const char *path, size_t limit, const char *limit_name, char **data,
                    size_t *len, char *err, size_t errsize);
 

@@ -42,25 +42,28 @@ static const char *coprime_problem(const uint64_t *chain, const int32_t *a, int3
   return NULL;
 }
 
+/* h_i mod t: the product of the source moduli other than #i, reduced mod t. */
+static uint64_t others_product(const uint64_t *chain, const int32_t *src, int32_t nsrc, int32_t i,
+                               uint64_t t) {
+  uint64_t h = 1 % t;
+  for (int32_t k = 0; k < nsrc; k++)
+    if (k != i) h = ir_mulmod(h, chain[src[k]] % t, t);
+  return h;
+}
+
 const char *ir_bconv_words(fhjit_radix radix, const uint64_t *chain, const int32_t *src,
                            int32_t nsrc, const int32_t *dst, int32_t ndst, uint64_t *out,
                            char *why, size_t size) {
   const char *bad = coprime_problem(chain, src, nsrc, dst, ndst, why, size);
   if (bad) return bad;
   for (int32_t i = 0; i < nsrc; i++) {
-    uint64_t s = chain[src[i]], h = 1 % s;
-    for (int32_t k = 0; k < nsrc; k++)
-      if (k != i) h = ir_mulmod(h, chain[src[k]] % s, s);
-    out[i] = mont(radix, ir_invmod(h, s), s);
+    uint64_t s = chain[src[i]];
+    out[i] = mont(radix, ir_invmod(others_product(chain, src, nsrc, i, s), s), s);
   }
   for (int32_t j = 0; j < ndst; j++) {
     uint64_t t = chain[dst[j]];
-    for (int32_t i = 0; i < nsrc; i++) {
-      uint64_t h = 1 % t;
-      for (int32_t k = 0; k < nsrc; k++)
-        if (k != i) h = ir_mulmod(h, chain[src[k]] % t, t);
-      out[nsrc + (int64_t)j * nsrc + i] = mont(radix, h, t);
-    }
+    for (int32_t i = 0; i < nsrc; i++)
+      out[nsrc + (int64_t)j * nsrc + i] = mont(radix, others_product(chain, src, nsrc, i, t), t);
   }
   return NULL;
 }
