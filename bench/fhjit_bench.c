@@ -35,22 +35,10 @@
 #include "runtime/cuda_api.h"
 
 static fhjit_context *ctx;
-static FILE *json;
-static int json_items;
 
 static uint64_t rng = 0xbe9c4;
 static uint64_t rnd(void) { return bu_splitmix(&rng); }
 
-static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void json_item(const char *fmt, ...) {
-  if (!json) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(json, "%s\n  {", json_items++ ? "," : "");
-  vfprintf(json, fmt, ap);
-  fprintf(json, "}");
-  va_end(ap);
-}
 
 static void die(const char *what) {
   fprintf(stderr, "fhjit_bench: %s: %s\n", what, fhjit_last_error(ctx));
@@ -550,7 +538,7 @@ static row *bench_graph(int which, fhjit_radix radix, int log2, int reps, double
          set_bytes / 1e6, info.total_ms);
   fflush(stdout);
   if (!plan)
-    json_item("\"kind\": \"kernel\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+    bu_json_item("\"kind\": \"kernel\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
               "\"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, \"ratio\": %.4f, "
               "\"bytes\": %zu, \"exact\": %d",
               rw->graph, rw->radix, log2, rw->us, gbps, copy_gbps, gbps / copy_gbps, set_bytes,
@@ -586,7 +574,7 @@ static void bench_sweep(const int *sizes, int nsizes, int reps, CUstream s, CUfu
       plan_copy[p] = plan_copy_bandwidth(16, u, t, copy_bytes, (size_t)256 << 20, reps, s);
       printf("  copy plan V=16B,U=%d,T=%d: %.1f GB/s (%.3f of the default copy)\n", u, t,
              plan_copy[p], plan_copy[p] / copy_gbps);
-      json_item("\"kind\": \"sweep_copy\", \"log2\": %d, \"per_thread\": %d, \"block\": %d, "
+      bu_json_item("\"kind\": \"sweep_copy\", \"log2\": %d, \"per_thread\": %d, \"block\": %d, "
                 "\"GBps\": %.2f, \"default_copy_GBps\": %.2f", log2, u, t, plan_copy[p], copy_gbps);
     }
     for (int which = 0; which < G_COUNT; which++)
@@ -601,7 +589,7 @@ static void bench_sweep(const int *sizes, int nsizes, int reps, CUstream s, CUfu
           row *rw = bench_graph(which, (fhjit_radix)radix, log2, reps, copy_gbps, s, plan);
           if (u == 1 && t == 256) default_us = rw->us;
           printf("      %.3f of the plan's copy\n", rw->gbps / plan_copy[p]);
-          json_item("\"kind\": \"sweep\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+          bu_json_item("\"kind\": \"sweep\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
                     "\"plan\": \"%s\", \"us\": %.3f, \"GBps\": %.2f, \"copy_GBps\": %.2f, "
                     "\"plan_copy_GBps\": %.2f, \"exact\": %d",
                     rw->graph, rw->radix, log2, plan, rw->us, rw->gbps, copy_gbps, plan_copy[p],
@@ -613,7 +601,7 @@ static void bench_sweep(const int *sizes, int nsizes, int reps, CUstream s, CUfu
                "copy, %.3f of its plan's copy\n",
                best->graph, best->radix, log2, best->plan, best->us, default_us,
                best->gbps / copy_gbps, best->gbps / best_plan_copy);
-        json_item("\"kind\": \"sweep_best\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
+        bu_json_item("\"kind\": \"sweep_best\", \"graph\": \"%s\", \"radix\": \"%s\", \"log2\": %d, "
                   "\"plan\": \"%s\", \"us\": %.3f, \"default_us\": %.3f, \"ratio\": %.4f, "
                   "\"plan_copy_ratio\": %.4f",
                   best->graph, best->radix, log2, best->plan, best->us, default_us,
@@ -659,7 +647,7 @@ static void bench_compile(int reps) {
       printf("  %-18s %s  cold %8.3f ms (LLVM %.3f, driver link %.3f)  warm %7.3f ms%s\n",
              graph_names[which], radix ? "r62" : "r32", mc, ml, mk, mw,
              first_source == FHJIT_CUDA_FROM_DISK ? "  (first was already a disk hit)" : "");
-      json_item("\"kind\": \"compile\", \"graph\": \"%s\", \"radix\": \"%s\", \"cold_ms\": %.3f, "
+      bu_json_item("\"kind\": \"compile\", \"graph\": \"%s\", \"radix\": \"%s\", \"cold_ms\": %.3f, "
                 "\"lower_ms\": %.3f, \"link_ms\": %.3f, \"warm_ms\": %.3f, \"first_from_disk\": %d",
                 graph_names[which], radix ? "r62" : "r32", mc, ml, mk, mw,
                 first_source == FHJIT_CUDA_FROM_DISK);
@@ -679,7 +667,7 @@ static void compile_once(void) {
       double wall = bu_now_ms() - t0;
       const char *src = info.source == FHJIT_CUDA_FROM_DISK ? "disk" : "compiled";
       printf("  %-18s %s  %-8s %8.3f ms\n", graph_names[which], radix ? "r62" : "r32", src, wall);
-      json_item("\"kind\": \"compile_process\", \"graph\": \"%s\", \"radix\": \"%s\", "
+      bu_json_item("\"kind\": \"compile_process\", \"graph\": \"%s\", \"radix\": \"%s\", "
                 "\"source\": \"%s\", \"ms\": %.3f",
                 graph_names[which], radix ? "r62" : "r32", src, wall);
       fhjit_graph_destroy(g);
@@ -772,7 +760,7 @@ static void bench_launch(int count, CUstream s) {
     printf("  %-38s batched %6.2f us (median batch %6.2f)   stream %6.2f us host, %6.2f with the "
            "GPU's work\n",
            v->name, batched_mean, batched_median, stream_host, total);
-    json_item("\"kind\": \"launch\", \"variant\": \"%s\", \"host_us\": %.3f, "
+    bu_json_item("\"kind\": \"launch\", \"variant\": \"%s\", \"host_us\": %.3f, "
               "\"batched_median_us\": %.3f, \"stream_host_us\": %.3f, \"total_us\": %.3f",
               v->key, batched_mean, batched_median, stream_host, total);
   }
@@ -821,11 +809,11 @@ int main(int argc, char **argv) {
   char tmp_cache[] = "/tmp/fhjit-bench-cache-XXXXXX";
   if (!cache_dir && mkdtemp(tmp_cache)) cache_dir = tmp_cache;
   if (cache_dir) setenv("FHJIT_CACHE_DIR", cache_dir, 1);
-  if (json_path && !(json = fopen(json_path, "w"))) {
+  if (json_path && !(bu_json = fopen(json_path, "w"))) {
     fprintf(stderr, "fhjit_bench: cannot write %s\n", json_path);
     return 1;
   }
-  if (json) fprintf(json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
+  if (bu_json) fprintf(bu_json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
   if (fake) printf("fake driver: kernels run on the host; the times mean nothing\n");
   if (compile_only) {
     printf("compile in this process (cache %s):\n", cache_dir ? cache_dir : "default");
@@ -849,7 +837,7 @@ int main(int argc, char **argv) {
                                                  (size_t)256 << 20, reps, s, &copy_ms);
       printf("elements 2^%d: copy %.1f GB/s (%.2f us for %.1f MB read + written)\n", log2,
              copy_gbps, copy_ms * 1e3, 7.0 * (double)((size_t)1 << log2) * 8 / 1e6);
-      json_item("\"kind\": \"copy\", \"log2\": %d, \"GBps\": %.2f, \"us\": %.3f", log2, copy_gbps,
+      bu_json_item("\"kind\": \"copy\", \"log2\": %d, \"GBps\": %.2f, \"us\": %.3f", log2, copy_gbps,
                 copy_ms * 1e3);
       for (int which = 0; which < G_COUNT; which++)
         for (int radix = FHJIT_R32; radix <= FHJIT_R62; radix++)
@@ -858,9 +846,9 @@ int main(int argc, char **argv) {
     if (!sweep) bench_compile(quick || fake ? 3 : 7);
     bench_launch(fake ? 256 : 20032, s);
   }
-  if (json) {
-    fprintf(json, "\n]}\n");
-    fclose(json);
+  if (bu_json) {
+    fprintf(bu_json, "\n]}\n");
+    fclose(bu_json);
   }
   int wrong = 0;
   for (int i = 0; i < nrows; i++) wrong += rows_out[i].verified == 0;

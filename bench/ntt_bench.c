@@ -53,21 +53,7 @@ static void die(const char *what) {
   exit(1);
 }
 
-/* --json: one object per result, written as it is measured. */
-static FILE *json;
-static int json_items;
 
-static void json_item(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void json_item(const char *fmt, ...) {
-  if (!json) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(json, "%s\n  {", json_items++ ? "," : "");
-  vfprintf(json, fmt, ap);
-  fprintf(json, "}");
-  va_end(ap);
-  fflush(json);
-}
 
 static struct {
   PFN_cuEventCreate cuEventCreate;
@@ -433,7 +419,7 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
              rname(c->radix), c->log_n, c->rows, *plans[pi] ? plans[pi] : "(default)", f, v, f + v,
              kfn, kin, bf || bi ? "  MISMATCH" : "");
       fflush(stdout);
-      json_item("\"kind\": \"sweep\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+      bu_json_item("\"kind\": \"sweep\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
                 "\"plan\": \"%s\", \"fwd_us\": %.3f, \"inv_us\": %.3f, \"kernels_fwd\": %d, "
                 "\"kernels_inv\": %d, \"exact\": %d",
                 rname(c->radix), c->log_n, c->rows, plans[pi], f, v, kfn, kin, !bf && !bi);
@@ -459,7 +445,7 @@ static void sweep(const config *cfgs, int ncfg, char *user_plans, int reps, int 
       if (best > base) best = base, best_plan = plans[0];
     }
     unsetenv("FHJIT_NTT_PLAN");
-    json_item("\"kind\": \"sweep_best\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+    bu_json_item("\"kind\": \"sweep_best\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
               "\"plan\": \"%s\", \"sum_us\": %.3f, \"default_sum_us\": %.3f",
               rname(c->radix), c->log_n, c->rows, best_plan, best, base);
     snprintf(best_lines[ci % 16], sizeof best_lines[0],
@@ -689,7 +675,7 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
          "5 graphs) | %.2fx%s\n",
          rname(radix), rows, tf_us, info.nkernels, (long long)info.scratch_bytes, tp_us, part_kernels,
          tp_us / tf_us, bad || bad2 ? " (MISMATCH)" : "");
-  json_item("\"kind\": \"keyswitch\", \"radix\": \"%s\", \"log2\": 16, \"rows\": %d, "
+  bu_json_item("\"kind\": \"keyswitch\", \"radix\": \"%s\", \"log2\": 16, \"rows\": %d, "
             "\"fused_us\": %.3f, \"separate_us\": %.3f, \"kernels_fused\": %d, "
             "\"kernels_separate\": %d, \"exact\": %d",
             rname(radix), rows, tf_us, tp_us, info.nkernels, part_kernels, !bad && !bad2);
@@ -767,11 +753,11 @@ int main(int argc, char **argv) {
   ctx = fhjit_context_create();
   if (!ctx || !fhjit_cuda_available(ctx)) die("CUDA");
   fake = fx_install(ctx, fake_run);
-  if (json_path && !(json = fopen(json_path, "w"))) {
+  if (json_path && !(bu_json = fopen(json_path, "w"))) {
     fprintf(stderr, "ntt_bench: cannot write %s\n", json_path);
     return 1;
   }
-  if (json) fprintf(json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
+  if (bu_json) fprintf(bu_json, "{\"fhjit\": \"%s\", \"fake_driver\": %d, \"results\": [", fhjit_version(), fake);
   fx_tag(NULL); /* every launch goes to fake_run on the fake driver */
   *(void **)&cu.cuEventCreate = proc("cuEventCreate", NULL);
   *(void **)&cu.cuEventRecord = proc("cuEventRecord", NULL);
@@ -815,7 +801,7 @@ int main(int argc, char **argv) {
       double v = bench_one(&cfgs[i], 0, quick, &failures, &ki);
       printf("%-4s N=2^%-2d rows=%-3d  fwd %8.2f us  inv %8.2f us | kernels %d + %d\n",
              rname(cfgs[i].radix), cfgs[i].log_n, cfgs[i].rows, f, v, kf, ki);
-      json_item("\"kind\": \"ntt\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+      bu_json_item("\"kind\": \"ntt\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
                 "\"fwd_us\": %.3f, \"inv_us\": %.3f, \"kernels_fwd\": %d, \"kernels_inv\": %d, "
                 "\"exact\": %d",
                 rname(cfgs[i].radix), cfgs[i].log_n, cfgs[i].rows, f, v, kf, ki, failures == before);
@@ -827,9 +813,9 @@ int main(int argc, char **argv) {
     }
   }
   printf(failures ? "FAILED: %d mismatches\n" : "all results match the interpreter\n", failures);
-  if (json) {
-    fprintf(json, "\n], \"failures\": %d}\n", failures);
-    fclose(json);
+  if (bu_json) {
+    fprintf(bu_json, "\n], \"failures\": %d}\n", failures);
+    fclose(bu_json);
   }
   free(user_plans);
   fhjit_context_destroy(ctx);
