@@ -299,8 +299,10 @@ FHJIT_API fhjit_status fhjit_input_binding(const fhjit_graph *g, int32_t index,
                                            fhjit_layout *layout);
 /* How the NTTs of a bound graph read input `index`, so that a caller can
  * give it the right table of fhjit_twiddle_tables: *use is a mask of
- * FHJIT_TWIDDLE_FORWARD (some forward kind reads it) and
- * FHJIT_TWIDDLE_INVERSE (some inverse kind does); 0 when no NTT reads it. */
+ * FHJIT_TWIDDLE_FORWARD (some forward kind reads it, or a rescale, modup or
+ * moddown takes it as its forward table) and FHJIT_TWIDDLE_INVERSE (some
+ * inverse kind does, or one of those as its inverse table); 0 when nothing
+ * reads it as twiddles. */
 #define FHJIT_TWIDDLE_FORWARD 1
 #define FHJIT_TWIDDLE_INVERSE 2
 FHJIT_API fhjit_status fhjit_input_twiddle_use(const fhjit_graph *g,

@@ -524,6 +524,11 @@ fhjit_status fhjit_input_twiddle_use(const fhjit_graph *g, int32_t index, int *u
     if (n->op == IR_NTT && n->args[1] == g->inputs[index])
       mask |= ir_ntt_is_forward((ir_ntt_kind)n->attr[0]) ? FHJIT_TWIDDLE_FORWARD
                                                          : FHJIT_TWIDDLE_INVERSE;
+    /* rescale, modup, moddown: (x, forward, inverse, table) */
+    if (ir_op_class_of(n->op) == IR_CLASS_MIXING && n->nargs == 4) {
+      if (n->args[1] == g->inputs[index]) mask |= FHJIT_TWIDDLE_FORWARD;
+      if (n->args[2] == g->inputs[index]) mask |= FHJIT_TWIDDLE_INVERSE;
+    }
   }
   *use = mask;
   return FHJIT_OK;
