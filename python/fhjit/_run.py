@@ -6,9 +6,12 @@ fhjit_cuda_launch_kernel on the caller's stream).
 A graph keeps one *plan* per binding: the arrays' shapes, element strides
 and offsets (the binding key), the result shapes, where each output comes
 from, and the GPU kernels compiled for it per CUDA context and target.
-Arrays with a known key skip binding and compiling entirely: a GPU launch
-is then a few attribute reads, the checks, and one fhjit_cuda_launch_kernel.
-Every check is made before anything is launched or written.
+Arrays with a known key skip binding and compiling entirely. A GPU launch
+whose arrays look like a recent launch's (same shapes, strides, dtypes,
+device, alignment...) takes the fast path (see "fast path" below): the
+facts re-read and compared, the pointers written, one
+fhjit_cuda_launch_kernel. Every check is made before anything is launched
+or written.
 """
 import ctypes
 import sys
@@ -985,9 +988,313 @@ def _run_cuda(g, m, arrays, params, out, stream, rebind, pointer_checks, target)
     finally:
         if push:
             drv.cuCtxPopCurrent(ctypes.byref(ctypes.c_void_p()))
+    if rebind:
+        _remember(g, plan, kern, kctx, push, arrays, descs, params, pd, out, stream, s, dev,
+                  pointer_checks, target)
     if plan.simple:
         return objs[0] if nres == 1 else tuple(objs)
     return _outputs(plan, arrays, objs)
+
+
+# ------------------------------------------------------------ fast path
+#
+# A graph remembers its last few full GPU launches (g._fast, most recently
+# used first, FAST_PATHS at most) as functions made by _fast_torch or _fast_cai: every
+# fact about the arrays that a check of the full path depends on (type,
+# shape, strides, dtype, device, the address's low 4 bits, read-only, the
+# interface's stream and mask), and what the launch derived from them (plan,
+# kernel, CUDA context, stream source, its own fhjit_cuda_args), held in
+# the function's closure (never the arrays themselves). A launch whose
+# arrays show the same facts would pass the same checks: the fast path
+# re-reads the data pointers and the facts, compares them, writes the
+# pointers and calls fhjit_cuda_launch_kernel. On any difference it returns
+# _MISS having changed nothing the full path uses, and the next one is
+# tried, then the full path (it checks, raises, or launches and remembers
+# the new facts). Graph.run calls them under the context's lock;
+# g._forget() (the graph changed, or its context closed) drops them.
+
+_MISS = object()
+
+
+def _remember(g, plan, kern, kctx, push, arrays, descs, params, pd, out, stream, s, dev,
+              pointer_checks, target):
+    """Makes the launch just done one of g's fast paths, when it can be one."""
+    nres = len(plan.results)
+    if out is None:
+        outs = None
+    elif nres == 1 and not isinstance(out, (list, tuple, dict)):
+        outs = [out]
+    elif isinstance(out, (list, tuple)) and len(out) == nres and None not in out:
+        outs = list(out)
+    else:
+        return  # a dict, or some results allocated: the full path
+    objs = list(arrays) + [params] + (outs or [])
+    torch = sys.modules.get("torch")
+    T = torch.Tensor if torch is not None else None
+    if T is not None and all(type(x) is T for x in objs):
+        if outs is None and stream is not None:
+            return  # allocating on another stream than torch's: the full path
+        _keep(g, _fast_torch(torch, plan, kern, kctx, push, arrays, params, outs, pd, s, dev,
+                             pointer_checks, target))
+        return
+    if not descs or dev is not None or outs is None:
+        return
+    for x in objs:
+        if (T is not None and isinstance(x, T)) or type(x).__module__ == "numpy" or \
+                getattr(x, "__cuda_array_interface__", None) is None:
+            return  # DLPack, or a mix: the full path
+    cupy = sys.modules.get("cupy")
+    if stream is None and all(d[6] is None for d in descs) and cupy is not None and \
+            any(isinstance(x, cupy.ndarray) for x in arrays):
+        return  # CuPy's current stream: read each time by the full path
+    if _driver.pointer_context(descs[0][0]) != kctx:
+        return
+    _keep(g, _fast_cai(plan, kern, kctx, push, arrays, params, outs, descs, pd, s,
+                       s if stream is None else _MISS, pointer_checks, target))
+
+
+FAST_PATHS = 4  # per graph
+
+
+def _keep(g, f):
+    """f first among g's fast paths; the least recently used beyond
+    FAST_PATHS dropped."""
+    fl = g._fast
+    fl.insert(0, f)
+    del fl[FAST_PATHS:]
+
+
+def _c_args(nin, nres, pd, s, pointer_checks):
+    """A fast path's own fhjit_cuda_args: (args, its address, inputs,
+    results); only the pointers and the stream change afterwards."""
+    ins = (ctypes.c_uint64 * max(1, nin))()
+    res = (ctypes.c_uint64 * max(1, nres))()
+    a = _lib.CudaArgs()
+    a.inputs, a.ninputs = ctypes.addressof(ins), nin
+    a.results, a.nresults = ctypes.addressof(res), nres
+    a.pstride = pd[2][0]
+    a.stream = s
+    a.options = None if pointer_checks else _no_checks()
+    return a, ctypes.addressof(a), ins, res
+
+
+def _fast_torch(torch, plan, kern, kctx, push, arrays, params, outs, pd, s, dev,
+                pointer_checks, target):
+    """The fast path of launches on torch tensors like this one's (outs
+    None: results allocated on torch's current stream)."""
+    T = torch.Tensor
+
+    def facts(x):
+        return (tuple(x.shape), tuple(x.stride()), x.dtype, x.get_device(), x.data_ptr() & 15)
+    in_facts = [facts(x) for x in arrays]
+    p_facts = facts(params)
+    out_facts = None if outs is None else [facts(o) for o in outs]
+    nin, nres = len(arrays), len(plan.results)
+    a, addr, ins, res = _c_args(nin, nres, pd, s, pointer_checks)
+    handle, nscratch, simple, shapes = kern.handle, kern.nscratch, plan.simple, plan.results
+    launch = _launch_kernel
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or \
+        (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    if outs is None:  # as _torch_alloc allocates
+        empty = torch.empty
+        dtype = arrays[0].dtype if arrays else torch.int32 if pd[3] == 4 else torch.int64
+        device = torch.device("cuda", dev)
+    cur_s, pushed = s, push
+
+    def run(g, arrays, params, out, stream, checks, tgt):
+        nonlocal cur_s, pushed
+        if checks != pointer_checks or tgt != target or len(arrays) != nin:
+            return _MISS
+        k = 0
+        for x in arrays:
+            if type(x) is not T:
+                return _MISS
+            p = x.data_ptr()
+            if (x.shape, x.stride(), x.dtype, x.get_device(), p & 15) != in_facts[k]:
+                return _MISS
+            ins[k] = p & -16
+            k += 1
+        if type(params) is not T:
+            return _MISS
+        p = params.data_ptr()
+        if (params.shape, params.stride(), params.dtype, params.get_device(), p & 15) != \
+                p_facts:
+            return _MISS
+        a.params = p
+        if out is not None:
+            if out_facts is None:
+                return _MISS
+            t = type(out)
+            if t is list or t is tuple:
+                if len(out) != nres:
+                    return _MISS
+                objs = out
+            elif nres == 1:
+                objs = (out,)
+            else:
+                return _MISS
+            k = 0
+            for o in objs:
+                if type(o) is not T:
+                    return _MISS
+                p = o.data_ptr()
+                if (o.shape, o.stride(), o.dtype, o.get_device(), p & 15) != out_facts[k]:
+                    return _MISS
+                res[k] = p
+                k += 1
+            s = raw_stream(dev) if stream is None else \
+                stream if type(stream) is int else stream_handle(stream)
+        elif out_facts is not None or stream is not None:
+            return _MISS
+        else:  # allocated on torch's current stream, the launch's
+            s = raw_stream(dev)
+            objs = [empty(shape, dtype=dtype, device=device) for shape in shapes]
+            k = 0
+            for o in objs:
+                res[k] = o.data_ptr()
+                k += 1
+        # from here on as _fast_cai's run
+        if s != cur_s:
+            a.stream = cur_s = s
+        if nscratch:
+            a.scratch = _scratch(kern, s, dev)
+        if pushed:
+            _launch_pushed(g, launch, handle, addr, kctx)
+        else:
+            st = launch(handle, addr)
+            if st:
+                pushed = _launch_failed(g, launch, handle, addr, kctx, st)
+        if simple:
+            return objs[0] if nres == 1 else tuple(objs)
+        return _outputs(plan, arrays, objs)
+    return run
+
+
+def _fast_cai(plan, kern, kctx, push, arrays, params, outs, descs, pd, s, s0, pointer_checks,
+              target):
+    """The fast path of launches on __cuda_array_interface__ objects like
+    this one's (results given). s0: the launch stream when stream= is
+    None (from the arrays' interface), _MISS when stream= was given."""
+    def facts(x, last):
+        d = x.__cuda_array_interface__
+        p, ro = d["data"]
+        return (d["shape"], d.get("strides"), d["typestr"], d.get("mask"),
+                d.get("stream") if last else ro, p & 15)
+    types = [type(x) for x in arrays]
+    ptype = type(params)
+    otypes = [type(o) for o in outs]
+    in_facts = [facts(x, True) for x in arrays]
+    p_facts = facts(params, False)
+    out_facts = [facts(o, False) for o in outs]
+    off0 = in_facts[0][5]
+    # producers' streams (__cuda_array_interface__ v3), ordered before the
+    # launch as on the full path
+    producers = tuple(sorted({0 if d[6] == 1 else d[6] for d in descs if d[6] is not None}))
+    nin, nres = len(arrays), len(outs)
+    a, addr, ins, res = _c_args(nin, nres, pd, s, pointer_checks)
+    handle, nscratch, simple = kern.handle, kern.nscratch, plan.simple
+    launch = _launch_kernel
+    drv = _driver
+    dev = None
+    cur_s, pushed = s, push
+
+    def run(g, arrays, params, out, stream, checks, tgt):
+        nonlocal cur_s, pushed
+        if checks != pointer_checks or tgt != target or len(arrays) != nin:
+            return _MISS
+        k = 0
+        for x in arrays:
+            if type(x) is not types[k]:
+                return _MISS
+            d = x.__cuda_array_interface__
+            p = d["data"][0]
+            if (d["shape"], d.get("strides"), d["typestr"], d.get("mask"), d.get("stream"),
+                    p & 15) != in_facts[k]:
+                return _MISS
+            ins[k] = p & -16
+            k += 1
+        if type(params) is not ptype:
+            return _MISS
+        d = params.__cuda_array_interface__
+        p, ro = d["data"]
+        if (d["shape"], d.get("strides"), d["typestr"], d.get("mask"), ro, p & 15) != p_facts:
+            return _MISS
+        a.params = p
+        t = type(out)
+        if t is list or t is tuple:
+            if len(out) != nres:
+                return _MISS
+            objs = out
+        elif nres == 1 and out is not None:
+            objs = (out,)
+        else:
+            return _MISS
+        k = 0
+        for o in objs:
+            if type(o) is not otypes[k]:
+                return _MISS
+            d = o.__cuda_array_interface__
+            p, ro = d["data"]
+            if (d["shape"], d.get("strides"), d["typestr"], d.get("mask"), ro, p & 15) != \
+                    out_facts[k]:
+                return _MISS
+            res[k] = p
+            k += 1
+        # the allocation's context is the launch's, as on the full path
+        if drv.pointer_context(ins[0] | off0) != kctx:
+            return _MISS
+        if stream is None:
+            s = s0
+            if s is _MISS:
+                return _MISS
+        else:
+            s = stream if type(stream) is int else stream_handle(stream)
+        for ps in producers:
+            if ps != s:
+                drv.stream_wait(s, ps)
+        # from here on as _fast_torch's run
+        if s != cur_s:
+            a.stream = cur_s = s
+        if nscratch:
+            a.scratch = _scratch(kern, s, dev)
+        if pushed:
+            _launch_pushed(g, launch, handle, addr, kctx)
+        else:
+            st = launch(handle, addr)
+            if st:
+                pushed = _launch_failed(g, launch, handle, addr, kctx, st)
+        if simple:
+            return objs[0] if nres == 1 else tuple(objs)
+        return _outputs(plan, arrays, objs)
+    return run
+
+
+# The kernel's CUDA context is usually current (torch's primary context), so
+# a fast path launches first. When that fails in another context (fhjit
+# refuses before launching anything), the kernel's context is pushed for a
+# second try, and for the fast path's launches after.
+
+def _launch_failed(g, launch, handle, addr, kctx, st):
+    """After a fast launch failed with st: True when it failed for its
+    CUDA context, and the second try (pushed) succeeded; raises otherwise."""
+    if _driver.current() == kctx:  # a failure of the launch itself
+        raise g._ctx.error(st)
+    _launch_pushed(g, launch, handle, addr, kctx)
+    return True
+
+
+def _launch_pushed(g, launch, handle, addr, kctx):
+    drv = _driver
+    if drv.current() == kctx:
+        st = launch(handle, addr)
+    else:
+        drv.cuCtxPushCurrent(kctx)
+        try:
+            st = launch(handle, addr)
+        finally:
+            drv.cuCtxPopCurrent(ctypes.byref(ctypes.c_void_p()))
+    if st:
+        raise g._ctx.error(st)
 
 
 def _same_device(d, dev, what):

@@ -603,3 +603,368 @@ def test_cupy_arrays(torch, rng):
     alloc = g.run(C, Pp, params=P)  # allocated by torch (present): a torch tensor
     cupy.cuda.Device().synchronize()
     assert np.array_equal(alloc.cpu().numpy().view(np.uint64), want)
+
+
+# ------------------------------------------------- the fast path (g._fast)
+
+def _no_full_path(monkeypatch):
+    """Makes the full GPU path fail loudly: a launch that succeeds then went
+    through the fast path."""
+    from fhjit import _run
+
+    def full(*a, **k):
+        raise AssertionError("the full path ran")
+    monkeypatch.setattr(_run, "_gather_device", full)
+    return lambda: monkeypatch.undo()
+
+
+@pytest.fixture(params=["cai", "torch"])
+def fastdev(request, fake, monkeypatch):
+    """(up, empty, Array) on the fake: __cuda_array_interface__ objects, or
+    the stand-in torch module's tensors."""
+    if request.param == "cai":
+        return (lambda a: fake.upload(np.ascontiguousarray(a)), fake.alloc,
+                lambda host, **kw: type(fake.alloc((1,), np.uint64))(host, **kw))
+    import sys
+    ft = _FakeTorch(fake)
+    monkeypatch.setitem(sys.modules, "torch", ft)
+    signed = {4: np.int32, 8: np.int64}
+    return (lambda a: ft.tensor(np.ascontiguousarray(a).view(signed[a.dtype.itemsize])),
+            lambda shape, dt: ft.Tensor(fake.alloc(shape, signed[np.dtype(dt).itemsize]).host),
+            lambda host, **kw: ft.Tensor(host))
+
+
+def test_fast_path_launches_new_pointers(fake, rng, fastdev, monkeypatch):
+    up, empty, _ = fastdev
+    g, q = mulplain()
+    c, p = data(rng, q)
+    want = g.run(c, p)
+    P = up(fhjit.param_table(q, "r62"))
+    out = empty(want.shape, np.uint64)
+    fake.run_tagged(g, up(c), up(p), params=P, out=out)
+    assert g._fast
+    restore = _no_full_path(monkeypatch)
+    c2, p2 = data(np.random.default_rng(7), q)
+    out2 = empty(want.shape, np.uint64)
+    n = fake.launches()
+    for args, o, w in (((up(c2), up(p2)), out2, g.run(c2, p2)), ((up(c), up(p)), out, want)):
+        got = fake.run_tagged(g, *args, params=P, out=o)
+        assert got is o
+        assert np.array_equal(o.host.view(np.uint64), w)
+    s = fake.stream()
+    fake.run_tagged(g, up(c), up(p), params=P, out=[out], stream=s)  # a list, a stream
+    assert fake.last_launch().stream == s
+    fake.run_tagged(g, up(c), up(p), params=P, out=out)  # back on the default stream
+    assert not fake.last_launch().stream
+    assert fake.launches() == n + 4
+    restore()
+
+
+def _fast_error_cases(fake, up, empty, Array, g, q, c, p, P, out):
+    """name -> (call, status, text): each differs from a launch that was
+    just made by one fact the fast path reads."""
+    C, Pp = up(c), up(p)
+    shape = out.shape
+
+    def strided_out():  # same shape, every other word
+        return Array(empty(shape[:-1] + (2 * N,), np.uint64).host[..., ::2])
+
+    def misaligned(shape, dt, by):  # `by` bytes past 16-byte alignment
+        n = int(np.prod(shape)) * np.dtype(dt).itemsize
+        raw = fake.alloc((n + 16,), np.uint8).host
+        return Array(raw[by:by + n].view(dt).reshape(shape))
+
+    def mutated():  # the same object, its shape changed after the first launch
+        x = up(c)
+        g.run(x, Pp, params=P, out=out)
+        x.host = x.host[:, :1]
+        return g.run(x, Pp, params=P, out=out)
+
+    def closed():
+        g.run(C, Pp, params=P, out=out)
+        g.close()
+        return g.run(C, Pp, params=P, out=out)
+    return {
+        "input of 32-bit words": (lambda: g.run(up(c.astype(np.uint32)), Pp, params=P, out=out),
+                                  "FHJIT_ERR_ARGUMENT", "64-bit"),
+        "input of another shape": (lambda: g.run(up(c[:, :1]), Pp, params=P, out=out),
+                                   "FHJIT_ERR_SHAPE", "declared"),
+        "input of another rank": (lambda: g.run(up(c[0]), Pp, params=P, out=out),
+                                  "FHJIT_ERR_SHAPE", "dimensions"),
+        "input mutated in place": (mutated, "FHJIT_ERR_SHAPE", "declared"),
+        "input not word-aligned": (lambda: g.run(misaligned(c.shape, np.uint64, 4), Pp,
+                                                 params=P, out=out),
+                                   "FHJIT_ERR_ARGUMENT", "aligned"),
+        "input with negative strides": (lambda: g.run(Array(up(c).host[..., ::-1]), Pp,
+                                                      params=P, out=out),
+                                        "FHJIT_ERR_ARGUMENT", "negative"),
+        "out of another shape": (lambda: g.run(C, Pp, params=P, out=empty((2, 2, N), np.uint64)),
+                                 "FHJIT_ERR_SHAPE", "shape"),
+        "out of 32-bit words": (lambda: g.run(C, Pp, params=P, out=empty(shape, np.uint32)),
+                                "FHJIT_ERR_ARGUMENT", "64-bit"),
+        "out strided": (lambda: g.run(C, Pp, params=P, out=strided_out()),
+                        "FHJIT_ERR_ARGUMENT", "dense"),
+        "out not 16-byte aligned": (lambda: g.run(C, Pp, params=P,
+                                                  out=misaligned(shape, np.uint64, 8)),
+                                    "FHJIT_ERR_ARGUMENT", "16-byte"),
+        "out in a list of two": (lambda: g.run(C, Pp, params=P, out=[out, out]),
+                                 "FHJIT_ERR_ARGUMENT", "1 result"),
+        "params of one column": (lambda: g.run(C, Pp, params=up(fhjit.param_table(q[:1], "r62")),
+                                               out=out), "FHJIT_ERR_SHAPE", "columns"),
+        "params not 16-byte aligned": (lambda: g.run(C, Pp, params=misaligned(
+            (8, 2), np.uint64, 8), out=out), "FHJIT_ERR_ARGUMENT", "16-byte"),
+        "params of 32-bit words": (lambda: g.run(C, Pp, params=up(
+            fhjit.param_table(q, "r62").astype(np.uint32)), out=out),
+            "FHJIT_ERR_ARGUMENT", "64-bit"),
+        "host params": (lambda: g.run(C, Pp, params=fhjit.param_table(q, "r62"), out=out),
+                        "FHJIT_ERR_ARGUMENT", "numpy"),
+        "numpy input": (lambda: g.run(c, Pp, params=P, out=out, backend="cuda"),
+                        "FHJIT_ERR_ARGUMENT", "never copies"),
+        "host backend": (lambda: g.run(C, Pp, params=P, out=out, backend="host"),
+                         "FHJIT_ERR_ARGUMENT", "host backend"),
+        "too few inputs": (lambda: g.run(C, params=P, out=out), "FHJIT_ERR_ARGUMENT",
+                           "2 inputs"),
+        "no params": (lambda: g.run(C, Pp, out=out), "FHJIT_ERR_ARGUMENT", "params="),
+        "closed context": (closed, "FHJIT_ERR_ARGUMENT", "closed"),
+    }
+
+
+FAST_ERRORS = ["input of 32-bit words", "input of another shape", "input of another rank",
+               "input mutated in place", "input not word-aligned", "input with negative strides",
+               "out of another shape", "out of 32-bit words", "out strided",
+               "out not 16-byte aligned", "out in a list of two", "params of one column",
+               "params not 16-byte aligned", "params of 32-bit words", "host params",
+               "numpy input", "host backend", "too few inputs", "no params", "closed context"]
+
+
+@pytest.mark.parametrize("which", FAST_ERRORS)
+def test_fast_path_errors_after_a_launch(fake, rng, fastdev, which):
+    """Every check still raises, before launching or writing anything, when
+    the arrays differ from a launch that succeeded (and made the fast path)."""
+    up, empty, Array = fastdev
+    g, q = mulplain()
+    c, p = data(rng, q)
+    P = up(fhjit.param_table(q, "r62"))
+    out = empty((2, 2, 2, N), np.uint64)
+    g.run(up(c), up(p), params=P, out=out)
+    assert g._fast
+    fn, status, text = _fast_error_cases(fake, up, empty, Array, g, q, c, p, P,
+                                         out)[which]
+    out.host[...] = 12345
+    n = fake.launches()
+    with pytest.raises(fhjit.FhjitError) as e:
+        fn()
+    assert e.value.status == status, e.value
+    assert text in e.value.message, e.value.message
+    launched = 1 if which in ("input mutated in place", "closed context") else 0
+    assert fake.launches() == n + launched
+    if not launched:
+        assert (out.host.view(np.uint64) == 12345).all()
+
+
+def test_fast_path_read_only_out(fake, rng):
+    g, q = mulplain()
+    c, p = data(rng, q)
+    C, Pp, P = fake.upload(c), fake.upload(p), fake.upload(fhjit.param_table(q, "r62"))
+    out = fake.alloc((2, 2, 2, N), np.uint64)
+    g.run(C, Pp, params=P, out=out)
+    n = fake.launches()
+    with pytest.raises(fhjit.FhjitError) as e:
+        g.run(C, Pp, params=P, out=type(out)(out.host, readonly=True))
+    assert "read-only" in e.value.message and fake.launches() == n
+
+
+def test_fast_path_device(fake, rng, monkeypatch):
+    """torch tensors: another device than the first launch's raises."""
+    import sys
+    ft = _FakeTorch(fake)
+    monkeypatch.setitem(sys.modules, "torch", ft)
+    g, q = mulplain()
+    c, p = data(rng, q)
+    C, Pp = ft.tensor(c.view(np.int64)), ft.tensor(p.view(np.int64))
+    P = ft.tensor(fhjit.param_table(q, "r62").view(np.int64))
+    out = ft.Tensor(fake.alloc((2, 2, 2, N), np.int64).host)
+    g.run(C, Pp, params=P, out=out)
+    n = fake.launches()
+    for which in ("input", "params", "out"):
+        x = ft.Tensor({"input": Pp, "params": P, "out": out}[which].host)
+        x.get_device = lambda: 1
+        args = {"input": (C, x, P, out), "params": (C, Pp, x, out),
+                "out": (C, Pp, P, x)}[which]
+        with pytest.raises(fhjit.FhjitError) as e:
+            g.run(args[0], args[1], params=args[2], out=args[3])
+        assert "device 1" in e.value.message, (which, e.value.message)
+    x = ft.Tensor(Pp.host)
+    x.is_cuda, x.device = False, "cpu"
+    x.get_device = lambda: -1
+    with pytest.raises(fhjit.FhjitError) as e:
+        g.run(C, x, params=P, out=out)
+    assert "never copies" in e.value.message
+    assert fake.launches() == n
+
+
+def test_fast_path_other_cuda_context(fake, rng):
+    """A fast launch while another CUDA context is current: the kernel's
+    context is pushed for it, and the caller's is current again after."""
+    import ctypes
+    from fhjit import _run
+    g, q = mulplain()
+    c, p = data(rng, q)
+    args = (fake.upload(c), fake.upload(p))
+    P = fake.upload(fhjit.param_table(q, "r62"))
+    out = fake.alloc((2, 2, 2, N), np.uint64)
+    want = g.run(c, p)
+    fake.run_tagged(g, *args, params=P, out=out)
+    drv = _run.driver()
+    mine = drv.current()
+    cuCtxCreate = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint,
+                                   ctypes.c_int)(
+        fhjit._lib.lib.fhjit_cuda_driver_proc(fake.ctx.handle(), b"cuCtxCreate_v2"))
+    other = ctypes.c_void_p()
+    assert cuCtxCreate(ctypes.byref(other), 0, 0) == 0  # made current
+    try:
+        assert drv.current() == other.value != mine
+        for _ in range(3):
+            out.host[...] = 0
+            fake.run_tagged(g, *args, params=P, out=out)
+            assert np.array_equal(out.host, want)
+            assert fake.last_launch().ctx == mine
+            assert drv.current() == other.value
+        # arrays allocated in the other context launch there (their
+        # allocation's context), though mine is current again
+        args2 = (fake.upload(c), fake.upload(p))
+        P2 = fake.upload(fhjit.param_table(q, "r62"))
+        out2 = fake.alloc((2, 2, 2, N), np.uint64)
+        drv.set_current(mine)
+        for o, a, pp, ctx in ((out2, args2, P2, other.value), (out, args, P, mine),
+                              (out2, args2, P2, other.value)):
+            o.host[...] = 0
+            fake.run_tagged(g, *a, params=pp, out=o)
+            assert np.array_equal(o.host, want)
+            assert fake.last_launch().ctx == ctx
+            assert drv.current() == mine
+    finally:
+        drv.set_current(mine)
+
+
+def test_fast_path_threads(fake, rng):
+    """Several threads launching one graph through the fast path at once,
+    each with its own arrays: every launch gets its own pointers."""
+    g, q = mulplain()
+    P = fake.upload(fhjit.param_table(q, "r62"))
+    sets = []
+    for i in range(4):
+        c, p = data(np.random.default_rng(i), q)
+        sets.append(((fake.upload(c), fake.upload(p)), fake.alloc((2, 2, 2, N), np.uint64),
+                     g.run(c, p)))
+    g.run(*sets[0][0], params=P, out=sets[0][1])
+    assert g._fast
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def work(i):
+        args, out, _ = sets[i]
+        barrier.wait()
+        try:
+            for _ in range(100):
+                g.run(*args, params=P, out=out)
+        except Exception as e:
+            errors.append(repr(e))
+    # every launch executed on the host, on its own pointers (the launches
+    # are serialised by the graph's lock, so the executor's graph is used by
+    # one thread at a time)
+    clone = fhjit.parse(str(g), "clone")
+    clone.bind()
+    for _, out, _ in sets:
+        out.host[...] = 0
+    fake.set_tag(clone.handle())
+    fake.errors.clear()
+    try:
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+        n = fake.launches()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        fake.set_tag(None)
+        clone.close()
+    assert not errors and not fake.errors, (errors, fake.errors)
+    assert fake.launches() == n + 400
+    for _, out, want in sets:
+        assert np.array_equal(out.host, want)
+
+
+def test_fast_paths_of_several_layouts(fake, rng, monkeypatch):
+    """Launches alternating between layouts each keep their fast path (the
+    FAST_PATHS most recent ones), with the right kernel for each."""
+    from fhjit import _run
+    g, q = mulplain()
+    c, p = data(rng, q)
+    P = fake.upload(fhjit.param_table(q, "r62"))
+    want = g.run(c, p)
+    wide = fake.upload(np.concatenate([c] * 4, axis=-1))
+    h = wide.host  # 6 layouts: element offsets 0 and 1 (8 bytes), strides 1, 2 and 4
+    views = [type(wide)(v) for v in (h[..., :N], h[..., 1:N + 1], h[..., :2 * N:2],
+                                     h[..., 1:2 * N + 1:2], h[..., ::4], h[..., 1::4])]
+    Pp = fake.upload(p)
+    assert np.array_equal(views[0].host, c)
+    outs = [fake.alloc((2, 2, 2, N), np.uint64) for _ in views]
+    for v, o in zip(views[:3], outs):
+        fake.run_tagged(g, v, Pp, params=P, out=o)
+    assert len(g._fast) == 3
+    restore = _no_full_path(monkeypatch)
+    for _ in range(2):
+        for k in (0, 1, 2):
+            outs[k].host[...] = 0
+            fake.run_tagged(g, views[k], Pp, params=P, out=outs[k])
+            assert np.array_equal(outs[k].host, g.run(np.ascontiguousarray(views[k].host), p))
+    assert np.array_equal(outs[0].host, want)
+    restore()
+    for v, o in zip(views[3:], outs[3:]):
+        fake.run_tagged(g, v, Pp, params=P, out=o)
+    assert len(g._fast) == _run.FAST_PATHS
+    for k, (v, o) in enumerate(zip(views, outs)):
+        o.host[...] = 0
+        fake.run_tagged(g, v, Pp, params=P, out=o)
+        assert np.array_equal(o.host, g.run(np.ascontiguousarray(v.host), p)), k
+
+
+def test_fast_paths_dropped_when_the_graph_changes(fake, rng):
+    g, q = mulplain()
+    c, p = data(rng, q)
+    C, Pp, P = fake.upload(c), fake.upload(p), fake.upload(fhjit.param_table(q, "r62"))
+    out = fake.alloc((2, 2, 2, N), np.uint64)
+    for change in (lambda: g.set_moduli(q), lambda: g["c"].rename("c2"),
+                   lambda: g.input("extra", fhjit.pt([1], 2, N))):
+        g.run(C, Pp, params=P, out=out)
+        assert g._fast
+        change()
+        assert g._fast == []
+
+
+def test_fast_path_allocates_on_torchs_stream(fake, rng, monkeypatch):
+    """Results allocated by the fast path: torch.empty of the input's dtype,
+    on torch's current stream, which is the launch's, read each launch."""
+    import sys
+    ft = _FakeTorch(fake)
+    monkeypatch.setitem(sys.modules, "torch", ft)
+    g, q = mulplain()
+    c, p = data(rng, q)
+    want = g.run(c, p)
+    C, Pp = ft.tensor(c.view(np.int64)), ft.tensor(p.view(np.int64))
+    P = ft.tensor(fhjit.param_table(q, "r62").view(np.int64))
+    fake.run_tagged(g, C, Pp, params=P)
+    assert g._fast
+    restore = _no_full_path(monkeypatch)
+    s = ft.cuda.Stream()
+    for stream in (0, s.cuda_stream, 0):
+        ft.current = stream
+        n = len(ft.allocs)
+        out = fake.run_tagged(g, C, Pp, params=P)
+        assert isinstance(out, ft.Tensor) and out.dtype == ft.int64
+        assert np.array_equal(out.host.view(np.uint64), want)
+        assert len(ft.allocs) == n + 1 and ft.allocs[-1] == ((2, 2, 2, N), ft.int64, stream)
+        assert (fake.last_launch().stream or 0) == stream
+    restore()
+    ft.current = 0
