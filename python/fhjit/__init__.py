@@ -17,9 +17,11 @@ Guide: docs/python.md.
 from . import graph as _graph
 from ._lib import STATUS_NAMES, FhjitError
 from ._lib import load as load_library
-from .graph import OPS, Context, Graph, Type, Value, View, ct, key, load, parse, pt, twiddles
-from .rns import (check_modulus, find_primes, is_prime, ntt_psi, param_table, to_torch,
-                  twiddle_tables)
+from .graph import (OPS, Context, Graph, Type, Value, View, ct, key, load, parse, pt, table,
+                    twiddles)
+from .rns import (bconv_table, check_modulus, find_primes, graph_constants, input_table,
+                  is_prime, moddown_table, modup_table, ntt_psi, param_table, rescale_table,
+                  to_torch, twiddle_tables, twiddle_use)
 
 __version__ = "0.1.0"
 
@@ -29,8 +31,10 @@ for _op in OPS:
 del _op
 
 __all__ = ["FhjitError", "STATUS_NAMES", "load_library", "OPS", "Context", "Graph", "Type",
-           "Value", "View", "ct", "key", "load", "parse", "pt", "twiddles", "check_modulus",
-           "find_primes", "is_prime", "ntt_psi", "param_table", "to_torch", "twiddle_tables",
+           "Value", "View", "ct", "key", "load", "parse", "pt", "table", "twiddles",
+           "check_modulus", "find_primes", "is_prime", "ntt_psi", "param_table", "to_torch",
+           "twiddle_tables", "bconv_table", "rescale_table", "modup_table", "moddown_table",
+           "input_table", "twiddle_use", "graph_constants",
            "version", "library_path", "cuda_available", "targets"] + [o.name for o in OPS]
 
 

@@ -110,6 +110,7 @@ _U64P = ctypes.POINTER(ctypes.c_uint64)
 _TYPEP = ctypes.POINTER(CType)
 _LAYOUTP = ctypes.POINTER(CLayout)
 _SIZEP = ctypes.POINTER(ctypes.c_size_t)
+_I32P = ctypes.POINTER(_I32)
 
 # name: (restype, argtypes). Pointers to graphs, contexts and kernels are
 # plain c_void_p: the package keeps them as ints.
@@ -146,6 +147,26 @@ PROTOTYPES = {
     "fhjit_extract": (_I32, (_P, _I32, _I32)),
     "fhjit_pack": (_I32, (_P, _I32, ctypes.POINTER(_I32))),
     "fhjit_ntt": (_I32, (_P, _I32, _I32, _INT)),
+    # SPEC section 7 (docs/section7.md)
+    "fhjit_graph_set_special": (_INT, (_P, _I32)),
+    "fhjit_graph_num_special": (_I32, (_P,)),
+    "fhjit_graph_set_digits": (_INT, (_P, _I32)),
+    "fhjit_graph_digit_size": (_I32, (_P,)),
+    "fhjit_input_basis": (_INT, (_P, _I32, _I32P, _I32)),
+    "fhjit_value_basis": (_INT, (_P, _I32, _I32P, _I32, _I32P)),
+    "fhjit_rows": (_I32, (_P, _I32, _I64, _I64)),
+    "fhjit_concat": (_I32, (_P, _I32, _I32)),
+    "fhjit_bconv": (_I32, (_P, _I32, _I32, _I32P, _I32)),
+    "fhjit_automorphism": (_I32, (_P, _I32, _I64)),
+    "fhjit_rescale": (_I32, (_P, _I32, _I32, _I32, _I32)),
+    "fhjit_modup": (_I32, (_P, _I32, _I64, _I32, _I32, _I32)),
+    "fhjit_moddown": (_I32, (_P, _I32, _I32, _I32, _I32)),
+    "fhjit_bconv_table_size": (_I64, (_I32, _I32)),
+    "fhjit_bconv_table": (_INT, (_P, _INT, _U64P, _I32, _I32P, _I32, _I32P, _I32, _P)),
+    "fhjit_rescale_table": (_INT, (_P, _INT, _U64P, _I32, _I32P, _I32, _P)),
+    "fhjit_moddown_table": (_INT, (_P, _INT, _U64P, _I32, _I32P, _I32, _I32P, _I32, _P)),
+    "fhjit_input_table": (_INT, (_P, _I32, _P, ctypes.POINTER(_I64))),
+    "fhjit_input_twiddle_use": (_INT, (_P, _I32, ctypes.POINTER(_INT))),
     "fhjit_output": (_INT, (_P, _I32, _STR)),
     "fhjit_set_name": (_INT, (_P, _I32, _STR)),
     "fhjit_num_values": (_I32, (_P,)),

@@ -62,6 +62,8 @@ def _axes(decl):
         return ("digit", "component", "row", "index")
     if kind == 2:
         return ("row", "index")
+    if kind == 3:  # a constant table (SPEC section 7): one row, a 1-D array
+        return ("index",)
     lead = ("component",) if comps else ()
     return lead + tuple("batch%d" % i for i in range(nbatch)) + ("row", "index")
 
@@ -101,6 +103,10 @@ def _c_binding(m, i, shape, strides, offset):
                              % (_label(m, i), tuple(shape)))
         t.comps, t.digits = 2, shape[0]
         lay.digit_stride, lay.comp_stride = strides[0], strides[1]
+    elif kind == 3:  # table<n>: type rows 1, n words
+        t.comps, t.rows, t.n = 0, 1, shape[0]
+        lay.index_stride = strides[0]
+        return t, lay
     elif kind == 0 and comps:
         t.comps = shape[0]
         lay.comp_stride = strides[0]
@@ -140,6 +146,10 @@ class Plan:
             g._check(lib.fhjit_output_info_get(h, o, info))
             self.outputs.append((bool(info.is_input_alias), info.source, info.component))
             self.names.append(info.name.decode("utf-8", "replace"))
+        # SPEC section 7: columns are read by chain position (bases, modup's
+        # special primes): the parameter table needs one column per position
+        # any value uses, not only as many as results have rows
+        rows = max(rows, _chain_columns(g, h))
         if rows == 0:  # only aliases: nothing reads the table
             rows = 1
         self.rows = rows
@@ -159,6 +169,23 @@ class Plan:
         # every output a whole result, in result order
         self.simple = len(self.outputs) == nres and all(
             not a and s == k and c < 0 for k, (a, s, c) in enumerate(self.outputs))
+
+
+def _chain_columns(g, h):
+    """1 + the largest chain position of a polynomial value of the bound
+    graph (0 when none); one fhjit_value_basis per value, once per binding."""
+    top = 0
+    t = _lib.CType()
+    cnt = ctypes.c_int32()
+    for v in range(lib.fhjit_num_values(h)):
+        if lib.fhjit_value_type(h, v, t) or t.kind != 0 or t.rows <= 0:
+            continue
+        buf = (ctypes.c_int32 * t.rows)()
+        if lib.fhjit_value_basis(h, v, buf, t.rows, ctypes.byref(cnt)):
+            lib.fhjit_clear_error(g._ctx.handle())
+            continue
+        top = max(top, max(buf[:cnt.value]) + 1)
+    return top
 
 
 def _bind(g, m, key):
@@ -184,6 +211,8 @@ def _current_binding(g, m):
         if kind == 1:
             shape = (t.digits, 2, t.rows, t.n)
             st = (lay.digit_stride, lay.comp_stride, lay.row_stride, lay.index_stride)
+        elif kind == 3:
+            shape, st = (t.n,), (lay.index_stride,)
         else:
             lead = (t.comps,) if kind == 0 and comps else ()
             slead = (lay.comp_stride,) if lead else ()

@@ -15,13 +15,13 @@ from . import _lib
 from ._lib import FhjitError, lib
 
 __all__ = ["Context", "Type", "Value", "Graph", "View", "ct", "pt", "key", "twiddles",
-           "parse", "load", "OPS"]
+           "table", "parse", "load", "OPS"]
 
 RADICES = {"r32": 0, "r62": 1}
 RADIX_NAMES = {0: "r32", 1: "r62"}
 WORD_BYTES = {0: 4, 1: 8}
-KINDS = {"poly": 0, "key": 1, "twiddles": 2}
-KIND_NAMES = {0: "poly", 1: "key", 2: "twiddles"}
+KINDS = {"poly": 0, "key": 1, "twiddles": 2, "table": 3}
+KIND_NAMES = {0: "poly", 1: "key", 2: "twiddles", 3: "table"}
 DOMAINS = {None: 0, "coef": 1, "ntt": 2}
 DOMAIN_NAMES = {0: None, 1: "coef", 2: "ntt"}
 FORMS = {None: 0, "std": 1, "mont": 2}
@@ -39,6 +39,28 @@ def _radix(r):
     if r in (0, 1) and not isinstance(r, bool):
         return r
     raise FhjitError("FHJIT_ERR_ARGUMENT", "unknown radix %r (use 'r32' or 'r62')" % (r,))
+
+
+def _int32(v, what):
+    if isinstance(v, bool) or not isinstance(v, int):
+        try:
+            v = int(v.__index__())
+        except Exception:
+            raise FhjitError("FHJIT_ERR_ARGUMENT", "%s must be an integer, got %r"
+                             % (what, v)) from None
+    if not -(1 << 31) <= v < 1 << 31:
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "%s = %d does not fit 32 bits" % (what, v))
+    return v
+
+
+def _positions(seq, what):
+    """(c_int32 array, count) of a list of chain positions."""
+    import ctypes
+    if isinstance(seq, (str, bytes)) or not hasattr(seq, "__iter__"):
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: expected a sequence of chain positions, "
+                         "got %r" % (what, seq))
+    p = [_int32(x, what) for x in seq]
+    return (ctypes.c_int32 * max(1, len(p)))(*p), len(p)
 
 
 def _choice(table, what, v):
@@ -128,11 +150,14 @@ class Context:
 # -------------------------------------------------------------------- types
 
 class Type:
-    """A value's type (fhjit_type): kind "poly" (ct/pt), "key" or
-    "twiddles", the component count (0: a pt, no component axis), batch
-    extents, rows, n (digits for keys) and the domain facts. Unknown extents
-    are None (`?` in text). Build with ct(), pt(), key(), twiddles() or
-    Type.parse("ct<2, [], 2, 4096> ntt mont")."""
+    """A value's type (fhjit_type): kind "poly" (ct/pt), "key", "twiddles"
+    or "table" (SPEC section 7's constants: one row of n words, text
+    table<n>, a 1-D array of n words), the component count (0: a pt, no
+    component axis), batch extents, rows, n (digits for keys) and the domain
+    facts. Unknown extents are None (`?` in text). Build with ct(), pt(),
+    key(), twiddles(), table() or Type.parse("ct<2, [], 2, 4096> ntt mont").
+    A polynomial's basis (its rows' chain positions) is not part of the
+    type: Graph.input(..., basis=) states it, Value.basis reads it."""
 
     __slots__ = ("kind", "comps", "batch", "digits", "rows", "n", "domain", "form")
 
@@ -152,6 +177,8 @@ class Type:
             return (self.digits, 2, self.rows, self.n)
         if self.kind == "twiddles":
             return (self.rows, self.n)
+        if self.kind == "table":
+            return (self.n,)
         lead = (self.comps,) if self.comps else ()
         return lead + self.batch + (self.rows, self.n)
 
@@ -162,6 +189,8 @@ class Type:
             return ("digit", "component", "row", "index")
         if self.kind == "twiddles":
             return ("row", "index")
+        if self.kind == "table":
+            return ("index",)
         lead = ("component",) if self.comps else ()
         return lead + tuple("batch%d" % i for i in range(len(self.batch))) + ("row", "index")
 
@@ -186,13 +215,16 @@ class Type:
     def from_c(cls, t):
         def ext(x):
             return None if x == _lib.FHJIT_UNKNOWN else int(x)
-        kind = KIND_NAMES[t.kind]
+        kind = KIND_NAMES.get(t.kind)
+        if kind is None:
+            raise FhjitError("FHJIT_ERR_TYPE", "unknown fhjit_kind %d (a newer libfhjit?)"
+                             % t.kind)
         return cls(kind, t.comps if kind == "poly" else (2 if kind == "key" else 0),
                    [ext(t.batch[i]) for i in range(t.nbatch)], ext(t.rows), ext(t.n),
                    ext(t.digits) if kind == "key" else None,
                    DOMAIN_NAMES[t.domain], FORM_NAMES[t.form])
 
-    _TYPE_RE = re.compile(r"\s*(ct|pt|key|twiddles)\s*<([^>]*)>\s*(.*)$", re.S)
+    _TYPE_RE = re.compile(r"\s*(ct|pt|key|twiddles|table)\s*<([^>]*)>\s*(.*)$", re.S)
 
     @classmethod
     def parse(cls, text):
@@ -200,7 +232,8 @@ class Type:
         m = cls._TYPE_RE.match(text)
         bad = FhjitError("FHJIT_ERR_PARSE", "cannot read type %r (docs/format.md: "
                          "ct<C, [b...], rows, n>, pt<[b...], rows, n>, key<digits, 2, rows, "
-                         "n>, twiddles<rows, n>, then coef|ntt and std|mont)" % (text,))
+                         "n>, twiddles<rows, n>, then coef|ntt and std|mont; or table<len>)"
+                         % (text,))
         if not m:
             raise bad
         word, body, tail = m.groups()
@@ -218,6 +251,10 @@ class Type:
                 raise bad
             return int(x)
         domain = form = None
+        if word == "table":  # table<len>: no batch, no domain facts
+            if bm or tail.strip() or len(parts) != 1:
+                raise bad
+            return cls("table", 0, [], 1, ext(parts[0]))
         for w in tail.split():
             if w in ("coef", "ntt") and domain is None:
                 domain = w
@@ -259,6 +296,8 @@ class Type:
             s = "key<%s, 2, %s, %s>" % (e(self.digits), e(self.rows), e(self.n))
         elif self.kind == "twiddles":
             s = "twiddles<%s, %s>" % (e(self.rows), e(self.n))
+        elif self.kind == "table":
+            return "table<%s>" % e(self.n)
         elif self.comps:
             s = "ct<%d, %s, %s, %s>" % (self.comps, b, e(self.rows), e(self.n))
         else:
@@ -291,8 +330,14 @@ def key(digits, rows, n, domain=None, form=None):
 
 
 def twiddles(rows, n):
-    """An NTT twiddle table type twiddles<rows, n>."""
+    """An NTT twiddle table type twiddles<rows, n> (rows by chain position)."""
     return Type("twiddles", 0, [], rows, n)
+
+
+def table(n):
+    """A constant table type table<n> (SPEC section 7: the constants of a
+    bconv, rescale, modup or moddown; fhjit.input_table builds them)."""
+    return Type("table", 0, [], 1, n)
 
 
 class View:
@@ -338,6 +383,22 @@ class Value:
         with self.graph._ctx.lock:
             self.graph._check(lib.fhjit_value_type(self.graph.handle(), self.id, t))
         return Type.from_c(t)
+
+    @property
+    def basis(self):
+        """The chain positions of the value's rows (fhjit_value_basis), a list
+        of ints: the bound basis, so the graph must be bound (bind() or
+        run()); [0, rows) unless stated on an input or made by a section 7
+        operation. Raises for tables and twiddles."""
+        import ctypes
+        g = self.graph
+        with g._ctx.lock:
+            h = g.handle()
+            cnt = ctypes.c_int32()
+            g._check(lib.fhjit_value_basis(h, self.id, None, 0, ctypes.byref(cnt)))
+            out = (ctypes.c_int32 * max(1, cnt.value))()
+            g._check(lib.fhjit_value_basis(h, self.id, out, cnt.value, ctypes.byref(cnt)))
+        return [int(out[r]) for r in range(cnt.value)]
 
     def output(self, name=None):
         """Marks the value as a graph output (see Graph.output)."""
@@ -390,7 +451,8 @@ class Graph:
     strides), compiles once per binding (and per CUDA context) and
     launches; see run()."""
 
-    def __init__(self, name="graph", radix="r62", moduli=None, context=None):
+    def __init__(self, name="graph", radix="r62", moduli=None, context=None, special=None,
+                 digits=None):
         own = context is None
         ctx = Context() if own else context
         with ctx.lock:
@@ -403,6 +465,10 @@ class Graph:
         self._init(ctx, h, own)
         if moduli is not None:
             self.set_moduli(moduli)
+        if special is not None:
+            self.set_special(special)
+        if digits is not None:
+            self.set_digits(digits)
 
     @classmethod
     def _wrap(cls, ctx, h, own):
@@ -507,6 +573,34 @@ class Graph:
             self._changed()
 
     @property
+    def special(self):
+        """K, the number of special primes (SPEC section 7): the chain's last
+        K positions are P; 0 when not stated. Text: special(K)."""
+        with self._ctx.lock:
+            return int(lib.fhjit_graph_num_special(self.handle()))
+
+    def set_special(self, count):
+        """States the special primes: the chain's last `count` positions
+        (fhjit_graph_set_special; the moduli first, 1 <= count < M)."""
+        with self._ctx.lock:
+            self._check(lib.fhjit_graph_set_special(self.handle(), _int32(count, "special")))
+            self._changed()
+
+    @property
+    def digits(self):
+        """alpha, the positions per key digit (SPEC section 7): digit j is
+        [j*alpha, min((j+1)*alpha, M-K)); 0 when not stated. Text: digits(alpha)."""
+        with self._ctx.lock:
+            return int(lib.fhjit_graph_digit_size(self.handle()))
+
+    def set_digits(self, alpha):
+        """States the key's digit size (fhjit_graph_set_digits; the moduli
+        first, 1 <= alpha <= M - K)."""
+        with self._ctx.lock:
+            self._check(lib.fhjit_graph_set_digits(self.handle(), _int32(alpha, "digits")))
+            self._changed()
+
+    @property
     def inputs(self):
         """The inputs, in declaration order (the order of run()'s arrays)."""
         with self._ctx.lock:
@@ -538,13 +632,45 @@ class Graph:
             return lib.fhjit_num_values(self.handle())
 
     # -- building
-    def input(self, name, type):
-        """Declares an input (a Type, or its text: "pt<[], 2, 4096> ntt mont")."""
+    def input(self, name, type, basis=None):
+        """Declares an input (a Type, or its text: "pt<[], 2, 4096> ntt mont").
+        basis: the chain positions of a polynomial input's rows (SPEC section
+        7; distinct, one per row, below the chain's length), e.g. [2, 0];
+        None: [0, rows) (fhjit_input_basis)."""
         t = Type.parse(type) if isinstance(type, str) else type
         with self._ctx.lock:
-            v = lib.fhjit_input(self.handle(), str(name).encode(), t.to_c())
+            h = self.handle()
+            if basis is not None:
+                arr, cnt = _positions(basis, "basis of input %" + str(name))
+                self._try_basis(str(name), t, arr, cnt)
+            v = lib.fhjit_input(h, str(name).encode(), t.to_c())
             self._changed()
-            return self._value_or_raise(v)
+            val = self._value_or_raise(v)
+            if basis is not None:
+                self._check(lib.fhjit_input_basis(h, val.id, arr, cnt))
+            return val
+
+    def _try_basis(self, name, t, arr, cnt):
+        """Raises fhjit's error for a basis the input would refuse, before the
+        input is declared (fhjit_input_basis comes after fhjit_input, and a
+        declared input cannot be taken back): the same calls on a scratch
+        graph of the same name, chain and special primes."""
+        import ctypes
+        ctx = self._ctx.handle()
+        s = lib.fhjit_graph_create(ctx, self.name.encode(), RADICES[self.radix])
+        if not s:
+            raise self._ctx.error()
+        try:
+            m = self.moduli
+            if m:
+                marr = (ctypes.c_uint64 * len(m))(*m)
+                self._check(lib.fhjit_graph_set_moduli(s, marr, len(m)))
+            v = lib.fhjit_input(s, name.encode(), t.to_c())
+            if v < 0:
+                raise self._ctx.error()
+            self._check(lib.fhjit_input_basis(s, v, arr, cnt))
+        finally:
+            lib.fhjit_graph_destroy(s)
 
     def output(self, value, name=None):
         """Marks `value` as an output under `name` (None: the value's name).
@@ -638,6 +764,25 @@ class Graph:
             if s is None:
                 raise self._ctx.error()
             return s.decode()
+
+    # -- SPEC section 7's constants (fhjit/rns.py)
+    def input_table(self, index):
+        """The table input `index` (number, name or Value) of the bound graph
+        needs, from its chain (fhjit.input_table)."""
+        from . import rns
+        return rns.input_table(self, index)
+
+    def twiddle_use(self, index):
+        """"forward", "inverse", "both" or None: how the bound graph reads
+        input `index` as twiddles (fhjit.twiddle_use)."""
+        from . import rns
+        return rns.twiddle_use(self, index)
+
+    def constants(self):
+        """{input name: array} for every table and twiddle input of the bound
+        graph, built from its chain (fhjit.graph_constants)."""
+        from . import rns
+        return rns.graph_constants(self)
 
     # -- running (fhjit/_run.py)
     def run(self, *inputs, params=None, out=None, backend=None, stream=None, threads=0,
@@ -742,6 +887,10 @@ def VALUES(name):  # variadic values: (count, array)
     return _Param(name, "values")
 
 
+def POSITIONS(name):  # a list of chain positions: (array, count)
+    return _Param(name, "positions")
+
+
 def I32(name, kwonly=False):
     return _Param(name, "i32", kwonly=kwonly)
 
@@ -756,10 +905,15 @@ def CHOICE(name, choices, default=inspect.Parameter.empty):
 
 class Op:
     """One graph operation: its Python name, the C builder it calls
-    (fhjit.h) and its parameters in the C call's order (after the graph)."""
+    (fhjit.h) and its parameters in the C call's order (after the graph);
+    corder, when the Python order differs (keyword-only parameters come
+    last in Python), names the parameters in the C call's order."""
 
-    def __init__(self, name, cfunc, params, doc):
+    def __init__(self, name, cfunc, params, doc, corder=None):
         self.name, self.cfunc, self.params, self.doc = name, cfunc, params, doc
+        by_name = {p.name: p for p in params}
+        self.cparams = [by_name[n] for n in corder] if corder else list(params)
+        assert sorted(p.name for p in self.cparams) == sorted(by_name)
         ps = []
         for p in params:
             if p.kind == "values":
@@ -793,7 +947,7 @@ class Op:
             raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: no fhjit.Value operand" % self.name)
         cargs = []
         keep = []
-        for p in self.params:
+        for p in self.cparams:
             v = b.arguments[p.name]
             if p.kind == "value":
                 graph._own_value(v, self.name)
@@ -810,6 +964,10 @@ class Op:
                 arr = (ctypes.c_int32 * max(1, len(v)))(*[x.id for x in v])
                 keep.append(arr)
                 cargs += [len(v), arr]
+            elif p.kind == "positions":
+                arr, cnt = _positions(v, "%s: %s" % (self.name, p.name))
+                keep.append(arr)
+                cargs += [arr, cnt]
             elif p.kind == "choice":
                 cargs.append(_choice(p.choices, "%s of %s" % (p.name, self.name), v))
             else:
@@ -839,8 +997,8 @@ class Op:
 _LAYOUTS = COMPRESSIONS
 _COMP_DOMAINS = {"coef": 1, "ntt": 2}
 
-# The operations, in the order of docs/format.md. SPEC section 7's
-# operations become rows here as the C library gains their builders.
+# The operations, in the order of docs/format.md, then SPEC section 7's
+# (docs/section7.md).
 OPS = [
     Op("add", "fhjit_add", [V("a"), V("b")], "a + b mod q, canonical (also a + b)."),
     Op("sub", "fhjit_sub", [V("a"), V("b")], "a - b mod q, canonical (also a - b)."),
@@ -877,6 +1035,30 @@ OPS = [
                                 CHOICE("mode", {"mont": 2, "std": 3}, "std")],
        "Inverse NTT with the inverse table: mode 'std' gives canonical standard "
        "coefficients, 'mont' Montgomery ones."),
+    # SPEC section 7: bases, limb mixing, automorphisms
+    Op("rows", "fhjit_rows", [V("v"), I64("start", kwonly=False), I64("count", kwonly=False)],
+       "Rows start .. start+count-1 of v, a view on that slice of v's basis."),
+    Op("concat", "fhjit_concat", [V("a"), V("b")],
+       "a's rows then b's, on a's basis ++ b's (disjoint; equal components, batch, n)."),
+    Op("bconv", "fhjit_bconv", [V("x"), V("table"), POSITIONS("basis")],
+       "Fast basis conversion of coefficient-domain x (form stated) to the chain "
+       "positions `basis` (disjoint from x's): canonical, in x's form; table: a "
+       "table<l + l*m> input holding fhjit.bconv_table(moduli, x's basis, basis)."),
+    Op("automorphism", "fhjit_automorphism", [V("x"), I64("galois", kwonly=False)],
+       "X -> X^k for k = galois, odd, 1 <= k < 2N (rotation by r slots: 5^r mod 2N; "
+       "conjugation: 2N - 1); x's domain (coef or ntt) stated."),
+    Op("rescale", "fhjit_rescale", [V("x"), V("fwd"), V("inv"), V("table")],
+       "Divide and round by the last row's modulus: NTT-domain Montgomery x (rows >= "
+       "2) onto all its basis but the last; fwd, inv the twiddle tables by chain "
+       "position, table fhjit.rescale_table(moduli, x's basis)."),
+    Op("modup", "fhjit_modup", [V("d"), V("fwd"), V("inv"), V("table"), I64("digit")],
+       "Digit `digit` of NTT-domain Montgomery d raised to d's basis ++ P (the "
+       "graph's special primes): the digit's rows kept, the others converted; "
+       "table fhjit.modup_table(...) (or g.input_table).",
+       corder=["d", "digit", "fwd", "inv", "table"]),  # digit is keyword-only in Python
+    Op("moddown", "fhjit_moddown", [V("a"), V("fwd"), V("inv"), V("table")],
+       "a on Q ++ P (P the special primes, last, in order) to Q, divided by P* "
+       "(floor, minus at most K - 1); table fhjit.moddown_table(moduli, Q, P)."),
 ]
 
 _globals = globals()

@@ -1,19 +1,21 @@
 """rns.py: the RNS host helpers of fhjit.h as arrays: parameter tables
 (SPEC section 2), NTT twiddle tables and roots (section 5), NTT-friendly
-primes. Tables come back as numpy arrays of the radix's word (uint32 for
-r32, uint64 for r62); to_torch() puts one on a GPU for a torch run.
-
-SPEC section 7's constants (basis conversion, rescale, key switching) join
-here when the C library gains their helpers.
+primes, and SPEC section 7's constant tables (bconv, rescale, modup,
+moddown; docs/section7.md gives their layouts) from a chain and lists of
+chain positions, or exactly those a bound graph's inputs need
+(input_table, twiddle_use, graph_constants). Tables come back as numpy
+arrays of the radix's word (uint32 for r32, uint64 for r62); to_torch()
+puts one on a GPU for a torch run.
 """
 import ctypes
 import threading
 
 from ._lib import FhjitError, lib
-from .graph import Context, _radix
+from .graph import Context, Graph, _positions, _radix
 
 __all__ = ["param_table", "twiddle_tables", "ntt_psi", "find_primes", "is_prime",
-           "check_modulus", "to_torch"]
+           "check_modulus", "to_torch", "bconv_table", "rescale_table", "modup_table",
+           "moddown_table", "input_table", "twiddle_use", "graph_constants"]
 
 _ctx = None
 _ctx_lock = threading.Lock()
@@ -108,6 +110,172 @@ def check_modulus(q, radix="r62", ntt_n=0):
     ctx = _context()
     with ctx.lock:
         ctx.check(lib.fhjit_check_modulus(ctx.handle(), _radix(radix), int(q), int(ntt_n)))
+
+
+# ------------------------------------------------ SPEC section 7 constants
+
+def _chain(moduli):
+    arr, m = _moduli(moduli)
+    if m >= 1 << 31:
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "a chain of %d moduli is too long" % m)
+    return arr, m
+
+
+def bconv_table(moduli, src, dst, radix="r62"):
+    """The table of bconv from chain positions `src` (the source basis, in
+    its row order) to `dst` (the target): l + l*m words, Montgomery form,
+    canonical (fhjit_bconv_table; docs/section7.md). moduli: the chain."""
+    np = _np()
+    chain, m = _chain(moduli)
+    s, ns = _positions(src, "bconv_table: src")
+    d, nd = _positions(dst, "bconv_table: dst")
+    size = int(lib.fhjit_bconv_table_size(ns, nd))
+    if size < 0:
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "bconv_table: %d source and %d target "
+                         "positions give no table" % (ns, nd))
+    out = np.empty(max(size, 1), dtype=_word(radix))
+    ctx = _context()
+    with ctx.lock:
+        ctx.check(lib.fhjit_bconv_table(ctx.handle(), _radix(radix), chain, m, s, ns, d, nd,
+                                        out.ctypes.data))
+    return out[:size]
+
+
+def rescale_table(moduli, basis, radix="r62"):
+    """The table of rescale of a value on chain positions `basis` (its last
+    position divided out): len(basis) - 1 words (fhjit_rescale_table)."""
+    np = _np()
+    chain, m = _chain(moduli)
+    b, nb = _positions(basis, "rescale_table: basis")
+    out = np.empty(max(nb - 1, 1), dtype=_word(radix))
+    ctx = _context()
+    with ctx.lock:
+        ctx.check(lib.fhjit_rescale_table(ctx.handle(), _radix(radix), chain, m, b, nb,
+                                          out.ctypes.data))
+    return out[:max(nb - 1, 0)]
+
+
+def moddown_table(moduli, q, p, radix="r62"):
+    """The table of moddown of a value on Q ++ P (chain positions q, then
+    the special primes p): len(p) + len(p)*len(q) + len(q) words
+    (fhjit_moddown_table)."""
+    np = _np()
+    chain, m = _chain(moduli)
+    qa, nq = _positions(q, "moddown_table: q")
+    pa, npp = _positions(p, "moddown_table: p")
+    size = npp + npp * nq + nq
+    out = np.empty(max(size, 1), dtype=_word(radix))
+    ctx = _context()
+    with ctx.lock:
+        ctx.check(lib.fhjit_moddown_table(ctx.handle(), _radix(radix), chain, m, qa, nq, pa,
+                                          npp, out.ctypes.data))
+    return out[:size]
+
+
+def modup_table(moduli, basis, digit, special, digits, radix="r62"):
+    """The table of modup of digit `digit` of a value on chain positions
+    `basis` (Q), for a graph with special(special) digits(digits): the bconv
+    table from the rows of Q in the digit's group G_j = [j*alpha,
+    min((j+1)*alpha, M-K)) (in Q's order) to the other output rows (the
+    rest of Q, then P = the chain's last K positions). A digit holding no
+    row of Q has no table (modup refuses it)."""
+    M, K, alpha, j = len(list(moduli)), int(special), int(digits), int(digit)
+    if not (1 <= K < M and 1 <= alpha <= M - K):
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "modup_table: special(%d) digits(%d) do not "
+                         "suit a chain of %d moduli (1 <= K < M, 1 <= alpha <= M-K)"
+                         % (K, alpha, M))
+    lo, hi = j * alpha, min((j + 1) * alpha, M - K)
+    if not (0 <= j and lo < hi):
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "modup_table: digit %d is out of range (%d "
+                         "digits of %d positions)" % (j, -(-(M - K) // alpha), alpha))
+    basis = [int(b) for b in basis]
+    src = [b for b in basis if lo <= b < hi]
+    if not src:
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "modup_table: digit %d (positions %d..%d) "
+                         "holds no row of the basis %s" % (j, lo, hi - 1, basis))
+    dst = [b for b in basis if not lo <= b < hi] + list(range(M - K, M))
+    return bconv_table(moduli, src, dst, radix)
+
+
+def _input_index(graph, index):
+    """The input number of `index`: an int, an input's name or its Value."""
+    from .graph import Value
+    if isinstance(index, Value):
+        index = index.name
+    if isinstance(index, str):
+        names = graph.input_names
+        name = index[1:] if index.startswith("%") else index
+        if name not in names:
+            raise FhjitError("FHJIT_ERR_ARGUMENT", "graph @%s has no input %%%s (inputs: %s)"
+                             % (graph.name, name, ", ".join("%" + k for k in names)))
+        return names.index(name)
+    return int(index)
+
+
+def input_table(graph, index):
+    """The constants table input `index` (number, name or Value) of a bound
+    graph needs, built from the graph's chain (fhjit_input_table): a 1-D
+    array of the radix's words, what fhjit-run gives such inputs."""
+    np = _np()
+    if not isinstance(graph, Graph):
+        raise FhjitError("FHJIT_ERR_ARGUMENT", "input_table: expected an fhjit.Graph")
+    i = _input_index(graph, index)
+    n = ctypes.c_int64()
+    with graph.context.lock:
+        h = graph.handle()
+        graph._check(lib.fhjit_input_table(h, i, None, ctypes.byref(n)))
+        out = np.empty(max(n.value, 1), dtype=np.uint32 if graph.word_bytes == 4
+                       else np.uint64)
+        graph._check(lib.fhjit_input_table(h, i, out.ctypes.data, ctypes.byref(n)))
+    return out[:n.value]
+
+
+_USES = {0: None, 1: "forward", 2: "inverse", 3: "both"}
+
+
+def twiddle_use(graph, index):
+    """How a bound graph reads input `index` (number, name or Value) as NTT
+    twiddles (fhjit_input_twiddle_use): "forward" (a forward NTT, or the
+    forward table of a rescale, modup or moddown), "inverse", "both" (no
+    one table serves it) or None."""
+    i = _input_index(graph, index)
+    use = ctypes.c_int()
+    with graph.context.lock:
+        graph._check(lib.fhjit_input_twiddle_use(graph.handle(), i, ctypes.byref(use)))
+    return _USES[use.value & 3]
+
+
+def graph_constants(graph):
+    """Every constant a bound graph's inputs need, built from its chain: a
+    dict {input name: array} with each table input (input_table) and each
+    twiddle input read as twiddles (the forward or inverse table of
+    twiddle_tables for the chain's first `rows` moduli and the input's n).
+    Other inputs are the caller's. Raises for a twiddle input read both as
+    a forward and an inverse table."""
+    moduli = graph.moduli
+    out = {}
+    tw_cache = {}
+    for i, v in enumerate(graph.inputs):
+        t = v.type
+        if t.kind == "table":
+            out[v.name] = input_table(graph, i)
+        elif t.kind == "twiddles":
+            use = twiddle_use(graph, i)
+            if use is None:
+                continue
+            if use == "both":
+                raise FhjitError("FHJIT_ERR_ARGUMENT", "input %%%s of graph @%s is read both "
+                                 "as a forward and as an inverse twiddle table"
+                                 % (v.name, graph.name))
+            if t.rows is None or t.n is None or t.rows > len(moduli):
+                raise FhjitError("FHJIT_ERR_ARGUMENT", "input %%%s of graph @%s: twiddles<%s, "
+                                 "%s> need bound extents and at most %d rows (the chain)"
+                                 % (v.name, graph.name, t.rows, t.n, len(moduli)))
+            key = (t.rows, t.n)
+            if key not in tw_cache:
+                tw_cache[key] = twiddle_tables(moduli[:t.rows], t.n, graph.radix)
+            out[v.name] = tw_cache[key][0 if use == "forward" else 1]
+    return out
 
 
 def to_torch(array, device="cuda"):

@@ -65,6 +65,42 @@ def lazy(rng, shape, moduli, radix, row_axis=-2, bound=None):
     return out
 
 
+def graph_inputs(g, rng):
+    """Inputs for the bound graph g: each polynomial random and lazy per
+    row for the modulus of its chain position (its basis, SPEC section 7),
+    with SPEC section 6's boundary pairs in its first row; table and
+    twiddle inputs the constants the graph needs (g.constants():
+    fhjit_input_table, and the forward or inverse twiddle table as
+    fhjit_input_twiddle_use says); keys lazy below 2 min(q) (a key row
+    serves any chain position)."""
+    q = g.moduli
+    radix = g.radix
+    consts = g.constants()
+    ins = []
+    for v in g.inputs:
+        t = v.type
+        if v.name in consts:
+            ins.append(consts[v.name])
+        elif t.kind == "poly":
+            ins.append(lazy(rng, t.shape, [q[b] for b in v.basis], radix))
+        else:
+            ins.append(lazy(rng, t.shape, q, radix, row_axis=None))
+    return ins
+
+
+def run_or_skip(fn, *args, **kw):
+    """fn(*args, **kw) (a run or compile on a compiled backend); the test is
+    skipped only when the library refuses the graph with
+    FHJIT_ERR_UNSUPPORTED (SPEC section 7's lowering is not there yet), so
+    it runs by itself once the lowering lands."""
+    try:
+        return fn(*args, **kw)
+    except fhjit.FhjitError as e:
+        if e.status == "FHJIT_ERR_UNSUPPORTED":
+            pytest.skip("the library refuses it: %s" % e.message.splitlines()[0])
+        raise
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20240601)

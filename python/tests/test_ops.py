@@ -2,12 +2,14 @@
 every backend there is: the host JIT bit-exact against the C interpreter,
 and (conftest.py) the fake driver's and a real GPU's results bit-exact
 against the host's. Both radices; SPEC section 6's boundary pairs in every
-input."""
+input. SPEC section 7's operations run on the compiled backends as soon as
+the library lowers them (skipped while it answers FHJIT_ERR_UNSUPPORTED);
+test_section7.py checks their interpreter against Python references."""
 import numpy as np
 import pytest
 
 import fhjit
-from conftest import fake_driver, lazy, on_backend, primes, torch_cuda
+from conftest import fake_driver, graph_inputs, lazy, on_backend, primes, run_or_skip, torch_cuda
 
 N = 64
 
@@ -161,6 +163,92 @@ def ntt_chain(radix, rng):
     return g, [lazy(rng, (2, 2, N), q, radix), lazy(rng, (2, 2, N), q, radix), fwd, inv], q, N
 
 
+# ---- SPEC section 7: graphs on stated bases, built bound, with their
+# tables and twiddles from the graph (conftest.graph_inputs)
+
+def _s7(name, radix, nmod, build, special=None, digits=None):
+    q = primes(radix, nmod, ntt_n=N)
+    g = fhjit.Graph(name, radix, moduli=q, special=special, digits=digits)
+    build(g)
+    g.bind()
+    return g
+
+
+def s7_case(name, build, nmod=5, special=None, digits=None):
+    def case(radix, rng):
+        g = _s7(name, radix, nmod, build, special, digits)
+        return g, graph_inputs(g, rng), g.moduli, N
+    return case
+
+
+def _rows(g):
+    x = _ct(g, "x", rows=4)
+    y = g.input("y", fhjit.ct(2, [], 2, N), basis=[1, 2])
+    g.output(fhjit.rows(x, 1, 2) + y, "r")
+    g.output(x.rows(3, 1), "last")  # a view of an input
+
+
+def _concat(g):
+    a = g.input("a", fhjit.ct(2, [], 2, N), basis=[0, 1])
+    b = g.input("b", fhjit.ct(2, [], 2, N), basis=[4, 2])
+    c = g.input("c", fhjit.ct(2, [], 4, N), basis=[0, 1, 4, 2])
+    g.output(fhjit.concat(a, b) * c, "r")
+
+
+def _bconv(g):
+    x = g.input("x", fhjit.ct(2, [], 3, N, domain="coef", form="mont"), basis=[2, 0, 4])
+    t = g.input("t", fhjit.table(3 + 3 * 2))
+    g.output(fhjit.bconv(x, t, [3, 1]), "y")
+
+
+def _automorphism(domain):
+    def build(g):
+        x = g.input("x", fhjit.ct(2, [], 3, N, domain=domain, form="std"), basis=[3, 0, 1])
+        g.output(fhjit.automorphism(x, 2 * N - 1), "conj")
+        g.output(x.automorphism(5), "rot")
+    return build
+
+
+def _twiddles(g, rows):
+    return g.input("fw", fhjit.twiddles(rows, N)), g.input("iv", fhjit.twiddles(rows, N))
+
+
+def _rescale(g):
+    x = _ct(g, "x", rows=4, domain="ntt", form="mont")
+    fw, iv = _twiddles(g, 5)
+    t = g.input("t", fhjit.table(3))
+    g.output(fhjit.rescale(x, fw, iv, t), "y")
+
+
+def _modup(g):  # special(2) digits(2): Q = [0, 3), digits {0, 1}, {2}
+    d = _pt(g, "d", rows=3, domain="ntt", form="mont")
+    fw, iv = _twiddles(g, 5)
+    t0 = g.input("t0", fhjit.table(2 + 2 * 3))
+    t1 = g.input("t1", fhjit.table(1 + 1 * 4))
+    g.output(fhjit.modup(d, fw, iv, t0, digit=0), "u0")
+    g.output(d.modup(fw, iv, t1, digit=1), "u1")
+
+
+def _moddown(g):  # special(2): a on Q ++ P = [0, 1, 2] ++ [3, 4]
+    a = _ct(g, "a", rows=5, domain="ntt", form="mont")
+    fw, iv = _twiddles(g, 5)
+    t = g.input("t", fhjit.table(2 + 2 * 3 + 3))
+    g.output(fhjit.moddown(a, fw, iv, t), "y")
+
+
+S7_CASES = {
+    "rows": s7_case("rows", _rows), "concat": s7_case("concat", _concat),
+    "bconv": s7_case("bconv", _bconv),
+    "automorphism_coef": s7_case("automorphism_coef", _automorphism("coef")),
+    "automorphism_ntt": s7_case("automorphism_ntt", _automorphism("ntt")),
+    "rescale": s7_case("rescale", _rescale),
+    "modup": s7_case("modup", _modup, special=2, digits=2),
+    "moddown": s7_case("moddown", _moddown, special=2),
+}
+# their graphs hold NTTs: several kernels, which the fake driver's executor
+# does not run (it runs the whole graph per launch)
+S7_MULTI_KERNEL = ("rescale", "modup", "moddown")
+
 CASES = {
     "add": binary("add"), "sub": binary("sub"), "add_lazy": binary("add_lazy"),
     "mul": binary("mul"), "neg": unary("neg"), "to_mont": unary("to_mont"),
@@ -178,6 +266,7 @@ CASES = {
     "ntt_inv_std": ntt("inv", "std"), "ntt_inv_mont": ntt("inv", "mont"),
     "ntt_chain": ntt_chain,
 }
+CASES.update(S7_CASES)
 
 
 def test_every_op_has_a_case():
@@ -203,12 +292,13 @@ def _backends():
 @pytest.mark.parametrize("radix", ["r32", "r62"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_op(case, radix, backend, rng):
-    if backend == "fake" and case.startswith("ntt"):
+    if backend == "fake" and case.startswith(("ntt",) + S7_MULTI_KERNEL):
         pytest.skip("the fake driver's executor runs single-kernel graphs only")
     g, ins, q, n = CASES[case](radix, rng)
     params = fhjit.param_table(q, radix, n=n)
     want = on_backend("interp", g, ins, params)
-    got = on_backend(backend, g, ins, params, fake=fake_driver(), torch=torch_cuda())
+    got = run_or_skip(on_backend, backend, g, ins, params, fake=fake_driver(),
+                      torch=torch_cuda())
     assert len(got) == len(want) == len(g.output_names)
     for name, w, x in zip(g.output_names, want, got):
         assert x.shape == w.shape, name
