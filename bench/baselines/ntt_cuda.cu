@@ -23,7 +23,8 @@
 // measured in the same run, and prints the floors they imply.
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90 -o ntt_cuda ntt_cuda.cu
-// Run:   ./ntt_cuda [--quick] [--json FILE]
+// Run:   ./ntt_cuda [--quick] [--floors] [--json FILE]   (--floors: the copy
+//         bandwidth and product rates alone)
 // --json FILE: the same figures as JSON, {"device": name, "sms": count,
 // "results": [...]}: one "floors" object (copy GB/s, product rates) and one
 // "ntt" object per table line (times, floors); bench/plot.py reads it.
@@ -872,17 +873,19 @@ static double copy_bandwidth() {
 }
 
 int main(int argc, char **argv) {
-  bool quick = false;
+  bool quick = false, floors_only = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
+    } else if (strcmp(argv[i], "--floors") == 0) {
+      floors_only = true; // the floors alone (bench/s7-run.sh)
     } else if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
       if (!(g_json = fopen(argv[++i], "w"))) {
         fprintf(stderr, "ntt_cuda: cannot write %s\n", argv[i]);
         return 1;
       }
     } else {
-      fprintf(stderr, "usage: %s [--quick] [--json FILE]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--quick] [--floors] [--json FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -916,6 +919,10 @@ int main(int argc, char **argv) {
               fl.copy_bw / 1e9, fl.prod_rate[0], fl.prod_rate[1], chain_rate, shoup_rate);
   }
   int failures = 0;
+  if (floors_only) {
+    if (g_json) fprintf(g_json, "\n], \"failures\": 0}\n"), fclose(g_json);
+    return 0;
+  }
   bench_one<R62, 12>(32, fl, quick, failures);
   bench_one<R62, 14>(32, fl, quick, failures);
   bench_one<R62, 16>(32, fl, quick, failures);

@@ -30,50 +30,8 @@
 
 #include <llvm-c/Linker.h>
 
-#include "lower/ntt.h"
+#include "lower/steps.h"
 #include "nvptx/nvptx.h"
-
-/* A buffer: a kernel argument (input, result or scratch). */
-typedef struct an_buf {
-  int kind; /* an lw_arg_kind, or -1: none */
-  int32_t index;
-} an_buf;
-
-typedef struct an_step {
-  int is_ntt;
-  /* pointwise: a bound sub-graph; its inputs and results are these buffers */
-  fhjit_graph *sub;
-  an_buf *in, *out;
-  /* NTT */
-  fhjit_value node;
-  lw_ntt_plan plan;
-  an_buf src, dst, tw;
-  /* a fused prologue: the operand computed in the first kernel by a bound
-   * sub-graph (its inputs: pro_in), component pro_comp of its result (-1:
-   * all of it) */
-  fhjit_graph *pro_sub;
-  an_buf *pro_in;
-  int pro_comp;
-  /* a fused epilogue: results computed in the last kernel, each by a bound
-   * sub-graph (inputs epi_in[t], input epi_reg[t] being the transform's
-   * value) into result buffer epi_out[t] */
-  int nepi;
-  fhjit_graph *epi_sub[LW_NTT_MAX_EPI];
-  an_buf *epi_in[LW_NTT_MAX_EPI];
-  int32_t epi_reg[LW_NTT_MAX_EPI];
-  an_buf epi_out[LW_NTT_MAX_EPI];
-  int skip_store; /* the transform's own result is read by nothing */
-} an_step;
-
-typedef struct an_plan {
-  fhjit_context *sctx; /* owns the sub-graphs */
-  an_step steps[LW_MAX_KERNELS];
-  int nsteps;
-  int nscratch;
-  int64_t scratch_bytes[LW_MAX_KERNELS];
-  /* host path */
-  lw_ntt_host *host[LW_MAX_KERNELS];
-} an_plan;
 
 static void plan_free(an_plan *p) {
   if (!p) return;
@@ -83,7 +41,10 @@ static void plan_free(an_plan *p) {
     free(p->steps[s].pro_in);
     for (int t = 0; t < p->steps[s].nepi; t++) free(p->steps[s].epi_in[t]);
     lw_ntt_host_destroy(p->host[s]);
+    lw_bconv_host_destroy(p->bhost[s]);
   }
+  for (int i = 0; i < p->ncols; i++) free(p->cols[i]);
+  free(p->cols);
   fhjit_context_destroy(p->sctx);
   free(p);
 }
@@ -94,6 +55,12 @@ static void plan_free_hook(void *p) { plan_free(p); }
 
 static int is_live_anchor(const fhjit_graph *g, const char *live, fhjit_value v) {
   return live[v] && g->nodes[v].op == IR_NTT;
+}
+
+/* A live value computed by steps of its own into a buffer: an NTT or a
+ * limb-mixing op (mixsteps.c). Cones of fused work stop there. */
+static int is_barrier(const fhjit_graph *g, const char *live, fhjit_value v) {
+  return live[v] && (g->nodes[v].op == IR_NTT || ir_op_class_of(g->nodes[v].op) == IR_CLASS_MIXING);
 }
 
 /* Live values: what the results depend on (NULL when out of memory). */
@@ -111,21 +78,12 @@ int lw_graph_has_anchor(const fhjit_graph *g) {
   if (!g || !g->bound) return 0;
   char *live = live_values(g);
   int any = 0;
-  for (int32_t v = 0; v < g->nnodes && live && !any; v++) any = is_live_anchor(g, live, v);
+  for (int32_t v = 0; v < g->nnodes && live && !any; v++)
+    any = is_live_anchor(g, live, v) || (live[v] && lw_is_s7(g, v));
   free(live);
   return any;
 }
 
-typedef struct an_build {
-  fhjit_graph *g;
-  an_plan *p;
-  char *live;
-  int has_where;
-  an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
-  fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
-  char *in_memory;     /* per anchor: some step reads its buffer */
-  fhjit_status st;
-} an_build;
 
 static fhjit_status sub_error(an_build *B, const char *what) {
   if (!B->st)
@@ -284,6 +242,36 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
   }
 }
 
+/* Whether values u and v walk one index space on one basis (rows, N and
+ * the chain positions of their rows). */
+static int same_walk(const fhjit_graph *g, fhjit_value u, fhjit_value v) {
+  const fhjit_type *a = &g->nodes[u].type, *b = &g->nodes[v].type;
+  if (a->rows != b->rows || a->n != b->n) return 0;
+  for (int64_t r = 0; r < a->rows; r++)
+    if (ir_pos(g, u, r) != ir_pos(g, v, r)) return 0;
+  return 1;
+}
+
+/* Pointwise steps for targets[0..n) into dests: one per group of targets
+ * that share a walk (a fused kernel walks one index space, and its
+ * per-row constants come from one basis). Reorders both arrays. */
+static void add_grouped(an_build *B, fhjit_value *targets, an_buf *dests, int n) {
+  int done = 0;
+  while (done < n && !B->st) {
+    int k = done + 1;
+    for (int i = done + 1; i < n; i++) {
+      if (!same_walk(B->g, targets[done], targets[i])) continue;
+      fhjit_value tv = targets[k];
+      an_buf tb = dests[k];
+      targets[k] = targets[i], dests[k] = dests[i];
+      targets[i] = tv, dests[i] = tb;
+      k++;
+    }
+    add_pointwise(B, targets + done, dests + done, k - done);
+    done = k;
+  }
+}
+
 /* Where the NTT operand v can be read in place: a buffer, the layout of the
  * view (offset included) and the view's type. An input or an extract of one
  * is read through its bound layout; an anchor or a materialised value (or a
@@ -299,6 +287,10 @@ static int source_view(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l)
   if (B->where[v].kind >= 0) {
     *buf = B->where[v];
     fhjit_dense_layout(&n->type, l);
+    return 1;
+  }
+  if (n->op == IR_ROWS && source_view(B, n->args[0], buf, l)) {
+    l->offset += n->attr[0] * l->row_stride;
     return 1;
   }
   if (n->op != IR_EXTRACT || !source_view(B, n->args[0], buf, l)) return 0;
@@ -337,7 +329,7 @@ static void mark_cone(const an_build *B, fhjit_value root, char *mark, int enter
   for (int32_t v = root; v >= 0; v--) {
     if (!mark[v]) continue;
     const ir_node *n = &g->nodes[v];
-    if (n->op == IR_INPUT || (is_live_anchor(g, B->live, v) && !(v == root && enter_root))) continue;
+    if (n->op == IR_INPUT || (is_barrier(g, B->live, v) && !(v == root && enter_root))) continue;
     for (int a = 0; a < n->nargs; a++) mark[n->args[a]] = 1;
   }
 }
@@ -366,10 +358,13 @@ static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const ch
   memset(dep, 0, (size_t)g->nnodes);
   dep[v] = 1;
   for (int32_t w = v + 1; w <= u; w++) {
-    if (!cone[w] || is_live_anchor(g, B->live, w) || g->nodes[w].op == IR_INPUT) continue;
+    if (!cone[w] || is_barrier(g, B->live, w) || g->nodes[w].op == IR_INPUT) continue;
     const ir_node *n = &g->nodes[w];
     for (int a = 0; a < n->nargs; a++) dep[w] |= dep[n->args[a]];
     if (!dep[w]) continue;
+    /* re-indexing ops read their operands at other rows or indices */
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) return 0;
     unsigned f = ir_op_info_of(n->op)->flags;
     if (f & IR_F_REMAPS_INDEX) return 0;
     if (cv > 1 && !(f & IR_F_COMPONENTWISE)) return 0; /* extract, pack, key switch... */
@@ -399,12 +394,14 @@ static void choose_epilogues(an_build *B) {
   for (int32_t k = 0; k < g->nresults; k++) {
     fhjit_value u = g->results[k].value;
     const ir_node *n = &g->nodes[u];
-    if (n->op == IR_INPUT || is_live_anchor(g, B->live, u) || B->epi_of[u] >= 0) continue;
+    if (n->op == IR_INPUT || is_barrier(g, B->live, u) || B->epi_of[u] >= 0) continue;
     mark_cone(B, u, cone, 0);
     fhjit_value v = -1;
     for (int32_t w = 0; w < u; w++)
-      if (cone[w] && is_live_anchor(g, B->live, w)) v = w;
-    if (v < 0 || count[v] == LW_NTT_MAX_EPI || !epilogue_ok(B, u, v, cone, dep)) continue;
+      if (cone[w] && is_barrier(g, B->live, w)) v = w;
+    if (v < 0 || !is_live_anchor(g, B->live, v) || count[v] == LW_NTT_MAX_EPI ||
+        !epilogue_ok(B, u, v, cone, dep))
+      continue;
     B->epi_of[u] = v;
     count[v]++;
   }
@@ -415,12 +412,14 @@ static void choose_epilogues(an_build *B) {
     fhjit_value root = -1, own = -1;
     if (is_live_anchor(g, B->live, w)) {
       root = g->nodes[w].args[0];
+    } else if (B->live[w] && lw_is_s7(g, w)) {
+      root = w; /* its own steps read its operands from memory */
     } else if (g->result_of[w] >= 0 && B->live[w]) {
       root = w;
       own = B->epi_of[w];
     }
     if (root < 0) continue;
-    mark_cone(B, root, cone, 0);
+    mark_cone(B, root, cone, root == w && lw_is_s7(g, w));
     for (int32_t a = 0; a <= root; a++)
       if (cone[a] && is_live_anchor(g, B->live, a) && a != own) B->in_memory[a] = 1;
   }
@@ -507,6 +506,10 @@ static an_plan *build_plan(fhjit_graph *g) {
   }
 
   for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
+    if (B.live[v] && lw_is_s7(g, v)) {
+      lw_steps_s7(&B, v);
+      continue;
+    }
     if (!is_live_anchor(g, B.live, v)) continue;
     const ir_node *n = &g->nodes[v];
     fhjit_value x = n->args[0];
@@ -548,7 +551,7 @@ static an_plan *build_plan(fhjit_graph *g) {
       break;
     }
     s->is_ntt = 1;
-    s->node = v;
+    s->ntt_type = n->type;
     s->src = src;
     s->pro_sub = pro_sub;
     s->pro_in = pro_in;
@@ -585,7 +588,7 @@ static an_plan *build_plan(fhjit_graph *g) {
       targets[nt] = v;
       dests[nt++] = (an_buf){LW_ARG_RESULT, k};
     }
-    if (!B.st && nt > 0) add_pointwise(&B, targets, dests, nt);
+    add_grouped(&B, targets, dests, nt);
     free(targets);
     free(dests);
   }
@@ -613,7 +616,8 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
   fu->comp = s->pro_comp;
   fu->nepi = s->nepi;
   for (int t = 0; t < s->nepi; t++) fu->epi[t] = (lw_ntt_epi){s->epi_sub[t], s->epi_reg[t]};
-  const fhjit_type *tv = &g->nodes[s->node].type;
+  (void)g;
+  const fhjit_type *tv = &s->ntt_type;
   fu->ntt_comps = tv->comps > 1 ? tv->comps : 1;
   fu->skip_store = s->skip_store;
 }
@@ -625,6 +629,12 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   k->nargs = 0;
   k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
   k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  if (st->is_bconv) { /* (params, pstride, table, src, dst) */
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->src.kind, st->src.index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    return;
+  }
   if (st->is_ntt) {
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
     /* with a prologue the source argument is unused: dst stands in */
@@ -676,6 +686,22 @@ static void describe_ntt(const an_plan *p, int s, lw_program *out) {
   }
 }
 
+/* The name of bconv step s's kernel. */
+static void bconv_name(char out[LW_NAME_MAX], int s) { snprintf(out, LW_NAME_MAX, "fhjit_bconv%d", s); }
+
+/* Appends the kernel of bconv step s. */
+static void describe_bconv(const an_plan *p, int s, lw_program *out) {
+  const lw_bconv_plan *bp = &p->steps[s].bconv;
+  lw_kernel *k = &out->kernels[out->nkernels++];
+  bconv_name(k->name, s);
+  k->grid[0] = bp->blocks;
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = bp->threads;
+  k->block[1] = k->block[2] = 1;
+  k->shared_bytes = bp->shared_bytes;
+  step_args(p, s, NULL, 0, k);
+}
+
 /* Appends the kernel of pointwise step s. */
 static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, lw_program *out) {
   lw_plan pl;
@@ -703,6 +729,10 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
     an_step *sp = &p->steps[s];
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
+    if (sp->is_bconv) {
+      describe_bconv(p, s, out);
+      continue;
+    }
     if (!sp->is_ntt) {
       fhjit_status st = describe_pointwise(g, p, s, out);
       if (st) return st;
@@ -735,6 +765,11 @@ static fhjit_status check_kernel_names(fhjit_graph *g, LLVMModuleRef m, const lw
 static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef c,
                                LLVMModuleRef m, LLVMTargetMachineRef tm) {
   an_step *sp = &p->steps[s];
+  if (sp->is_bconv) {
+    char name[LW_NAME_MAX];
+    bconv_name(name, s);
+    return lw_bconv_build(g->ctx, &sp->bconv, LW_GPU, name, c, m);
+  }
   if (sp->is_ntt) {
     char prefix[40];
     ntt_prefix(prefix, s, &sp->plan);
@@ -836,6 +871,14 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     an_plan *p = build_plan(g);
     if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     for (int s = 0; s < p->nsteps; s++) {
+      if (p->steps[s].is_bconv) {
+        fhjit_status st = lw_bconv_host_create(g->ctx, &p->steps[s].bconv, &p->bhost[s]);
+        if (st) {
+          plan_free(p);
+          return st;
+        }
+        continue;
+      }
       if (!p->steps[s].is_ntt) continue;
       lw_ntt_fusion fu;
       step_fusion(g, &p->steps[s], &fu);
@@ -861,6 +904,13 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
                     g->name);
   for (int s = 0; s < p->nsteps && !st; s++) {
     an_step *sp = &p->steps[s];
+    if (sp->is_bconv) {
+      st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
+                             buf_ptr(&sp->tw, inputs, results, scratch),
+                             buf_ptr(&sp->src, inputs, results, scratch),
+                             buf_ptr(&sp->dst, inputs, results, scratch), threads);
+      continue;
+    }
     if (sp->is_ntt) {
       const void *extra[LW_MAX_ARGS];
       int32_t nextra = sp->pro_sub ? sp->pro_sub->ninputs : 0;
@@ -886,4 +936,22 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
   }
   for (int s = 0; s < p->nscratch; s++) free(scratch[s]);
   return st;
+}
+
+/* ------------------------------------------------- for mixsteps.c */
+
+an_step *lw_step_new(an_build *B) { return new_step(B); }
+int lw_step_scratch(an_build *B, const fhjit_type *t) { return new_scratch(B, t); }
+void lw_step_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests, int n) {
+  add_pointwise(B, targets, dests, n);
+}
+int lw_step_source(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
+  return source_view(B, v, buf, l);
+}
+void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *l) {
+  set_source(p, t, l);
+}
+fhjit_status lw_step_sub_error(an_build *B, const char *what) { return sub_error(B, what); }
+void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t) {
+  sub_name(out, kind, s, t);
 }

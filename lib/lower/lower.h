@@ -20,7 +20,8 @@ typedef enum lw_arg_kind {
 
 #define LW_MAX_ARGS 64
 #define LW_NAME_MAX 64 /* kernel symbols, their NUL included (lw_graph_symbol) */
-#define LW_MAX_KERNELS 16 /* graphs with NTT anchors run several */
+#define LW_MAX_KERNELS 128 /* graphs with NTTs and limb mixing run several (a key switch
+                             * of 7 digits at N = 2^16: about 60) */
 
 typedef struct lw_arg {
   lw_arg_kind kind;

@@ -4,12 +4,14 @@
  * offset and aliasing input layouts, in-place results), sizes from one
  * element to 2^26, several streams at once, CUDA graph capture, the disk
  * cache, and the error paths (bad pointers and sizes, a kernel launched in
- * another context, an absurd allocation). Public API only (libfhjit.so);
+ * another context, an absurd allocation), and SPEC section 7's ops (bconv,
+ * rescale, moddown, modup, re-indexing) on chains up to its benchmark
+ * shapes. Public API only (libfhjit.so);
  * driver calls go through fhjit_cuda_driver_proc. Prints one PASS/FAIL line
  * per group and "N passed, N failed"; exits 77 (skipped) without a driver.
  *
  *   fhjit_gpu_test [--examples DIR] [--max-log2 K] [--random N] [--seed S]
- *                  [--quick] [--verbose]
+ *                  [--quick] [--verbose] [--only GROUP]
  * --quick: small sizes and few graphs (for compute-sanitizer). */
 #include <dirent.h>
 #include <stdarg.h>
@@ -854,6 +856,210 @@ static void group_ntt(void) {
   group_end("ntt");
 }
 
+/* ------------------------------------------------ section 7 (issue 16) */
+
+/* A chain of m NTT primes for N: near the radix limit and far below. */
+static int s7_chain(fhjit_radix radix, int m, int64_t n, uint64_t *q) {
+  uint64_t near[64], far[64];
+  int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 25 : 40;
+  if (fhjit_find_primes(ctx, nb, (uint64_t)(2 * n), m, near) != FHJIT_OK ||
+      fhjit_find_primes(ctx, fb, (uint64_t)(2 * n), m, far) != FHJIT_OK) {
+    check(0, "section 7 chain: %s", fhjit_last_error(ctx));
+    return 0;
+  }
+  for (int i = 0; i < m; i++) q[i] = i % 3 == 2 ? far[i] : near[i];
+  return 1;
+}
+
+/* Input i's words: twiddles of the chain, the table the graph asks for,
+ * else lazy words of each row's chain modulus (keys: rows are positions),
+ * one in eight an edge value. */
+static int s7_fill(gcase *c, int32_t i, const void *fwd, const void *inv, const uint64_t *q,
+                   int64_t n, const char *label) {
+  fhjit_type t;
+  int use = 0;
+  fhjit_input_binding(c->g, i, &t, NULL);
+  size_t words = c->in_bytes[i] / c->ws;
+  if (t.kind == FHJIT_KIND_TWIDDLE) {
+    fhjit_input_twiddle_use(c->g, i, &use);
+    memcpy(c->host_in[i], use == FHJIT_TWIDDLE_INVERSE ? inv : fwd, c->in_bytes[i]);
+    return 1;
+  }
+  if (t.kind == FHJIT_KIND_TABLE) {
+    int64_t len;
+    if (fhjit_input_table(c->g, i, c->host_in[i], &len) == FHJIT_OK) return 1;
+    check(0, "%s: fhjit_input_table: %s", label, fhjit_last_error(ctx));
+    return 0;
+  }
+  int32_t basis[64], rows = 0;
+  if (t.kind != FHJIT_KIND_POLY || fhjit_value_basis(c->g, fhjit_input_value(c->g, i), basis,
+                                                     64, &rows) != FHJIT_OK)
+    for (int r = 0; r < 64; r++) basis[r] = r;
+  for (size_t k = 0; k < words; k++) {
+    uint64_t qr = q[basis[(k / (size_t)n) % (size_t)t.rows]];
+    const uint64_t edges[6] = {0, 1, qr - 1, qr, qr + 1, 2 * qr - 1};
+    put_word(c->host_in[i], c->ws, k, below(8) ? below(2 * qr) : edges[below(6)]);
+  }
+  return 1;
+}
+
+/* Bound graph g on chain q[0..m) with transforms of length n: compiled,
+ * launched and checked word for word against the interpreter. */
+static void s7_case(fhjit_graph *g, const uint64_t *q, int m, int64_t n, const char *label) {
+  gcase c;
+  memset(&c, 0, sizeof c);
+  c.g = g;
+  c.radix = fhjit_graph_radix(g);
+  c.ws = c.radix == FHJIT_R32 ? 4 : 8;
+  c.nin = fhjit_num_inputs(g);
+  c.nres = fhjit_num_results(g);
+  c.inplace_result = c.inplace_input = -1;
+  c.pstride = m;
+  size_t tbytes = (size_t)m * (size_t)n * c.ws;
+  void *fwd = malloc(tbytes), *inv = malloc(tbytes);
+  c.params = malloc((size_t)(8 * m) * c.ws);
+  int ok = fwd && inv && c.params && c.nin <= 32 && c.nres <= 32 &&
+           fhjit_param_table(ctx, c.radix, q, m, n, 1, 0, c.params, m) == FHJIT_OK &&
+           fhjit_twiddle_tables(ctx, c.radix, q, m, n, fwd, inv) == FHJIT_OK;
+  if (!ok) check(0, "%s: set-up: %s", label, fhjit_last_error(ctx));
+  const void *ins[32];
+  void *refs[32];
+  for (int32_t i = 0; ok && i < c.nin; i++) {
+    c.owner[i] = i;
+    ok = fhjit_cuda_input_bytes(g, i, &c.in_bytes[i]) == FHJIT_OK &&
+         (c.host_in[i] = malloc(c.in_bytes[i])) != NULL &&
+         s7_fill(&c, i, fwd, inv, q, n, label) &&
+         fhjit_cuda_alloc(ctx, c.in_bytes[i], &c.din[i]) == FHJIT_OK &&
+         fhjit_cuda_upload(ctx, c.din[i], c.host_in[i], c.in_bytes[i]) == FHJIT_OK;
+    ins[i] = c.host_in[i];
+  }
+  for (int32_t r = 0; ok && r < c.nres; r++) {
+    ok = fhjit_cuda_result_bytes(g, r, &c.res_bytes[r]) == FHJIT_OK &&
+         (c.ref[r] = malloc(c.res_bytes[r])) != NULL &&
+         fhjit_cuda_alloc(ctx, c.res_bytes[r], &c.dres[r]) == FHJIT_OK;
+    refs[r] = c.ref[r];
+  }
+  ok = ok && fhjit_interpret(g, c.params, c.pstride, ins, refs) == FHJIT_OK &&
+       fhjit_cuda_alloc(ctx, (size_t)(8 * m) * c.ws, &c.dparams) == FHJIT_OK &&
+       fhjit_cuda_upload(ctx, c.dparams, c.params, (size_t)(8 * m) * c.ws) == FHJIT_OK;
+  if (!ok) check(0, "%s: %s", label, fhjit_last_error(ctx));
+  else check(case_run(&c, NULL, label), "%s", label);
+  case_free(&c);
+  free(fwd);
+  free(inv);
+}
+
+static fhjit_value s7_poly(fhjit_graph *g, const char *name, int comps, int64_t rows, int64_t n,
+                           const int32_t *basis, fhjit_domain d, fhjit_form f) {
+  fhjit_type t;
+  memset(&t, 0, sizeof t);
+  t.kind = FHJIT_KIND_POLY;
+  t.comps = comps;
+  t.rows = rows;
+  t.n = n;
+  t.domain = d;
+  t.form = f;
+  fhjit_value v = fhjit_input(g, name, &t);
+  if (basis && v >= 0) fhjit_input_basis(g, v, basis, (int32_t)rows);
+  return v;
+}
+
+static fhjit_value s7_table(fhjit_graph *g, const char *name, int64_t len) {
+  fhjit_type t = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = len};
+  return fhjit_input(g, name, &t);
+}
+
+static fhjit_value s7_twiddles(fhjit_graph *g, const char *name, int m, int64_t n) {
+  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = m, .n = n};
+  return fhjit_input(g, name, &t);
+}
+
+/* One op of section 7 on chain (Q of mq rows, P of K, digits of alpha):
+ * 0 bconv Q's first alpha rows -> the others, 1 rescale, 2 moddown,
+ * 3 + j modup of digit j, 100 the re-indexing ops of computed values. */
+static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K, int alpha,
+                             int64_t n, int which, int comps) {
+  int m = mq + K;
+  fhjit_graph *g = fhjit_graph_create(ctx, "s7", radix);
+  fhjit_graph_set_moduli(g, q, m);
+  fhjit_graph_set_special(g, K);
+  fhjit_graph_set_digits(g, alpha);
+  fhjit_value fwd = s7_twiddles(g, "fwd", m, n), inv = s7_twiddles(g, "inv", m, n), y = -1;
+  int32_t basis[64];
+  for (int r = 0; r < m; r++) basis[r] = r;
+  if (which == 0) {
+    fhjit_value x = s7_poly(g, "x", comps, alpha, n, NULL, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    y = fhjit_bconv(g, x, s7_table(g, "t", alpha + (int64_t)alpha * (m - alpha)), basis + alpha,
+                    m - alpha);
+  } else if (which == 1) {
+    fhjit_value x = s7_poly(g, "x", comps, mq, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    y = fhjit_rescale(g, x, fwd, inv, s7_table(g, "t", mq - 1));
+  } else if (which == 2) {
+    fhjit_value x = s7_poly(g, "x", comps, m, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    y = fhjit_moddown(g, x, fwd, inv, s7_table(g, "t", K + (int64_t)K * mq + mq));
+  } else if (which >= 3 && which < 100) {
+    int j = which - 3;
+    int64_t nd = mq - j * alpha < alpha ? mq - j * alpha : alpha;
+    fhjit_value x = s7_poly(g, "x", comps, mq, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    y = fhjit_modup(g, x, j, fwd, inv, s7_table(g, "t", nd + nd * (m - nd)));
+  } else {
+    int64_t k = (5 * 5 * 5 * 5 * 5) % (2 * n);
+    fhjit_value a = s7_poly(g, "a", comps, mq, n, NULL, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+    fhjit_value b = s7_poly(g, "b", comps, mq, n, NULL, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+    fhjit_value s = fhjit_add(g, a, b);
+    int h = mq / 2;
+    fhjit_value r1 = fhjit_mul(g, fhjit_automorphism(g, fhjit_rows(g, s, h, mq - h), k),
+                               fhjit_rows(g, b, h, mq - h));
+    fhjit_output(g, r1, "r1");
+    fhjit_value t = fhjit_ntt(g, s, fwd, FHJIT_NTT_COEF_STD_TO_NTT);
+    fhjit_value ta = fhjit_automorphism(g, t, 2 * n - 1);
+    y = fhjit_concat(g, fhjit_rows(g, ta, h, mq - h), fhjit_rows(g, t, 0, h));
+  }
+  if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK) {
+    check(0, "s7 graph %d: %s", which, fhjit_last_error(ctx));
+    fhjit_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* Every section 7 op on the GPU against the interpreter: both radices,
+ * N = 2^4 .. 2^16 (2^12 when quick), chains of 10 rows (Q 8, P 2, digits
+ * of 3) and SPEC 7's benchmark shapes (r62 Q 35 + P 5, dnum 7; r32 Q 48 +
+ * P 12, dnum 4) at N = 2^12, components 0 and 2. */
+static void group_s7(int quick) {
+  group_begin();
+  static const int logs[] = {4, 10, 12, 16};
+  for (int rdx = 0; rdx < 2; rdx++) {
+    fhjit_radix radix = rdx ? FHJIT_R62 : FHJIT_R32;
+    for (int li = 0; li < 4; li++) {
+      if (quick && logs[li] > 12) continue;
+      int64_t n = (int64_t)1 << logs[li];
+      int bench = logs[li] == 12;
+      int mq = bench ? (rdx ? 35 : 48) : 8, K = bench ? (rdx ? 5 : 12) : 2;
+      int alpha = bench ? (rdx ? 5 : 12) : 3, ndig = (mq + alpha - 1) / alpha;
+      uint64_t q[64];
+      if (!s7_chain(radix, mq + K, n, q)) continue;
+      int ops[16], nops = 0;
+      ops[nops++] = 0, ops[nops++] = 1, ops[nops++] = 2;
+      for (int j = 0; j < ndig && nops < 12; j++)
+        if (!bench || j == 0 || j == ndig - 1) ops[nops++] = 3 + j;
+      ops[nops++] = 100;
+      for (int o = 0; o < nops; o++) {
+        int comps = (o + li) % 2 ? 2 : 0;
+        fhjit_graph *g = s7_graph(radix, q, mq, K, alpha, n, ops[o], comps);
+        if (!g) continue;
+        char label[96];
+        snprintf(label, sizeof label, "s7 %s op %d N=2^%d Q%d+P%d comps %d",
+                 rdx ? "r62" : "r32", ops[o], logs[li], mq, K, comps);
+        s7_case(g, q, mq + K, n, label);
+        fhjit_graph_destroy(g);
+      }
+    }
+  }
+  group_end("section7");
+}
+
 /* Launches recorded into a CUDA graph, replayed. */
 static void group_capture(void) {
   group_begin();
@@ -1037,16 +1243,18 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* logs survive a crash */
   const char *examples = FHJIT_EXAMPLES_DIR;
   int max_log2 = 26, nrandom = 120, quick = 0;
+  const char *only = NULL; /* run one group (its name in the PASS/FAIL line) */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--examples") && i + 1 < argc) examples = argv[++i];
     else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--random") && i + 1 < argc) nrandom = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--verbose")) verbose = 1;
     else {
       fprintf(stderr, "usage: %s [--examples DIR] [--max-log2 K] [--random N] [--seed S] "
-                      "[--quick] [--verbose]\n", argv[0]);
+                      "[--quick] [--verbose] [--only GROUP]\n", argv[0]);
       return 2;
     }
   }
@@ -1069,14 +1277,20 @@ int main(int argc, char **argv) {
   /* the disk cache of the user is left alone: this run's own */
   char dir[] = "/tmp/fhjit-gpu-test-XXXXXX";
   if (mkdtemp(dir)) setenv("FHJIT_CACHE_DIR", dir, 1);
-  group_examples(examples);
-  group_random(nrandom, quick ? 14 : 20);
-  group_sizes(max_log2);
-  group_streams(max_log2);
-  group_capture();
-  if (!on_fake) group_ntt(); /* the fake cannot run programs of several kernels */
-  group_errors();
-  group_cache();
+#define RUN(name, call) \
+  if (!only || !strcmp(only, name)) call
+  RUN("examples", group_examples(examples));
+  RUN("random", group_random(nrandom, quick ? 14 : 20));
+  RUN("sizes", group_sizes(max_log2));
+  RUN("streams", group_streams(max_log2));
+  RUN("capture", group_capture());
+  if (!on_fake) { /* the fake cannot run programs of several kernels */
+    RUN("ntt", group_ntt());
+    RUN("section7", group_s7(quick));
+  }
+  RUN("errors", group_errors());
+  RUN("cache", group_cache());
+#undef RUN
   printf("%d passed, %d failed\n", passed, failed);
   fhjit_context_destroy(ctx);
   char cmd[128];

@@ -1,0 +1,440 @@
+/* mixsteps.c: the steps of SPEC section 7's ops in the step planner
+ * (steps.h, anchor.c).
+ *
+ * Re-indexing ops (rows, concat, automorphism) are loads in lower.c's
+ * kernels, which read them from buffers: their computed operands are
+ * materialised here first. Limb-mixing ops run as kernels of their own:
+ *   bconv     one conversion kernel (bconv.c);
+ *   rescale   the last row's inverse NTT to coefficient-standard form, the
+ *             lift of it to the other rows (a one-row conversion, centred
+ *             by q/2), their forward NTT, and in that NTT's last kernel the
+ *             epilogue (x - u) * q^-1;
+ *   moddown   the P rows' inverse NTT (coefficient-Montgomery), the
+ *             conversion P -> Q, the forward NTT of Q's rows, and in its last
+ *             kernel (a - u) * P*^-1;
+ *   modup     the digit's inverse NTT, the conversion to the other rows, their
+ *             forward NTT, and a gather of those rows and the digit's own
+ *             into the output order.
+ * Every intermediate lives in scratch; what SPEC states as one formula is
+ * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
+ * the NTT kinds it names, the conversion's exact sums. Fusing these kernels
+ * further (the conversion into the NTTs' first and last kernels) is issue
+ * 16's next step. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/tables.h"
+#include "lower/steps.h"
+
+int lw_is_s7(const fhjit_graph *g, fhjit_value v) {
+  ir_op_class c = ir_op_class_of(g->nodes[v].op);
+  return c == IR_CLASS_ROWS || c == IR_CLASS_PERMUTE || c == IR_CLASS_MIXING;
+}
+
+static void oom(an_build *B) {
+  if (!B->st) B->st = ir_error(B->g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+}
+
+/* A column list of n entries owned by the plan (plans point to it). */
+static int32_t *new_cols(an_build *B, int64_t n) {
+  an_plan *p = B->p;
+  int32_t **grown = realloc(p->cols, sizeof *grown * (size_t)(p->ncols + 1));
+  int32_t *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
+  if (grown) p->cols = grown;
+  if (!grown || !c) {
+    free(c);
+    oom(B);
+    return NULL;
+  }
+  p->cols[p->ncols++] = c;
+  return c;
+}
+
+/* The chain positions of rows [first, first + n) of value v. */
+static int32_t *cols_of(an_build *B, fhjit_value v, int64_t first, int64_t n) {
+  int32_t *c = new_cols(B, n);
+  for (int64_t r = 0; c && r < n; r++) c[r] = (int32_t)ir_pos(B->g, v, first + r);
+  return c;
+}
+
+/* The buffer that will hold v: its result buffer when it is a result,
+ * else new scratch (kind -1 on failure). */
+static an_buf home_of(an_build *B, fhjit_value v) {
+  if (B->g->result_of[v] >= 0) return (an_buf){LW_ARG_RESULT, B->g->result_of[v]};
+  int sc = lw_step_scratch(B, &B->g->nodes[v].type);
+  return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
+}
+
+static an_buf scratch_for(an_build *B, const fhjit_type *t) {
+  int sc = lw_step_scratch(B, t);
+  return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
+}
+
+/* Puts v into a buffer: an input is one already; otherwise a pointwise
+ * step computes it, unless a step already has. */
+static void materialise(an_build *B, fhjit_value v) {
+  if (B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) return;
+  an_buf dst = home_of(B, v);
+  if (B->st) return;
+  lw_step_pointwise(B, &v, &dst, 1);
+  if (!B->st) B->where[v] = dst;
+}
+
+/* The buffer and view holding v (through rows views and extracts),
+ * materialising what must be. */
+static int view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
+  const ir_node *n = &B->g->nodes[v];
+  if (lw_step_source(B, v, buf, l)) return 1;
+  if (n->op == IR_ROWS && view_of(B, n->args[0], buf, l)) {
+    l->offset += n->attr[0] * l->row_stride;
+    return 1;
+  }
+  if (B->st) return 0;
+  materialise(B, v);
+  return !B->st && lw_step_source(B, v, buf, l);
+}
+
+static fhjit_status refuse(an_build *B, fhjit_value v, const char *why) {
+  const ir_node *n = &B->g->nodes[v];
+  if (!B->st)
+    B->st = ir_error_at(B->g, n->loc, FHJIT_ERR_UNSUPPORTED, "%%%s = %s: %s", n->name,
+                        ir_op_name(n->op), why);
+  return B->st;
+}
+
+/* ------------------------------------------------------------ steps */
+
+/* An NTT step of `kind` over a value of type t (rows on chain positions
+ * cols) read from src through view, twiddles from input tw, into dst. */
+static an_step *ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhjit_type *t,
+                         const int32_t *cols, an_buf src, const fhjit_layout *view,
+                         fhjit_value tw, an_buf dst) {
+  fhjit_graph *g = B->g;
+  const ir_node *twn = &g->nodes[tw];
+  if (B->st || !cols) return NULL;
+  if (twn->op != IR_INPUT || (twn->type.n > 1 && twn->layout.index_stride != 1)) {
+    refuse(B, v, "its twiddle tables must be inputs with index stride 1");
+    return NULL;
+  }
+  an_step *s = lw_step_new(B);
+  if (!s) return NULL;
+  s->is_ntt = 1;
+  s->ntt_type = *t;
+  s->src = src;
+  s->dst = dst;
+  s->tw = (an_buf){LW_ARG_INPUT, twn->input_index};
+  s->pro_comp = -1;
+  int64_t batch_rows = fhjit_type_elements(t) / t->n;
+  if (lw_ntt_plan_make(g->ctx, g->radix, kind, ir_ntt_log2(t->n), t->rows, batch_rows,
+                       &s->plan)) {
+    B->st = FHJIT_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  lw_step_set_source(&s->plan, t, view);
+  s->plan.tw_offset = twn->layout.offset;
+  s->plan.tw_row_stride = twn->type.rows > 1 ? twn->layout.row_stride : 0;
+  s->plan.cols = cols;
+  return s;
+}
+
+/* A conversion step: the l rows of src (type ts, chain positions
+ * scols, through view) to the m chain positions dcols, into dense dst;
+ * the table is input `table` from word `skip` (lift: no table). */
+static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+                           const int32_t *scols, an_buf src, const fhjit_layout *view,
+                           int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
+                           an_buf dst) {
+  fhjit_graph *g = B->g;
+  const ir_node *tn = &g->nodes[table];
+  if (B->st || !scols || !dcols) return NULL;
+  if (tn->op != IR_INPUT || (tn->type.n > 1 && tn->layout.index_stride != 1)) {
+    refuse(B, v, "its constant table must be an input with index stride 1");
+    return NULL;
+  }
+  an_step *s = lw_step_new(B);
+  if (!s) return NULL;
+  s->is_bconv = 1;
+  s->src = src;
+  s->dst = dst;
+  /* the lift reads no table; the argument still names a buffer */
+  s->tw = lift ? src : (an_buf){LW_ARG_INPUT, tn->input_index};
+  lw_bconv_plan *bp = &s->bconv;
+  memset(bp, 0, sizeof *bp);
+  bp->radix = g->radix;
+  bp->mont = ts->form == FHJIT_FORM_MONT;
+  bp->lift = lift;
+  bp->l = (int32_t)ts->rows;
+  bp->m = (int32_t)m;
+  bp->log_n = ir_ntt_log2(ts->n);
+  bp->polys = fhjit_type_elements(ts) / (ts->rows * ts->n);
+  int k = 0;
+  if (ts->comps > 0) {
+    bp->src_ext[k] = ts->comps;
+    bp->src_stride[k++] = view->comp_stride;
+  }
+  for (int a = 0; a < ts->nbatch; a++) {
+    bp->src_ext[k] = ts->batch[a];
+    bp->src_stride[k++] = view->batch_stride[a];
+  }
+  bp->src_nax = k;
+  bp->src_offset = view->offset;
+  bp->src_row_stride = view->row_stride;
+  bp->src_index_stride = view->index_stride;
+  bp->table_offset = lift ? 0 : tn->layout.offset + skip;
+  bp->src_cols = scols;
+  bp->dst_cols = dcols;
+  if (lw_bconv_plan_make(g->ctx, bp)) {
+    if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+    return NULL;
+  }
+  return s;
+}
+
+/* A bound sub-graph input of type t on chain positions cols, bound to
+ * layout l (NULL: dense). */
+static fhjit_value sub_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
+                             const int32_t *cols, const fhjit_layout *l) {
+  fhjit_value x = fhjit_input(sub, name, t);
+  if (x == FHJIT_NO_VALUE || fhjit_input_basis(sub, x, cols, (int32_t)t->rows) ||
+      fhjit_bind_input(sub, x, NULL, l))
+    return FHJIT_NO_VALUE;
+  return x;
+}
+
+/* The epilogue out = mul(sub(x, u), c) of rescale and moddown in NTT step
+ * s: x rows [0, l) of the operand (buffer xb through view xl), u the
+ * transform in registers, c row r's constant table[skip + r] read at every
+ * coefficient (a view of the table with index stride 0). */
+static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
+                           const fhjit_layout *xl, fhjit_value table, int64_t skip,
+                           const int32_t *cols, an_buf out) {
+  fhjit_graph *g = B->g;
+  const ir_node *tn = &g->nodes[table];
+  fhjit_type t = g->nodes[v].type;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "epi", B->p->nsteps - 1, 0);
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  an_buf *in = malloc(sizeof *in * 3);
+  if (!sub || !in) {
+    free(in);
+    oom(B);
+    return;
+  }
+  fhjit_layout cl;
+  memset(&cl, 0, sizeof cl);
+  cl.offset = tn->layout.offset + skip;
+  cl.row_stride = 1;
+  fhjit_value x = sub_input(sub, "x", &t, cols, xl);
+  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, "u", &t, cols, NULL);
+  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, "c", &t, cols, &cl);
+  fhjit_value r = c == FHJIT_NO_VALUE ? c : fhjit_mul(sub, fhjit_sub(sub, x, u), c);
+  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
+    free(in);
+    lw_step_sub_error(B, "the epilogue of a limb-mixing op");
+    return;
+  }
+  in[0] = xb;
+  in[1] = s->dst;
+  in[2] = (an_buf){LW_ARG_INPUT, tn->input_index};
+  s->epi_sub[0] = sub;
+  s->epi_in[0] = in;
+  s->epi_reg[0] = 1;
+  s->epi_out[0] = out;
+  s->nepi = 1;
+  s->skip_store = 1;
+}
+
+/* ------------------------------------------------------------- ops */
+
+static void bconv_steps(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  fhjit_value x = n->args[0];
+  const fhjit_type *tx = &g->nodes[x].type;
+  an_buf xb;
+  fhjit_layout xl;
+  if (!view_of(B, x, &xb, &xl)) return;
+  an_buf out = home_of(B, v);
+  if (B->st) return;
+  bconv_step(B, v, 0, tx, cols_of(B, x, 0, tx->rows), xb, &xl, n->type.rows,
+             cols_of(B, v, 0, n->type.rows), n->args[1], 0, out);
+  if (!B->st) B->where[v] = out;
+}
+
+/* The type of value v's rows [.., count) in domain d and form f. */
+static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit_form f) {
+  fhjit_type p = *t;
+  p.rows = count;
+  p.domain = d;
+  p.form = f;
+  return p;
+}
+
+static void rescale_steps(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  fhjit_value x = n->args[0];
+  const fhjit_type *tx = &g->nodes[x].type;
+  int64_t l = tx->rows - 1;
+  an_buf xb;
+  fhjit_layout xl, dense;
+  if (!view_of(B, x, &xb, &xl)) return;
+  /* 1. the last row to coefficient-standard form */
+  fhjit_type t1 = part(tx, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  fhjit_layout l1 = xl;
+  l1.offset += l * xl.row_stride;
+  int32_t *c1 = cols_of(B, x, l, 1);
+  an_buf s1 = scratch_for(B, &t1);
+  ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+  /* 2. lifted to the other rows, centred by q/2 */
+  fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  int32_t *c2 = cols_of(B, x, 0, l);
+  an_buf s2 = scratch_for(B, &t2);
+  fhjit_dense_layout(&t1, &dense);
+  bconv_step(B, v, 1, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+  /* 3. their forward transform, and (x - u) q^-1 in its last kernel */
+  fhjit_type t3 = part(tx, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s3 = scratch_for(B, &t3);
+  fhjit_dense_layout(&t2, &dense);
+  an_step *s = ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  an_buf out = home_of(B, v);
+  if (!s || B->st) return;
+  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out);
+  if (!B->st) B->where[v] = out;
+}
+
+static void moddown_steps(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  fhjit_value a = n->args[0];
+  const fhjit_type *ta = &g->nodes[a].type;
+  int64_t K = g->nspecial, l = ta->rows - K;
+  an_buf ab;
+  fhjit_layout al, dense;
+  if (!view_of(B, a, &ab, &al)) return;
+  /* 1. P's rows to coefficient-Montgomery form */
+  fhjit_type t1 = part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  fhjit_layout l1 = al;
+  l1.offset += l * al.row_stride;
+  int32_t *c1 = cols_of(B, a, l, K);
+  an_buf s1 = scratch_for(B, &t1);
+  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+  /* 2. converted to Q */
+  fhjit_type t2 = part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c2 = cols_of(B, a, 0, l);
+  an_buf s2 = scratch_for(B, &t2);
+  fhjit_dense_layout(&t1, &dense);
+  bconv_step(B, v, 0, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+  /* 3. forward, and (a - u) P*^-1 in its last kernel */
+  fhjit_type t3 = part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s3 = scratch_for(B, &t3);
+  fhjit_dense_layout(&t2, &dense);
+  an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  an_buf out = home_of(B, v);
+  if (!s || B->st) return;
+  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out);
+  if (!B->st) B->where[v] = out;
+}
+
+/* Modup's output in chain order: rows [0, s0) and [s0, m) of the
+ * converted rows u around the digit's own rows d (a gather kernel). */
+static void modup_gather(an_build *B, fhjit_value v, an_buf ub, const fhjit_type *tu,
+                         const int32_t *cu, an_buf db, const fhjit_layout *dl,
+                         const fhjit_type *td, const int32_t *cd, int64_t s0, an_buf out) {
+  fhjit_graph *g = B->g;
+  an_step *s = lw_step_new(B);
+  if (!s) return;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "pw", B->p->nsteps - 1, -1);
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  s->in = malloc(sizeof *s->in * 2);
+  s->out = malloc(sizeof *s->out);
+  s->sub = sub;
+  if (!sub || !s->in || !s->out) {
+    oom(B);
+    return;
+  }
+  fhjit_value u = sub_input(sub, "u", tu, cu, NULL);
+  fhjit_value d = u == FHJIT_NO_VALUE ? u : sub_input(sub, "d", td, cd, dl);
+  fhjit_value r = FHJIT_NO_VALUE;
+  if (d != FHJIT_NO_VALUE) {
+    fhjit_value hi = fhjit_rows(sub, u, s0, tu->rows - s0);
+    r = s0 == 0 ? fhjit_concat(sub, d, hi)
+                : fhjit_concat(sub, fhjit_concat(sub, fhjit_rows(sub, u, 0, s0), d), hi);
+  }
+  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
+    lw_step_sub_error(B, "the gather of modup");
+    return;
+  }
+  s->in[0] = ub;
+  s->in[1] = db;
+  s->out[0] = out;
+  (void)v;
+}
+
+static void modup_steps(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  fhjit_value d = n->args[0];
+  const fhjit_type *td = &g->nodes[d].type;
+  int64_t *src = malloc(sizeof *src * (size_t)td->rows);
+  if (!src) {
+    oom(B);
+    return;
+  }
+  int64_t nd = ir_digit_rows(g, d, n->attr[0], src), s0 = src[0];
+  int contiguous = 1;
+  for (int64_t k = 1; k < nd; k++) contiguous &= src[k] == s0 + k;
+  free(src);
+  if (!contiguous) {
+    refuse(B, v, "the digit's rows are not consecutive rows of the operand; the lowering "
+                 "supports consecutive digits only");
+    return;
+  }
+  int64_t m = n->type.rows - nd;
+  an_buf db;
+  fhjit_layout dl, dense;
+  if (!view_of(B, d, &db, &dl)) return;
+  dl.offset += s0 * dl.row_stride; /* the digit's rows */
+  /* 1. the digit to coefficient-Montgomery form */
+  fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c1 = cols_of(B, d, s0, nd);
+  an_buf s1 = scratch_for(B, &t1);
+  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+  /* 2. converted to the other output rows, in output order */
+  int32_t *c2 = new_cols(B, m);
+  for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
+    if (o < s0 || o >= s0 + nd) c2[k++] = (int32_t)ir_pos(g, v, o);
+  fhjit_type t2 = part(td, m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  an_buf s2 = scratch_for(B, &t2);
+  fhjit_dense_layout(&t1, &dense);
+  bconv_step(B, v, 0, &t1, c1, s1, &dense, m, c2, n->args[3], 0, s2);
+  /* 3. forward */
+  fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s3 = scratch_for(B, &t3);
+  fhjit_dense_layout(&t2, &dense);
+  ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  /* 4. in output order */
+  an_buf out = home_of(B, v);
+  if (B->st) return;
+  fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  modup_gather(B, v, s3, &t3, c2, db, &dl, &tdig, c1, s0, out);
+  if (!B->st) B->where[v] = out;
+}
+
+void lw_steps_s7(an_build *B, fhjit_value v) {
+  const ir_node *n = &B->g->nodes[v];
+  switch (n->op) {
+  case IR_BCONV: bconv_steps(B, v); return;
+  case IR_RESCALE: rescale_steps(B, v); return;
+  case IR_MODDOWN: moddown_steps(B, v); return;
+  case IR_MODUP: modup_steps(B, v); return;
+  default:
+    /* rows, concat, automorphism: loads of buffers (lower.c) */
+    for (int a = 0; a < n->nargs && !B->st; a++) {
+      materialise(B, n->args[a]);
+    }
+    return;
+  }
+}

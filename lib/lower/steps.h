@@ -1,0 +1,95 @@
+/* steps.h: the step plan of graphs that run as several kernels (private to
+ * lib/lower). anchor.c cuts a bound graph into steps (NTTs with fused
+ * prologues and epilogues, pointwise sub-graphs) and builds, describes and
+ * runs them; mixsteps.c adds the steps of SPEC section 7's limb-mixing ops
+ * (bconv, rescale, modup, moddown) and materialises the operands of the
+ * re-indexing ops (rows, concat, automorphism), which lower.c reads as
+ * loads from buffers. */
+#ifndef FHJIT_LOWER_STEPS_H
+#define FHJIT_LOWER_STEPS_H
+
+#include "lower/bconv.h"
+#include "lower/ntt.h"
+
+/* A buffer: a kernel argument (input, result or scratch). */
+typedef struct an_buf {
+  int kind; /* an lw_arg_kind, or -1: none */
+  int32_t index;
+} an_buf;
+
+
+typedef struct an_step {
+  int is_ntt;
+  int is_bconv;
+  /* pointwise: a bound sub-graph; its inputs and results are these buffers */
+  fhjit_graph *sub;
+  an_buf *in, *out;
+  /* NTT: the transformed value's type (components, batch, rows, N) */
+  fhjit_type ntt_type;
+  lw_ntt_plan plan;
+  an_buf src, dst, tw;
+  /* a fused prologue: the operand computed in the first kernel by a bound
+   * sub-graph (its inputs: pro_in), component pro_comp of its result (-1:
+   * all of it) */
+  fhjit_graph *pro_sub;
+  an_buf *pro_in;
+  int pro_comp;
+  /* a fused epilogue: results computed in the last kernel, each by a bound
+   * sub-graph (inputs epi_in[t], input epi_reg[t] being the transform's
+   * value) into result buffer epi_out[t] */
+  int nepi;
+  fhjit_graph *epi_sub[LW_NTT_MAX_EPI];
+  an_buf *epi_in[LW_NTT_MAX_EPI];
+  int32_t epi_reg[LW_NTT_MAX_EPI];
+  an_buf epi_out[LW_NTT_MAX_EPI];
+  int skip_store; /* the transform's own result is read by nothing */
+  /* bconv: src (plan's view) and the table (tw) into dst */
+  lw_bconv_plan bconv;
+} an_step;
+
+typedef struct an_plan {
+  fhjit_context *sctx; /* owns the sub-graphs */
+  an_step steps[LW_MAX_KERNELS];
+  int nsteps;
+  int nscratch;
+  int64_t scratch_bytes[LW_MAX_KERNELS];
+  /* column lists (bases) the plans point to, freed with the plan */
+  int32_t **cols;
+  int ncols;
+  /* host path */
+  lw_ntt_host *host[LW_MAX_KERNELS];
+  lw_bconv_host *bhost[LW_MAX_KERNELS];
+} an_plan;
+
+typedef struct an_build {
+  fhjit_graph *g;
+  an_plan *p;
+  char *live;
+  int has_where;
+  an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
+  fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
+  char *in_memory;     /* per anchor: some step reads its buffer */
+  fhjit_status st;
+} an_build;
+
+/* anchor.c's step builders, for mixsteps.c */
+an_step *lw_step_new(an_build *B);
+int lw_step_scratch(an_build *B, const fhjit_type *t);
+void lw_step_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests, int n);
+int lw_step_source(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l);
+void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *l);
+fhjit_status lw_step_sub_error(an_build *B, const char *what);
+/* "<kind><s>" or "<kind><s>_<t>" (t < 0: none), unique per step. */
+#define LW_STEP_NAME_SIZE 32
+void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
+
+/* mixsteps.c */
+/* Whether v is a live node the step planner must handle for SPEC section 7
+ * (class ROWS, PERMUTE or MIXING). */
+int lw_is_s7(const fhjit_graph *g, fhjit_value v);
+/* Adds the steps of live section 7 node v (in node order, before the steps
+ * of what reads it): a mixing op's own kernels, writing B->where[v]; a
+ * re-indexing op's operands materialised into buffers. */
+void lw_steps_s7(an_build *B, fhjit_value v);
+
+#endif
