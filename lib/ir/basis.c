@@ -161,7 +161,7 @@ typedef struct bbuf {
   int64_t n;
 } bbuf;
 
-static int equal_bases(const fhjit_graph *g, fhjit_value a, fhjit_value b) {
+int ir_same_basis(const fhjit_graph *g, fhjit_value a, fhjit_value b) {
   int64_t rows = g->nodes[a].type.rows;
   if (g->nodes[b].type.rows != rows) return 0;
   for (int64_t r = 0; r < rows; r++)
@@ -187,7 +187,7 @@ static fhjit_status same_bases(fhjit_graph *g, const ir_node *n) {
     if (g->nodes[b].type.kind != FHJIT_KIND_POLY) continue;
     /* a compressed plaintext and an implicit operand have their own rows
      * extent rules (bind.c); their bases are compared row by row */
-    if (!equal_bases(g, n->args[0], b))
+    if (!ir_same_basis(g, n->args[0], b))
       return mismatch(g, n, n->args[0], b, "the operands must be on equal bases");
   }
   return FHJIT_OK;
@@ -342,18 +342,24 @@ fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n) {
 fhjit_status ir_check_lowerable(fhjit_graph *g, const char *fn) {
   for (int32_t i = 0; i < g->nnodes; i++) {
     const ir_node *n = &g->nodes[i];
-    ir_op_class c = ir_op_class_of(n->op);
-    char bt[256];
-    if (c == IR_CLASS_ROWS || c == IR_CLASS_PERMUTE || c == IR_CLASS_MIXING)
+    if (ir_op_class_of(n->op) == IR_CLASS_MIXING)
       return ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
                          "%s: %%%s = %s: the lowering does not implement the limb-mixing and "
                          "re-indexing ops of SPEC section 7 yet (fhjit_interpret runs them)",
                          fn, n->name, ir_op_name(n->op));
-    if (n->basis)
-      return ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
-                         "%s: %%%s lives on basis %s; the lowering reads parameter columns "
-                         "by row and supports only the default basis [0, rows) yet",
-                         fn, n->name, ir_basis_text(bt, sizeof bt, n->basis, n->type.rows));
   }
   return FHJIT_OK;
+}
+
+int64_t ir_param_columns(const fhjit_graph *g) {
+  int64_t cols = 0;
+  for (int32_t k = 0; k < g->nresults; k++)
+    if (g->results[k].type.rows > cols) cols = g->results[k].type.rows;
+  for (int32_t i = 0; i < g->nnodes; i++) {
+    const ir_node *n = &g->nodes[i];
+    if (n->type.kind != FHJIT_KIND_POLY || !n->basis) continue;
+    for (int64_t r = 0; r < n->type.rows; r++)
+      if (n->basis[r] >= cols) cols = (int64_t)n->basis[r] + 1;
+  }
+  return cols;
 }

@@ -278,6 +278,8 @@ static inline int64_t ir_pos(const fhjit_graph *g, fhjit_value v, int64_t r) {
 /* Computes node n's bound basis from its operands' (fhjit_bind, after its
  * extents): checks the section 7 rules, each failure naming both bases. */
 fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n);
+/* 1 when bound values a and b have equal rows on equal chain positions. */
+int ir_same_basis(const fhjit_graph *g, fhjit_value a, fhjit_value b);
 /* Frees every bound basis (ir_unbind). */
 void ir_free_bases(fhjit_graph *g);
 /* "[0, 1, 3]" of a basis (NULL: [0, rows)) into buf. */
@@ -287,10 +289,15 @@ const char *ir_basis_text(char *buf, size_t size, const int32_t *b, int64_t rows
  * range. Q_L is [0, nmoduli - nspecial). */
 int ir_digit_group(const fhjit_graph *g, int64_t j, int32_t *first, int32_t *count);
 int32_t ir_num_digits(const fhjit_graph *g);
-/* For the lowering: FHJIT_ERR_UNSUPPORTED naming the first live node that
- * is a section 7 op or lives on a basis other than [0, rows); `fn` names
- * the public call. Bound graphs only. */
+/* For the lowering: FHJIT_ERR_UNSUPPORTED naming the first node of class
+ * IR_CLASS_MIXING (bconv, rescale, modup, moddown: not lowered yet); `fn`
+ * names the public call. Bases, rows, concat and automorphisms pass (the
+ * lowering decides what it can read; docs/section7.md). Bound graphs only. */
 fhjit_status ir_check_lowerable(fhjit_graph *g, const char *fn);
+/* The parameter-table columns a bound graph's kernels may read: the most
+ * rows of a result, and one past every chain position of a value on a
+ * stated basis (pstride must be at least this). */
+int64_t ir_param_columns(const fhjit_graph *g);
 
 /* ------------------------------------------------------------ arithmetic */
 

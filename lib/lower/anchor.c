@@ -156,6 +156,9 @@ static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_valu
     return fhjit_keyswitch_digit_product(sub, args[0], args[1], n->attr[0], n->attr[1]);
   case IR_EXTRACT: return fhjit_extract(sub, args[0], (int32_t)n->attr[0]);
   case IR_PACK: return fhjit_pack(sub, n->nargs, args);
+  case IR_ROWS: return fhjit_rows(sub, args[0], n->attr[0], n->attr[1]);
+  case IR_CONCAT: return fhjit_concat(sub, args[0], args[1]);
+  case IR_AUTOMORPHISM: return fhjit_automorphism(sub, args[0], n->attr[0]);
   default: return FHJIT_NO_VALUE;
   }
 }
@@ -196,7 +199,10 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
         t.form = n->decl.form;
       }
       fhjit_value x = fhjit_input(sub, n->name, &t);
+      /* the value's bound basis (SPEC section 7): the sub-graph's bases, so
+       * its kernels' columns, are the graph's */
       if (x == FHJIT_NO_VALUE ||
+          (n->basis && fhjit_input_basis(sub, x, n->basis, (int32_t)n->type.rows)) ||
           fhjit_bind_input(sub, x, NULL, n->op == IR_INPUT ? &n->layout : NULL)) {
         sub_error(B, "an input of a pointwise step");
         break;
@@ -366,7 +372,7 @@ static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const ch
     ir_op_class cls = ir_op_class_of(n->op);
     if (cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) return 0;
     unsigned f = ir_op_info_of(n->op)->flags;
-    if (f & IR_F_REMAPS_INDEX) return 0;
+    if (f & IR_F_REMAPS_INDEX || !ir_op_is_elementwise(n->op)) return 0; /* rows, concat... */
     if (cv > 1 && !(f & IR_F_COMPONENTWISE)) return 0; /* extract, pack, key switch... */
     /* a plaintext operand is read at its component 0 by every component */
     if (cv > 1 && (f & IR_F_PLAIN_OPERAND) && dep[n->args[1]]) return 0;
@@ -572,6 +578,7 @@ static an_plan *build_plan(fhjit_graph *g) {
       break;
     }
     set_source(&s->plan, &g->nodes[x].type, &view);
+    s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
     add_epilogues(&B, s, v);

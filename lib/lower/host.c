@@ -172,9 +172,7 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
   if (threads < 0)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: negative thread count %d", fn,
                     g->name, threads);
-  int64_t limbs = 0;
-  for (int32_t k = 0; k < g->nresults; k++)
-    if (g->results[k].type.rows > limbs) limbs = g->results[k].type.rows;
+  int64_t limbs = ir_param_columns(g); /* stated bases read columns by chain position */
   if (pstride < limbs)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",

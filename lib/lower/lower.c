@@ -18,7 +18,17 @@
  * context) pairs needed, which lw_max_values bounds (docs/limits.md). Each
  * context knows its per-lane indices and whether they are all equal
  * (uniform: one scalar load) or consecutive from a multiple of vec (contig:
- * one vector load where the layout allows). */
+ * one vector load where the layout allows).
+ *
+ * Bases and remapped loads (SPEC section 7). Row r of the walk computes
+ * with parameter column plan->basis[r] (lw_column; the default basis needs
+ * no code). rows, concat and automorphism are leaves: the lowering reads
+ * their words from an input through an "address chain" (extract, rows and
+ * concat of inputs) without evaluating the operand: rows moves the row,
+ * concat selects the pointer (one load), automorphism reads, lane by lane,
+ * the coefficient index its permutation maps to (a scalar load per lane,
+ * as the compressed reads of other contexts). A computed operand must be
+ * materialised first (lw_plan_graph refuses it; anchor.c's planner). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +61,150 @@ int lw_symbol_taken(LLVMModuleRef m, const char *name) {
 fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name) {
   return ir_error(ctx, FHJIT_ERR_LLVM,
                   "internal: symbol %s defined twice in one module (names must be unique)", name);
+}
+
+/* ------------------------------------------------ bases and remapped loads */
+
+LLVMValueRef lw_column(LLVMBuilderRef b, LLVMModuleRef m, lw_target target, const int32_t *cols,
+                       int64_t rows, LLVMValueRef row, const char *sym) {
+  if (!cols) return row;
+  LLVMTypeRef i64 = LLVMTypeOf(row);
+  if (LLVMIsAConstantInt(row)) {
+    uint64_t r = LLVMConstIntGetZExtValue(row);
+    return LLVMConstInt(i64, (uint64_t)(r < (uint64_t)rows ? cols[r] : 0), 0);
+  }
+  /* runs of consecutive positions: row r of the run from row s is at column
+   * r + (cols[s] - s); a few runs are a select chain on the row, more a
+   * table (past TABLE_MAX rows, never in practice, a long chain: no
+   * allocation) */
+  enum { MAX_RUNS = 4, TABLE_MAX = 1024 };
+  int nruns = 0;
+  for (int64_t r = 0; r < rows; r++) nruns += r == 0 || cols[r] != cols[r - 1] + 1;
+  if (nruns <= MAX_RUNS || rows > TABLE_MAX) {
+    LLVMValueRef dv = NULL;
+    int64_t end = rows; /* where the run after r's starts */
+    for (int64_t r = rows - 1; r >= 0; r--) {
+      if (r > 0 && cols[r] == cols[r - 1] + 1) continue;
+      /* rows [r, end) are a run */
+      LLVMValueRef d = LLVMConstInt(i64, (uint64_t)((int64_t)cols[r] - r), 0);
+      if (!dv) dv = d;
+      else {
+        LLVMValueRef lim = LLVMConstInt(i64, (uint64_t)end, 0);
+        LLVMValueRef in = LLVMBuildICmp(b, LLVMIntULT, row, lim, "");
+        dv = LLVMBuildSelect(b, in, d, dv, "");
+      }
+      end = r;
+    }
+    return LLVMBuildAdd(b, row, dv, "col");
+  }
+  LLVMValueRef tab = LLVMGetNamedGlobal(m, sym);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(LLVMGetModuleContext(m));
+  if (!tab) {
+    LLVMValueRef vals[TABLE_MAX];
+    for (int64_t r = 0; r < rows; r++) vals[r] = LLVMConstInt(i32, (uint64_t)cols[r], 0);
+    LLVMTypeRef arr = LLVMArrayType2(i32, (uint64_t)rows);
+    tab = LLVMAddGlobalInAddressSpace(m, arr, sym, target == LW_GPU ? 1 : 0);
+    LLVMSetInitializer(tab, LLVMConstArray2(i32, vals, (uint64_t)rows));
+    LLVMSetLinkage(tab, LLVMInternalLinkage);
+    LLVMSetGlobalConstant(tab, 1);
+    LLVMSetUnnamedAddress(tab, LLVMGlobalUnnamedAddr);
+    LLVMSetAlignment(tab, 4);
+  }
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, i32, tab, &row, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(b, i32, ptr, "col");
+  LLVMSetAlignment(v, 4);
+  return LLVMBuildZExt(b, v, i64, "");
+}
+
+/* Whether v is read from memory: an input, or extract, rows and concat of
+ * such (an address chain). */
+static int addressable(const fhjit_graph *g, fhjit_value v) {
+  for (;;) {
+    const ir_node *n = &g->nodes[v];
+    switch (n->op) {
+    case IR_INPUT: return 1;
+    case IR_EXTRACT: case IR_ROWS: v = n->args[0]; continue;
+    case IR_CONCAT:
+      if (!addressable(g, n->args[0])) return 0;
+      v = n->args[1];
+      continue;
+    default: return 0;
+    }
+  }
+}
+
+/* The node computes with its rows' moduli (parameter columns). */
+static int uses_columns(const ir_node *n) {
+  if (n->op == IR_AUTOMORPHISM) return n->type.domain == FHJIT_DOMAIN_COEF;
+  return ir_op_class_of(n->op) == IR_CLASS_POINTWISE;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Section 7 facts of the kernel: the basis it computes on (plan->basis),
+ * remapped loads whose operands are in memory, automorphisms the lowering
+ * can index. */
+static fhjit_status plan_bases(fhjit_graph *g, lw_plan *p) {
+  char *live = calloc((size_t)g->nnodes + 1, 1);
+  if (!live)
+    return ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory while lowering graph @%s",
+                    g->name);
+  for (int32_t r = 0; r < g->nresults; r++) live[g->results[r].value] = 1;
+  fhjit_value first = -1; /* the first node computing with columns */
+  fhjit_status st = FHJIT_OK;
+  char ba[256], bb[256];
+  for (fhjit_value v = g->nnodes - 1; v >= 0 && !st; v--) {
+    if (!live[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (cls == IR_CLASS_ROWS || cls == IR_CLASS_PERMUTE) {
+      /* leaves: their operands are read, not evaluated */
+      for (int a = 0; a < n->nargs && !st; a++)
+        if (!addressable(g, n->args[a]))
+          st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                           "%%%s = %s: its operand %%%s is computed; the lowering reads %s "
+                           "operands from memory, so the operand must be materialised (an "
+                           "input of the kernel, or extract, rows or concat of inputs)",
+                           n->name, ir_op_name(n->op), g->nodes[n->args[a]].name,
+                           ir_op_name(n->op));
+      if (!st && n->op == IR_AUTOMORPHISM && n->type.domain == FHJIT_DOMAIN_COEF &&
+          (gcd64(n->attr[0], 2 * n->type.n) != 1 || n->type.n > (INT64_C(1) << 30)))
+        st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                         "%%%s = automorphism: k = %lld is not invertible mod 2N = %lld (or N "
+                         "is past 2^30); the lowering reads the inverse permutation",
+                         n->name, (long long)n->attr[0], (long long)(2 * n->type.n));
+    } else {
+      for (int a = 0; a < n->nargs; a++) live[n->args[a]] = 1;
+    }
+    if (st || !uses_columns(n)) continue;
+    if (first < 0) {
+      first = v;
+    } else if (!ir_same_basis(g, first, v)) {
+      /* v precedes first: the message is located at the later node */
+      const ir_node *f = &g->nodes[first];
+      st = ir_error_at(g, f->loc, FHJIT_ERR_UNSUPPORTED,
+                       "%%%s is on basis %s and %%%s on basis %s; one fused kernel computes "
+                       "on one basis (one parameter column per row): compile them as "
+                       "separate graphs",
+                       f->name, ir_basis_text(ba, sizeof ba, f->basis, f->type.rows), n->name,
+                       ir_basis_text(bb, sizeof bb, n->basis, n->type.rows));
+    }
+  }
+  free(live);
+  if (st) return st;
+  p->basis = g->nodes[first >= 0 ? first : g->results[0].value].basis;
+  if (first >= 0 && g->nodes[first].type.rows != p->rows)
+    return ir_error_at(g, g->nodes[first].loc, FHJIT_ERR_UNSUPPORTED,
+                       "internal: %%%s has %lld rows in a walk of %lld", g->nodes[first].name,
+                       (long long)g->nodes[first].type.rows, (long long)p->rows);
+  return FHJIT_OK;
 }
 
 fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
@@ -98,6 +252,8 @@ fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *p) {
       p->batch[w] = e;
     }
   }
+  fhjit_status st = plan_bases(g, p);
+  if (st) return st;
   ir_u128 work = (ir_u128)p->rows * (uint64_t)p->n;
   for (int a = 0; a < nb; a++) work *= (uint64_t)p->batch[a];
   if (work >= ((ir_u128)1 << 62))
@@ -157,6 +313,7 @@ typedef struct lw {
   LLVMValueRef fn, params, pstride, *inputs, *results;
   LLVMValueRef row, i, coord[FHJIT_MAX_BATCH]; /* index type; coord NULL = 0 */
   LLVMValueRef row64, coord64[FHJIT_MAX_BATCH];
+  LLVMValueRef col64; /* the row's parameter column (lw_column; row64 on the default basis) */
   LLVMValueRef q2, q, k, r2; /* per-row constants, loaded at first use */
   ictx *ctx;
   int nctx, ctx_cap;
@@ -302,7 +459,7 @@ static LLVMValueRef call_helper(lw *L, int h, LLVMValueRef *args, const char *na
 /* ------------------------------------------------------ per-row constants */
 
 static LLVMValueRef param_row(lw *L, int r, const char *name) {
-  LLVMValueRef off = L->row64;
+  LLVMValueRef off = L->col64;
   if (r) off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), off, "");
   LLVMValueRef ptr = LLVMBuildInBoundsGEP2(L->b, L->word, L->params, &off, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(L->b, L->word, ptr, name);
@@ -459,6 +616,7 @@ static void mark_operands(lw *L, int x, fhjit_value v, int c) {
   case IR_KS_DIGIT_PRODUCT: need(L, x, n->args[0], 0); break;
   case IR_EXTRACT: need(L, x, n->args[0], COMP_OF(n->args[0], (int)n->attr[0])); break;
   case IR_PACK: need(L, x, n->args[c], 0); break;
+  /* rows, concat, automorphism: leaves reading their operands' memory */
   default: break;
   }
 #undef COMP_OF
@@ -524,15 +682,17 @@ static LLVMValueRef to64(lw *L, LLVMValueRef v) {
   return LLVMBuildZExt(L->b, v, L->i64, "");
 }
 
-/* Element offset of the row and batch part of an input view (NULL: 0);
- * *aligned tells whether every stride in it is a multiple of vec. */
-static LLVMValueRef view_offset(lw *L, const ir_node *in, int use_batch, int *aligned) {
+/* Element offset of the row and batch part of an input view (NULL: 0) at
+ * row `row` (i64); *aligned tells whether every stride in it is a multiple
+ * of vec. */
+static LLVMValueRef view_offset(lw *L, const ir_node *in, LLVMValueRef row, int use_batch,
+                                int *aligned) {
   const fhjit_layout *l = &in->layout;
   int V = L->p->vec;
   LLVMValueRef off = NULL;
   *aligned = 1;
   if (in->type.rows > 1 && l->row_stride) {
-    off = mul_by(L, L->row64, l->row_stride);
+    off = mul_by(L, row, l->row_stride);
     if (l->row_stride % V) *aligned = 0;
   }
   if (use_batch) {
@@ -598,11 +758,215 @@ static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out
   const fhjit_layout *l = &in->layout;
   int64_t konst = l->offset + (in->type.comps > 1 ? c * l->comp_stride : 0);
   int aligned;
-  LLVMValueRef var = view_offset(L, in, 1, &aligned);
+  LLVMValueRef var = view_offset(L, in, L->row64, 1, &aligned);
   char name[80];
   snprintf(name, sizeof name, "%s.c%d", in->name, c);
   load_lanes(L, in->input_index, konst, var, aligned, in->type.n > 1 ? l->index_stride : 0,
              &L->ctx[x], name, out);
+}
+
+/* --------------------------------------- remapped loads (SPEC section 7) */
+
+/* Where the lanes of a word of an address chain lie: a pointer per lane;
+ * uniform: every lane reads ptr[0]; vptr: the lanes are consecutive words
+ * from vptr, aligned for one vector load. */
+typedef struct lw_addr {
+  LLVMValueRef ptr[LW_VMAX];
+  LLVMValueRef vptr;
+  int uniform;
+} lw_addr;
+
+/* Per-lane coefficient indices: those of context x, or idx[] (i64). */
+typedef struct lw_lanes {
+  const ictx *x;
+  LLVMValueRef idx[LW_VMAX];
+} lw_lanes;
+
+/* The address of component c of address-chain node v (addressable) at
+ * walk row `row` (i64) and lanes `ln`. */
+static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lanes *ln,
+                    lw_addr *a) {
+  const fhjit_graph *g = L->g;
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec;
+  const ir_node *n = &g->nodes[v];
+  memset(a, 0, sizeof *a);
+  switch (n->op) {
+  case IR_INPUT: {
+    if (L->reg_value && n->input_index == L->reg_input && !L->st)
+      L->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "internal: graph @%s: a register input read through a remapped load",
+                       g->name);
+    const fhjit_layout *l = &n->layout;
+    int64_t konst = l->offset + (n->type.comps > 1 ? c * l->comp_stride : 0);
+    int aligned;
+    LLVMValueRef var = view_offset(L, n, row, 1, &aligned);
+    LLVMValueRef fixed = ci64(L, konst);
+    if (var) fixed = konst ? LLVMBuildNUWAdd(b, var, fixed, "") : var;
+    int64_t stride = n->type.n > 1 ? l->index_stride : 0;
+    LLVMValueRef base = L->inputs[n->input_index];
+    const ictx *x = ln->x;
+    if (stride == 0 || (x && x->uniform)) {
+      LLVMValueRef off = fixed;
+      if (stride) off = LLVMBuildNUWAdd(b, off, mul_by(L, to64(L, x->idx[0]), stride), "");
+      a->ptr[0] = LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, "");
+      for (int k = 1; k < V; k++) a->ptr[k] = a->ptr[0];
+      a->uniform = 1;
+      return;
+    }
+    for (int k = 0; k < V; k++) {
+      LLVMValueRef idx = x ? to64(L, x->idx[k]) : ln->idx[k];
+      if (k > 0 && !x && ln->idx[k] == ln->idx[0]) {
+        a->ptr[k] = a->ptr[0];
+        continue;
+      }
+      LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, mul_by(L, idx, stride), "");
+      a->ptr[k] = LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, "");
+    }
+    if (V > 1 && x && x->contig && stride == 1 && aligned && konst % V == 0) a->vptr = a->ptr[0];
+    return;
+  }
+  case IR_EXTRACT: {
+    fhjit_value s = n->args[0];
+    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? (int)n->attr[0] : 0, row, ln, a);
+    return;
+  }
+  case IR_ROWS: {
+    fhjit_value s = n->args[0];
+    LLVMValueRef r = n->attr[0] ? LLVMBuildNUWAdd(b, row, ci64(L, n->attr[0]), "") : row;
+    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, r, ln, a);
+    return;
+  }
+  case IR_CONCAT: {
+    /* row < rows(a): a's row, else b's row - rows(a); one load of the
+     * selected pointer (the other side's address is never dereferenced) */
+    fhjit_value s0 = n->args[0], s1 = n->args[1];
+    int64_t ra = g->nodes[s0].type.rows;
+    lw_addr a0, a1;
+    resolve(L, s0, nc_of(&g->nodes[s0]) > 1 ? c : 0, row, ln, &a0);
+    resolve(L, s1, nc_of(&g->nodes[s1]) > 1 ? c : 0, LLVMBuildSub(b, row, ci64(L, ra), ""), ln,
+            &a1);
+    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, row, ci64(L, ra), "first");
+    a->uniform = a0.uniform && a1.uniform;
+    for (int k = 0; k < V; k++)
+      a->ptr[k] = (k > 0 && a->uniform) ? a->ptr[0]
+                                        : LLVMBuildSelect(b, first, a0.ptr[k], a1.ptr[k], "");
+    if (a0.vptr && a1.vptr) a->vptr = a->ptr[0];
+    return;
+  }
+  default:
+    if (!L->st)
+      L->st = ir_error_at(L->g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                          "internal: %%%s read as an address chain", n->name);
+    for (int k = 0; k < V; k++) a->ptr[k] = LLVMGetUndef(L->ptr);
+    a->uniform = 1;
+  }
+}
+
+/* The lanes' words at address a. */
+static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *out) {
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec;
+  unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
+  if (a->vptr && !a->uniform) {
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, a->vptr, "");
+    LLVMSetAlignment(v, L->vec_align);
+    for (int l = 0; l < V; l++) {
+      char lname[96];
+      snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+      out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), lname);
+    }
+    return;
+  }
+  for (int l = 0; l < V; l++) {
+    if (l > 0 && a->ptr[l] == a->ptr[0]) {
+      out[l] = out[0];
+      continue;
+    }
+    char lname[96];
+    snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+    out[l] = LLVMBuildLoad2(b, L->word, a->ptr[l], lname);
+    LLVMSetAlignment(out[l], walign);
+  }
+}
+
+static LLVMValueRef bitrev(lw *L, LLVMValueRef x, int bits) {
+  if (bits == 0) return ci64(L, 0);
+  LLVMTypeRef fty = LLVMFunctionType(L->i64, &L->i64, 1, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(L->m, "llvm.bitreverse.i64");
+  if (!fn) fn = LLVMAddFunction(L->m, "llvm.bitreverse.i64", fty);
+  LLVMValueRef r = LLVMBuildCall2(L->b, fty, fn, &x, 1, "");
+  return LLVMBuildLShr(L->b, r, ci64(L, 64 - bits), "");
+}
+
+/* k^-1 mod m (gcd(k, m) = 1, m <= 2^31). */
+static int64_t inverse_mod(int64_t k, int64_t m) {
+  int64_t t = 0, nt = 1, r = m, nr = k % m;
+  while (nr) {
+    int64_t q = r / nr, x = t - q * nt;
+    t = nt, nt = x;
+    x = r - q * nr;
+    r = nr, nr = x;
+  }
+  return t < 0 ? t + m : t;
+}
+
+/* automorphism(x, k) at the lanes of context x (SPEC section 7), its
+ * operand read lane by lane at the index the permutation maps to:
+ * coefficient domain, out[o] = canon(x[j]) for j = o k^-1 mod 2N < N, else
+ * neg(x[j - N]); NTT domain, out[j] = x[br((k (2 br(j) + 1) mod 2N - 1) / 2)]. */
+static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char *name,
+                              LLVMValueRef *out) {
+  const fhjit_graph *g = L->g;
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec;
+  const ictx *cx = &L->ctx[x];
+  int64_t N = n->type.n, k = n->attr[0];
+  int coef = n->type.domain == FHJIT_DOMAIN_COEF;
+  int pow2 = (N & (N - 1)) == 0, bits = 0;
+  while ((INT64_C(1) << bits) < N) bits++;
+  lw_lanes ln = {.x = NULL};
+  LLVMValueRef neg[LW_VMAX] = {0};
+  for (int l = 0; l < V; l++) {
+    if (l > 0 && cx->idx[l] == cx->idx[0]) {
+      ln.idx[l] = ln.idx[0], neg[l] = neg[0];
+      continue;
+    }
+    LLVMValueRef o = to64(L, cx->idx[l]);
+    if (coef) {
+      int64_t kinv = inverse_mod(k, 2 * N);
+      LLVMValueRef j = LLVMBuildMul(b, o, ci64(L, kinv), "");
+      j = pow2 ? LLVMBuildAnd(b, j, ci64(L, 2 * N - 1), "")
+               : LLVMBuildURem(b, j, ci64(L, 2 * N), "");
+      neg[l] = LLVMBuildICmp(b, LLVMIntUGE, j, ci64(L, N), "negate");
+      ln.idx[l] = LLVMBuildSelect(b, neg[l], LLVMBuildSub(b, j, ci64(L, N), ""), j, "src");
+    } else {
+      LLVMValueRef e = LLVMBuildAdd(b, LLVMBuildShl(b, bitrev(L, o, bits), ci64(L, 1), ""),
+                                    ci64(L, 1), "");
+      e = LLVMBuildAnd(b, LLVMBuildMul(b, e, ci64(L, k), ""), ci64(L, 2 * N - 1), "");
+      ln.idx[l] = bitrev(L, LLVMBuildLShr(b, e, ci64(L, 1), ""), bits);
+    }
+  }
+  fhjit_value s = n->args[0];
+  lw_addr a;
+  resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, L->row64, &ln, &a);
+  LLVMValueRef w[LW_VMAX];
+  load_addr(L, &a, name, w);
+  if (!coef) {
+    memcpy(out, w, sizeof *out * (size_t)V);
+    return;
+  }
+  /* canon(a) = a mod q (a < 2q: one subtraction); neg as SPEC section 3 */
+  LLVMValueRef q = get_q(L);
+  for (int l = 0; l < V; l++) {
+    if (l > 0 && w[l] == w[0] && neg[l] == neg[0]) {
+      out[l] = out[0];
+      continue;
+    }
+    LLVMValueRef cc = csub(b, w[l], q, "canon");
+    LLVMValueRef flip = LLVMBuildAnd(b, neg[l], LLVMBuildICmp(b, LLVMIntNE, cc, cw(L, 0), ""), "");
+    out[l] = LLVMBuildSelect(b, flip, LLVMBuildSub(b, q, cc, ""), cc, name);
+  }
 }
 
 /* ------------------------------------------------------------ evaluation */
@@ -751,7 +1115,8 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
     int64_t konst = kl->offset + n->attr[0] * kl->digit_stride + c * kl->comp_stride +
                     n->attr[1] * kl->row_stride;
     int aligned;
-    LLVMValueRef var = view_offset(L, key, 0, &aligned);
+    /* key row row_start + basis[r] (SPEC section 7): the row's column */
+    LLVMValueRef var = view_offset(L, key, L->col64, 0, &aligned);
     LLVMValueRef kv[LW_VMAX];
     char kname[80];
     snprintf(kname, sizeof kname, "%s.d%lld.c%d", key->name, (long long)n->attr[0], c);
@@ -762,6 +1127,14 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
   }
   case IR_EXTRACT: memcpy(out, ARG(0, (int)n->attr[0]), sizeof *out * (size_t)V); break;
   case IR_PACK: memcpy(out, slot(L, x, n->args[c], 0), sizeof *out * (size_t)V); break;
+  case IR_ROWS: case IR_CONCAT: {
+    lw_lanes ln = {.x = &L->ctx[x]};
+    lw_addr a;
+    resolve(L, v, c, L->row64, &ln, &a);
+    load_addr(L, &a, name, out);
+    break;
+  }
+  case IR_AUTOMORPHISM: emit_automorphism(L, x, n, c, name, out); break;
   default:
     if (!L->st)
       L->st = ir_error_at(L->g, n->loc, FHJIT_ERR_UNSUPPORTED,
@@ -810,6 +1183,9 @@ static void decompose(lw *L, LLVMValueRef group) {
   L->row64 = to64(L, L->row);
   for (int a = 0; a < p->nbatch; a++)
     L->coord64[a] = L->coord[a] ? to64(L, L->coord[a]) : ci64(L, 0);
+  char sym[LW_NAME_MAX + 16];
+  snprintf(sym, sizeof sym, "%s.cols", p->name);
+  L->col64 = lw_column(b, L->m, L->target, p->basis, p->rows, L->row64, sym);
 }
 
 static void store_results(lw *L) {

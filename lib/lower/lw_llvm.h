@@ -26,7 +26,25 @@ typedef struct lw_plan {
   int64_t groups; /* work / vec */
   int per_thread; /* GPU: groups one thread handles, a block's width apart (1) */
   int block;      /* GPU: threads per block (LW_BLOCK) */
+  /* The kernel's basis (SPEC section 7), set by lw_plan_graph: row r of the
+   * walk computes with parameter column basis[r] (a chain position); NULL:
+   * [0, rows), the column is the row. Every node that computes with the
+   * modulus (pointwise ops, the coefficient-domain automorphism) is on it;
+   * nodes that only move words (inputs, extract, pack, rows, concat, the
+   * NTT-domain automorphism) may be on others. Points into the bound
+   * graph (ir_node.basis), valid while it stays bound. */
+  const int32_t *basis;
 } lw_plan;
+
+/* The parameter column (and twiddle row) of row `row` (an i64 value) of a
+ * value on basis cols[0 .. rows) (NULL: [0, rows)), as an i64 value: `row`
+ * itself for NULL (no code at all, so graphs without bases keep their
+ * IR), row + s for a contiguous basis [s, s + rows), a select chain for a
+ * basis of few contiguous runs, else a load from an internal constant i32
+ * table named `sym` in m (made once per module; addrspace 1 on the GPU). A
+ * constant row gives a constant. */
+LLVMValueRef lw_column(LLVMBuilderRef b, LLVMModuleRef m, lw_target target, const int32_t *cols,
+                       int64_t rows, LLVMValueRef row, const char *sym);
 
 /* Applies FHJIT_PW_PLAN (lower.h) to a plan from lw_plan_graph, for the
  * kernel of a pointwise graph: V, U and T on the GPU, V alone on the host
@@ -59,7 +77,11 @@ int lw_symbol_taken(LLVMModuleRef m, const char *name);
 fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name);
 
 /* Checks that the graph is bound and compilable as one fused kernel and
- * computes its plan. Errors: FHJIT_ERR_ARGUMENT (unbound), _UNSUPPORTED. */
+ * computes its plan (plan->basis included). rows, concat and automorphism
+ * are loads from memory: their operands must be inputs of g (or extract,
+ * rows and concat of inputs); a computed operand is refused ("must be
+ * materialised"), as are nodes computing on different bases. Errors:
+ * FHJIT_ERR_ARGUMENT (unbound), _UNSUPPORTED (located messages). */
 fhjit_status lw_plan_graph(fhjit_graph *g, lw_plan *plan);
 
 /* Builds the module of the fused kernel in context c (not yet verified or

@@ -118,7 +118,7 @@ typedef struct lw_ntt_plan {
   fhjit_radix radix;
   ir_ntt_kind kind;
   int log_n;
-  int64_t rows;       /* limbs: the modulus of batch-row r is params column r % rows */
+  int64_t rows;       /* limbs: the modulus of batch-row r is params column cols[r % rows] */
   int64_t batch_rows; /* rows of the whole [.., rows, N] extent: prod(batch) * rows */
   /* Compile-time facts of the buffers (elements). The first kernel reads
    * source element (br, i) at src_offset + sum_a coord_a * src_stride[a] +
@@ -131,6 +131,12 @@ typedef struct lw_ntt_plan {
   int64_t src_ext[FHJIT_MAX_BATCH + 2], src_stride[FHJIT_MAX_BATCH + 2];
   int64_t src_offset, src_index_stride;
   int64_t tw_offset, tw_row_stride;
+  /* The transform's basis (SPEC section 7): row r (= batch-row % rows)
+   * reads parameter column cols[r] and twiddle row cols[r] (chain
+   * positions); NULL: the identity (lw_ntt_plan_make's default). anchor.c
+   * sets it to the NTT node's bound basis (ir_node.basis): it points into
+   * the bound graph and is read only while kernels are built (lw_column). */
+  const int32_t *cols;
   int nkernels;
   lw_ntt_kplan k[2];
 } lw_ntt_plan;

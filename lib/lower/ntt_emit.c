@@ -456,7 +456,7 @@ typedef struct ne {
 
 /* Per-row constants of the thread's row. */
 typedef struct rowc {
-  LLVMValueRef batch_row, row; /* i64 */
+  LLVMValueRef batch_row, row; /* i64; row: the parameter column and twiddle row */
   LLVMValueRef q, q2, k4;      /* words; k4 = 4k mod 2^64 (r62) or k (r32) */
   LLVMValueRef nq;             /* r62: 2^64 - q (Shoup's form) */
   LLVMValueRef twrow;          /* pointer to the row's twiddles */
@@ -697,6 +697,11 @@ static rowc row_consts(ne *E, LLVMValueRef batch_row) {
                           : (E->P->rows == E->P->batch_rows
                                  ? batch_row
                                  : LLVMBuildURem(E->b, batch_row, c64(E, (uint64_t)E->P->rows), "row"));
+  if (E->P->cols) { /* a stated basis: the row's chain position (no code without one) */
+    char sym[96];
+    snprintf(sym, sizeof sym, "%s.cols", E->prefix);
+    r.row = lw_column(E->b, E->m, E->target, E->P->cols, E->P->rows, r.row, sym);
+  }
   r.q2 = param_word(E, 0, r.row, "q2");
   r.q = LLVMBuildLShr(E->b, r.q2, cw(E, 1), "q");
   LLVMValueRef klo = param_word(E, 3, r.row, "k.lo"), khi = param_word(E, 4, r.row, "k.hi");

@@ -257,6 +257,8 @@ fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k) {
     if (b->type.rows > k->param_rows) k->param_rows = b->type.rows;
   }
   free(cone);
+  /* stated bases (SPEC section 7) read columns by chain position */
+  if (ir_param_columns(g) > k->param_rows) k->param_rows = ir_param_columns(g);
   k->pointwise = 1;
   for (int32_t i = 0; i < g->nnodes; i++)
     if (!op_pointwise(g->nodes[i].op)) k->pointwise = 0;

@@ -7,7 +7,7 @@
  * round(X / q_last), moddown floor(A / P*) - e' with 0 <= e' < K (exact when
  * P* divides A), modup keeps its digit's rows and converts the others. Both
  * radices, N = 2^4 .. 2^10, 1 to 8 rows, moduli near each radix limit and
- * far below, random and edge values. The lowering refuses the new ops. */
+ * far below, random and edge values. What the lowering refuses. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -350,7 +350,11 @@ START_TEST(test_table_errors) {
 }
 END_TEST
 
-/* The lowering refuses the new ops with an error (no crash). */
+/* What the lowering refuses (test_s7_lower.c tests what it runs): a
+ * remapped load of a computed value (the planner must materialise it
+ * first), with a located error and no crash; and the limb-mixing ops,
+ * before planning (ir_check_lowerable). A pointwise graph on a stated basis
+ * runs (its columns by chain position). */
 START_TEST(test_lowering_refuses) {
   env e;
   env_init(&e, FHJIT_R62, 2, 4, 3);
@@ -361,26 +365,39 @@ START_TEST(test_lowering_refuses) {
   fhjit_value r = fhjit_rows(g, a, 1, 1);
   fhjit_output(g, r, NULL);
   ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
-  uint64_t xw[32] = {0}, res[16];
+  uint64_t xw[32] = {0}, res[32], ref[32];
   const void *in[1] = {xw};
   void *out[1] = {res};
-  ck_assert_int_ne(fhjit_run_host(g, e.params, 2, in, out, 1), FHJIT_OK);
+  ck_assert_int_eq(ir_check_lowerable(g, "fhjit_run_host"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_run_host(g, e.params, 2, in, out, 1), FHJIT_ERR_UNSUPPORTED);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "must be materialised"));
   ck_assert_ptr_null(fhjit_emit(g, FHJIT_EMIT_LLVM, NULL));
-  ck_assert_int_eq(ir_check_lowerable(g, "fhjit_run_host"), FHJIT_ERR_UNSUPPORTED);
-  ck_assert(tu_contains(fhjit_last_error(e.ctx), "automorphism"));
-  /* A plain add on a stated basis {1, 0}: the kernels read parameter
-   * columns by row, so they would reduce mod the wrong moduli; every
-   * lowering entry refuses it instead (the GPU compile path through
-   * lw_compile_ptx / lw_describe_program, which fhjit_emit shares). */
+  ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), "= rows: its operand"), "%s",
+                fhjit_last_error(e.ctx));
+  /* limb mixing: refused before planning */
+  fhjit_graph *m = new_graph(&e, 0, 0);
+  int32_t b1[1] = {0}, t1[1] = {1};
+  fhjit_value y = poly_input(m, "y", b1, 1, e.n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  fhjit_value tab = table_input(m, "t", 2);
+  fhjit_output(m, fhjit_bconv(m, y, tab, t1, 1), NULL);
+  ck_assert_int_eq(fhjit_bind(m), FHJIT_OK);
+  ck_assert_int_eq(ir_check_lowerable(m, "fhjit_run_host"), FHJIT_ERR_UNSUPPORTED);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "bconv"));
+  ck_assert_ptr_null(fhjit_emit(m, FHJIT_EMIT_PTX, "sm_90"));
+  ck_assert_int_eq(fhjit_last_status(e.ctx), FHJIT_ERR_UNSUPPORTED);
+  /* A plain add on a stated basis {1, 0}: the kernel reduces row r mod
+   * the modulus of position basis[r], as the interpreter does. */
   fhjit_graph *h = new_graph(&e, 0, 0);
   int32_t b21[2] = {1, 0};
-  fhjit_value y = poly_input(h, "y", b21, 2, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_output(h, fhjit_add(h, y, y), NULL);
+  fhjit_value z = poly_input(h, "y", b21, 2, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_output(h, fhjit_add(h, z, z), NULL);
   ck_assert_int_eq(fhjit_bind(h), FHJIT_OK);
-  ck_assert_int_eq(fhjit_run_host(h, e.params, 2, in, out, 1), FHJIT_ERR_UNSUPPORTED);
-  ck_assert(tu_contains(fhjit_last_error(e.ctx), "basis"));
-  ck_assert_ptr_null(fhjit_emit(h, FHJIT_EMIT_PTX, "sm_90"));
-  ck_assert_int_eq(fhjit_last_status(e.ctx), FHJIT_ERR_UNSUPPORTED);
+  for (int k = 0; k < 32; k++) xw[k] = tu_lazy(&e.seed, e.q[b21[k / 16]]);
+  void *rout[1] = {ref};
+  ck_assert_int_eq(fhjit_interpret(h, e.params, 2, in, rout), FHJIT_OK);
+  ck_assert_int_eq(fhjit_run_host(h, e.params, 2, in, out, 1), FHJIT_OK);
+  for (int k = 0; k < 32; k++) ck_assert_uint_eq(res[k], ref[k]);
+  ck_assert_ptr_nonnull(fhjit_emit(h, FHJIT_EMIT_PTX, "sm_90"));
   env_free(&e);
 }
 END_TEST

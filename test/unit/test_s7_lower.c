@@ -1,0 +1,660 @@
+/* test_s7_lower.c: the lowering of SPEC section 7's bases and re-indexing
+ * ops. Each graph runs on the host path (fhjit_run_host, the GPU's kernel
+ * bodies JIT-compiled) and is compared word for word with fhjit_interpret;
+ * its GPU program is emitted for sm_90 and run through ptxas when the CUDA
+ * toolkit is there. Chains whose moduli differ at every position (near each
+ * radix's limit and far below), so a wrong parameter column or twiddle row
+ * gives wrong words:
+ *   - pointwise kernels on stated bases: contiguous, a few runs (a select
+ *     chain) and many runs (a column table), the key of a digit product read
+ *     by chain position; nodes on two bases in one kernel are refused;
+ *   - NTTs of every kind on stated bases, alone, with a fused prologue and
+ *     epilogue, and with rows / automorphism around them;
+ *   - rows, concat and automorphism of inputs (both domains, k = 1, 3,
+ *     5^r mod 2N, 2N - 1, N = 2^4 .. 2^10, 1 to 3 components, a batch axis,
+ *     1 to 8 rows) feeding pointwise ops, random and edge words;
+ *   - an identity outside the interpreter: automorphism(k1) then
+ *     automorphism(k2), as two graphs, equals automorphism(k1 k2 mod 2N);
+ *   - computed operands of these ops are refused ("must be materialised"). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fhjit/fhjit.h"
+#include "testutil.h"
+
+#define MAXM 10
+
+typedef struct env {
+  fhjit_context *ctx;
+  fhjit_radix radix;
+  size_t ws;
+  int m;
+  int64_t n;
+  uint64_t q[MAXM];
+  void *params, *fwd, *inv;
+  uint64_t seed;
+} env;
+
+static uint64_t wget(const env *e, const void *b, int64_t i) {
+  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
+}
+static void wput(const env *e, void *b, int64_t i, uint64_t x) {
+  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
+  else ((uint64_t *)b)[i] = x;
+}
+
+/* A chain of MAXM distinct NTT primes (1 mod 2^11), near the radix limit
+ * and far below it in turn. */
+static void env_init(env *e, fhjit_radix radix, int logn, uint64_t seed) {
+  memset(e, 0, sizeof *e);
+  e->ctx = fhjit_context_create();
+  e->radix = radix;
+  e->ws = radix == FHJIT_R32 ? 4 : 8;
+  e->m = MAXM;
+  e->n = INT64_C(1) << logn;
+  e->seed = seed;
+  uint64_t near[MAXM], far[MAXM];
+  int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 23 : 43;
+  ck_assert_int_eq(fhjit_find_primes(NULL, nb, 2048, MAXM, near), FHJIT_OK);
+  ck_assert_int_eq(fhjit_find_primes(NULL, fb, 2048, MAXM, far), FHJIT_OK);
+  for (int i = 0; i < MAXM; i++) e->q[i] = i % 2 ? far[i] : near[i];
+  e->params = malloc(8 * e->ws * MAXM);
+  e->fwd = malloc(e->ws * (size_t)(MAXM * e->n));
+  e->inv = malloc(e->ws * (size_t)(MAXM * e->n));
+  ck_assert_int_eq(fhjit_param_table(e->ctx, radix, e->q, MAXM, e->n, 1, 0, e->params, MAXM),
+                   FHJIT_OK);
+  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, radix, e->q, MAXM, e->n, e->fwd, e->inv),
+                   FHJIT_OK);
+}
+
+static void env_free(env *e) {
+  fhjit_context_destroy(e->ctx);
+  free(e->params);
+  free(e->fwd);
+  free(e->inv);
+}
+
+static fhjit_graph *new_graph(env *e, const char *name) {
+  fhjit_graph *g = fhjit_graph_create(e->ctx, name, e->radix);
+  ck_assert_ptr_nonnull(g);
+  ck_assert_int_eq(fhjit_graph_set_moduli(g, e->q, e->m), FHJIT_OK);
+  return g;
+}
+
+/* A polynomial input [comps, batch?, rows, n] on `basis` (NULL: default). */
+static fhjit_value poly(env *e, fhjit_graph *g, const char *name, int comps, int64_t batch,
+                        const int32_t *basis, int rows, fhjit_domain d, fhjit_form f) {
+  int64_t b[1] = {batch};
+  fhjit_type t = tu_poly(comps, batch > 0 ? 1 : 0, b, rows, e->n);
+  t.domain = d;
+  t.form = f;
+  fhjit_value v = fhjit_input(g, name, &t);
+  ck_assert_int_ge(v, 0);
+  if (basis) ck_assert_int_eq(fhjit_input_basis(g, v, basis, rows), FHJIT_OK);
+  return v;
+}
+
+static fhjit_value twiddles(env *e, fhjit_graph *g, const char *name) {
+  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = e->m, .n = e->n};
+  return fhjit_input(g, name, &t);
+}
+
+/* A lazy word of modulus q for coefficient i: SPEC section 6's edge words
+ * at the first coefficients, else random (with edges now and then). */
+static uint64_t word(env *e, uint64_t q, int64_t i) {
+  static const int edges = 7;
+  if (i < edges) {
+    const uint64_t w[7] = {0, 1, q - 1, q, q + 1, 2 * q - 2, 2 * q - 1};
+    return w[(i + (int64_t)(e->seed & 3)) % edges];
+  }
+  return tu_lazy(&e->seed, q);
+}
+
+static int ptxas_ok(const char *ptx) {
+  const char *ptxas = "/usr/local/cuda/bin/ptxas";
+  if (access(ptxas, X_OK)) return 1; /* not here: the host checks remain */
+  char path[] = "/tmp/fhjit-s7lower-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(ptx, f);
+  fclose(f);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null", ptxas, path);
+  int rc = system(cmd);
+  unlink(path);
+  return rc == 0;
+}
+
+/* Input buffers of bound graph g: polynomial words lazy for the modulus of
+ * each row's chain position (dense layouts), keys by chain position, the
+ * chain's twiddle tables; `given` (by input index, NULL entries: fill)
+ * overrides. */
+static void **make_inputs(env *e, fhjit_graph *g, void *const *given) {
+  int ni = fhjit_num_inputs(g);
+  void **bufs = calloc((size_t)ni + 1, sizeof *bufs);
+  for (int i = 0; i < ni; i++) {
+    if (given && given[i]) {
+      bufs[i] = given[i];
+      continue;
+    }
+    fhjit_type t;
+    ck_assert_int_eq(fhjit_input_binding(g, i, &t, NULL), FHJIT_OK);
+    if (t.kind == FHJIT_KIND_TWIDDLE) {
+      int use;
+      ck_assert_int_eq(fhjit_input_twiddle_use(g, i, &use), FHJIT_OK);
+      bufs[i] = use == FHJIT_TWIDDLE_INVERSE ? e->inv : e->fwd;
+      continue;
+    }
+    int64_t len = fhjit_type_elements(&t);
+    bufs[i] = malloc(e->ws * (size_t)len);
+    int32_t basis[64], cnt = (int32_t)t.rows;
+    if (t.kind == FHJIT_KIND_POLY)
+      ck_assert_int_eq(fhjit_value_basis(g, fhjit_input_value(g, i), basis, 64, &cnt), FHJIT_OK);
+    for (int64_t k = 0; k < len; k++) {
+      int64_t row = (k / t.n) % t.rows;
+      int64_t pos = t.kind == FHJIT_KIND_POLY ? basis[row] : row; /* keys: by position */
+      wput(e, bufs[i], k, word(e, e->q[pos], k % t.n));
+    }
+  }
+  return bufs;
+}
+
+static void free_inputs(env *e, fhjit_graph *g, void **bufs, void *const *given) {
+  for (int i = 0; i < fhjit_num_inputs(g); i++)
+    if (bufs[i] != e->fwd && bufs[i] != e->inv && !(given && given[i])) free(bufs[i]);
+  free(bufs);
+}
+
+static void **alloc_results(env *e, fhjit_graph *g) {
+  int nr = fhjit_num_results(g);
+  void **r = calloc((size_t)nr + 1, sizeof *r);
+  for (int k = 0; k < nr; k++) {
+    fhjit_type t;
+    ck_assert_int_eq(fhjit_result_type(g, k, &t), FHJIT_OK);
+    r[k] = calloc((size_t)fhjit_type_elements(&t), e->ws);
+  }
+  return r;
+}
+
+static void free_results(fhjit_graph *g, void **r) {
+  for (int k = 0; k < fhjit_num_results(g); k++) free(r[k]);
+  free(r);
+}
+
+/* The PTX of bound g for sm_90 is emitted and assembles. */
+static void check_ptx(fhjit_graph *g, const char *what) {
+  const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
+  ck_assert_msg(ptx != NULL, "%s: emit: %s", what, fhjit_last_error(fhjit_graph_context(g)));
+  ck_assert_msg(ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
+}
+
+/* Binds g, runs the interpreter and the host path on the same inputs and
+ * compares every result word; then the PTX (when ptx). */
+static void check_graph(env *e, fhjit_graph *g, const char *what, int ptx) {
+  fhjit_status st = fhjit_bind(g);
+  ck_assert_msg(st == FHJIT_OK, "%s: bind: %s", what, fhjit_last_error(e->ctx));
+  void **in = make_inputs(e, g, NULL);
+  void **ref = alloc_results(e, g), **got = alloc_results(e, g);
+  st = fhjit_interpret(g, e->params, e->m, (const void *const *)in, ref);
+  ck_assert_msg(st == FHJIT_OK, "%s: interpret: %s", what, fhjit_last_error(e->ctx));
+  st = fhjit_run_host(g, e->params, e->m, (const void *const *)in, got, 1);
+  ck_assert_msg(st == FHJIT_OK, "%s: run_host: %s", what, fhjit_last_error(e->ctx));
+  for (int k = 0; k < fhjit_num_results(g); k++) {
+    fhjit_type t;
+    fhjit_result_type(g, k, &t);
+    int64_t len = fhjit_type_elements(&t);
+    for (int64_t j = 0; j < len; j++)
+      if (wget(e, ref[k], j) != wget(e, got[k], j))
+        ck_abort_msg("%s: result %d word %lld (row %lld, index %lld): host %llu, interpreter "
+                     "%llu",
+                     what, k, (long long)j, (long long)((j / t.n) % t.rows), (long long)(j % t.n),
+                     (unsigned long long)wget(e, got[k], j),
+                     (unsigned long long)wget(e, ref[k], j));
+  }
+  free_results(g, ref);
+  free_results(g, got);
+  free_inputs(e, g, in, NULL);
+  if (ptx) check_ptx(g, what);
+}
+
+/* Bases: contiguous from 2, three runs (a select chain), eight runs (a
+ * table of columns), one row, and the default. */
+static const struct {
+  int rows;
+  int32_t b[8];
+} bases[] = {{3, {2, 3, 4}},
+             {3, {3, 0, 5}},
+             {8, {7, 5, 3, 1, 6, 4, 2, 0}},
+             {1, {9}},
+             {4, {0, 1, 2, 3}}};
+#define NBASES ((int)(sizeof bases / sizeof *bases))
+
+/* ------------------------------------------------------------ pointwise */
+
+START_TEST(test_pointwise_bases) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  int bi = (_i / 2) % NBASES;
+  env e;
+  env_init(&e, radix, 4 + _i % 3, 700 + (uint64_t)_i);
+  int rows = bases[bi].rows;
+  const int32_t *b = bases[bi].b;
+  fhjit_graph *g = new_graph(&e, "pw");
+  fhjit_value a = poly(&e, g, "a", 2, 3, b, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value c = poly(&e, g, "c", 2, 3, b, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value p = poly(&e, g, "p", 0, 0, b, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value d = poly(&e, g, "d", 0, 3, b, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_type kt = tu_key(2, e.m, e.n);
+  fhjit_value key = fhjit_input(g, "key", &kt);
+  fhjit_value t1 = fhjit_mul(g, a, c);
+  fhjit_value t2 = fhjit_add(g, t1, fhjit_to_mont(g, a));
+  fhjit_value t3 = fhjit_sub(g, t2, fhjit_from_mont(g, c));
+  fhjit_value t4 = fhjit_add_lazy(g, t3, fhjit_mul_plain(g, a, p));
+  fhjit_value ks = fhjit_keyswitch_digit_product(g, d, key, 1, 0);
+  fhjit_output(g, t4, "t4");
+  fhjit_output(g, fhjit_neg(g, t1), "n1");
+  fhjit_output(g, fhjit_add_lazy(g, ks, t4), "ks");
+  char what[96];
+  snprintf(what, sizeof what, "pointwise r%d basis #%d", radix == FHJIT_R32 ? 32 : 62, bi);
+  check_graph(&e, g, what, 1);
+  env_free(&e);
+}
+END_TEST
+
+/* Nodes computing on two bases cannot share one kernel's columns. */
+START_TEST(test_two_bases_refused) {
+  env e;
+  env_init(&e, FHJIT_R32, 4, 5);
+  fhjit_graph *g = new_graph(&e, "two");
+  int32_t b0[2] = {0, 1}, b1[2] = {1, 2};
+  fhjit_value x = poly(&e, g, "x", 0, 0, b0, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value y = poly(&e, g, "y", 0, 0, b1, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_output(g, fhjit_add(g, x, x), "sx");
+  fhjit_output(g, fhjit_add(g, y, y), "sy");
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  void **in = make_inputs(&e, g, NULL);
+  void **out = alloc_results(&e, g);
+  ck_assert_int_eq(fhjit_run_host(g, e.params, e.m, (const void *const *)in, out, 1),
+                   FHJIT_ERR_UNSUPPORTED);
+  ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), "one fused kernel computes on one basis"),
+                "%s", fhjit_last_error(e.ctx));
+  ck_assert_ptr_null(fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90"));
+  /* moving words on another basis is fine: an output rows(y) next to x's sum */
+  fhjit_graph *h = new_graph(&e, "mv");
+  int32_t b3[3] = {4, 1, 2};
+  x = poly(&e, h, "x", 0, 0, b0, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  y = poly(&e, h, "y", 0, 0, b3, 3, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_output(h, fhjit_add(h, x, x), "sx");
+  fhjit_output(h, fhjit_rows(h, y, 1, 2), "ry");
+  check_graph(&e, h, "rows on another basis", 1);
+  free_results(g, out);
+  free_inputs(&e, g, in, NULL);
+  env_free(&e);
+}
+END_TEST
+
+/* ----------------------------------------------------------------- NTT */
+
+static fhjit_domain in_domain(fhjit_ntt_kind k) {
+  return k <= FHJIT_NTT_COEF_MONT_TO_NTT ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
+}
+static fhjit_form in_form(fhjit_ntt_kind k) {
+  return k == FHJIT_NTT_COEF_STD_TO_NTT ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+}
+static fhjit_domain out_domain(fhjit_ntt_kind k) {
+  return k <= FHJIT_NTT_COEF_MONT_TO_NTT ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+}
+static fhjit_form out_form(fhjit_ntt_kind k) {
+  return k == FHJIT_NTT_TO_COEF_STD ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+}
+
+/* _i: radix, kind, basis (not the default one), log N; each transform
+ * alone, with a prologue and an epilogue, and with remapped loads. */
+START_TEST(test_ntt_bases) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  fhjit_ntt_kind kind = (fhjit_ntt_kind)((_i / 2) % 4);
+  int bi = (_i / 8) % 4;
+  static const int logns[] = {4, 7, 10, 5};
+  int logn = logns[(_i / 8 + _i / 32) % 4];
+  env e;
+  env_init(&e, radix, logn, 900 + (uint64_t)_i);
+  int rows = bases[bi].rows;
+  const int32_t *b = bases[bi].b;
+  fhjit_domain di = in_domain(kind), dout = out_domain(kind);
+  fhjit_form fi = in_form(kind), fo = out_form(kind);
+  char what[128];
+  const char *rn = radix == FHJIT_R32 ? "r32" : "r62";
+  int ptx = (int)kind == bi; /* every kind, basis and radix once (NTT modules are large) */
+  /* alone, two components */
+  {
+    fhjit_graph *g = new_graph(&e, "ntt");
+    fhjit_value x = poly(&e, g, "x", 2, 0, b, rows, di, fi);
+    fhjit_output(g, fhjit_ntt(g, x, twiddles(&e, g, "tw"), kind), "y");
+    snprintf(what, sizeof what, "ntt %s kind %d basis #%d N 2^%d", rn, kind, bi, logn);
+    check_graph(&e, g, what, ptx);
+  }
+  /* prologue add(x, z), epilogue mul(., w) on the transform's basis */
+  {
+    fhjit_graph *g = new_graph(&e, "fused");
+    fhjit_value x = poly(&e, g, "x", 2, 0, b, rows, di, fi);
+    fhjit_value z = poly(&e, g, "z", 2, 0, b, rows, di, fi);
+    fhjit_value w = poly(&e, g, "w", 0, 0, b, rows, dout, fo);
+    fhjit_value y = fhjit_ntt(g, fhjit_add(g, x, z), twiddles(&e, g, "tw"), kind);
+    fhjit_output(g, fhjit_mul(g, y, w), "yw");
+    snprintf(what, sizeof what, "ntt fused %s kind %d basis #%d N 2^%d", rn, kind, bi, logn);
+    check_graph(&e, g, what, ptx);
+  }
+  /* a forward and an inverse transform chained, remapped loads around
+   * them: the transform of a row slice of an input (a prologue reading
+   * rows), an automorphism of the transform (the final pointwise step
+   * reads the anchor's buffer), rows of it */
+  if (rows >= 2) {
+    fhjit_graph *g = new_graph(&e, "chain");
+    fhjit_value x = poly(&e, g, "x", 0, 1, b, rows, di, fi);
+    fhjit_value tw = twiddles(&e, g, "tw");
+    fhjit_value s = fhjit_rows(g, x, 1, rows - 1);
+    fhjit_value y = fhjit_ntt(g, s, tw, kind);
+    fhjit_value a = fhjit_automorphism(g, y, 2 * e.n - 1);
+    fhjit_output(g, fhjit_add(g, a, fhjit_rows(g, y, 0, rows - 1)), "ay");
+    /* y's rows rotated, stored as is (words moved on another basis) */
+    fhjit_value rot = rows - 1 >= 2 ? fhjit_concat(g, fhjit_rows(g, y, 1, rows - 2),
+                                                   fhjit_rows(g, y, 0, 1))
+                                    : fhjit_rows(g, y, 0, 1);
+    fhjit_output(g, rot, "rot");
+    snprintf(what, sizeof what, "ntt chain %s kind %d basis #%d N 2^%d", rn, kind, bi, logn);
+    check_graph(&e, g, what, ptx);
+  }
+  env_free(&e);
+}
+END_TEST
+
+/* Forward then inverse on a basis, a product between (prologue of the
+ * inverse), and an automorphism of an input in the forward's prologue. */
+START_TEST(test_ntt_roundtrip_bases) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  int bi = 1 + (_i / 2) % 2;
+  env e;
+  env_init(&e, radix, 6 + _i % 3, 50 + (uint64_t)_i);
+  int rows = bases[bi].rows;
+  const int32_t *b = bases[bi].b;
+  fhjit_graph *g = new_graph(&e, "rt");
+  fhjit_value x = poly(&e, g, "x", 0, 2, b, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  fhjit_value k = poly(&e, g, "k", 0, 0, b, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value fw = twiddles(&e, g, "fw"), iv = twiddles(&e, g, "iv");
+  fhjit_value ax = fhjit_automorphism(g, x, 5);
+  fhjit_value y = fhjit_ntt(g, ax, fw, FHJIT_NTT_COEF_STD_TO_NTT);
+  fhjit_value z = fhjit_ntt(g, fhjit_mul(g, y, k), iv, FHJIT_NTT_TO_COEF_STD);
+  fhjit_output(g, fhjit_add(g, z, x), "zx");
+  char what[64];
+  snprintf(what, sizeof what, "roundtrip r%d basis #%d", radix == FHJIT_R32 ? 32 : 62, bi);
+  check_graph(&e, g, what, _i < 2);
+  env_free(&e);
+}
+END_TEST
+
+/* ---------------------------------------------------- rows and concat */
+
+/* A basis of `rows` distinct positions of the chain, random. */
+static void random_basis(env *e, int32_t *b, int rows, const int32_t *avoid, int navoid) {
+  int32_t pool[MAXM];
+  int np = 0;
+  for (int32_t p = 0; p < MAXM; p++) {
+    int bad = 0;
+    for (int k = 0; k < navoid; k++) bad |= avoid[k] == p;
+    if (!bad) pool[np++] = p;
+  }
+  ck_assert_int_ge(np, rows);
+  for (int r = 0; r < rows; r++) {
+    int j = r + (int)tu_below(&e->seed, (uint64_t)(np - r));
+    int32_t t = pool[r];
+    pool[r] = pool[j];
+    pool[j] = t;
+    b[r] = pool[r];
+  }
+}
+
+START_TEST(test_rows_concat) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 4 + (_i / 2) % 7;
+  int comps = 1 + (_i / 4) % 3;
+  int64_t batch = (_i / 3) % 2 ? 2 : 0;
+  env e;
+  env_init(&e, radix, logn, 300 + (uint64_t)_i);
+  int rx = 1 + (int)tu_below(&e.seed, 8); /* 1 .. 8 rows */
+  int s = (int)tu_below(&e.seed, (uint64_t)rx), c = 1 + (int)tu_below(&e.seed, (uint64_t)(rx - s));
+  int ry = 1 + (int)tu_below(&e.seed, (uint64_t)(MAXM - c < 3 ? MAXM - c : 3));
+  int32_t bx[MAXM], by[MAXM], bc[2 * MAXM];
+  random_basis(&e, bx, rx, NULL, 0);
+  random_basis(&e, by, ry, bx + s, c);
+  memcpy(bc, bx + s, sizeof *bc * (size_t)c);
+  memcpy(bc + c, by, sizeof *bc * (size_t)ry);
+  fhjit_domain dom = _i % 3 ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+  fhjit_graph *g = new_graph(&e, "rc");
+  fhjit_value x = poly(&e, g, "x", comps, batch, bx, rx, dom, FHJIT_FORM_MONT);
+  fhjit_value y = poly(&e, g, "y", comps, batch, by, ry, dom, FHJIT_FORM_MONT);
+  fhjit_value w = poly(&e, g, "w", comps, batch, bc, c + ry, dom, FHJIT_FORM_MONT);
+  fhjit_value p = poly(&e, g, "p", 0, 0, bc, c + ry, dom, FHJIT_FORM_MONT);
+  fhjit_value r = fhjit_rows(g, x, s, c);
+  fhjit_value cc = fhjit_concat(g, r, y);
+  /* concat of a row slice (an address chain), a product with w, a
+   * plaintext product, the slice itself stored, concat in the other order */
+  fhjit_output(g, fhjit_add(g, cc, w), "sum");
+  fhjit_output(g, fhjit_mul_plain(g, cc, p), "mp");
+  /* concat in the other order, stored as is: words moved on another basis */
+  fhjit_output(g, fhjit_concat(g, y, fhjit_rows(g, x, s, c)), "yc");
+  if (comps > 1) {
+    /* a component of a concat */
+    fhjit_value ex = fhjit_extract(g, cc, comps - 1);
+    fhjit_output(g, fhjit_mul(g, ex, fhjit_extract(g, w, 0)), "ex");
+  }
+  char what[128];
+  snprintf(what, sizeof what, "rows/concat r%d N 2^%d comps %d batch %lld rows %d [%d, %d) + %d",
+           radix == FHJIT_R32 ? 32 : 62, logn, comps, (long long)batch, rx, s, s + c, ry);
+  check_graph(&e, g, what, _i % 5 == 0);
+  /* the slice stored as is, and negated */
+  fhjit_graph *h = new_graph(&e, "slice");
+  x = poly(&e, h, "x", comps, batch, bx, rx, dom, FHJIT_FORM_MONT);
+  r = fhjit_rows(h, x, s, c);
+  fhjit_output(h, r, "slice");
+  fhjit_output(h, fhjit_neg(h, r), "neg");
+  strcat(what, " (slice)");
+  check_graph(&e, h, what, 0);
+  env_free(&e);
+}
+END_TEST
+
+/* -------------------------------------------------------- automorphism */
+
+static int64_t galois(int which, int64_t n, int64_t r) {
+  int64_t m = 2 * n;
+  switch (which) {
+  case 0: return 1;
+  case 1: return 3;
+  case 2: {
+    int64_t k = 1;
+    for (int64_t j = 0; j < r; j++) k = k * 5 % m;
+    return k;
+  }
+  default: return m - 1;
+  }
+}
+
+START_TEST(test_automorphism) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  fhjit_domain dom = (_i / 2) % 2 ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+  int which = (_i / 4) % 4;
+  int logn = 4 + (_i / 16 + _i) % 7;
+  env e;
+  env_init(&e, radix, logn, 1300 + (uint64_t)_i);
+  int64_t k = galois(which, e.n, 1 + _i % 5);
+  int comps = 1 + _i % 3, rows = 1 + (int)tu_below(&e.seed, 8);
+  int64_t batch = _i % 4 == 3 ? 3 : 0;
+  int32_t b[MAXM];
+  random_basis(&e, b, rows, NULL, 0);
+  fhjit_form form = _i % 5 == 1 ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  fhjit_graph *g = new_graph(&e, "auto");
+  fhjit_value x = poly(&e, g, "x", comps, batch, b, rows, dom, form);
+  fhjit_value w = poly(&e, g, "w", comps, batch, b, rows, dom, form);
+  fhjit_value p = poly(&e, g, "p", 0, 0, b, rows, dom, form);
+  fhjit_value a = fhjit_automorphism(g, x, k);
+  fhjit_output(g, a, "a"); /* stored as is */
+  fhjit_output(g, fhjit_add(g, a, w), "aw");
+  fhjit_output(g, fhjit_mul_plain(g, a, fhjit_automorphism(g, p, k)), "ap");
+  if (comps > 1) {
+    fhjit_value e1 = fhjit_automorphism(g, fhjit_extract(g, x, comps - 1), k);
+    fhjit_output(g, fhjit_sub(g, e1, fhjit_extract(g, w, 0)), "e1");
+  }
+  char what[128];
+  snprintf(what, sizeof what, "automorphism r%d %s k %lld N 2^%d comps %d rows %d batch %lld",
+           radix == FHJIT_R32 ? 32 : 62, dom == FHJIT_DOMAIN_NTT ? "ntt" : "coef", (long long)k,
+           logn, comps, rows, (long long)batch);
+  check_graph(&e, g, what, _i % 6 == 0);
+  if (rows >= 2) {
+    /* automorphism of a concat of slices (the rows rotated: another
+     * basis, so another kernel) */
+    fhjit_graph *h = new_graph(&e, "auto_rc");
+    x = poly(&e, h, "x", comps, batch, b, rows, dom, form);
+    w = poly(&e, h, "w", comps, batch, b, rows, dom, form);
+    fhjit_value rc = fhjit_concat(h, fhjit_rows(h, x, 1, rows - 1), fhjit_rows(h, x, 0, 1));
+    fhjit_value wc = fhjit_concat(h, fhjit_rows(h, w, 1, rows - 1), fhjit_rows(h, w, 0, 1));
+    fhjit_output(h, fhjit_add_lazy(h, fhjit_automorphism(h, rc, k), wc), "rc");
+    snprintf(what + strlen(what), sizeof what - strlen(what), " (concat)");
+    check_graph(&e, h, what, _i % 6 == 0);
+  }
+  env_free(&e);
+}
+END_TEST
+
+/* automorphism(automorphism(x, k1), k2) = automorphism(x, k1 k2 mod 2N),
+ * the first as two graphs (the first's result the second's input), both on
+ * the host path only. */
+START_TEST(test_automorphism_compose) {
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  fhjit_domain dom = (_i / 2) % 2 ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
+  int logn = 4 + (_i / 4) % 7;
+  env e;
+  env_init(&e, radix, logn, 77 + (uint64_t)_i);
+  int64_t m = 2 * e.n;
+  int64_t k1 = galois((_i / 4) % 4, e.n, 1 + _i % 7), k2 = galois((_i / 3) % 4, e.n, 2 + _i % 5);
+  int64_t k12 = k1 * k2 % m;
+  int rows = 1 + _i % 4;
+  int32_t b[MAXM];
+  random_basis(&e, b, rows, NULL, 0);
+  fhjit_graph *g1 = new_graph(&e, "a1"), *g2 = new_graph(&e, "a2"), *g3 = new_graph(&e, "a12");
+  fhjit_value x1 = poly(&e, g1, "x", 2, 0, b, rows, dom, FHJIT_FORM_MONT);
+  fhjit_output(g1, fhjit_automorphism(g1, x1, k1), NULL);
+  fhjit_value x2 = poly(&e, g2, "x", 2, 0, b, rows, dom, FHJIT_FORM_MONT);
+  fhjit_output(g2, fhjit_automorphism(g2, x2, k2), NULL);
+  fhjit_value x3 = poly(&e, g3, "x", 2, 0, b, rows, dom, FHJIT_FORM_MONT);
+  fhjit_output(g3, fhjit_automorphism(g3, x3, k12), NULL);
+  ck_assert_int_eq(fhjit_bind(g1), FHJIT_OK);
+  ck_assert_int_eq(fhjit_bind(g2), FHJIT_OK);
+  ck_assert_int_eq(fhjit_bind(g3), FHJIT_OK);
+  void **in = make_inputs(&e, g1, NULL);
+  void **r1 = alloc_results(&e, g1), **r2 = alloc_results(&e, g2), **r3 = alloc_results(&e, g3);
+  ck_assert_int_eq(fhjit_run_host(g1, e.params, e.m, (const void *const *)in, r1, 1), FHJIT_OK);
+  ck_assert_int_eq(fhjit_run_host(g2, e.params, e.m, (const void *const *)r1, r2, 1), FHJIT_OK);
+  ck_assert_int_eq(fhjit_run_host(g3, e.params, e.m, (const void *const *)in, r3, 1), FHJIT_OK);
+  int64_t len = 2 * rows * e.n;
+  int moved = k12 == 1;
+  for (int64_t j = 0; j < len; j++) {
+    ck_assert_msg(wget(&e, r2[0], j) == wget(&e, r3[0], j),
+                  "k1 %lld k2 %lld: word %lld: %llu vs %llu", (long long)k1, (long long)k2,
+                  (long long)j, (unsigned long long)wget(&e, r2[0], j),
+                  (unsigned long long)wget(&e, r3[0], j));
+    moved |= wget(&e, r3[0], j) != wget(&e, in[0], j);
+  }
+  ck_assert(moved); /* the permutation did something */
+  free_results(g1, r1);
+  free_results(g2, r2);
+  free_results(g3, r3);
+  free_inputs(&e, g1, in, NULL);
+  env_free(&e);
+}
+END_TEST
+
+/* -------------------------------------------------------------- refusals */
+
+START_TEST(test_materialise_refused) {
+  env e;
+  env_init(&e, FHJIT_R62, 4, 9);
+  int32_t b[3] = {4, 0, 2};
+  struct {
+    const char *op, *msg;
+  } cases[] = {{"rows", "= rows: its operand"},
+               {"concat", "= concat: its operand"},
+               {"automorphism", "= automorphism: its operand"}};
+  for (int c = 0; c < 3; c++) {
+    fhjit_graph *g = new_graph(&e, "mat");
+    fhjit_value x = poly(&e, g, "x", 0, 0, b, 3, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    fhjit_value y = poly(&e, g, "y", 0, 0, b, 3, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    fhjit_value s = fhjit_add(g, x, y), v;
+    if (c == 0) v = fhjit_rows(g, s, 1, 2);
+    else if (c == 1) v = fhjit_concat(g, fhjit_rows(g, x, 0, 1), fhjit_rows(g, s, 1, 1));
+    else v = fhjit_automorphism(g, fhjit_automorphism(g, x, 3), 5);
+    fhjit_output(g, v, NULL);
+    ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+    void **in = make_inputs(&e, g, NULL);
+    void **out = alloc_results(&e, g);
+    ck_assert_int_eq(fhjit_run_host(g, e.params, e.m, (const void *const *)in, out, 1),
+                     FHJIT_ERR_UNSUPPORTED);
+    ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), cases[c].msg) &&
+                      tu_contains(fhjit_last_error(e.ctx), "must be materialised"),
+                  "%s: %s", cases[c].op, fhjit_last_error(e.ctx));
+    ck_assert_ptr_null(fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90"));
+    ck_assert_int_eq(fhjit_last_status(e.ctx), FHJIT_ERR_UNSUPPORTED);
+    free_results(g, out);
+    free_inputs(&e, g, in, NULL);
+  }
+  env_free(&e);
+}
+END_TEST
+
+/* The parameter table must have a column for every position a basis
+ * names, not only `rows` of them. */
+START_TEST(test_pstride_covers_basis) {
+  env e;
+  env_init(&e, FHJIT_R32, 4, 11);
+  fhjit_graph *g = new_graph(&e, "ps");
+  int32_t b[2] = {6, 1};
+  fhjit_value x = poly(&e, g, "x", 0, 0, b, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_output(g, fhjit_add(g, x, x), NULL);
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  void **in = make_inputs(&e, g, NULL);
+  void **out = alloc_results(&e, g);
+  ck_assert_int_eq(fhjit_run_host(g, e.params, 6, (const void *const *)in, out, 1),
+                   FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "pstride"));
+  free_results(g, out);
+  free_inputs(&e, g, in, NULL);
+  env_free(&e);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("s7_lower");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, test_pointwise_bases, 0, 2 * NBASES * 2);
+  tcase_add_test(tc, test_two_bases_refused);
+  tcase_add_loop_test(tc, test_ntt_bases, 0, 32);
+  tcase_add_loop_test(tc, test_ntt_roundtrip_bases, 0, 6);
+  tcase_add_loop_test(tc, test_rows_concat, 0, 42);
+  tcase_add_loop_test(tc, test_automorphism, 0, 64);
+  tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
+  tcase_add_test(tc, test_materialise_refused);
+  tcase_add_test(tc, test_pstride_covers_basis);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
