@@ -1,0 +1,1081 @@
+/* bconv.c: the basis conversion kernel (bconv.h): plan checks and launch
+ * facts, the kernel as LLVM IR for the GPU and the host, and the host JIT.
+ *
+ * Shape. A block's threads first compute the conversion's constants into
+ * shared memory (phase 0: from the parameter table and the bconv table,
+ * l + m + l*m entries), then each thread converts `vec` consecutive
+ * coefficients of one polynomial (phase 1): it loads the l source words of
+ * each once, computes V_i, and walks the m target rows, each an exact sum of
+ * l products reduced once, stored dense. Threads of a warp take consecutive
+ * coefficients, so loads and stores are coalesced; the constants of target
+ * row j are the same for every thread (broadcast shared loads, 16 bytes at
+ * a time).
+ *
+ * Exactness (R_w = 2^32 for r32, 2^64 for r62: the word; R = 2^32 / 2^62):
+ *  - V_i = REDC(w * a'_i) with the constant form of ntt_emit.c (a'k
+ *    precomputed), then one conditional subtraction: w < 2s, a' < s give
+ *    REDC < w a' / R + s < 2s, so V_i is canonical. a' = a for the standard
+ *    form; for the Montgomery form a' = canon(REDC(a * 1)) = h^-1 mod s, so
+ *    REDC(w a') = (w R^-1) h^-1: one REDC per word in both forms.
+ *  - The table's c_ji = h_i R mod t_j, so S_j = sum_i V_i c_ji = Y_j R
+ *    (mod t_j), and Z = S R^-1 mod t_j is the standard result. The
+ *    Montgomery result takes c' = c R mod t_j (phase 0: canon(REDC(c R^2))),
+ *    so that the same Z is Y_j R.
+ *  - r32: V, c < 2^30, a product is below 2^60 and 16 of them below 2^64.
+ *    S = hi 2^32 + lo; x = hi (2^32 mod t) + lo = S (mod t) and
+ *    x <= (2^32 - 1)(t - 1) + 2^32 - 1 < t 2^32, so REDC(x) < 2t and one
+ *    subtraction gives Z = S R^-1 mod t. Past 16 products the sum is folded
+ *    to that x (< 2^62) and 12 more fit before the next fold.
+ *  - r62: V < 2^60 and every product constant below t, so a sum of 16
+ *    products is below 16 2^60 t = 2^64 t, and one Montgomery step with
+ *    2^64 (m = lo64(S) k64 mod 2^64, k64 = -t^-1 mod 2^64 from k by one
+ *    Newton step) gives u = (S + m t) / 2^64 < S / 2^64 + t < 2t: one
+ *    subtraction makes it canonical. It is S 2^-64, so phase 0 scales the
+ *    product constants by 4 (c'' = 4c mod t: S 2^-64 = Y R 4 2^-64 = Y);
+ *    past 16 products the canonical results of 16-product chunks are added
+ *    mod t. The products: with x = x0 + 2^32 x1, c = c0 + 2^32 c1 (x1, c1 <
+ *    2^28), V c = x0 c0 + 2^64 x1 c1 + 2^32 (x0 c1 + x1 c0); the first two
+ *    go into a 128-bit sum (one carry chain), the cross terms (< 2^61 per
+ *    product) into a 64-bit one, added in at weight 2^32 every 8 products
+ *    and by the reduction (lw_bconv_mac62_ptx, lw_bconv_reduce62_ptx on the
+ *    GPU: u32 multiply-adds that ptxas fuses into wide ones).
+ *  - Lift: V = c' (< q), c_j = R mod t_j, so Z = c' mod t_j by the same
+ *    sums; then the subtraction of h mod t_j (+ t_j when negative). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+
+#include "lower/bconv.h"
+#include "lower/ntt.h"
+#include "lower/ntt_redc62_ptx.h"
+#include "nvptx/nvptx.h"
+
+/* ------------------------------------------------------------------ plan */
+
+/* shared layout, in words of the radix: per source row 3 (a' or 4a', its
+ * Montgomery constant, s), per target row 4 (r32: t, k, 2^32 mod t,
+ * h mod t; r62: t, k64, h mod t, pad), then the l*m products'
+ * constants, each target row's padded to whole 16-byte vectors */
+#define SRC_WORDS 3
+#define TGT_WORDS 4
+
+static int word_bytes(fhjit_radix r) { return r == FHJIT_R32 ? 4 : 8; }
+static int64_t crow_words(const lw_bconv_plan *p) {
+  int v = 16 / word_bytes(p->radix);
+  return ((int64_t)p->l + v - 1) / v * v;
+}
+static int64_t tgt_base(const lw_bconv_plan *p) {
+  int v = 16 / word_bytes(p->radix);
+  return ((int64_t)SRC_WORDS * p->l + v - 1) / v * v;
+}
+static int64_t c_base(const lw_bconv_plan *p) {
+  return tgt_base(p) + (int64_t)TGT_WORDS * p->m;
+}
+static int64_t shared_words(const lw_bconv_plan *p) {
+  return c_base(p) + crow_words(p) * p->m;
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+static fhjit_status check_cols(fhjit_context *ctx, const char *what, const int32_t *cols,
+                               int32_t n) {
+  if (!cols) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: null %s columns", what);
+  for (int32_t i = 0; i < n; i++) {
+    if (cols[i] < 0)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: %s column #%d is %d (negative)",
+                      what, (int)i, (int)cols[i]);
+    for (int32_t j = 0; j < i; j++)
+      if (cols[j] == cols[i])
+        return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                        "error: bconv plan: %s columns #%d and #%d are both %d (a basis holds "
+                        "each chain position once)",
+                        what, (int)j, (int)i, (int)cols[i]);
+  }
+  return FHJIT_OK;
+}
+
+fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
+  if (p->radix != FHJIT_R32 && p->radix != FHJIT_R62)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: radix %d is neither r32 nor r62",
+                    (int)p->radix);
+  if (p->log_n < 4 || p->log_n > 17)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: N = 2^%d is outside 2^4 .. 2^17", p->log_n);
+  if (p->l < 1 || p->l > LW_BCONV_MAX_L)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: %d source rows, the kernel takes 1 to %d (the bounds "
+                    "of its exact sums)",
+                    (int)p->l, LW_BCONV_MAX_L);
+  if (p->m < 1 || p->m > LW_BCONV_MAX_M)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: %d target rows, the kernel takes 1 to %d (convert to "
+                    "fewer targets per kernel)",
+                    (int)p->m, LW_BCONV_MAX_M);
+  if (p->lift && (p->l != 1 || p->mont))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv plan: rescale's lift takes one source row in standard form "
+                    "(got %d rows, %s form)",
+                    (int)p->l, p->mont ? "Montgomery" : "standard");
+  if (p->polys < 1)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: %lld polynomials",
+                    (long long)p->polys);
+  if (p->src_nax < 0 || p->src_nax > FHJIT_MAX_BATCH + 1)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: %d source view axes (at most %d)",
+                    p->src_nax, FHJIT_MAX_BATCH + 1);
+  int64_t prod = 1;
+  for (int a = 0; a < p->src_nax; a++) {
+    if (p->src_ext[a] < 1 || prod > INT64_MAX / p->src_ext[a])
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: source view extent %lld",
+                      (long long)p->src_ext[a]);
+    prod *= p->src_ext[a];
+  }
+  if (prod != p->polys)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv plan: the source view's extents hold %lld polynomials, not %lld",
+                    (long long)prod, (long long)p->polys);
+  if (p->table_offset < 0)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: table offset %lld",
+                    (long long)p->table_offset);
+  fhjit_status st = check_cols(ctx, "source", p->src_cols, p->l);
+  if (!st) st = check_cols(ctx, "target", p->dst_cols, p->m);
+  if (st) return st;
+  int64_t n = INT64_C(1) << p->log_n;
+  if (p->polys > INT64_MAX / n / p->m)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: bconv plan: %lld polynomials is too many",
+                    (long long)p->polys);
+  int ws = word_bytes(p->radix), vmax = 16 / ws;
+  if (p->vec) {
+    if (p->vec != 1 && p->vec != 2 && p->vec != 4)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: vec = %d (1, 2 or 4)", p->vec);
+    if (p->vec > vmax)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: vec = %d words is more than 16 bytes of radix %s",
+                      p->vec, ir_radix_name(p->radix));
+  } else {
+    /* 16-byte vectors unless the source words of a thread fill too many
+     * registers, or the grid would hold fewer than 2^17 threads (about
+     * 1000 per SM of an H200: latency hiding beats wider accesses) */
+    p->vec = vmax;
+    while (p->vec > 1 && (int64_t)p->l * p->vec * (ws == 4 ? 1 : 4) > 48) p->vec /= 2;
+    while (p->vec > 1 && p->polys * (n / p->vec) < (INT64_C(1) << 17)) p->vec /= 2;
+  }
+  int64_t items = p->polys * (n / p->vec);
+  if (p->threads) {
+    if (!is_pow2(p->threads) || p->threads < 32 || p->threads > 1024)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: %u threads per block (a power of two, 32 .. 1024)",
+                      p->threads);
+  } else {
+    p->threads = 256;
+    while (p->threads > 32 && (int64_t)p->threads / 2 >= items) p->threads /= 2;
+  }
+  int64_t blocks = (items + p->threads - 1) / p->threads;
+  if (blocks > INT32_MAX)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: %lld blocks, more than one launch grid holds",
+                    (long long)blocks);
+  int64_t bytes = shared_words(p) * ws;
+  if (bytes > LW_BCONV_MAX_SHARED)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: %d -> %d rows need %lld bytes of constants in shared "
+                    "memory, more than %d (convert to fewer targets per kernel)",
+                    (int)p->l, (int)p->m, (long long)bytes, LW_BCONV_MAX_SHARED);
+  p->blocks = (uint32_t)blocks;
+  p->shared_bytes = (uint32_t)bytes;
+  return FHJIT_OK;
+}
+
+/* ----------------------------------------------------------- the emitter */
+
+typedef struct bc {
+  fhjit_context *ctx;
+  const lw_bconv_plan *P;
+  lw_target target;
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMTypeRef W, i1, i32, i64, i128, gptr, sptr, cptr, voidt;
+  int wbits; /* 32 or 64 */
+  int V;     /* words of a 16-byte vector */
+  LLVMValueRef fn, params, pstride, table, src, dst, smem;
+  LLVMValueRef scols, dcols; /* constant i32 arrays: the columns */
+  LLVMTypeRef scols_ty, dcols_ty;
+  LLVMValueRef barrier_fn;
+  LLVMTypeRef barrier_ty;
+} bc;
+
+static LLVMValueRef cw(bc *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
+static LLVMValueRef c32(bc *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); }
+static LLVMValueRef c64(bc *E, uint64_t x) { return LLVMConstInt(E->i64, x, 0); }
+static unsigned walign(bc *E) { return (unsigned)(E->wbits / 8); }
+
+static void fn_attr(bc *E, LLVMValueRef fn, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(E->c, kind, 0));
+}
+
+static void param_attr(bc *E, LLVMValueRef fn, unsigned param, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(E->c, kind, 0));
+}
+
+static LLVMValueRef sreg(bc *E, const char *name) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, NULL, 0);
+  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, NULL, 0), fn, NULL, 0, "");
+}
+
+static LLVMValueRef gep(bc *E, LLVMTypeRef ty, LLVMValueRef base, LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(E->b, ty, base, &idx, 1, "");
+}
+
+static LLVMValueRef load_at(bc *E, LLVMTypeRef ty, LLVMValueRef base, LLVMValueRef idx,
+                            unsigned align, const char *name) {
+  LLVMValueRef v = LLVMBuildLoad2(E->b, ty, gep(E, E->W, base, idx), name);
+  LLVMSetAlignment(v, align);
+  return v;
+}
+
+static void store_at(bc *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx, unsigned align) {
+  LLVMSetAlignment(LLVMBuildStore(E->b, v, gep(E, E->W, base, idx)), align);
+}
+
+static LLVMValueRef zext(bc *E, LLVMValueRef v, LLVMTypeRef ty) {
+  return LLVMBuildZExt(E->b, v, ty, "");
+}
+static LLVMValueRef trunc_to(bc *E, LLVMValueRef v, LLVMTypeRef ty) {
+  return LLVMBuildTrunc(E->b, v, ty, "");
+}
+
+/* ------------------------------------------------------------ arithmetic */
+
+static LLVMValueRef umin(bc *E, LLVMValueRef a, LLVMValueRef b) {
+  unsigned id = LLVMLookupIntrinsicID("llvm.umin", 9);
+  LLVMTypeRef ty = LLVMTypeOf(a);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, &ty, 1);
+  LLVMValueRef args[2] = {a, b};
+  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
+}
+
+/* $0 = text($1 ..) on 64-bit operands, as inline PTX without side effects. */
+static LLVMValueRef asm64(bc *E, const char *text, LLVMValueRef *in, unsigned n) {
+  LLVMTypeRef args[5] = {E->i64, E->i64, E->i64, E->i64, E->i64};
+  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, n, 0);
+  char cons[32] = "=l";
+  for (unsigned j = 0; j < n; j++) strcat(cons, ",l");
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(E->b, fty, fn, in, n, "");
+}
+
+/* x - bound when x >= bound, else x (ntt_emit.c's csub: r32 one unsigned
+ * minimum, r62 on the GPU the sign of x - bound in PTX; every use here has
+ * x < 2^63 + bound) */
+static LLVMValueRef csub(bc *E, LLVMValueRef x, LLVMValueRef bound) {
+  if (E->wbits == 64 && E->target == LW_GPU) {
+    LLVMValueRef in[2] = {x, bound};
+    return asm64(E, lw_ntt_csub62_ptx, in, 2);
+  }
+  LLVMValueRef d = LLVMBuildSub(E->b, x, bound, "");
+  if (E->wbits == 32) return umin(E, x, d);
+  return LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, ""), d, x, "");
+}
+
+/* High word of a*b (64-bit words). */
+static LLVMValueRef mulhi64(bc *E, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef p = LLVMBuildNUWMul(E->b, zext(E, a, E->i128), zext(E, b, E->i128), "");
+  return trunc_to(E, LLVMBuildLShr(E->b, p, LLVMConstInt(E->i128, 64, 0), ""), E->i64);
+}
+
+/* REDC(w * x) for a constant w given as (w4, wk4) (ntt_emit.c's form: r32
+ * w and w k mod 2^32, canonical result; r62 4w and w 4k mod 2^64, lazy
+ * result, inline PTX on the GPU). */
+static LLVMValueRef redc_const(bc *E, LLVMValueRef x, LLVMValueRef w4, LLVMValueRef wk4,
+                               LLVMValueRef q) {
+  if (E->wbits == 32) {
+    LLVMValueRef m = LLVMBuildMul(E->b, x, wk4, "m");
+    LLVMValueRef t = LLVMBuildNUWMul(E->b, zext(E, w4, E->i64), zext(E, x, E->i64), "");
+    LLVMValueRef mq = LLVMBuildNUWMul(E->b, zext(E, m, E->i64), zext(E, q, E->i64), "");
+    LLVMValueRef u = LLVMBuildLShr(E->b, LLVMBuildNUWAdd(E->b, t, mq, ""), c64(E, 32), "");
+    return csub(E, trunc_to(E, u, E->W), q);
+  }
+  if (E->target == LW_GPU) {
+    LLVMValueRef in[4] = {x, w4, wk4, q};
+    return asm64(E, lw_ntt_redc62_ptx, in, 4);
+  }
+  LLVMValueRef m4 = LLVMBuildMul(E->b, x, wk4, "m4");
+  LLVMValueRef carry = zext(E, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""), E->W);
+  LLVMValueRef u = LLVMBuildNUWAdd(E->b, mulhi64(E, m4, q), carry, "");
+  return LLVMBuildNUWAdd(E->b, mulhi64(E, w4, x), u, "u");
+}
+
+/* SPEC's REDC(a * b) written out (phase 0's one-off constants): r32
+ * canonical, r62 lazy. k: r32 -q^-1 mod 2^32, r62 -q^-1 mod 2^62. */
+static LLVMValueRef redc_mul(bc *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef q,
+                             LLVMValueRef k) {
+  if (E->wbits == 32) {
+    LLVMValueRef t = LLVMBuildNUWMul(E->b, zext(E, a, E->i64), zext(E, b, E->i64), "");
+    LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, t, E->i32), k, "");
+    LLVMValueRef u = LLVMBuildNUWAdd(E->b, t, LLVMBuildNUWMul(E->b, zext(E, m, E->i64),
+                                                              zext(E, q, E->i64), ""), "");
+    return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), q);
+  }
+  LLVMValueRef t = LLVMBuildNUWMul(E->b, zext(E, a, E->i128), zext(E, b, E->i128), "");
+  LLVMValueRef m = LLVMBuildAnd(E->b, LLVMBuildMul(E->b, trunc_to(E, t, E->i64), k, ""),
+                                c64(E, (UINT64_C(1) << 62) - 1), "");
+  LLVMValueRef u = LLVMBuildNUWAdd(E->b, t, LLVMBuildNUWMul(E->b, zext(E, m, E->i128),
+                                                            zext(E, q, E->i128), ""), "");
+  return trunc_to(E, LLVMBuildLShr(E->b, u, LLVMConstInt(E->i128, 62, 0), ""), E->i64);
+}
+
+/* The GPU's r62 multiply-accumulate: one carry chain over the 128-bit sum
+ * for x0 c0 + 2^64 x1 c1, and the cross terms into their 64-bit sum (ptxas
+ * fuses each mad.lo.cc / madc.hi pair into one wide multiply-add with
+ * carries). No carry leaves a top word: the sums are below 2^125 and 2^64. */
+const char lw_bconv_mac62_ptx[] =
+    "{\n\t"
+    ".reg .u32 ma0, ma1, ma2, ma3, mk0, mk1, mx0, mx1, mc0, mc1;\n\t"
+    "mov.b64 {ma0, ma1}, $5;\n\t"
+    "mov.b64 {ma2, ma3}, $6;\n\t"
+    "mov.b64 {mk0, mk1}, $7;\n\t"
+    "mov.b64 {mx0, mx1}, $3;\n\t"
+    "mov.b64 {mc0, mc1}, $4;\n\t"
+    "mad.lo.cc.u32 ma0, mx0, mc0, ma0;\n\t"
+    "madc.hi.cc.u32 ma1, mx0, mc0, ma1;\n\t"
+    "madc.lo.cc.u32 ma2, mx1, mc1, ma2;\n\t"
+    "madc.hi.u32 ma3, mx1, mc1, ma3;\n\t"
+    "mad.lo.cc.u32 mk0, mx0, mc1, mk0;\n\t"
+    "madc.hi.u32 mk1, mx0, mc1, mk1;\n\t"
+    "mad.lo.cc.u32 mk0, mx1, mc0, mk0;\n\t"
+    "madc.hi.u32 mk1, mx1, mc0, mk1;\n\t"
+    "mov.b64 $0, {ma0, ma1};\n\t"
+    "mov.b64 $1, {ma2, ma3};\n\t"
+    "mov.b64 $2, {mk0, mk1};\n\t"
+    "}";
+
+/* The GPU's r62 reduction: S' = S + 2^32 C, m = lo64(S') k64 mod 2^64,
+ * $0 = (S' + m t) >> 64. S' + m t is a multiple of 2^64; with B = that sum
+ * less the low halves' product m0 t0 (0 <= m0 t0 < 2^64), it is B rounded
+ * up to a multiple of 2^64, so $0 = (B + 2^64 - 1) >> 64: m0 t0 is never
+ * computed (lw_ntt_redc62_ptx's trick). */
+const char lw_bconv_reduce62_ptx[] =
+    "{\n\t"
+    ".reg .u32 rs0, rs1, rs2, rs3, rc0, rc1, rt0, rt1, rk0, rk1, rm0, rm1, rx;\n\t"
+    "mov.b64 {rs0, rs1}, $1;\n\t"
+    "mov.b64 {rs2, rs3}, $2;\n\t"
+    "mov.b64 {rc0, rc1}, $3;\n\t"
+    "mov.b64 {rt0, rt1}, $4;\n\t"
+    "mov.b64 {rk0, rk1}, $5;\n\t"
+    "add.cc.u32 rs1, rs1, rc0;\n\t"
+    "addc.cc.u32 rs2, rs2, rc1;\n\t"
+    "addc.u32 rs3, rs3, 0;\n\t"
+    "mul.lo.u32 rm0, rs0, rk0;\n\t"
+    "mul.hi.u32 rx, rs0, rk0;\n\t"
+    "mad.lo.u32 rx, rs0, rk1, rx;\n\t"
+    "mad.lo.u32 rm1, rs1, rk0, rx;\n\t"
+    "add.cc.u32 rs0, rs0, 0xffffffff;\n\t"
+    "addc.cc.u32 rs1, rs1, 0xffffffff;\n\t"
+    "addc.cc.u32 rs2, rs2, 0;\n\t"
+    "addc.u32 rs3, rs3, 0;\n\t"
+    "mad.lo.cc.u32 rs1, rm0, rt1, rs1;\n\t"
+    "madc.hi.cc.u32 rs2, rm0, rt1, rs2;\n\t"
+    "addc.u32 rs3, rs3, 0;\n\t"
+    "mad.lo.cc.u32 rs1, rm1, rt0, rs1;\n\t"
+    "madc.hi.cc.u32 rs2, rm1, rt0, rs2;\n\t"
+    "addc.u32 rs3, rs3, 0;\n\t"
+    "mad.lo.cc.u32 rs2, rm1, rt1, rs2;\n\t"
+    "madc.hi.u32 rs3, rm1, rt1, rs3;\n\t"
+    "mov.b64 $0, {rs2, rs3};\n\t"
+    "}";
+
+static LLVMValueRef wide(bc *E, LLVMValueRef lo, LLVMValueRef hi) {
+  return LLVMBuildOr(E->b, zext(E, lo, E->i128),
+                     LLVMBuildShl(E->b, zext(E, hi, E->i128), LLVMConstInt(E->i128, 64, 0), ""), "");
+}
+static LLVMValueRef high(bc *E, LLVMValueRef s) {
+  return trunc_to(E, LLVMBuildLShr(E->b, s, LLVMConstInt(E->i128, 64, 0), ""), E->i64);
+}
+
+/* (lo, hi) += x0 c0 + 2^64 x1 c1; *cross += x0 c1 + x1 c0. */
+static void mac62(bc *E, LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef *cross, LLVMValueRef x,
+                  LLVMValueRef c) {
+  if (E->target == LW_GPU) {
+    LLVMTypeRef args[5] = {E->i64, E->i64, E->i64, E->i64, E->i64};
+    LLVMTypeRef three[3] = {E->i64, E->i64, E->i64};
+    LLVMTypeRef ret = LLVMStructTypeInContext(E->c, three, 3, 0);
+    LLVMTypeRef fty = LLVMFunctionType(ret, args, 5, 0);
+    static const char cons[] = "=l,=l,=l,l,l,l,l,l";
+    LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_bconv_mac62_ptx, strlen(lw_bconv_mac62_ptx), cons,
+                                       sizeof cons - 1, 0, 0, LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef in[5] = {x, c, *lo, *hi, *cross};
+    LLVMValueRef r = LLVMBuildCall2(E->b, fty, fn, in, 5, "");
+    *lo = LLVMBuildExtractValue(E->b, r, 0, "s.lo");
+    *hi = LLVMBuildExtractValue(E->b, r, 1, "s.hi");
+    *cross = LLVMBuildExtractValue(E->b, r, 2, "cross");
+    return;
+  }
+  LLVMValueRef m32 = c64(E, 0xffffffffu), sh = c64(E, 32);
+  LLVMValueRef x0 = LLVMBuildAnd(E->b, x, m32, ""), x1 = LLVMBuildLShr(E->b, x, sh, "");
+  LLVMValueRef c0 = LLVMBuildAnd(E->b, c, m32, ""), c1 = LLVMBuildLShr(E->b, c, sh, "");
+  LLVMValueRef add = wide(E, LLVMBuildNUWMul(E->b, x0, c0, ""), LLVMBuildNUWMul(E->b, x1, c1, ""));
+  LLVMValueRef s = LLVMBuildAdd(E->b, wide(E, *lo, *hi), add, "");
+  *lo = trunc_to(E, s, E->i64);
+  *hi = high(E, s);
+  LLVMValueRef cr = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, x0, c1, ""),
+                                    LLVMBuildNUWMul(E->b, x1, c0, ""), "");
+  *cross = LLVMBuildNUWAdd(E->b, *cross, cr, "cross");
+}
+
+/* (lo, hi) += cross << 32. */
+static void flush62(bc *E, LLVMValueRef *lo, LLVMValueRef *hi, LLVMValueRef cross) {
+  LLVMValueRef s = LLVMBuildAdd(E->b, wide(E, *lo, *hi),
+                                LLVMBuildShl(E->b, zext(E, cross, E->i128),
+                                             LLVMConstInt(E->i128, 32, 0), ""), "");
+  *lo = trunc_to(E, s, E->i64);
+  *hi = high(E, s);
+}
+
+/* (S + 2^32 cross) 2^-64 mod t, in [0, 2t) for sums below 2^64 t. */
+static LLVMValueRef reduce62(bc *E, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef cross,
+                             LLVMValueRef t, LLVMValueRef k64) {
+  if (E->target == LW_GPU) {
+    LLVMValueRef in[5] = {lo, hi, cross, t, k64};
+    return asm64(E, lw_bconv_reduce62_ptx, in, 5);
+  }
+  flush62(E, &lo, &hi, cross);
+  LLVMValueRef m = LLVMBuildMul(E->b, lo, k64, "m");
+  LLVMValueRef s = LLVMBuildAdd(E->b, wide(E, lo, hi),
+                                LLVMBuildNUWMul(E->b, zext(E, m, E->i128), zext(E, t, E->i128), ""), "");
+  return high(E, s);
+}
+
+/* a * b + c for 32-bit a, b and 64-bit c. On the GPU one mad.wide.u32:
+ * written as IR, the loop-invariant zero extensions of the V_i move out of
+ * the target loop and NVPTX then selects 64 x 64-bit products. */
+static LLVMValueRef madwide32(bc *E, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  if (E->target == LW_GPU) {
+    LLVMTypeRef args[3] = {E->i32, E->i32, E->i64};
+    LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 3, 0);
+    static const char text[] = "mad.wide.u32 $0, $1, $2, $3;";
+    static const char cons[] = "=l,r,r,l";
+    LLVMValueRef fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
+                                       LLVMInlineAsmDialectATT, 0);
+    LLVMValueRef in[3] = {a, b, c};
+    return LLVMBuildCall2(E->b, fty, fn, in, 3, "");
+  }
+  return LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, zext(E, a, E->i64), zext(E, b, E->i64), ""), c,
+                         "");
+}
+
+/* One target row's constants (from shared memory). */
+typedef struct tgt {
+  LLVMValueRef t, k, x1, hm; /* file comment: r32 (t, k, 2^32 mod t), r62 (t, k64) */
+} tgt;
+
+/* r32: hi (2^32 mod t) + lo of a 64-bit sum (the file comment's x). */
+static LLVMValueRef fold32(bc *E, const tgt *T, LLVMValueRef s) {
+  LLVMValueRef hi = trunc_to(E, LLVMBuildLShr(E->b, s, c64(E, 32), ""), E->i32);
+  LLVMValueRef lo = LLVMBuildAnd(E->b, s, c64(E, 0xffffffffu), "");
+  return madwide32(E, hi, T->x1, lo);
+}
+
+/* Z = sum_r v[r] c[r] R^-1 mod t, canonical (the file comment). */
+static LLVMValueRef dot_reduce(bc *E, const tgt *T, LLVMValueRef *v, LLVMValueRef *c, int l) {
+  if (E->wbits == 32) {
+    LLVMValueRef s = c64(E, 0);
+    int cnt = 0, limit = 16;
+    for (int r = 0; r < l; r++) {
+      if (cnt == limit) {
+        s = fold32(E, T, s);
+        cnt = 0, limit = 12;
+      }
+      s = madwide32(E, v[r], c[r], s);
+      cnt++;
+    }
+    LLVMValueRef x = fold32(E, T, s);
+    LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
+    LLVMValueRef u = madwide32(E, m, T->t, x);
+    return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+  }
+  LLVMValueRef z = NULL;
+  for (int r0 = 0; r0 < l; r0 += 16) { /* chunks of 16 products: below 2^64 t */
+    LLVMValueRef lo = c64(E, 0), hi = c64(E, 0), cross = c64(E, 0);
+    for (int r = r0; r < l && r < r0 + 16; r++) {
+      if (r == r0 + 8) { /* the cross sum holds 8 products */
+        flush62(E, &lo, &hi, cross);
+        cross = c64(E, 0);
+      }
+      mac62(E, &lo, &hi, &cross, v[r], c[r]);
+    }
+    LLVMValueRef u = csub(E, reduce62(E, lo, hi, cross, T->t, T->k), T->t);
+    z = z ? csub(E, LLVMBuildNUWAdd(E->b, z, u, ""), T->t) : u;
+  }
+  return z;
+}
+
+/* ----------------------------------------------------------- loops */
+
+typedef struct loop {
+  LLVMBasicBlockRef body, after;
+  LLVMValueRef iv;
+} loop;
+
+/* for (iv = begin; iv < end; iv += step), begin possibly >= end (then no
+ * iteration). Types of the iv's: that of begin. */
+static loop loop_begin(bc *E, LLVMValueRef begin, LLVMValueRef end, const char *name) {
+  loop L;
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b);
+  L.body = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
+  L.after = LLVMAppendBasicBlockInContext(E->c, E->fn, "");
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, begin, end, ""), L.body, L.after);
+  LLVMPositionBuilderAtEnd(E->b, L.body);
+  L.iv = LLVMBuildPhi(E->b, LLVMTypeOf(begin), name);
+  LLVMAddIncoming(L.iv, &begin, &pre, 1);
+  return L;
+}
+
+static void loop_end(bc *E, loop *L, LLVMValueRef step, LLVMValueRef end) {
+  LLVMValueRef next = LLVMBuildNUWAdd(E->b, L->iv, step, "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
+  LLVMAddIncoming(L->iv, &next, &latch, 1);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, next, end, ""), L->body, L->after);
+  LLVMPositionBuilderAtEnd(E->b, L->after);
+}
+
+/* ------------------------------------------------------------ phase 0 */
+
+static LLVMValueRef param(bc *E, int row, LLVMValueRef col) {
+  LLVMValueRef idx = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, E->pstride, c64(E, (uint64_t)row), ""),
+                                     col, "");
+  return load_at(E, E->W, E->params, idx, walign(E), "");
+}
+
+static LLVMValueRef column(bc *E, LLVMValueRef arr, LLVMTypeRef arr_ty, LLVMValueRef i) {
+  LLVMValueRef idx[2] = {c64(E, 0), i};
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, arr_ty, arr, idx, 2, "");
+  LLVMValueRef v = LLVMBuildLoad2(E->b, E->i32, p, "col");
+  LLVMSetAlignment(v, 4);
+  return zext(E, v, E->i64);
+}
+
+/* q and k (r32 -q^-1 mod 2^32, r62 -q^-1 mod 2^62) of parameter column col. */
+static void modulus(bc *E, LLVMValueRef col, LLVMValueRef *q, LLVMValueRef *k) {
+  *q = LLVMBuildLShr(E->b, param(E, 0, col), cw(E, 1), "q");
+  LLVMValueRef lo = param(E, 3, col), hi = param(E, 4, col);
+  *k = LLVMBuildOr(E->b, lo, LLVMBuildShl(E->b, hi, cw(E, (uint64_t)(E->wbits == 64 ? 31 : 16)), ""),
+                   "k");
+}
+
+static LLVMValueRef shared_idx(bc *E, int64_t base, LLVMValueRef i, int64_t stride, int64_t field) {
+  LLVMValueRef x = LLVMBuildNUWMul(E->b, i, c64(E, (uint64_t)stride), "");
+  return LLVMBuildNUWAdd(E->b, x, c64(E, (uint64_t)(base + field)), "");
+}
+
+static void sstore(bc *E, LLVMValueRef v, LLVMValueRef idx) {
+  store_at(E, v, E->smem, idx, walign(E));
+}
+
+static void emit_phase0(bc *E, LLVMValueRef tid) {
+  const lw_bconv_plan *p = E->P;
+  LLVMValueRef step = c64(E, p->threads), t64 = zext(E, tid, E->i64);
+  int64_t l = p->l, m = p->m, tb = tgt_base(p), tw = TGT_WORDS, cb = c_base(p),
+          cr = crow_words(p);
+  /* source rows: a' (or 4a'), its constant, s */
+  loop L = loop_begin(E, t64, c64(E, (uint64_t)l), "src_const");
+  {
+    LLVMValueRef s, k;
+    modulus(E, column(E, E->scols, E->scols_ty, L.iv), &s, &k);
+    LLVMValueRef a = cw(E, 0), ak = cw(E, 0);
+    if (!p->lift) {
+      LLVMValueRef ti = LLVMBuildNUWAdd(E->b, L.iv, c64(E, (uint64_t)p->table_offset), "");
+      a = load_at(E, E->W, E->table, ti, walign(E), "a");
+      /* Montgomery input: a' = canon(REDC(a * 1)) = h^-1 mod s */
+      if (p->mont) a = csub(E, redc_mul(E, a, cw(E, 1), s, k), s);
+      if (E->wbits == 64) {
+        LLVMValueRef k4 = LLVMBuildShl(E->b, k, cw(E, 2), "");
+        ak = LLVMBuildMul(E->b, a, k4, "ak4");
+        a = LLVMBuildShl(E->b, a, cw(E, 2), "a4");
+      } else {
+        ak = LLVMBuildMul(E->b, a, k, "ak");
+      }
+    }
+    sstore(E, a, shared_idx(E, 0, L.iv, SRC_WORDS, 0));
+    sstore(E, ak, shared_idx(E, 0, L.iv, SRC_WORDS, 1));
+    sstore(E, s, shared_idx(E, 0, L.iv, SRC_WORDS, 2));
+  }
+  loop_end(E, &L, step, c64(E, (uint64_t)l));
+  /* target rows */
+  L = loop_begin(E, t64, c64(E, (uint64_t)m), "tgt_const");
+  {
+    LLVMValueRef t, k;
+    modulus(E, column(E, E->dcols, E->dcols_ty, L.iv), &t, &k);
+    /* r32: (t, k, 2^32 mod t, h mod t); r62: (t, k64, h mod t, 0) */
+    LLVMValueRef f[4] = {t, k, cw(E, 0), cw(E, 0)};
+    if (E->wbits == 64) {
+      /* k64 = -t^-1 mod 2^64 from t^-1 mod 2^62 by one Newton step */
+      LLVMValueRef y = LLVMBuildAnd(E->b, LLVMBuildNeg(E->b, k, ""), cw(E, (UINT64_C(1) << 62) - 1), "");
+      y = LLVMBuildMul(E->b, y, LLVMBuildSub(E->b, cw(E, 2), LLVMBuildMul(E->b, t, y, ""), ""), "");
+      f[1] = LLVMBuildNeg(E->b, y, "k64");
+    } else {
+      /* 2^32 mod t = (2^32 - t) mod t */
+      f[2] = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "r1");
+    }
+    if (p->lift) {
+      LLVMValueRef q, qk;
+      modulus(E, column(E, E->scols, E->scols_ty, c64(E, 0)), &q, &qk);
+      f[E->wbits == 64 ? 2 : 3] = LLVMBuildURem(E->b, LLVMBuildLShr(E->b, q, cw(E, 1), ""), t, "hm");
+    }
+    for (int j = 0; j < 4; j++) sstore(E, f[j], shared_idx(E, tb, L.iv, tw, j));
+  }
+  loop_end(E, &L, step, c64(E, (uint64_t)m));
+  /* the products' constants, target-row major */
+  L = loop_begin(E, t64, c64(E, (uint64_t)(l * m)), "c_const");
+  {
+    LLVMValueRef j = l == 1 ? L.iv : LLVMBuildUDiv(E->b, L.iv, c64(E, (uint64_t)l), "j");
+    LLVMValueRef i = l == 1 ? c64(E, 0) : LLVMBuildURem(E->b, L.iv, c64(E, (uint64_t)l), "i");
+    LLVMValueRef col = column(E, E->dcols, E->dcols_ty, j), t, k, cv;
+    modulus(E, col, &t, &k);
+    if (p->lift) {
+      /* R mod t (r62 scaled: 4R = 2^64 mod t): with V = c', the sum
+       * reduces to c' mod t */
+      cv = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "rt");
+    } else {
+      LLVMValueRef ti = LLVMBuildNUWAdd(E->b, L.iv, c64(E, (uint64_t)(p->table_offset + l)), "");
+      cv = load_at(E, E->W, E->table, ti, walign(E), "c");
+      /* Montgomery output: c' = canon(REDC(c R^2)) = c R mod t */
+      if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, col), t, k), t);
+      /* r62: c'' = 4c' mod t (the reduction divides by 2^64, not R) */
+      if (E->wbits == 64) {
+        cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
+        cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
+      }
+    }
+    LLVMValueRef si = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, j, c64(E, (uint64_t)cr), ""),
+                                      LLVMBuildNUWAdd(E->b, i, c64(E, (uint64_t)cb), ""), "");
+    sstore(E, cv, si);
+  }
+  loop_end(E, &L, step, c64(E, (uint64_t)(l * m)));
+}
+
+/* ------------------------------------------------------------ phase 1 */
+
+/* Loads `n` words from shared memory at constant-aligned index idx (a
+ * multiple of E->V words): whole 16-byte vectors. */
+static void sload_words(bc *E, LLVMValueRef idx, int n, LLVMValueRef *out) {
+  LLVMTypeRef vt = LLVMVectorType(E->W, (unsigned)E->V);
+  for (int b = 0; b < n; b += E->V) {
+    LLVMValueRef at = LLVMBuildNUWAdd(E->b, idx, c64(E, (uint64_t)b), "");
+    LLVMValueRef v = load_at(E, vt, E->smem, at, 16, "cv");
+    for (int e = 0; e < E->V && b + e < n; e++)
+      out[b + e] = LLVMBuildExtractElement(E->b, v, c32(E, (uint64_t)e), "");
+  }
+}
+
+static int src_vectorizable(const lw_bconv_plan *p) {
+  if (p->vec == 1 || p->src_index_stride != 1) return 0;
+  if (p->src_offset % p->vec || p->src_row_stride % p->vec) return 0;
+  for (int a = 0; a < p->src_nax; a++)
+    if (p->src_ext[a] > 1 && p->src_stride[a] % p->vec) return 0;
+  return 1;
+}
+
+static void emit_phase1(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_bconv_plan *p = E->P;
+  int l = p->l, vec = p->vec;
+  int64_t n = INT64_C(1) << p->log_n, per = n / vec;
+  int64_t items = p->polys * per;
+  LLVMValueRef item = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, blk, c64(E, p->threads), ""),
+                                      zext(E, tid, E->i64), "item");
+  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, E->fn, "work");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "done");
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, item, c64(E, (uint64_t)items), ""), work,
+                  done);
+  LLVMPositionBuilderAtEnd(E->b, work);
+  LLVMValueRef poly = LLVMBuildUDiv(E->b, item, c64(E, (uint64_t)per), "poly");
+  LLVMValueRef i0 = LLVMBuildNUWMul(E->b, LLVMBuildURem(E->b, item, c64(E, (uint64_t)per), ""),
+                                    c64(E, (uint64_t)vec), "i0");
+  /* the polynomial's source offset: coordinates in the view's index space */
+  LLVMValueRef off = c64(E, (uint64_t)p->src_offset), rest = poly;
+  for (int a = p->src_nax - 1; a >= 0; a--) {
+    LLVMValueRef ext = c64(E, (uint64_t)p->src_ext[a]);
+    LLVMValueRef coord = a == 0 ? rest : LLVMBuildURem(E->b, rest, ext, "");
+    if (a) rest = LLVMBuildUDiv(E->b, rest, ext, "");
+    if (p->src_ext[a] > 1)
+      off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, coord, c64(E, (uint64_t)p->src_stride[a]), ""), "");
+  }
+  off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, i0, c64(E, (uint64_t)p->src_index_stride), ""), "off");
+  /* the source words, then V (or lift's c') */
+  LLVMValueRef v[LW_BCONV_MAX_L][4];
+  int vload = E->target == LW_GPU && src_vectorizable(p);
+  LLVMTypeRef vt = LLVMVectorType(E->W, (unsigned)vec);
+  for (int r = 0; r < l; r++) {
+    LLVMValueRef roff = LLVMBuildAdd(E->b, off, c64(E, (uint64_t)(r * p->src_row_stride)), "");
+    LLVMValueRef w[4];
+    if (vload) {
+      LLVMValueRef x = load_at(E, vt, E->src, roff, (unsigned)(vec * E->wbits / 8), "w");
+      for (int e = 0; e < vec; e++) w[e] = LLVMBuildExtractElement(E->b, x, c32(E, (uint64_t)e), "");
+    } else {
+      for (int e = 0; e < vec; e++) {
+        LLVMValueRef at = LLVMBuildAdd(E->b, roff, c64(E, (uint64_t)(e * p->src_index_stride)), "");
+        w[e] = load_at(E, E->W, E->src, at, walign(E), "w");
+      }
+    }
+    LLVMValueRef sc[SRC_WORDS];
+    for (int f = 0; f < SRC_WORDS; f++)
+      sc[f] = load_at(E, E->W, E->smem, c64(E, (uint64_t)(r * SRC_WORDS + f)), walign(E), "");
+    for (int e = 0; e < vec; e++) {
+      if (p->lift) {
+        LLVMValueRef q = sc[2], h = LLVMBuildLShr(E->b, q, cw(E, 1), "h");
+        LLVMValueRef cc = csub(E, w[e], q);
+        v[r][e] = csub(E, LLVMBuildNUWAdd(E->b, cc, h, ""), q);
+      } else {
+        LLVMValueRef u = redc_const(E, w[e], sc[0], sc[1], sc[2]);
+        v[r][e] = E->wbits == 64 ? csub(E, u, sc[2]) : u;
+      }
+    }
+  }
+  /* target rows */
+  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, poly, c64(E, (uint64_t)(p->m * n)), ""),
+                                       i0, "dbase");
+  loop L = loop_begin(E, c64(E, 0), c64(E, (uint64_t)p->m), "tgt");
+  {
+    LLVMValueRef tf[8], cv[LW_BCONV_MAX_L + 4];
+    int tw = TGT_WORDS;
+    sload_words(E, shared_idx(E, tgt_base(p), L.iv, tw, 0), tw, tf);
+    tgt T = {tf[0], tf[1], tf[2], E->wbits == 64 ? tf[2] : tf[3]};
+    sload_words(E, shared_idx(E, c_base(p), L.iv, crow_words(p), 0), l, cv);
+    LLVMValueRef z[4];
+    for (int e = 0; e < vec; e++) {
+      LLVMValueRef col[LW_BCONV_MAX_L];
+      for (int r = 0; r < l; r++) col[r] = v[r][e];
+      z[e] = dot_reduce(E, &T, col, cv, l);
+      if (p->lift) { /* Z - (h mod t), + t when negative */
+        LLVMValueRef d = LLVMBuildSub(E->b, z[e], T.hm, "");
+        LLVMValueRef d2 = LLVMBuildAdd(E->b, d, T.t, "");
+        z[e] = E->wbits == 32 ? umin(E, d, d2)
+                              : LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntULT, z[e], T.hm, ""),
+                                                d2, d, "");
+      }
+    }
+    LLVMValueRef at = LLVMBuildNUWAdd(E->b, dbase, LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)n), ""), "");
+    if (vec > 1 && E->target == LW_GPU) {
+      LLVMValueRef x = LLVMGetUndef(vt);
+      for (int e = 0; e < vec; e++) x = LLVMBuildInsertElement(E->b, x, z[e], c32(E, (uint64_t)e), "");
+      store_at(E, x, E->dst, at, (unsigned)(vec * E->wbits / 8));
+    } else {
+      for (int e = 0; e < vec; e++)
+        store_at(E, z[e], E->dst, LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)e), ""), walign(E));
+    }
+  }
+  loop_end(E, &L, c64(E, 1), c64(E, (uint64_t)p->m));
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* ------------------------------------------------------------ functions */
+
+static void kernel_params(bc *E, LLVMValueRef fn) {
+  static const char *const names[5] = {"params", "pstride", "table", "src", "dst"};
+  for (unsigned j = 0; j < 5; j++) {
+    LLVMSetValueName2(LLVMGetParam(fn, j), names[j], strlen(names[j]));
+    if (j == 1) continue;
+    param_attr(E, fn, j, "nocapture");
+    param_attr(E, fn, j, "noalias");
+    param_attr(E, fn, j, j == 4 ? "writeonly" : "readonly");
+  }
+  E->params = LLVMGetParam(fn, 0);
+  E->pstride = LLVMGetParam(fn, 1);
+  E->table = LLVMGetParam(fn, 2);
+  E->src = LLVMGetParam(fn, 3);
+  E->dst = LLVMGetParam(fn, 4);
+}
+
+static void kernel_types(bc *E, LLVMTypeRef *types) {
+  for (int j = 0; j < 5; j++) types[j] = j == 1 ? E->i64 : E->gptr;
+}
+
+static LLVMValueRef col_array(bc *E, const char *name, const char *suffix, const int32_t *cols,
+                              int32_t n, LLVMTypeRef *ty) {
+  char sym[128];
+  snprintf(sym, sizeof sym, "%s%s", name, suffix);
+  LLVMValueRef vals[LW_BCONV_MAX_M];
+  for (int32_t i = 0; i < n; i++) vals[i] = c32(E, (uint64_t)(uint32_t)cols[i]);
+  *ty = LLVMArrayType2(E->i32, (uint64_t)n);
+  LLVMValueRef g = LLVMAddGlobalInAddressSpace(E->m, *ty, sym, E->target == LW_GPU ? 4 : 0);
+  LLVMSetInitializer(g, LLVMConstArray2(E->i32, vals, (uint64_t)n));
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMSetAlignment(g, 4);
+  return g;
+}
+
+static void build_gpu(bc *E, const char *name) {
+  LLVMTypeRef types[5];
+  kernel_types(E, types);
+  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, 5, 0));
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn);
+  E->fn = fn;
+  char sname[128];
+  snprintf(sname, sizeof sname, "%s.smem", name);
+  LLVMTypeRef arr = LLVMArrayType2(E->W, (uint64_t)shared_words(E->P));
+  LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
+  LLVMSetInitializer(sm, LLVMGetUndef(arr));
+  LLVMSetLinkage(sm, LLVMInternalLinkage);
+  LLVMSetAlignment(sm, 16);
+  E->smem = sm;
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
+  LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
+  emit_phase0(E, tid);
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  emit_phase1(E, tid, blk);
+  LLVMBuildRetVoid(E->b);
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(c32(E, E->P->threads))};
+  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+}
+
+static void build_host(bc *E, const char *name) {
+  LLVMTypeRef types[8];
+  kernel_types(E, types);
+  types[5] = types[6] = E->i64;
+  types[7] = E->sptr;
+  char fname[128];
+  snprintf(fname, sizeof fname, "%s_host_body", name);
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, 8, 0);
+  LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn);
+  param_attr(E, fn, 7, "noalias");
+  E->fn = fn;
+  E->smem = LLVMGetParam(fn, 7);
+  LLVMValueRef begin = LLVMGetParam(fn, 5), end = LLVMGetParam(fn, 6);
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  loop B = loop_begin(E, begin, end, "block");
+  /* each phase for every thread of the block before the next: the loop
+   * boundary is the barrier */
+  loop T = loop_begin(E, c32(E, 0), c32(E, E->P->threads), "thread0");
+  emit_phase0(E, T.iv);
+  loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
+  T = loop_begin(E, c32(E, 0), c32(E, E->P->threads), "thread1");
+  emit_phase1(E, T.iv, B.iv);
+  loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
+  loop_end(E, &B, c64(E, 1), end);
+  LLVMBuildRetVoid(E->b);
+
+  /* the entry: (ptr slots, i64 begin, i64 end, ptr shared) */
+  snprintf(fname, sizeof fname, "%s_host", name);
+  LLVMTypeRef wtypes[4] = {E->gptr, E->i64, E->i64, E->sptr};
+  LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
+  fn_attr(E, w, "nounwind");
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, w, "entry"));
+  LLVMValueRef args[8];
+  for (int j = 0; j < 5; j++) {
+    LLVMValueRef slot = gep(E, E->i64, LLVMGetParam(w, 0), c64(E, (uint64_t)j));
+    args[j] = LLVMBuildLoad2(E->b, types[j], slot, "");
+    LLVMSetAlignment(args[j], 8);
+  }
+  for (int j = 0; j < 3; j++) args[5 + j] = LLVMGetParam(w, (unsigned)j + 1);
+  LLVMBuildCall2(E->b, fty, fn, args, 8, "");
+  LLVMBuildRetVoid(E->b);
+}
+
+fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_target target,
+                            const char *name, LLVMContextRef c, LLVMModuleRef m) {
+  static const char *const suffixes[] = {"", ".smem", ".scols", ".dcols", "_host", "_host_body"};
+  for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+    char sym[128];
+    snprintf(sym, sizeof sym, "%s%s", name, suffixes[i]);
+    if (lw_symbol_taken(m, sym)) return lw_duplicate_symbol(ctx, sym);
+  }
+  SP_ASSERT(p->blocks > 0 && p->vec >= 1 && p->threads >= 32); /* lw_bconv_plan_make's */
+  bc E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m};
+  E.b = LLVMCreateBuilderInContext(c);
+  E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
+  E.V = 16 / (E.wbits / 8);
+  E.W = LLVMIntTypeInContext(c, (unsigned)E.wbits);
+  E.i1 = LLVMInt1TypeInContext(c);
+  E.i32 = LLVMInt32TypeInContext(c);
+  E.i64 = LLVMInt64TypeInContext(c);
+  E.i128 = LLVMIntTypeInContext(c, 128);
+  E.voidt = LLVMVoidTypeInContext(c);
+  E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
+  E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
+  E.scols = col_array(&E, name, ".scols", p->src_cols, p->l, &E.scols_ty);
+  E.dcols = col_array(&E, name, ".dcols", p->dst_cols, p->m, &E.dcols_ty);
+  if (target == LW_GPU) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.nvvm.barrier0", 18);
+    E.barrier_fn = LLVMGetIntrinsicDeclaration(m, id, NULL, 0);
+    E.barrier_ty = LLVMIntrinsicGetType(c, id, NULL, 0);
+    build_gpu(&E, name);
+  } else {
+    build_host(&E, name);
+  }
+  LLVMDisposeBuilder(E.b);
+  return FHJIT_OK;
+}
+
+fhjit_status lw_bconv_compile_ptx(fhjit_context *ctx, const lw_bconv_plan *p, const char *arch,
+                                  const char *name, char **ptx) {
+  *ptx = NULL;
+  const nv_target *t = nv_find_target(&ctx->err, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  LLVMTargetMachineRef tm = nv_gpu_machine(&ctx->err, t);
+  if (!tm) return FHJIT_ERR_LLVM;
+  LLVMContextRef c = LLVMContextCreate();
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, c);
+  nv_prepare_module(m, tm);
+  fhjit_status st = lw_bconv_build(ctx, p, LW_GPU, name, c, m);
+  if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O3>", FHJIT_EMIT_PTX, NULL, ptx);
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  return st;
+}
+
+/* ------------------------------------------------------------ host JIT */
+
+typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
+
+struct lw_bconv_host {
+  lw_bconv_plan plan; /* the column pointers are not kept (NULL) */
+  LLVMOrcLLJITRef jit;
+  host_fn fn;
+};
+
+static fhjit_status orc_error(fhjit_context *ctx, LLVMErrorRef err, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: bconv host JIT: %s: %s", what,
+                             msg ? msg : "");
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+void lw_bconv_host_destroy(lw_bconv_host *h) {
+  if (!h) return;
+  if (h->jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
+    if (err) LLVMConsumeError(err);
+  }
+  free(h);
+}
+
+fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
+                                  lw_bconv_host **out) {
+  *out = NULL;
+  static const char name[] = "fhjit_bconv";
+  if (!nv_init()) return ir_error(ctx, FHJIT_ERR_LLVM, "error: bconv host JIT: no native target");
+  LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
+  if (!tm) return FHJIT_ERR_LLVM;
+  lw_bconv_host *h = calloc(1, sizeof *h);
+  if (!h) {
+    LLVMDisposeTargetMachine(tm);
+    return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  }
+  h->plan = *p;
+  h->plan.src_cols = h->plan.dst_cols = NULL;
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, c);
+  nv_prepare_module(m, tm);
+  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, c, m);
+  if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
+  LLVMDisposeTargetMachine(tm);
+  LLVMErrorRef err = NULL;
+  if (!st) {
+    err = LLVMOrcCreateLLJIT(&h->jit, LLVMOrcCreateLLJITBuilder());
+    if (err) {
+      h->jit = NULL;
+      st = orc_error(ctx, err, "creating the JIT");
+    }
+  }
+  if (!st) {
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
+    m = NULL; /* owned by the JIT from here on */
+    err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm);
+    if (err) {
+      LLVMOrcDisposeThreadSafeModule(tsm);
+      st = orc_error(ctx, err, "adding the module");
+    }
+  }
+  if (!st) {
+    LLVMOrcExecutorAddress addr = 0;
+    err = LLVMOrcLLJITLookup(h->jit, &addr, "fhjit_bconv_host");
+    if (err) st = orc_error(ctx, err, "looking up the kernel");
+    else h->fn = (host_fn)(uintptr_t)addr;
+  }
+  if (m) LLVMDisposeModule(m);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  if (st) {
+    lw_bconv_host_destroy(h);
+    return st;
+  }
+  *out = h;
+  return FHJIT_OK;
+}
+
+typedef struct host_job {
+  host_fn fn;
+  const uint64_t *slots;
+  int64_t begin, end;
+  size_t shared_bytes;
+  int failed;
+} host_job;
+
+static void *host_worker(void *arg) {
+  host_job *j = arg;
+  void *shared = aligned_alloc(16, (j->shared_bytes + 15) / 16 * 16);
+  if (!shared) {
+    j->failed = 1;
+    return NULL;
+  }
+  j->fn(j->slots, j->begin, j->end, shared);
+  free(shared);
+  return NULL;
+}
+
+fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
+                               int64_t pstride, const void *table, const void *src, void *dst,
+                               int threads) {
+  if (!h || !params || !src || !dst || (!table && !h->plan.lift))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv host run: null argument");
+  if (src == dst)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv host run: src and dst must be distinct buffers");
+  const lw_bconv_plan *p = &h->plan;
+  if (threads <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
+  }
+  uint64_t slots[5] = {(uint64_t)(uintptr_t)params, (uint64_t)pstride,
+                       (uint64_t)(uintptr_t)(table ? table : params), (uint64_t)(uintptr_t)src,
+                       (uint64_t)(uintptr_t)dst};
+  int64_t nt = threads < (int64_t)p->blocks ? threads : (int64_t)p->blocks;
+  if (nt > 64) nt = 64;
+  host_job jobs[64];
+  pthread_t tids[64];
+  int started[64] = {0};
+  for (int64_t t = 0; t < nt; t++)
+    jobs[t] = (host_job){h->fn, slots, (int64_t)p->blocks * t / nt, (int64_t)p->blocks * (t + 1) / nt,
+                         p->shared_bytes, 0};
+  for (int64_t t = 1; t < nt; t++)
+    started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;
+  host_worker(&jobs[0]);
+  int failed = jobs[0].failed;
+  for (int64_t t = 1; t < nt; t++) {
+    if (started[t]) pthread_join(tids[t], NULL);
+    else host_worker(&jobs[t]);
+    failed |= jobs[t].failed;
+  }
+  if (failed) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: bconv host run: out of memory");
+  return FHJIT_OK;
+}

@@ -1,0 +1,112 @@
+/* bconv.h: the basis conversion kernel of SPEC section 7 (prefix lw_bconv_):
+ * fast bconv from l source rows to m target rows of every polynomial, and
+ * rescale's lift (steps 1-2 before the forward transform), as one LLVM
+ * function built for the GPU (NVPTX) or for the host (ORC JIT, same IR but
+ * for the r62 multiply-accumulate and REDC chains, which are inline PTX on
+ * the GPU). The step planner (anchor.c) calls it; bconv.c says how the
+ * arithmetic stays exact.
+ *
+ * Semantics (docs/section7.md "Constant tables"), with the table words
+ * a[i] = (h_i^-1 mod s_i) R mod s_i (i < l), then
+ * c[j*l + i] = (h_i mod t_j) R mod t_j:
+ *   X_i = the integer of source word w (standard: w mod s_i; Montgomery:
+ *         REDC(w*1) mod s_i), w lazy ([0, 2 s_i), SPEC section 1),
+ *   V_i = X_i h_i^-1 mod s_i (canonical),
+ *   Y_j = sum_i V_i h_i mod t_j, written canonical in the source's form
+ *         (Montgomery: Y_j R mod t_j).
+ * Lift (rescale, l == 1, standard form, table unused): with q = s_0,
+ * h = floor(q/2), c = the source word mod q (canonical expected, lazy
+ * accepted), c' = c + h minus q if >= q, Y_j = (c' mod t_j) - (h mod t_j)
+ * plus t_j if negative.
+ *
+ * Parameter table: column = chain position (src_cols / dst_cols), row r at
+ * params + r * pstride (SPEC section 2; rows 0, 3, 4, 5 are read). */
+#ifndef FHJIT_LOWER_BCONV_H
+#define FHJIT_LOWER_BCONV_H
+
+#include <llvm-c/Core.h>
+
+#include "lower/lw_llvm.h"
+
+#define LW_BCONV_MAX_L 32   /* source rows (the exact sums' bounds: bconv.c) */
+#define LW_BCONV_MAX_M 256  /* target rows */
+#define LW_BCONV_MAX_SHARED 49152 /* bytes of static shared memory */
+
+typedef struct lw_bconv_plan {
+  fhjit_radix radix;
+  int mont;      /* 1: source and result in Montgomery form, 0: standard */
+  int lift;      /* 1: rescale's lift (above); requires l == 1, mont == 0 */
+  int32_t l, m;  /* source rows, target rows */
+  int log_n;     /* N = 2^log_n coefficients per row, 4..17 */
+  int64_t polys; /* independent polynomials (components x batch entries) */
+  /* Source element (p, r, i) is at src_offset + sum_a coord_a(p) *
+   * src_stride[a] + r * src_row_stride + i * src_index_stride (words),
+   * coord(p) = p in the row-major index space src_ext[0..src_nax) (whose
+   * product is polys; src_nax 0: one polynomial). */
+  int src_nax;
+  int64_t src_ext[FHJIT_MAX_BATCH + 1], src_stride[FHJIT_MAX_BATCH + 1];
+  int64_t src_offset, src_row_stride, src_index_stride;
+  int64_t table_offset; /* first word of the table in its buffer (index stride 1) */
+  /* parameter-table columns (chain positions) of the l source and m target
+   * rows; read by lw_bconv_plan_make, lw_bconv_build and
+   * lw_bconv_host_create only (not kept) */
+  const int32_t *src_cols, *dst_cols;
+  /* Tuning, 0 = automatic (lw_bconv_plan_make fills them): coefficients per
+   * thread (1, 2 or 4, at most 16 bytes of words) and threads per block (a
+   * power of two, 32..1024). */
+  int vec;
+  uint32_t threads;
+  /* launch facts, set by lw_bconv_plan_make: a 1-D grid of `blocks` blocks
+   * of `threads` threads; shared_bytes of static shared memory (the kernel
+   * declares it: launch with 0 dynamic bytes) */
+  uint32_t blocks, shared_bytes;
+} lw_bconv_plan;
+
+/* Validates the plan and sets vec and threads (when 0), blocks and
+ * shared_bytes. Errors (recorded on ctx): FHJIT_ERR_ARGUMENT (a malformed
+ * plan: null columns, a repeated column, extents not multiplying to polys,
+ * lift with l != 1 or Montgomery form, bad tuning), FHJIT_ERR_UNSUPPORTED
+ * (l, m or log_n out of range, constants beyond the shared memory, a grid
+ * too large). */
+fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p);
+
+/* Adds kernel `name` to module m for a plan lw_bconv_plan_make accepted.
+ * Arguments: (ptr params, i64 pstride, ptr table, ptr src, ptr dst); dst is
+ * dense [polys, m, N] words and must not overlap src. LW_GPU: a PTX kernel
+ * with launch bounds and the static shared array "<name>.smem"; LW_HOST:
+ * "<name>_host"(ptr slots, i64 block_begin, i64 block_end, ptr shared),
+ * slot j holding argument j as 64 bits, running every thread of blocks
+ * [block_begin, block_end) with `shared` a buffer of shared_bytes, and the
+ * internal "<name>_host_body". Errors: FHJIT_ERR_LLVM (a symbol taken). */
+fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_target target,
+                            const char *name, LLVMContextRef c, LLVMModuleRef m);
+
+/* PTX of the plan's kernel alone (module "name", arch NULL: sm_90),
+ * malloc'd, with the pipeline the NTT kernels get (default<O3>). */
+fhjit_status lw_bconv_compile_ptx(fhjit_context *ctx, const lw_bconv_plan *p, const char *arch,
+                                  const char *name, char **ptx);
+
+/* Host path: the same kernel JIT-compiled for this machine. */
+typedef struct lw_bconv_host lw_bconv_host;
+
+fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
+                                  lw_bconv_host **out);
+/* Runs it: src as the plan's view, dst dense [polys, m, N] (not overlapping
+ * src); table may be NULL in lift mode. threads: worker threads, 0 =
+ * automatic. */
+fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
+                               int64_t pstride, const void *table, const void *src, void *dst,
+                               int threads);
+void lw_bconv_host_destroy(lw_bconv_host *h);
+
+/* The GPU's r62 arithmetic as PTX (tests run it through a PTX
+ * interpreter), all operands 64-bit, x0, c0 the low 32-bit halves of x, c
+ * and x1, c1 the high ones. Multiply-accumulate: ($0, $1) = ($5, $6) +
+ * x0 c0 + 2^64 x1 c1 over 128 bits ($0 the low word), $2 = $7 + x0 c1 +
+ * x1 c0, with x = $3, c = $4. Reduction: with S = ($1, $2) + 2^32 $3,
+ * t = $4 (odd), k64 = $5 = -t^-1 mod 2^64: $0 = (S + m t) / 2^64, m =
+ * lo64(S) k64 mod 2^64 (for S + m t below 2^128). */
+extern const char lw_bconv_mac62_ptx[];
+extern const char lw_bconv_reduce62_ptx[];
+
+#endif
