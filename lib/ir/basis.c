@@ -339,17 +339,6 @@ fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n) {
 
 /* ------------------------------------------------------------- lowering */
 
-fhjit_status ir_check_lowerable(fhjit_graph *g, const char *fn) {
-  for (int32_t i = 0; i < g->nnodes; i++) {
-    const ir_node *n = &g->nodes[i];
-    if (ir_op_class_of(n->op) == IR_CLASS_MIXING)
-      return ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
-                         "%s: %%%s = %s: the lowering does not implement the limb-mixing and "
-                         "re-indexing ops of SPEC section 7 yet (fhjit_interpret runs them)",
-                         fn, n->name, ir_op_name(n->op));
-  }
-  return FHJIT_OK;
-}
 
 int64_t ir_param_columns(const fhjit_graph *g) {
   int64_t cols = 0;

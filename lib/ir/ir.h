@@ -289,11 +289,6 @@ const char *ir_basis_text(char *buf, size_t size, const int32_t *b, int64_t rows
  * range. Q_L is [0, nmoduli - nspecial). */
 int ir_digit_group(const fhjit_graph *g, int64_t j, int32_t *first, int32_t *count);
 int32_t ir_num_digits(const fhjit_graph *g);
-/* For the lowering: FHJIT_ERR_UNSUPPORTED naming the first node of class
- * IR_CLASS_MIXING (bconv, rescale, modup, moddown: not lowered yet); `fn`
- * names the public call. Bases, rows, concat and automorphisms pass (the
- * lowering decides what it can read; docs/section7.md). Bound graphs only. */
-fhjit_status ir_check_lowerable(fhjit_graph *g, const char *fn);
 /* The parameter-table columns a bound graph's kernels may read: the most
  * rows of a result, and one past every chain position of a value on a
  * stated basis (pstride must be at least this). */

@@ -79,7 +79,7 @@ int lw_graph_has_anchor(const fhjit_graph *g) {
   char *live = live_values(g);
   int any = 0;
   for (int32_t v = 0; v < g->nnodes && live && !any; v++)
-    any = is_live_anchor(g, live, v) || (live[v] && lw_is_s7(g, v));
+    any = is_live_anchor(g, live, v) || (live[v] && lw_needs_steps(g, v));
   free(live);
   return any;
 }

@@ -60,7 +60,6 @@ const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind, const char *arch) {
   }
   lw_plan plan;
   char *text;
-  if (g->bound && ir_check_lowerable(g, "fhjit_emit")) return NULL;
   if (g->bound && lw_graph_has_anchor(g)) { /* NTTs: a chain of kernels (anchor.c) */
     if (lw_anchor_compile_gpu(g, arch, kind, &text, NULL)) return NULL;
   } else if (compile_gpu(g, arch, kind, lw_gpu_pipeline, &plan, &text)) {
@@ -94,8 +93,6 @@ fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_compile_ptx: null program");
   memset(out, 0, sizeof *out);
-  fhjit_status st0 = g->bound ? ir_check_lowerable(g, "compile") : FHJIT_OK;
-  if (st0) return st0;
   if (g->bound && lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor.c) */
     return lw_anchor_compile_gpu(g, arch, FHJIT_EMIT_PTX, NULL, out);
   lw_plan plan;
@@ -111,8 +108,6 @@ fhjit_status lw_describe_program(fhjit_graph *g, const char *arch, lw_program *o
   if (!g) return FHJIT_ERR_ARGUMENT;
   if (!out) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "lw_describe_program: null program");
   memset(out, 0, sizeof *out);
-  fhjit_status st0 = g->bound ? ir_check_lowerable(g, "compile") : FHJIT_OK;
-  if (st0) return st0;
   if (g->bound && lw_graph_has_anchor(g)) return lw_anchor_describe(g, arch, out);
   if (!nv_find_target(&g->ctx->err, arch)) return FHJIT_ERR_TARGET;
   lw_plan plan;

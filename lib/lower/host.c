@@ -167,7 +167,6 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
   if (!g) return FHJIT_ERR_ARGUMENT;
   const char *fn = "fhjit_run_host";
   fhjit_status st0 = ir_check_run_args(g, fn, params, inputs, results);
-  if (!st0) st0 = ir_check_lowerable(g, fn);
   if (st0) return st0;
   if (threads < 0)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: negative thread count %d", fn,

@@ -118,14 +118,14 @@ LLVMValueRef lw_column(LLVMBuilderRef b, LLVMModuleRef m, lw_target target, cons
 
 /* Whether v is read from memory: an input, or extract, rows and concat of
  * such (an address chain). */
-static int addressable(const fhjit_graph *g, fhjit_value v) {
+int lw_addressable(const fhjit_graph *g, fhjit_value v) {
   for (;;) {
     const ir_node *n = &g->nodes[v];
     switch (n->op) {
     case IR_INPUT: return 1;
     case IR_EXTRACT: case IR_ROWS: v = n->args[0]; continue;
     case IR_CONCAT:
-      if (!addressable(g, n->args[0])) return 0;
+      if (!lw_addressable(g, n->args[0])) return 0;
       v = n->args[1];
       continue;
     default: return 0;
@@ -167,7 +167,7 @@ static fhjit_status plan_bases(fhjit_graph *g, lw_plan *p) {
     if (cls == IR_CLASS_ROWS || cls == IR_CLASS_PERMUTE) {
       /* leaves: their operands are read, not evaluated */
       for (int a = 0; a < n->nargs && !st; a++)
-        if (!addressable(g, n->args[a]))
+        if (!lw_addressable(g, n->args[a]))
           st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
                            "%%%s = %s: its operand %%%s is computed; the lowering reads %s "
                            "operands from memory, so the operand must be materialised (an "

@@ -73,6 +73,11 @@ void lw_graph_symbol(const char *graph_name, char out[LW_NAME_MAX]);
  * adding one, since LLVM would silently rename the second, and a lookup
  * would then find the first (wrong code). */
 int lw_symbol_taken(LLVMModuleRef m, const char *name);
+/* Whether the fused kernel reads v from memory (an address chain: an
+ * input, or extract, rows and concat of address chains); the operands of
+ * rows, concat and automorphism must be, else the step planner
+ * materialises them. */
+int lw_addressable(const fhjit_graph *g, fhjit_value v);
 /* Records that internal error for `name` (FHJIT_ERR_LLVM). */
 fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name);
 

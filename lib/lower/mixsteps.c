@@ -32,6 +32,16 @@ int lw_is_s7(const fhjit_graph *g, fhjit_value v) {
   return c == IR_CLASS_ROWS || c == IR_CLASS_PERMUTE || c == IR_CLASS_MIXING;
 }
 
+int lw_needs_steps(const fhjit_graph *g, fhjit_value v) {
+  const ir_node *n = &g->nodes[v];
+  ir_op_class c = ir_op_class_of(n->op);
+  if (c == IR_CLASS_MIXING) return 1;
+  if (c != IR_CLASS_ROWS && c != IR_CLASS_PERMUTE) return 0;
+  for (int a = 0; a < n->nargs; a++)
+    if (!lw_addressable(g, n->args[a])) return 1;
+  return 0;
+}
+
 static void oom(an_build *B) {
   if (!B->st) B->st = ir_error(B->g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
 }
@@ -88,6 +98,13 @@ static int view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
   if (lw_step_source(B, v, buf, l)) return 1;
   if (n->op == IR_ROWS && view_of(B, n->args[0], buf, l)) {
     l->offset += n->attr[0] * l->row_stride;
+    return 1;
+  }
+  /* a component of a computed value: the whole value once, for all its
+   * readers (a key switch's two moddowns read the two of its sum) */
+  if (n->op == IR_EXTRACT && view_of(B, n->args[0], buf, l)) {
+    l->offset += n->attr[0] * l->comp_stride;
+    l->comp_stride = 0;
     return 1;
   }
   if (B->st) return 0;
@@ -432,9 +449,8 @@ void lw_steps_s7(an_build *B, fhjit_value v) {
   case IR_MODUP: modup_steps(B, v); return;
   default:
     /* rows, concat, automorphism: loads of buffers (lower.c) */
-    for (int a = 0; a < n->nargs && !B->st; a++) {
-      materialise(B, n->args[a]);
-    }
+    for (int a = 0; a < n->nargs && !B->st; a++)
+      if (!lw_addressable(B->g, n->args[a])) materialise(B, n->args[a]);
     return;
   }
 }

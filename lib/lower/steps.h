@@ -87,6 +87,9 @@ void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
 /* Whether v is a live node the step planner must handle for SPEC section 7
  * (class ROWS, PERMUTE or MIXING). */
 int lw_is_s7(const fhjit_graph *g, fhjit_value v);
+/* Whether it needs steps of its own: a mixing op, or a re-indexing op of a
+ * value the fused kernel cannot read from memory. */
+int lw_needs_steps(const fhjit_graph *g, fhjit_value v);
 /* Adds the steps of live section 7 node v (in node order, before the steps
  * of what reads it): a mixing op's own kernels, writing B->where[v]; a
  * re-indexing op's operands materialised into buffers. */
