@@ -15,16 +15,12 @@
  * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). Where a block shares
  * its twiddle constants, r62 takes Shoup's form instead, with the same
  * result (make_const_shoup). */
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-
+#include "jit/jit.h"
 #include "lower/ntt.h"
 #include "lower/ntt_redc62_ptx.h"
 #include "nvptx/nvptx.h"
@@ -2175,23 +2171,13 @@ struct lw_ntt_host {
   lw_ntt_plan plan;
   int nextra; /* prologue inputs (-1: no prologue) */
   int nepi_args; /* epilogue arguments of the last kernel */
-  LLVMOrcLLJITRef jit;
+  jit_code *jit;
   host_fn fn[2];
 };
 
-static fhjit_status orc_error(fhjit_context *ctx, LLVMErrorRef err, const char *what) {
-  char *msg = LLVMGetErrorMessage(err);
-  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: host JIT: %s: %s", what, msg ? msg : "");
-  LLVMDisposeErrorMessage(msg);
-  return st;
-}
-
 void lw_ntt_host_destroy(lw_ntt_host *h) {
   if (!h) return;
-  if (h->jit) {
-    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
-    if (err) LLVMConsumeError(err);
-  }
+  jit_destroy(h->jit);
   free(h);
 }
 
@@ -2201,7 +2187,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
   if (!tm) return FHJIT_ERR_LLVM;
   lw_ntt_host *h = calloc(1, sizeof *h);
-  if (!h) {
+  if (!h || !(h->jit = jit_create(&ctx->err))) {
+    free(h);
     LLVMDisposeTargetMachine(tm);
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
@@ -2210,42 +2197,23 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   for (int t = 0; pro && t < pro->nepi; t++) h->nepi_args += pro->epi[t].sub->ninputs + 1;
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMContextRef c = jit_llvm_context(h->jit);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
   if (!st)
     st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
-  LLVMErrorRef err = NULL;
-  if (!st) {
-    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-    err = LLVMOrcCreateLLJIT(&h->jit, jb);
-    if (err) {
-      h->jit = NULL;
-      st = orc_error(ctx, err, "creating the JIT");
-    }
-  }
-  if (!st) {
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-    m = NULL; /* owned by the JIT from here on */
-    err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm);
-    if (err) {
-      LLVMOrcDisposeThreadSafeModule(tsm);
-      st = orc_error(ctx, err, "adding the module");
-    }
-  }
+  char who[64];
+  snprintf(who, sizeof who, "NTT %s (host)", prefix);
+  if (st) LLVMDisposeModule(m);
+  else st = jit_add_module(&ctx->err, h->jit, m, JIT_CODEGEN_DEFAULT, who); /* takes m */
   for (int j = 0; !st && j < p->nkernels; j++) {
     char name[96];
     snprintf(name, sizeof name, "%s_k%d_host", prefix, j);
-    LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(h->jit, &addr, name);
-    if (err) st = orc_error(ctx, err, "looking up the kernel");
-    else h->fn[j] = (host_fn)(uintptr_t)addr;
+    void *addr;
+    if (!(st = jit_lookup(&ctx->err, h->jit, name, who, &addr))) h->fn[j] = (host_fn)(uintptr_t)addr;
   }
-  if (m) LLVMDisposeModule(m);
-  LLVMOrcDisposeThreadSafeContext(tsc);
   if (st) {
     lw_ntt_host_destroy(h);
     return st;
@@ -2257,21 +2225,11 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
 typedef struct host_job {
   host_fn fn;
   const uint64_t *slots;
-  int64_t begin, end;
-  size_t shared_bytes;
-  int failed;
 } host_job;
 
-static void *host_worker(void *arg) {
+static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
   host_job *j = arg;
-  void *shared = malloc(j->shared_bytes);
-  if (!shared) {
-    j->failed = 1;
-    return NULL;
-  }
-  j->fn(j->slots, j->begin, j->end, shared);
-  free(shared);
-  return NULL;
+  j->fn(j->slots, begin, end, shared);
 }
 
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
@@ -2285,10 +2243,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: NTT host run: in and out must be distinct buffers");
   const lw_ntt_plan *p = &h->plan;
-  if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
-  }
+  if (threads <= 0) threads = (int)jit_cores();
+  if (threads > 64) threads = 64;
   size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
   uint64_t slots[LW_MAX_ARGS + 8];
   for (int j = 0; j < p->nkernels; j++) {
@@ -2305,23 +2261,10 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
       for (int e = 0; e < npro; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
     if (j == p->nkernels - 1)
       for (int e = 0; e < h->nepi_args; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[npro + e];
-    int64_t nt = threads < k->blocks ? threads : k->blocks;
-    host_job jobs[64];
-    pthread_t tids[64];
-    int started[64] = {0};
-    if (nt > 64) nt = 64;
-    for (int64_t t = 0; t < nt; t++)
-      jobs[t] = (host_job){h->fn[j], slots, k->blocks * t / nt, k->blocks * (t + 1) / nt,
-                           (size_t)k->smem_words * ws, 0};
-    int failed = 0;
-    for (int64_t t = 1; t < nt; t++) started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;
-    host_worker(&jobs[0]);
-    for (int64_t t = 1; t < nt; t++) {
-      if (started[t]) pthread_join(tids[t], NULL);
-      else host_worker(&jobs[t]);
-    }
-    for (int64_t t = 0; t < nt; t++) failed |= jobs[t].failed;
-    if (failed) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: NTT host run: out of memory");
+    host_job job = {h->fn[j], slots};
+    fhjit_status st = jit_split(&ctx->err, host_range, &job, k->blocks, threads,
+                                (size_t)k->smem_words * ws, "NTT host run");
+    if (st) return st;
   }
   return FHJIT_OK;
 }
