@@ -491,18 +491,20 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   if (B.p) B.p->sctx = fhjit_context_create();
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx) {
+  /* the sub-graphs' lowering reads the options of g's context */
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx ||
+      ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
   }
   for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
   if (check_plan_size(&B)) goto fail;
   {
-    /* FHJIT_NTT_PLAN=epi=0 turns epilogues off (comparisons); a malformed
-     * value is reported when the first plan is made */
+    /* ntt_plan (FHJIT_NTT_PLAN) epi=0 turns epilogues off (comparisons); a
+     * malformed value is reported when the first plan is made */
     lw_ntt_tuning t;
     lw_ntt_tuning_default(&t);
-    lw_ntt_tuning_parse(NULL, getenv("FHJIT_NTT_PLAN"), &t);
+    lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &t);
     if (t.epi != 0) choose_epilogues(&B);
   }
 

@@ -139,10 +139,10 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
     if (found < 0 || !end || end == p + len + 1 || end != p + item || v < keys[found].lo ||
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
+                      "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
                       "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi; "
                       "values are log2 counts)",
-                      (int)item, p);
+                      ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
     p += item;
   }
@@ -198,9 +198,9 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
     if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
     else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
   }
-  const char *env = getenv("FHJIT_NTT_PLAN");
+  const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if (fwd) {
-    /* no context: where this plan fails (with FHJIT_NTT_PLAN's keys), the
+    /* no context: where this plan fails (with the ntt_plan option's keys), the
      * shared one below reports for itself */
     lw_ntt_tuning tf = t;
     if (lw_ntt_tuning_parse(NULL, fwd, &tf) == FHJIT_OK && lw_ntt_tuning_parse(NULL, env, &tf) == FHJIT_OK &&
