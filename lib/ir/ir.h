@@ -184,6 +184,15 @@ typedef struct ir_node {
   fhjit_layout layout; /* valid when has_layout, or once bound */
 } ir_node;
 
+/* Copies op node n of graph src (any op of ops.def but an input) into dst
+ * with operands `args` (dst's values; as many as n has, an implicit
+ * operand included): its row's builder entry with n's clauses, so the copy
+ * is checked as a new op is: a bad one is FHJIT_NO_VALUE with the
+ * builder's error recorded, located at n in src's text (src NULL or
+ * without text: "error: graph @dst: ..."). Its type is inferred in dst. */
+fhjit_value ir_clone_op(fhjit_graph *dst, const fhjit_graph *src, const ir_node *n,
+                        const fhjit_value *args);
+
 typedef struct ir_output {
   fhjit_value value;
   const char *name;

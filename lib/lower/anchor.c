@@ -175,33 +175,6 @@ static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
   else snprintf(out, SUB_NAME_SIZE, "%s%d_%d", kind, s, t);
 }
 
-/* Copies op node n of g into sub with operands `args` (sub values). */
-static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_value *args) {
-  switch (n->op) {
-  case IR_ADD: return fhjit_add(sub, args[0], args[1]);
-  case IR_SUB: return fhjit_sub(sub, args[0], args[1]);
-  case IR_NEG: return fhjit_neg(sub, args[0]);
-  case IR_ADD_LAZY: return fhjit_add_lazy(sub, args[0], args[1]);
-  case IR_MUL: return fhjit_mul(sub, args[0], args[1]);
-  case IR_TO_MONT: return fhjit_to_mont(sub, args[0]);
-  case IR_FROM_MONT: return fhjit_from_mont(sub, args[0]);
-  case IR_MUL_PLAIN: return fhjit_mul_plain(sub, args[0], args[1]);
-  case IR_ADD_PLAIN: return fhjit_add_plain(sub, args[0], args[1]);
-  case IR_MUL_COMPRESSED:
-    return fhjit_mul_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
-                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE);
-  case IR_ADD_COMPRESSED:
-    return fhjit_add_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
-                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE,
-                                (fhjit_domain)n->attr[1]);
-  case IR_KS_DIGIT_PRODUCT:
-    return fhjit_keyswitch_digit_product(sub, args[0], args[1], n->attr[0], n->attr[1]);
-  case IR_EXTRACT: return fhjit_extract(sub, args[0], (int32_t)n->attr[0]);
-  case IR_PACK: return fhjit_pack(sub, n->nargs, args);
-  default: return FHJIT_NO_VALUE;
-  }
-}
-
 /* A bound sub-graph computing `targets` (values of g), in that order of
  * outputs, whose inputs are g's inputs and the values that already have a
  * buffer (where[]); *in receives the buffer of each of its inputs. */
@@ -249,8 +222,7 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
     }
     fhjit_value args[IR_MAX_ARGS];
     for (int a = 0; a < n->nargs; a++) args[a] = map[n->args[a]];
-    sub->cur_loc = n->loc;
-    map[v] = clone_op(sub, n, args);
+    map[v] = ir_clone_op(sub, g, n, args);
     if (map[v] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into a pointwise step");
   }
   for (int t = 0; t < ntargets && !B->st; t++)
