@@ -190,6 +190,10 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
 /* A one-line description of a plan ("2 kernels: cols M=2^8 C=16 E=8 passes
  * 3+3+2 | chunks ..."), for diagnostics and benches. */
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size);
+/* ceil(log2 x) (ntt_plan.c, shared with the emitter). */
+int lw_ntt_ilog2(uint64_t x);
+/* Shared words of one sub-transform row in a chunk kernel (with padding). */
+int64_t lw_ntt_chunk_stride(const lw_ntt_kplan *k);
 
 /* Pointwise work fused into an NTT's kernels.
  *
