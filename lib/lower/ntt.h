@@ -28,6 +28,7 @@
 #include <llvm-c/Core.h>
 
 #include "ir/ntt.h"
+#include "lower/arith.h"
 #include "lower/lw_llvm.h"
 #include "nvptx/nvptx.h"
 
@@ -41,16 +42,8 @@
 /* Words per thread: at most 2^LW_NTT_MAX_LOG_E. */
 #define LW_NTT_MAX_LOG_E 5
 
-/* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
- * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
- * (test_ntt_emit runs this text through a small PTX interpreter). */
-extern const char lw_ntt_redc62_ptx[];
-/* The same product in Shoup's form: $0 = REDC(w * $1) with $2 = REDC(w),
- * $3 = w * 4k mod 2^64, $4 = 2^64 - q (the same interpreter). */
-extern const char lw_ntt_shoup62_ptx[];
-/* r62's conditional subtraction on the GPU: $0 = $1 - $2 when $1 >= $2,
- * else $1, for $1 < $2 + 2^63 and $2 <= 2^63 (the same interpreter). */
-extern const char lw_ntt_csub62_ptx[];
+/* lw_ntt_redc62_ptx, lw_ntt_shoup62_ptx, lw_ntt_csub62_ptx: the r62 PTX
+ * forms of the NTT's arithmetic (arith.h). */
 
 /* One kernel of a plan. */
 typedef struct lw_ntt_kplan {

@@ -2,33 +2,22 @@
  * for the schedule; ntt_plan.c chooses the plan): the phase bodies, GPU
  * kernels and host functions around them, PTX, and the host JIT that runs
  * the same IR.
- *
- * Products by a twiddle (or another per-row constant) w use the constant
- * precomputed from w, which leaves SPEC's REDC result unchanged:
- *   r62: m = (lo64(w*x) * k) mod 2^62 = (x * (w*k mod 2^62)) mod 2^62, so
- *        with wk4 = w * (4k) mod 2^64, m4 = x * wk4 mod 2^64 = 4m exactly.
- *        u = (w*x + m*q) >> 62 = hi64(4w * x) + hi64(m4 * q) + c, where the
- *        carry c of the low 62-bit halves is 1 exactly when they are not
- *        both zero (their sum is 0 mod 2^62), that is when m != 0 (k is odd,
- *        so m = 0 iff w*x = 0 mod 2^62). One mul.lo and two mul.hi.
- *   r32: m = x * (w*k mod 2^32) (no scaling), u = (w*x + m*q) >> 32 in
- *        64 bits, then the canonical subtraction of q.
- * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). Where a block shares
- * its twiddle constants, r62 takes Shoup's form instead, with the same
- * result (make_const_shoup). */
+ * Products by a twiddle (or another per-row constant) use its precomputed
+ * Montgomery constant (arith.c says why the result is SPEC's REDC). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jit/jit.h"
+#include "lower/arith.h"
 #include "lower/ntt.h"
-#include "lower/ntt_redc62_ptx.h"
 #include "nvptx/nvptx.h"
 
 /* ----------------------------------------------------------- the emitter */
 
 typedef struct ne {
+  lw_arith A; /* the modular arithmetic's view of b, W, D (arith.h) */
   fhjit_context *ctx;
   const lw_ntt_plan *P;
   const lw_ntt_kplan *K;
@@ -84,10 +73,7 @@ typedef struct rowc {
 } rowc;
 
 /* A constant multiplier w with its precomputed Montgomery constant. */
-typedef struct mconst {
-  LLVMValueRef w4, wk4; /* r62: 4w and w*4k mod 2^64; r32: w and w*k mod 2^32 */
-  LLVMValueRef wr;      /* r62 in Shoup's form (make_const_shoup): REDC(w); else NULL */
-} mconst;
+typedef lw_mconst mconst;
 
 static LLVMValueRef cw(ne *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
 static LLVMValueRef c32(ne *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); }
@@ -132,175 +118,26 @@ static void store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx, un
 
 /* ------------------------------------------------------------ arithmetic */
 
-static LLVMValueRef umin(ne *E, LLVMValueRef a, LLVMValueRef b) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.umin", 9);
-  LLVMTypeRef ty = LLVMTypeOf(a);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, &ty, 1);
-  LLVMValueRef args[2] = {a, b};
-  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
-}
-
-/* r62's csub on the GPU (below): d = x - bound over 32-bit halves, then
- * x where d's top bit is set, else d. */
-const char lw_ntt_csub62_ptx[] =
-    "{\n\t"
-    ".reg .u32 cx0, cx1, cb0, cb1, cd0, cd1;\n\t"
-    ".reg .pred cneg;\n\t"
-    "mov.b64 {cx0, cx1}, $1;\n\t"
-    "mov.b64 {cb0, cb1}, $2;\n\t"
-    "sub.cc.u32 cd0, cx0, cb0;\n\t"
-    "subc.u32 cd1, cx1, cb1;\n\t"
-    "setp.lt.s32 cneg, cd1, 0;\n\t"
-    "selp.b32 cd0, cx0, cd0, cneg;\n\t"
-    "selp.b32 cd1, cx1, cd1, cneg;\n\t"
-    "mov.b64 $0, {cd0, cd1};\n\t"
-    "}";
-
-/* x - bound when x >= bound, else x. r32 (x < 2^32, bound < 2^31): the
- * unsigned minimum of x and x - bound, which wraps above x exactly when
- * x < bound (one min.u32 on the GPU instead of a compare and a select).
- * r62 on the host: compare and select. r62 on the GPU: the sign of
- * x - bound, which is set exactly when x < bound as long as x < bound +
- * 2^63 and bound <= 2^63; every csub here has x below 4q < 2^62 for lazy
- * inputs (q < 2^60). ptxas then tests one word instead of comparing two
- * with a carry: 1.5-3.5% off r62 2^14 .. 2^17 (RESULTS.md round 12). As
- * IR (icmp slt), LLVM and ptxas gave longer code than the compare. */
+/* The modular arithmetic is arith.c's (shared with the pointwise
+ * lowering); these take the row's constants from its rowc. */
 static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
-  if (E->wbits == 64 && E->target == LW_GPU) {
-    LLVMTypeRef args[2] = {E->i64, E->i64};
-    LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 2, 0);
-    static const char constraints[] = "=l,l,l";
-    LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_csub62_ptx, sizeof lw_ntt_csub62_ptx - 1,
-                                       constraints, sizeof constraints - 1, 0, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef vals[2] = {x, bound};
-    return LLVMBuildCall2(E->b, fty, fn, vals, 2, "r");
-  }
-  LLVMValueRef d = LLVMBuildSub(E->b, x, bound, "");
-  if (E->wbits == 32) return umin(E, x, d);
-  LLVMValueRef ge = LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, "");
-  return LLVMBuildSelect(E->b, ge, d, x, "");
+  return lw_csub(&E->A, x, bound);
 }
-
-/* High word of the double-word product a*b (mul.hi on the GPU). */
-static LLVMValueRef mulhi(ne *E, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef p = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, a, E->D, ""),
-                                   LLVMBuildZExt(E->b, b, E->D, ""), "");
-  p = LLVMBuildLShr(E->b, p, LLVMConstInt(E->D, (uint64_t)E->wbits, 0), "");
-  return LLVMBuildTrunc(E->b, p, E->W, "");
-}
-
 static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
-  mconst mc = {0};
-  if (E->wbits == 64) {
-    mc.w4 = LLVMBuildShl(E->b, w, cw(E, 2), "w4");
-    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk4");
-  } else {
-    mc.w4 = w;
-    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk");
-  }
-  return mc;
+  return lw_mconst_make(&E->A, r->k4, w);
 }
-
-/* r62 in Shoup's form. With c = w*k mod 2^62 (so wk4 = 4c) and
- * Q = floor(x*c / 2^62) = hi64(x * wk4), SPEC's m = x*c mod 2^62 =
- * x*c - 2^62 Q, so w*x + m*q = x (w + c q) - 2^62 Q q. Since k q = -1 mod
- * 2^62, w + c q is a multiple of 2^62; with WR = (w + c q) / 2^62,
- *   REDC(w * x) = (w*x + m*q) / 2^62 = x * WR - Q * q
- * exactly, for every x < 2^64: no estimate, so no correction, and the
- * result is below 2^64, so its low 64 bits are all it takes. WR itself is
- * REDC(w * 1) = hi64(wk4 * q) + (wk4 != 0) (the file comment's form with
- * x = 1), at most q: it costs a high product per twiddle, so it pays where
- * a block shares its twiddle constants (lw_ntt_kplan.shoup). */
 static mconst make_const_shoup(ne *E, const rowc *r, LLVMValueRef w) {
-  mconst mc = make_const(E, r, w);
-  LLVMValueRef nz = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, mc.wk4, cw(E, 0), ""), E->W, "");
-  mc.wr = LLVMBuildNUWAdd(E->b, mulhi(E, mc.wk4, r->q), nz, "wr");
-  return mc;
+  return lw_mconst_shoup(&E->A, r->k4, r->q, w);
 }
-
-/* The Shoup form above as one PTX chain on the GPU: Q's four partial
- * products with their carries, then x * WR + Q * (2^64 - q) mod 2^64. */
-const char lw_ntt_shoup62_ptx[] = LW_NTT_SHOUP62_PTX("$0", "$1", "$2", "$3", "$4");
-
-/* $0 = text($1 .. $4) on 64-bit words, as inline PTX (no side effects). */
-static LLVMValueRef asm_product(ne *E, const char *text, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c,
-                                LLVMValueRef d) {
-  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
-  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
-  static const char constraints[] = "=l,l,l,l,l";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, sizeof constraints - 1, 0, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef vals[4] = {a, b, c, d};
-  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
-}
-
-static LLVMValueRef redc62_shoup(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
-  if (E->target != LW_GPU) {
-    LLVMValueRef qt = mulhi(E, x, mc->wk4);
-    return LLVMBuildSub(E->b, LLVMBuildMul(E->b, x, mc->wr, ""), LLVMBuildMul(E->b, qt, r->q, ""), "u");
-  }
-  return asm_product(E, lw_ntt_shoup62_ptx, x, mc->wr, mc->wk4, r->nq);
-}
-
-/* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
- * canonical. w_is_one: REDC(x * 1), where the first high product is 0. */
-/* r62 on the GPU: u = hi128(4w * x + m4 * q), the file comment's sum with
- * its carry, as one PTX chain over 32-bit halves. The low halves of the
- * two products sum to 0 or 2^64, so the carry out of the low word is the
- * `m4 != 0` of the IR form: the same word. Moreover S = 4w x + m4 q is a
- * multiple of 2^64, so with B = S - m0 q0 (every partial product but the
- * low halves' of m4 q) and 0 <= m0 q0 < 2^64, S is B rounded up to a
- * multiple of 2^64: u = (B + 2^64 - 1) >> 64, one 32 x 32 product fewer
- * (the constant rides in x0 w0's addend). ptxas fuses each mad.lo.cc /
- * madc.hi.cc pair into one IMAD.WIDE with carries, where the IR form's two
- * mul.hi.u64, compare, select and 64-bit add cost about a fifth more
- * instructions (bench/ntt-profile.sh counts them). The host path keeps the
- * IR form, so both are checked against the reference (the GPU one on the
- * GPU machine). */
-const char lw_ntt_redc62_ptx[] = LW_NTT_REDC62_PTX("$0", "$1", "$2", "$3", "$4");
-
-static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
-  return asm_product(E, lw_ntt_redc62_ptx, x, mc->w4, mc->wk4, r->q);
-}
-
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
-  if (E->wbits == 64 && mc->wr && !w_is_one) return redc62_shoup(E, r, mc, x);
-  if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
-  if (E->wbits == 32) {
-    /* SPEC's own form: u = (w*x + m*q) >> 32 in 64 bits (w*x, m*q < 2^62),
-     * two mul.wide.u32 (one with the other as addend) and no carry test */
-    LLVMValueRef m = LLVMBuildMul(E->b, x, mc->wk4, "m");
-    LLVMValueRef t = LLVMBuildZExt(E->b, x, E->i64, "");
-    if (!w_is_one) t = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, mc->w4, E->i64, ""), t, "");
-    LLVMValueRef mq = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, m, E->i64, ""),
-                                      LLVMBuildZExt(E->b, r->q, E->i64, ""), "");
-    LLVMValueRef u = LLVMBuildLShr(E->b, LLVMBuildNUWAdd(E->b, t, mq, ""), c64(E, 32), "");
-    return csub(E, LLVMBuildTrunc(E->b, u, E->W, "u"), r->q);
-  }
-  LLVMValueRef m4 = LLVMBuildMul(E->b, x, mc->wk4, "m");
-  LLVMValueRef h2 = mulhi(E, m4, r->q);
-  LLVMValueRef carry = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""),
-                                     E->W, "");
-  LLVMValueRef u = LLVMBuildNUWAdd(E->b, h2, carry, "");
-  if (!w_is_one) u = LLVMBuildNUWAdd(E->b, mulhi(E, mc->w4, x), u, "u");
-  return E->wbits == 32 ? csub(E, u, r->q) : u;
+  return lw_redc_const(&E->A, r->q, r->nq, mc, x, w_is_one);
 }
-
 static LLVMValueRef lazyadd(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
-  return csub(E, LLVMBuildNUWAdd(E->b, a, b, ""), r->q2);
+  return lw_lazyadd(&E->A, r->q2, a, b);
 }
-
-/* lazyadd(a, 2q - b), that is a - b when a >= b, else a - b + 2q (the
- * same word, one operation fewer). r32 (4q < 2^32): the unsigned minimum
- * of a - b and a - b + 2q (the first wraps above 2q exactly when a < b). */
 static LLVMValueRef lazysub(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef d = LLVMBuildSub(E->b, a, b, "");
-  LLVMValueRef d2 = LLVMBuildAdd(E->b, d, r->q2, "");
-  if (E->wbits == 32) return umin(E, d, d2);
-  LLVMValueRef lt = LLVMBuildICmp(E->b, LLVMIntULT, a, b, "");
-  return LLVMBuildSelect(E->b, lt, d2, d, "");
+  return lw_lazysub(&E->A, r->q2, a, b);
 }
 
 /* ------------------------------------------------------------- row data */
@@ -1678,6 +1515,7 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     }
   }
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
+  lw_arith_init(&E.A, c, m, E.b, p->radix, target);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
   if (pro) {
     int nargs = 5 + (pro->sub ? pro->sub->ninputs : 0);
