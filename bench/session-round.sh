@@ -6,10 +6,13 @@
 #     Every correctness check at once (they share the GPU; nothing is
 #     timed): the GPU tests, the same under compute-sanitizer memcheck, the
 #     NTT kernels under memcheck and racecheck (bench/ntt-sanitizers.sh),
+#     the section 7 kernels under racecheck,
 #     every example through fhjit-run --backend=cuda --check, graphs that
 #     differ only in name through one disk cache (issue 20), and the Python
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
+#   bench/session-round.sh s7bench BUILD OUT
+#     bench/s7-run.sh alone (SPEC section 7's ops, issue 16).
 #   bench/session-round.sh bench BUILD OUT
 #     The benchmarks, one after another with the GPU to themselves:
 #     bench/device-run.sh without its test steps (fhjit_bench, compile
@@ -45,7 +48,7 @@ names_through_cache() {
 
 examples_on_gpu() {
   local rc=0
-  for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh; do
+  for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh "$REPO"/examples/s7/*.fh; do
     [ -f "$f" ] || continue
     echo "== $f" >>"$LOGS/examples-cuda.log"
     timeout 60 "$BUILD/tools/fhjit-run" "$f" --backend=cuda --check >>"$LOGS/examples-cuda.log" 2>&1 ||
@@ -67,6 +70,8 @@ run_checks() {
     start memcheck timeout 400 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
       "$BUILD/test/gpu/fhjit_gpu_test" --quick --examples "$REPO/examples"
     start ntt_sanitizers bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS"
+    start s7_racecheck timeout 400 "$SAN" --tool racecheck --racecheck-report all --error-exitcode 99 \
+      "$BUILD/test/gpu/fhjit_gpu_test" --quick --only section7
   fi
   start examples examples_on_gpu
   start names names_through_cache
@@ -81,6 +86,7 @@ run_checks() {
     echo "######## GPU tests: $(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/gpu_test.log" | tail -n 1)"
     grep -E '^(PASS|FAIL) ' "$LOGS/gpu_test.log" | sed 's/^/  /'
     echo "######## memcheck (GPU tests): $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -n 1) / $(grep -E 'passed, [0-9]+ failed' "$LOGS/memcheck.log" | tail -n 1)"
+    echo "######## section 7 racecheck: $(grep -E 'RACECHECK SUMMARY' "$LOGS/s7_racecheck.log" | tail -n 1) / $(grep -E 'passed, [0-9]+ failed' "$LOGS/s7_racecheck.log" | tail -n 1)"
     for tool in memcheck racecheck; do
       echo "######## NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/ntt-$tool.log" 2>/dev/null | tail -n 1)"
     done
@@ -111,10 +117,22 @@ run_bench() {
   return $status
 }
 
+run_s7_bench() {
+  mkdir -p "$OUT/results"
+  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" >"$LOGS/s7.out" 2>&1
+  local status=$?
+  for f in s7/run.json s7/floors.json s7/s7_bench.json; do
+    [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+  done
+  echo "######## section 7 (bench/s7-run.sh)"; tail -n 40 "$LOGS/s7.out"
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
-  bench) run_bench; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench BUILD OUT" >&2; exit 2 ;;
+  bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
+  s7bench) run_s7_bench; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench BUILD OUT" >&2; exit 2 ;;
 esac
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"

@@ -348,22 +348,6 @@ static void type_text(const fhjit_type *t, char *buf, size_t size) {
 
 /* ------------------------------------------------------------ set-up */
 
-/* Whether the graph mixes limbs or states bases (SPEC section 7): its
- * tables and bases index the whole chain. */
-static int uses_chain(fhjit_graph *g) {
-  if (fhjit_graph_num_special(g) > 0) return 1;
-  for (int32_t i = 0; i < fhjit_num_inputs(g); i++) {
-    fhjit_type t;
-    int32_t b[1], cnt;
-    fhjit_input_binding(g, i, &t, NULL);
-    if (t.kind == FHJIT_KIND_TABLE) return 1;
-    if (t.kind == FHJIT_KIND_POLY &&
-        fhjit_value_basis(g, fhjit_input_value(g, i), b, 1, &cnt) == FHJIT_OK && b[0] != 0)
-      return 1;
-  }
-  return 0;
-}
-
 /* rows and n of the graph: those of its materialised results and
  * polynomial inputs (the largest n: compressed plaintexts are narrower).
  * Rows take one modulus each and the library counts them in int32. */
@@ -377,10 +361,10 @@ static int graph_extents(run_state *s) {
     if (t.rows > rows) rows = t.rows;
     if (t.n > s->n) s->n = t.n;
   }
-  /* SPEC section 7: limb-mixing graphs read the whole chain (bases,
-   * special primes): one parameter column per chain position */
-  if (uses_chain(s->g) && fhjit_graph_num_moduli(s->g) > rows)
-    rows = fhjit_graph_num_moduli(s->g);
+  /* SPEC section 7: a graph's moduli are its chain, which values may use
+   * only part of (bases, special primes): one parameter column per chain
+   * position */
+  if (fhjit_graph_num_moduli(s->g) > rows) rows = fhjit_graph_num_moduli(s->g);
   if (rows > INT32_MAX)
     return error("graph @%s has %lld rows, more than the limit of %d rows (one modulus each)",
                  fhjit_graph_name(s->g), (long long)rows, INT32_MAX);

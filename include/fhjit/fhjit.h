@@ -63,6 +63,18 @@ FHJIT_API void fhjit_clear_error(fhjit_context *ctx);
 FHJIT_API const char *fhjit_status_name(fhjit_status status);
 FHJIT_API const char *fhjit_version(void);
 
+/* Tuning options of a context, read by every compile of its graphs (and
+ * part of their cache keys). Each one not set here is read from its
+ * environment variable at every compile, as before this call existed:
+ *   "ntt_plan"    FHJIT_NTT_PLAN    NTT schedule keys, "key=value,..." (docs/ntt.md)
+ *   "pw_plan"     FHJIT_PW_PLAN     pointwise kernels' "V=..,U=..,T=.." (docs/runtime.md)
+ *   "max_values"  FHJIT_MAX_VALUES  the compile-time bound, 1 to 10^8 (docs/limits.md)
+ * value "" is the default (the variable then ignored); value NULL unsets
+ * the option (back to the variable). FHJIT_ERR_ARGUMENT, the option
+ * unchanged, for an unknown name or a malformed value. */
+FHJIT_API fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name,
+                                                const char *value);
+
 /* ------------------------------------------------------------------ types */
 
 typedef int32_t fhjit_value; /* an SSA value of a graph: an id >= 0 */

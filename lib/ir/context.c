@@ -18,6 +18,7 @@ void fhjit_context_destroy(fhjit_context *ctx) {
   if (!ctx) return;
   while (ctx->graphs) fhjit_graph_destroy(ctx->graphs);
   if (ctx->release_runtime) ctx->release_runtime(ctx);
+  for (int o = 0; o < IR_NUM_OPTS; o++) free(ctx->opts.value[o]);
   sp_err_clear(&ctx->err);
   free(ctx);
 }

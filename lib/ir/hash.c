@@ -105,12 +105,13 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   return 1;
 }
 
-/* NTT schedules can be overridden for tuning (FHJIT_NTT_PLAN, read when
- * the plan is chosen, at compile time): a cached kernel of another schedule
- * must not be taken for this one. Mixed in at every call, after the cached
- * structural hash, since the variable may change after fhjit_bind. */
-static void mix_ntt_plan(uint64_t out[2], int live_ntt) {
-  const char *ntt_plan = getenv("FHJIT_NTT_PLAN");
+/* NTT schedules can be overridden for tuning (the context's ntt_plan
+ * option or FHJIT_NTT_PLAN, read when the plan is chosen, at compile time):
+ * a cached kernel of another schedule must not be taken for this one. Mixed
+ * in at every call, after the cached structural hash, since the option may
+ * change after fhjit_bind. */
+static void mix_ntt_plan(const fhjit_context *ctx, uint64_t out[2], int live_ntt) {
+  const char *ntt_plan = ir_option(ctx, IR_OPT_NTT_PLAN);
   if (!live_ntt || !ntt_plan || !*ntt_plan) return;
   hasher h = {out[0], out[1]};
   for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
@@ -132,6 +133,6 @@ fhjit_status fhjit_graph_hash(const fhjit_graph *g, uint64_t out[2]) {
   if (g->hash_valid) out[0] = g->hash[0], out[1] = g->hash[1];
   else if (!compute(g, out, &live_ntt))
     return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_graph_hash: out of memory");
-  mix_ntt_plan(out, live_ntt);
+  mix_ntt_plan(g->ctx, out, live_ntt);
   return FHJIT_OK;
 }

@@ -15,8 +15,26 @@ typedef unsigned __int128 ir_u128;
 
 /* ---------------------------------------------------------------- context */
 
+/* Tuning options of a context (fhjit_context_set_option). Each is either
+ * set explicitly on the context or, when not, taken from its environment
+ * variable at every read (ir_option): the lowering and the cache keys read
+ * them only through ir_option, never getenv. The values are validated by
+ * the setter (lib/lower/options.c, which knows their syntax). */
+typedef enum ir_opt {
+  IR_OPT_NTT_PLAN,   /* "ntt_plan", FHJIT_NTT_PLAN: NTT schedule keys */
+  IR_OPT_PW_PLAN,    /* "pw_plan", FHJIT_PW_PLAN: pointwise V, U, T */
+  IR_OPT_MAX_VALUES, /* "max_values", FHJIT_MAX_VALUES: the compile bound */
+  IR_NUM_OPTS
+} ir_opt;
+
+typedef struct ir_options {
+  char *value[IR_NUM_OPTS]; /* malloc'd; meaningful where set[] */
+  unsigned char set[IR_NUM_OPTS];
+} ir_options;
+
 struct fhjit_context {
   sp_err err;          /* the last error: status and message */
+  ir_options opts;     /* tuning options (ir_option) */
   fhjit_graph *graphs; /* owned graphs, a doubly linked list */
   /* lib/runtime state (CUDA), owned there; the runtime sets the hook that
    * fhjit_context_destroy calls to free it (the IR never calls upward). */
@@ -30,6 +48,24 @@ fhjit_status ir_error(fhjit_context *ctx, fhjit_status status,
     __attribute__((format(printf, 3, 4)));
 fhjit_status ir_verror(fhjit_context *ctx, fhjit_status status,
                        const char *fmt, va_list ap);
+
+/* The option's value: the context's own when set (NULL or "" there: the
+ * default), else its environment variable now (also with ctx NULL). */
+const char *ir_option(const fhjit_context *ctx, ir_opt o);
+/* What messages call it: "ntt_plan" when set on the context, else
+ * "FHJIT_NTT_PLAN". */
+const char *ir_option_label(const fhjit_context *ctx, ir_opt o);
+/* The public name ("ntt_plan") and variable ("FHJIT_NTT_PLAN"); -1 / NULL
+ * for an unknown name or option. */
+int ir_option_by_name(const char *name);
+const char *ir_option_name(ir_opt o);
+const char *ir_option_env(ir_opt o);
+/* Sets (value copied) or, with value NULL, unsets the context's own value
+ * (back to the environment). FHJIT_ERR_MEMORY when the copy fails. No
+ * validation: that is the caller's (lib/lower/options.c). */
+fhjit_status ir_option_set(fhjit_context *ctx, ir_opt o, const char *value);
+/* dst's options become src's (sub-graphs' contexts of one compile). */
+fhjit_status ir_options_copy(fhjit_context *dst, const fhjit_context *src);
 
 /* Source position in .fh text; line 0 means "not from text". */
 typedef struct ir_loc {
@@ -147,6 +183,15 @@ typedef struct ir_node {
   int has_layout;      /* a layout was given (text strides or bind_input) */
   fhjit_layout layout; /* valid when has_layout, or once bound */
 } ir_node;
+
+/* Copies op node n of graph src (any op of ops.def but an input) into dst
+ * with operands `args` (dst's values; as many as n has, an implicit
+ * operand included): its row's builder entry with n's clauses, so the copy
+ * is checked as a new op is: a bad one is FHJIT_NO_VALUE with the
+ * builder's error recorded, located at n in src's text (src NULL or
+ * without text: "error: graph @dst: ..."). Its type is inferred in dst. */
+fhjit_value ir_clone_op(fhjit_graph *dst, const fhjit_graph *src, const ir_node *n,
+                        const fhjit_value *args);
 
 typedef struct ir_output {
   fhjit_value value;

@@ -1,9 +1,12 @@
-/* optable.c: the op table of ops.def as data (ir_op_info_of), and the
+/* optable.c: the op table of ops.def as data (ir_op_info_of), the
  * builder entries its rows name: each turns the operands and clauses the
- * parser read (ir_op_args) into the public builder call. */
+ * parser read (ir_op_args) into the public builder call; and ir_clone_op,
+ * which reads a node's clauses back into ir_op_args and calls the same
+ * entry, so that a copy goes through every check of the builder. */
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/ntt.h"
 
 static fhjit_value ir_build_add(fhjit_graph *g, const ir_op_args *a) {
   return fhjit_add(g, a->args[0], a->args[1]);
@@ -132,4 +135,50 @@ const char *ir_clause_hint(ir_clause c) {
   for (size_t i = 0; i < sizeof clauses / sizeof *clauses; i++)
     if (clauses[i].c == c) return clauses[i].hint;
   return "?";
+}
+
+/* The clauses of node n as the parser would have read them (the inverse
+ * of print.c's clause_value), with operands `args`. */
+static ir_op_args node_args(const ir_node *n, const fhjit_value *args) {
+  unsigned clauses = ir_op_info_of(n->op)->clauses;
+  ir_op_args a = {.mnemonic = ir_op_name(n->op), .args = args, .nargs = n->nargs,
+                  .implicit = FHJIT_NO_VALUE};
+  if (clauses & IR_CL_IMPLICIT && n->nargs > 2) { /* written as a clause, not an operand */
+    a.implicit = args[2];
+    a.nargs = 2;
+  }
+  if (clauses & IR_CL_LAYOUT) a.layout = (fhjit_compression)n->attr[0];
+  if (clauses & IR_CL_DOMAIN) a.domain = (fhjit_domain)n->attr[1];
+  if (clauses & IR_CL_DIGIT) a.digit = n->attr[0];
+  if (clauses & IR_CL_ROW_START) a.row_start = n->attr[1];
+  if (clauses & IR_CL_MODE) { /* the NTT: its direction is its spelling */
+    ir_ntt_kind k = (ir_ntt_kind)n->attr[0];
+    a.mnemonic = ir_ntt_op_name(k);
+    a.mode = k == IR_NTT_STD_TO_NTT || k == IR_NTT_TO_STD ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  }
+  if (clauses & IR_CL_START) a.start = n->attr[0];
+  if (clauses & IR_CL_COUNT) a.count = n->attr[1];
+  if (clauses & IR_CL_GALOIS) a.galois = n->attr[0];
+  if (clauses & IR_CL_BASIS) a.basis = n->decl_basis, a.nbasis = n->decl_nbasis;
+  if (clauses & IR_CL_COMPONENT) a.component = n->attr[0];
+  return a;
+}
+
+fhjit_value ir_clone_op(fhjit_graph *dst, const fhjit_graph *src, const ir_node *n,
+                        const fhjit_value *args) {
+  SP_ASSERT(dst && n && n->op != IR_INPUT && (unsigned)n->op < IR_NUM_OPS);
+  const ir_op_info *info = ir_op_info_of(n->op);
+  SP_ASSERT(info->build);
+  ir_op_args a = node_args(n, args);
+  /* The builder's errors point at the op's source: n's location, in src's
+   * text (dst's own text, if any, and location are put back after). */
+  const char *filename = dst->filename, *source = dst->source;
+  ir_loc loc = dst->cur_loc;
+  if (src) dst->filename = src->filename, dst->source = src->source;
+  dst->cur_loc = n->loc;
+  fhjit_value v = info->build(dst, &a);
+  dst->filename = filename;
+  dst->source = source;
+  dst->cur_loc = loc;
+  return v;
 }

@@ -133,36 +133,6 @@ static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
   else snprintf(out, SUB_NAME_SIZE, "%s%d_%d", kind, s, t);
 }
 
-/* Copies op node n of g into sub with operands `args` (sub values). */
-static fhjit_value clone_op(fhjit_graph *sub, const ir_node *n, const fhjit_value *args) {
-  switch (n->op) {
-  case IR_ADD: return fhjit_add(sub, args[0], args[1]);
-  case IR_SUB: return fhjit_sub(sub, args[0], args[1]);
-  case IR_NEG: return fhjit_neg(sub, args[0]);
-  case IR_ADD_LAZY: return fhjit_add_lazy(sub, args[0], args[1]);
-  case IR_MUL: return fhjit_mul(sub, args[0], args[1]);
-  case IR_TO_MONT: return fhjit_to_mont(sub, args[0]);
-  case IR_FROM_MONT: return fhjit_from_mont(sub, args[0]);
-  case IR_MUL_PLAIN: return fhjit_mul_plain(sub, args[0], args[1]);
-  case IR_ADD_PLAIN: return fhjit_add_plain(sub, args[0], args[1]);
-  case IR_MUL_COMPRESSED:
-    return fhjit_mul_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
-                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE);
-  case IR_ADD_COMPRESSED:
-    return fhjit_add_compressed(sub, args[0], args[1], (fhjit_compression)n->attr[0],
-                                n->nargs > 2 ? args[2] : FHJIT_NO_VALUE,
-                                (fhjit_domain)n->attr[1]);
-  case IR_KS_DIGIT_PRODUCT:
-    return fhjit_keyswitch_digit_product(sub, args[0], args[1], n->attr[0], n->attr[1]);
-  case IR_EXTRACT: return fhjit_extract(sub, args[0], (int32_t)n->attr[0]);
-  case IR_PACK: return fhjit_pack(sub, n->nargs, args);
-  case IR_ROWS: return fhjit_rows(sub, args[0], n->attr[0], n->attr[1]);
-  case IR_CONCAT: return fhjit_concat(sub, args[0], args[1]);
-  case IR_AUTOMORPHISM: return fhjit_automorphism(sub, args[0], n->attr[0]);
-  default: return FHJIT_NO_VALUE;
-  }
-}
-
 /* A bound sub-graph computing `targets` (values of g), in that order of
  * outputs, whose inputs are g's inputs and the values that already have a
  * buffer (where[]); *in receives the buffer of each of its inputs. */
@@ -213,8 +183,7 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
     }
     fhjit_value args[IR_MAX_ARGS];
     for (int a = 0; a < n->nargs; a++) args[a] = map[n->args[a]];
-    sub->cur_loc = n->loc;
-    map[v] = clone_op(sub, n, args);
+    map[v] = ir_clone_op(sub, g, n, args);
     if (map[v] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into a pointwise step");
   }
   for (int t = 0; t < ntargets && !B->st; t++)
@@ -496,18 +465,20 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   if (B.p) B.p->sctx = fhjit_context_create();
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx) {
+  /* the sub-graphs' lowering reads the options of g's context */
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx ||
+      ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
   }
   for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
   if (check_plan_size(&B)) goto fail;
   {
-    /* FHJIT_NTT_PLAN=epi=0 turns epilogues off (comparisons); a malformed
-     * value is reported when the first plan is made */
+    /* ntt_plan (FHJIT_NTT_PLAN) epi=0 turns epilogues off (comparisons); a
+     * malformed value is reported when the first plan is made */
     lw_ntt_tuning t;
     lw_ntt_tuning_default(&t);
-    lw_ntt_tuning_parse(NULL, getenv("FHJIT_NTT_PLAN"), &t);
+    lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &t);
     if (t.epi != 0) choose_epilogues(&B);
   }
 

@@ -41,15 +41,12 @@
  *    GPU: u32 multiply-adds that ptxas fuses into wide ones).
  *  - Lift: V = c' (< q), c_j = R mod t_j, so Z = c' mod t_j by the same
  *    sums; then the subtraction of h mod t_j (+ t_j when negative). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-
+#include "jit/jit.h"
 #include "lower/bconv.h"
 #include "lower/ntt.h"
 #include "lower/ntt_redc62_ptx.h"
@@ -944,81 +941,51 @@ fhjit_status lw_bconv_compile_ptx(fhjit_context *ctx, const lw_bconv_plan *p, co
 
 /* ------------------------------------------------------------ host JIT */
 
+/* The host kernel through lib/jit, like every host kernel: compiled once,
+ * its blocks split across threads by jit_split. */
 typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
 
 struct lw_bconv_host {
   lw_bconv_plan plan; /* the column pointers are not kept (NULL) */
-  LLVMOrcLLJITRef jit;
+  jit_code *jit;
   host_fn fn;
 };
 
-static fhjit_status orc_error(fhjit_context *ctx, LLVMErrorRef err, const char *what) {
-  char *msg = LLVMGetErrorMessage(err);
-  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: bconv host JIT: %s: %s", what,
-                             msg ? msg : "");
-  LLVMDisposeErrorMessage(msg);
-  return st;
-}
-
 void lw_bconv_host_destroy(lw_bconv_host *h) {
   if (!h) return;
-  if (h->jit) {
-    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
-    if (err) LLVMConsumeError(err);
-  }
+  jit_destroy(h->jit);
   free(h);
 }
 
 fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
                                   lw_bconv_host **out) {
   *out = NULL;
-  static const char name[] = "fhjit_bconv";
+  static const char name[] = "fhjit_bconv", who[] = "bconv (host)";
   if (!nv_init()) return ir_error(ctx, FHJIT_ERR_LLVM, "error: bconv host JIT: no native target");
   LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
   if (!tm) return FHJIT_ERR_LLVM;
   lw_bconv_host *h = calloc(1, sizeof *h);
-  if (!h) {
+  if (!h || !(h->jit = jit_create(&ctx->err))) {
+    free(h);
     LLVMDisposeTargetMachine(tm);
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   h->plan = *p;
   h->plan.src_cols = h->plan.dst_cols = NULL;
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
-  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, c);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, jit_llvm_context(h->jit));
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, c, m);
+  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, jit_llvm_context(h->jit), m);
   if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
-  LLVMErrorRef err = NULL;
-  if (!st) {
-    err = LLVMOrcCreateLLJIT(&h->jit, LLVMOrcCreateLLJITBuilder());
-    if (err) {
-      h->jit = NULL;
-      st = orc_error(ctx, err, "creating the JIT");
-    }
-  }
-  if (!st) {
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-    m = NULL; /* owned by the JIT from here on */
-    err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm);
-    if (err) {
-      LLVMOrcDisposeThreadSafeModule(tsm);
-      st = orc_error(ctx, err, "adding the module");
-    }
-  }
-  if (!st) {
-    LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(h->jit, &addr, "fhjit_bconv_host");
-    if (err) st = orc_error(ctx, err, "looking up the kernel");
-    else h->fn = (host_fn)(uintptr_t)addr;
-  }
-  if (m) LLVMDisposeModule(m);
-  LLVMOrcDisposeThreadSafeContext(tsc);
+  if (st) LLVMDisposeModule(m);
+  else st = jit_add_module(&ctx->err, h->jit, m, JIT_CODEGEN_DEFAULT, who);
+  void *addr = NULL;
+  if (!st) st = jit_lookup(&ctx->err, h->jit, "fhjit_bconv_host", who, &addr);
   if (st) {
     lw_bconv_host_destroy(h);
     return st;
   }
+  h->fn = (host_fn)(uintptr_t)addr;
   *out = h;
   return FHJIT_OK;
 }
@@ -1026,21 +993,11 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
 typedef struct host_job {
   host_fn fn;
   const uint64_t *slots;
-  int64_t begin, end;
-  size_t shared_bytes;
-  int failed;
 } host_job;
 
-static void *host_worker(void *arg) {
-  host_job *j = arg;
-  void *shared = aligned_alloc(16, (j->shared_bytes + 15) / 16 * 16);
-  if (!shared) {
-    j->failed = 1;
-    return NULL;
-  }
-  j->fn(j->slots, j->begin, j->end, shared);
-  free(shared);
-  return NULL;
+static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
+  const host_job *j = arg;
+  j->fn(j->slots, begin, end, shared);
 }
 
 fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
@@ -1052,30 +1009,12 @@ fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void 
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: bconv host run: src and dst must be distinct buffers");
   const lw_bconv_plan *p = &h->plan;
-  if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
-  }
   uint64_t slots[5] = {(uint64_t)(uintptr_t)params, (uint64_t)pstride,
                        (uint64_t)(uintptr_t)(table ? table : params), (uint64_t)(uintptr_t)src,
                        (uint64_t)(uintptr_t)dst};
-  int64_t nt = threads < (int64_t)p->blocks ? threads : (int64_t)p->blocks;
-  if (nt > 64) nt = 64;
-  host_job jobs[64];
-  pthread_t tids[64];
-  int started[64] = {0};
-  for (int64_t t = 0; t < nt; t++)
-    jobs[t] = (host_job){h->fn, slots, (int64_t)p->blocks * t / nt, (int64_t)p->blocks * (t + 1) / nt,
-                         p->shared_bytes, 0};
-  for (int64_t t = 1; t < nt; t++)
-    started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;
-  host_worker(&jobs[0]);
-  int failed = jobs[0].failed;
-  for (int64_t t = 1; t < nt; t++) {
-    if (started[t]) pthread_join(tids[t], NULL);
-    else host_worker(&jobs[t]);
-    failed |= jobs[t].failed;
-  }
-  if (failed) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: bconv host run: out of memory");
-  return FHJIT_OK;
+  host_job job = {h->fn, slots};
+  /* every block needs its shared array, even an empty one */
+  size_t shared = p->shared_bytes ? ((size_t)p->shared_bytes + 15) / 16 * 16 : 16;
+  return jit_split(&ctx->err, host_range, &job, (int64_t)p->blocks,
+                   threads > 0 ? threads : jit_cores(), shared, "bconv host run");
 }

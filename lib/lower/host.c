@@ -1,21 +1,16 @@
 /* host.c: the host path (fhjit_run_host). The same lowering as the GPU
  * kernel, for the host triple, through the same IR pipeline (lw_gpu_pipeline:
  * what the host checks is the optimised IR the GPU gets), compiled by LLVM's
- * ORC LLJIT with fast instruction selection: the host path exists for CI,
+ * ORC LLJIT (lib/jit) with fast instruction selection: the host path exists for CI,
  * where compile time dominates (default<O2> and the default code generation
  * level take about 5x as long for a 40-op graph, for buffers of a few
  * thousand elements). The compiled function is cached on the graph (dropped
  * on unbind) and the index space is split across pthreads when it is large. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-
+#include "jit/jit.h"
 #include "lower/lw_llvm.h"
 #include "lower/ntt.h"
 #include "nvptx/nvptx.h"
@@ -23,7 +18,7 @@
 typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
 
 typedef struct lw_host {
-  LLVMOrcLLJITRef jit;
+  jit_code *jit;
   lw_host_fn fn; /* NULL when the graph has no results */
   lw_plan plan;
 } lw_host;
@@ -31,19 +26,8 @@ typedef struct lw_host {
 static void host_free(void *p) {
   lw_host *h = p;
   if (!h) return;
-  if (h->jit) {
-    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
-    if (err) LLVMConsumeError(err);
-  }
+  jit_destroy(h->jit);
   free(h);
-}
-
-static fhjit_status jit_error(fhjit_graph *g, const char *what, LLVMErrorRef err) {
-  char *msg = LLVMGetErrorMessage(err);
-  fhjit_status st = ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: %s: %s", g->name, what,
-                             msg ? msg : "");
-  LLVMDisposeErrorMessage(msg);
-  return st;
 }
 
 /* Builds, optimises and JIT-compiles the host function of g. */
@@ -66,51 +50,33 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
     free(h);
     return FHJIT_ERR_LLVM;
   }
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
   LLVMModuleRef m = NULL;
-  LLVMErrorRef err = NULL;
-  if ((st = lw_build(g, &h->plan, LW_HOST, c, &m))) goto fail;
+  char who[128];
+  snprintf(who, sizeof who, "graph @%s", g->name);
+  if (!(h->jit = jit_create(&g->ctx->err))) {
+    st = FHJIT_ERR_MEMORY;
+    goto fail;
+  }
+  if ((st = lw_build(g, &h->plan, LW_HOST, jit_llvm_context(h->jit), &m))) goto fail;
   nv_prepare_module(m, tm);
   char what[128];
   snprintf(what, sizeof what, "graph @%s (host)", g->name);
   if ((st = nv_pipeline(&g->ctx->err, m, tm, what, lw_gpu_pipeline, FHJIT_EMIT_LLVM_OPT, NULL,
                         NULL)))
     goto fail;
-  LLVMTargetMachineRef jit_tm = nv_host_machine_level(&g->ctx->err, LLVMCodeGenLevelNone);
-  if (!jit_tm) {
-    st = FHJIT_ERR_LLVM;
-    goto fail;
-  }
-  LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder(); /* takes jit_tm, LLJIT takes jb */
-  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
-      jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(jit_tm));
-  if ((err = LLVMOrcCreateLLJIT(&h->jit, jb))) {
-    st = jit_error(g, "creating the host JIT", err);
-    goto fail;
-  }
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-  m = NULL; /* owned by tsm now */
-  if ((err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm))) {
-    LLVMOrcDisposeThreadSafeModule(tsm);
-    st = jit_error(g, "adding the module to the host JIT", err);
-    goto fail;
-  }
+  st = jit_add_module(&g->ctx->err, h->jit, m, JIT_CODEGEN_FAST, who);
+  m = NULL; /* owned by the JIT now */
+  if (st) goto fail;
   char sym[96];
   snprintf(sym, sizeof sym, "%s_host_packed", h->plan.name);
-  LLVMOrcExecutorAddress addr = 0;
-  if ((err = LLVMOrcLLJITLookup(h->jit, &addr, sym))) {
-    st = jit_error(g, "compiling the host function", err);
-    goto fail;
-  }
+  void *addr;
+  if ((st = jit_lookup(&g->ctx->err, h->jit, sym, who, &addr))) goto fail;
   h->fn = (lw_host_fn)(uintptr_t)addr;
-  LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMDisposeTargetMachine(tm);
   *out = h;
   return FHJIT_OK;
 fail:
   if (m) LLVMDisposeModule(m);
-  LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMDisposeTargetMachine(tm);
   host_free(h);
   return st;
@@ -150,16 +116,15 @@ static int results_overlap(const fhjit_graph *g, const void *const *inputs,
   return 0;
 }
 
-typedef struct chunk {
+typedef struct host_job {
   lw_host_fn fn;
   const uint64_t *slots;
-  int64_t begin, end;
-} chunk;
+} host_job;
 
-static void *run_chunk(void *p) {
-  chunk *c = p;
-  c->fn(c->slots, c->begin, c->end);
-  return NULL;
+static void run_range(void *arg, int64_t begin, int64_t end, void *scratch) {
+  (void)scratch;
+  host_job *j = arg;
+  j->fn(j->slots, begin, end);
 }
 
 fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
@@ -215,29 +180,13 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
   for (int32_t k = 0; k < g->nresults; k++)
     slots[2 + g->ninputs + k] = (uint64_t)(uintptr_t)(temps ? temps[k] : results[k]);
 
-  int64_t groups = h->plan.groups;
   int64_t want = threads;
   if (want == 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
     want = h->plan.work / 65536;
-    if (want > cores) want = cores;
+    if (want > jit_cores()) want = jit_cores();
   }
-  if (want > groups) want = groups;
-  if (want > 256) want = 256;
-  if (want < 1) want = 1;
-  chunk parts[256];
-  pthread_t tids[256];
-  int started[256] = {0};
-  for (int64_t t = 0; t < want; t++)
-    parts[t] = (chunk){h->fn, slots, groups * t / want, groups * (t + 1) / want};
-  /* Threads that fail to start leave their chunk to this thread. */
-  for (int64_t t = 1; t < want; t++)
-    started[t] = pthread_create(&tids[t], NULL, run_chunk, &parts[t]) == 0;
-  run_chunk(&parts[0]);
-  for (int64_t t = 1; t < want; t++) {
-    if (started[t]) pthread_join(tids[t], NULL);
-    else run_chunk(&parts[t]);
-  }
+  host_job job = {h->fn, slots};
+  jit_split(&g->ctx->err, run_range, &job, h->plan.groups, want, 0, fn); /* no scratch: no failure */
   if (temps) {
     for (int32_t k = 0; k < g->nresults; k++) {
       memcpy(results[k], temps[k],

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/arith.h"
 #include "lower/imap.h"
 #include "lower/lw_llvm.h"
 
@@ -295,8 +296,6 @@ typedef struct lw_use {
 
 /* ------------------------------------------------------------ the builder */
 
-enum { H_ADD, H_SUB, H_NEG, H_ADD_LAZY, H_REDC, H_MUL, H_COUNT };
-
 typedef struct lw {
   fhjit_graph *g;
   const lw_plan *p;
@@ -307,8 +306,7 @@ typedef struct lw {
   LLVMTypeRef word, dword, i32, i64, idxt, ptr, vect, voidt;
   int wbits;
   unsigned vec_align;
-  LLVMValueRef helper[H_COUNT];
-  LLVMTypeRef helper_ty[H_COUNT];
+  lw_arith A; /* the modular arithmetic helpers (arith.h) */
   /* the body function and its arguments */
   LLVMValueRef fn, params, pstride, *inputs, *results;
   LLVMValueRef row, i, coord[FHJIT_MAX_BATCH]; /* index type; coord NULL = 0 */
@@ -354,106 +352,9 @@ static void add_param_attr(lw *L, LLVMValueRef fn, unsigned param, const char *n
 
 /* ------------------------------------------------ modular arithmetic helpers */
 
-/* The formulas of SPEC sections 2-3 as small internal always-inline functions,
- * one set per radix; conditional subtractions are selects (branch-free). */
-static LLVMValueRef csub(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef bound, const char *name) {
-  LLVMValueRef ge = LLVMBuildICmp(b, LLVMIntUGE, x, bound, "");
-  LLVMValueRef d = LLVMBuildSub(b, x, bound, "");
-  return LLVMBuildSelect(b, ge, d, x, name);
-}
-
-static LLVMValueRef helper(lw *L, int h) {
-  if (L->helper[h]) return L->helper[h];
-  static const char *const names[H_COUNT] = {"add", "sub", "neg", "add_lazy", "redc", "mul"};
-  char fname[64];
-  snprintf(fname, sizeof fname, "fhjit.%s.%s", L->wbits == 32 ? "r32" : "r62", names[h]);
-  LLVMTypeRef W = L->word;
-  LLVMTypeRef args[4] = {W, W, W, W};
-  unsigned nargs = 4;
-  switch (h) {
-  case H_NEG: nargs = 2; break;                     /* a, q */
-  case H_ADD_LAZY: nargs = 3; break;                /* a, b, 2q */
-  case H_REDC: args[0] = L->dword; nargs = 3; break; /* t, q, k */
-  default: break;                                   /* a, b, q, 2q | a, b, q, k */
-  }
-  LLVMTypeRef fty = LLVMFunctionType(W, args, nargs, 0);
-  LLVMValueRef fn = LLVMAddFunction(L->m, fname, fty);
-  LLVMSetLinkage(fn, LLVMInternalLinkage);
-  add_fn_attr(L, fn, "alwaysinline");
-  add_fn_attr(L, fn, "nounwind");
-  L->helper[h] = fn;
-  L->helper_ty[h] = fty;
-  LLVMBuilderRef b = LLVMCreateBuilderInContext(L->c);
-  LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(L->c, fn, "entry"));
-  LLVMValueRef a0 = LLVMGetParam(fn, 0), a1 = LLVMGetParam(fn, 1);
-  LLVMValueRef a2 = nargs > 2 ? LLVMGetParam(fn, 2) : NULL, a3 = nargs > 3 ? LLVMGetParam(fn, 3) : NULL;
-  LLVMValueRef r = NULL;
-  switch (h) {
-  case H_ADD: { /* s = a+b; if s >= 2q: s -= 2q; if s >= q: s -= q */
-    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
-    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "q2", 2);
-    LLVMValueRef s = LLVMBuildAdd(b, a0, a1, "s");
-    r = csub(b, csub(b, s, a3, "s1"), a2, "r");
-    break;
-  }
-  case H_SUB: { /* d = a-b (signed); if d < 0: d += 2q; if d >= q: d -= q */
-    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
-    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "q2", 2);
-    LLVMValueRef d = LLVMBuildSub(b, a0, a1, "d");
-    LLVMValueRef negative = LLVMBuildICmp(b, LLVMIntSLT, d, LLVMConstInt(W, 0, 0), "neg");
-    LLVMValueRef up = LLVMBuildAdd(b, d, a3, "");
-    d = LLVMBuildSelect(b, negative, up, d, "d1");
-    r = csub(b, d, a2, "r");
-    break;
-  }
-  case H_NEG: { /* c = a >= q ? a-q : a; c == 0 ? 0 : q-c */
-    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "q", 1);
-    LLVMValueRef cc = csub(b, a0, a1, "c");
-    LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, cc, LLVMConstInt(W, 0, 0), "");
-    LLVMValueRef qc = LLVMBuildSub(b, a1, cc, "");
-    r = LLVMBuildSelect(b, zero, LLVMConstInt(W, 0, 0), qc, "r");
-    break;
-  }
-  case H_ADD_LAZY: { /* s = a+b; if s >= 2q: s -= 2q */
-    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1), LLVMSetValueName2(a2, "q2", 2);
-    r = csub(b, LLVMBuildAdd(b, a0, a1, "s"), a2, "r");
-    break;
-  }
-  case H_REDC: {
-    LLVMSetValueName2(a0, "t", 1), LLVMSetValueName2(a1, "q", 1), LLVMSetValueName2(a2, "k", 1);
-    LLVMTypeRef D = L->dword;
-    LLVMValueRef lo = LLVMBuildTrunc(b, a0, W, "lo");
-    LLVMValueRef m = LLVMBuildMul(b, lo, a2, "m");
-    if (L->wbits != 32) /* r62: m = (low64(t) * k) mod 2^62 */
-      m = LLVMBuildAnd(b, m, LLVMConstInt(W, (UINT64_C(1) << 62) - 1, 0), "m62");
-    LLVMValueRef mq = LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, D, ""), LLVMBuildZExt(b, a1, D, ""), "mq");
-    LLVMValueRef sum = LLVMBuildAdd(b, a0, mq, "");
-    LLVMValueRef u = LLVMBuildLShr(b, sum, LLVMConstInt(D, L->wbits == 32 ? 32 : 62, 0), "");
-    u = LLVMBuildTrunc(b, u, W, "u");
-    /* r32 is canonical (one subtraction); r62 stays lazy (none). */
-    r = L->wbits == 32 ? csub(b, u, a1, "r") : u;
-    break;
-  }
-  case H_MUL: {
-    LLVMSetValueName2(a0, "a", 1), LLVMSetValueName2(a1, "b", 1);
-    LLVMSetValueName2(a2, "q", 1), LLVMSetValueName2(a3, "k", 1);
-    LLVMValueRef t = LLVMBuildNUWMul(b, LLVMBuildZExt(b, a0, L->dword, ""),
-                                     LLVMBuildZExt(b, a1, L->dword, ""), "t");
-    LLVMValueRef redc = helper(L, H_REDC);
-    LLVMValueRef cargs[3] = {t, a2, a3};
-    r = LLVMBuildCall2(b, L->helper_ty[H_REDC], redc, cargs, 3, "r");
-    break;
-  }
-  }
-  LLVMBuildRet(b, r);
-  LLVMDisposeBuilder(b);
-  return fn;
-}
-
-static LLVMValueRef call_helper(lw *L, int h, LLVMValueRef *args, const char *name) {
-  LLVMValueRef fn = helper(L, h);
-  unsigned n = LLVMCountParams(fn);
-  return LLVMBuildCall2(L->b, L->helper_ty[h], fn, args, n, name);
+/* SPEC sections 2-3's formulas as helper functions (arith.c). */
+static LLVMValueRef call_helper(lw *L, lw_helper_op h, LLVMValueRef *args, const char *name) {
+  return lw_helper_call(&L->A, h, args, name);
 }
 
 /* ------------------------------------------------------ per-row constants */
@@ -963,7 +864,7 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
       out[l] = out[0];
       continue;
     }
-    LLVMValueRef cc = csub(b, w[l], q, "canon");
+    LLVMValueRef cc = lw_csub_select(b, w[l], q, "canon");
     LLVMValueRef flip = LLVMBuildAnd(b, neg[l], LLVMBuildICmp(b, LLVMIntNE, cc, cw(L, 0), ""), "");
     out[l] = LLVMBuildSelect(b, flip, LLVMBuildSub(b, q, cc, ""), cc, name);
   }
@@ -995,7 +896,7 @@ static void op_mul(lw *L, LLVMValueRef *a, LLVMValueRef *bv, const char *name, L
   LLVMValueRef qv[LW_VMAX], kv[LW_VMAX];
   for (int l = 0; l < L->p->vec; l++) qv[l] = get_q(L), kv[l] = get_k(L);
   LLVMValueRef *args[4] = {a, bv, qv, kv};
-  lanes_op(L, H_MUL, 4, args, name, out);
+  lanes_op(L, LW_H_MUL, 4, args, name, out);
 }
 
 static void op_redc(lw *L, LLVMValueRef *a, const char *name, LLVMValueRef *out) {
@@ -1005,14 +906,14 @@ static void op_redc(lw *L, LLVMValueRef *a, const char *name, LLVMValueRef *out)
     t[l] = (l && a[l] == a[0]) ? t[0] : LLVMBuildZExt(L->b, a[l], L->dword, "");
   }
   LLVMValueRef *args[3] = {t, qv, kv};
-  lanes_op(L, H_REDC, 3, args, name, out);
+  lanes_op(L, LW_H_REDC, 3, args, name, out);
 }
 
 static void op_addsub(lw *L, int h, LLVMValueRef *a, LLVMValueRef *bv, const char *name,
                       LLVMValueRef *out) {
   LLVMValueRef qv[LW_VMAX], q2v[LW_VMAX];
-  for (int l = 0; l < L->p->vec; l++) q2v[l] = get_q2(L), qv[l] = h == H_ADD_LAZY ? NULL : get_q(L);
-  if (h == H_ADD_LAZY) {
+  for (int l = 0; l < L->p->vec; l++) q2v[l] = get_q2(L), qv[l] = h == LW_H_ADD_LAZY ? NULL : get_q(L);
+  if (h == LW_H_ADD_LAZY) {
     LLVMValueRef *args[3] = {a, bv, q2v};
     lanes_op(L, h, 3, args, name, out);
   } else {
@@ -1066,15 +967,15 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
 #define ARG(k, comp) slot(L, x, n->args[k], nc_of(&g->nodes[n->args[k]]) > 1 ? (comp) : 0)
   switch (n->op) {
   case IR_INPUT: load_input(L, x, n, c, out); break;
-  case IR_ADD: op_addsub(L, H_ADD, ARG(0, c), ARG(1, c), name, out); break;
-  case IR_SUB: op_addsub(L, H_SUB, ARG(0, c), ARG(1, c), name, out); break;
-  case IR_ADD_LAZY: op_addsub(L, H_ADD_LAZY, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_ADD: op_addsub(L, LW_H_ADD, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_SUB: op_addsub(L, LW_H_SUB, ARG(0, c), ARG(1, c), name, out); break;
+  case IR_ADD_LAZY: op_addsub(L, LW_H_ADD_LAZY, ARG(0, c), ARG(1, c), name, out); break;
   case IR_MUL: op_mul(L, ARG(0, c), ARG(1, c), name, out); break;
   case IR_NEG: {
     LLVMValueRef qv[LW_VMAX];
     for (int l = 0; l < V; l++) qv[l] = get_q(L);
     LLVMValueRef *args[2] = {ARG(0, c), qv};
-    lanes_op(L, H_NEG, 2, args, name, out);
+    lanes_op(L, LW_H_NEG, 2, args, name, out);
     break;
   }
   case IR_TO_MONT: {
@@ -1086,7 +987,7 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
   case IR_FROM_MONT: op_redc(L, ARG(0, c), name, out); break;
   case IR_MUL_PLAIN: op_mul(L, ARG(0, c), ARG(1, 0), name, out); break;
   case IR_ADD_PLAIN:
-    if (c == 0) op_addsub(L, H_ADD_LAZY, ARG(0, 0), ARG(1, 0), name, out);
+    if (c == 0) op_addsub(L, LW_H_ADD_LAZY, ARG(0, 0), ARG(1, 0), name, out);
     else memcpy(out, ARG(0, c), sizeof *out * (size_t)V);
     break;
   case IR_MUL_COMPRESSED: {
@@ -1106,7 +1007,7 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
       op_redc(L, e, "e.std", f);
       memcpy(e, f, sizeof e);
     }
-    op_addsub(L, H_ADD, ARG(0, 0), e, name, out);
+    op_addsub(L, LW_H_ADD, ARG(0, 0), e, name, out);
     break;
   }
   case IR_KS_DIGIT_PRODUCT: {
@@ -1588,6 +1489,7 @@ static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target targe
   L.voidt = LLVMVoidTypeInContext(c);
   L.ptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0); /* global memory on the GPU */
   L.vect = LLVMVectorType(L.word, (unsigned)(plan->vec > 1 ? plan->vec : 2));
+  lw_arith_init(&L.A, c, m, L.b, g->radix, target);
   /* The GPU ABI requires 16-byte aligned bases; host buffers need only be
    * word-aligned, and unaligned vector accesses cost nothing there. */
   L.vec_align = target == LW_GPU ? (unsigned)(plan->vec * (L.wbits == 32 ? 4 : 8))

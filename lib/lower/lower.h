@@ -65,9 +65,10 @@ typedef struct lw_pw_plan {
   int vec, per_thread, block; /* 0: the default */
 } lw_pw_plan;
 
-/* 1 when FHJIT_PW_PLAN is set and valid (plan filled), 0 when unset or
- * empty, -1 when malformed (why says how). */
-int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size);
+/* A pointwise plan's text (the pw_plan option's syntax): 1 when valid
+ * (plan filled), 0 when NULL or empty (the default), -1 when malformed (why
+ * says how). */
+int lw_pw_plan_parse(const char *text, lw_pw_plan *plan, char *why, size_t why_size);
 
 /* Bound graph -> PTX for `arch` ("sm_90"; NULL: sm_90). Errors are recorded
  * on the graph's context. */

@@ -130,14 +130,18 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
  * linear in it, at worst about 1.3 ms and 100 KB a value on the 2-core
  * reference machine (8,189 r32 products, 4 lanes: 10.6 s, 800 MB), so the
  * default keeps a kernel within about ten seconds and one GB.
- * FHJIT_MAX_VALUES (1 to the ceiling) overrides it at every lowering. Past
+ * The max_values option (FHJIT_MAX_VALUES; 1 to the ceiling) overrides it at
+ * every lowering. Past
  * it, the lowering fails with FHJIT_ERR_UNSUPPORTED before LLVM's passes
  * run. */
 #define LW_MAX_VALUES_DEFAULT 8192
 #define LW_MAX_VALUES_CEILING 100000000
-/* The bound in force; FHJIT_ERR_ARGUMENT (recorded) when FHJIT_MAX_VALUES is
- * malformed. */
+/* The bound in force (the max_values option of g's context, else
+ * FHJIT_MAX_VALUES); FHJIT_ERR_ARGUMENT (recorded) when malformed. */
 fhjit_status lw_max_values(fhjit_graph *g, int64_t *limit);
+/* The bound a max_values text sets (NULL or "": the default): 0, or -1
+ * when it is not a whole number from 1 to the ceiling. */
+int lw_max_values_parse(const char *text, int64_t *limit);
 
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {

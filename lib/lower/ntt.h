@@ -28,6 +28,7 @@
 #include <llvm-c/Core.h>
 
 #include "ir/ntt.h"
+#include "lower/arith.h"
 #include "lower/lw_llvm.h"
 #include "nvptx/nvptx.h"
 
@@ -41,16 +42,8 @@
 /* Words per thread: at most 2^LW_NTT_MAX_LOG_E. */
 #define LW_NTT_MAX_LOG_E 5
 
-/* The r62 twiddle product on the GPU, as PTX (inline assembly): $0 =
- * REDC(w * $1) with $2 = 4w, $3 = w * 4k mod 2^64, $4 = q, all 64-bit
- * (test_ntt_emit runs this text through a small PTX interpreter). */
-extern const char lw_ntt_redc62_ptx[];
-/* The same product in Shoup's form: $0 = REDC(w * $1) with $2 = REDC(w),
- * $3 = w * 4k mod 2^64, $4 = 2^64 - q (the same interpreter). */
-extern const char lw_ntt_shoup62_ptx[];
-/* r62's conditional subtraction on the GPU: $0 = $1 - $2 when $1 >= $2,
- * else $1, for $1 < $2 + 2^63 and $2 <= 2^63 (the same interpreter). */
-extern const char lw_ntt_csub62_ptx[];
+/* lw_ntt_redc62_ptx, lw_ntt_shoup62_ptx, lw_ntt_csub62_ptx: the r62 PTX
+ * forms of the NTT's arithmetic (arith.h). */
 
 /* One kernel of a plan. */
 typedef struct lw_ntt_kplan {
@@ -196,6 +189,10 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
 /* A one-line description of a plan ("2 kernels: cols M=2^8 C=16 E=8 passes
  * 3+3+2 | chunks ..."), for diagnostics and benches. */
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size);
+/* ceil(log2 x) (ntt_plan.c, shared with the emitter). */
+int lw_ntt_ilog2(uint64_t x);
+/* Shared words of one sub-transform row in a chunk kernel (with padding). */
+int64_t lw_ntt_chunk_stride(const lw_ntt_kplan *k);
 
 /* Pointwise work fused into an NTT's kernels.
  *

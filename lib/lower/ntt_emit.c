@@ -1,413 +1,23 @@
 /* ntt_emit.c: the NTT of SPEC section 5 as LLVM IR loop nests (see ntt.h
- * for the schedule): plan choice, the phase bodies, GPU kernels and host
- * functions around them, PTX, and the host JIT that runs the same IR.
- *
- * Products by a twiddle (or another per-row constant) w use the constant
- * precomputed from w, which leaves SPEC's REDC result unchanged:
- *   r62: m = (lo64(w*x) * k) mod 2^62 = (x * (w*k mod 2^62)) mod 2^62, so
- *        with wk4 = w * (4k) mod 2^64, m4 = x * wk4 mod 2^64 = 4m exactly.
- *        u = (w*x + m*q) >> 62 = hi64(4w * x) + hi64(m4 * q) + c, where the
- *        carry c of the low 62-bit halves is 1 exactly when they are not
- *        both zero (their sum is 0 mod 2^62), that is when m != 0 (k is odd,
- *        so m = 0 iff w*x = 0 mod 2^62). One mul.lo and two mul.hi.
- *   r32: m = x * (w*k mod 2^32) (no scaling), u = (w*x + m*q) >> 32 in
- *        64 bits, then the canonical subtraction of q.
- * 4w < 2^63 because twiddles are lazy (< 2q < 2^61). Where a block shares
- * its twiddle constants, r62 takes Shoup's form instead, with the same
- * result (make_const_shoup). */
-#include <pthread.h>
+ * for the schedule; ntt_plan.c chooses the plan): the phase bodies, GPU
+ * kernels and host functions around them, PTX, and the host JIT that runs
+ * the same IR.
+ * Products by a twiddle (or another per-row constant) use its precomputed
+ * Montgomery constant (arith.c says why the result is SPEC's REDC). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
-
+#include "jit/jit.h"
+#include "lower/arith.h"
 #include "lower/ntt.h"
-#include "lower/ntt_redc62_ptx.h"
 #include "nvptx/nvptx.h"
-
-/* ------------------------------------------------------------------ plan */
-
-/* Pass list for M = 2^m, E = 2^log_e over the local bits [tail, m) (the
- * tail's are the staged copy's): full passes first in processing order
- * (forward: from the top bits down; inverse: from the bottom bits up). */
-static void plan_passes(lw_ntt_kplan *k, int forward) {
-  int m = k->m - k->tail, e = k->log_e;
-  k->npass = (m + e - 1) / e;
-  int b = forward ? k->m : k->tail;
-  for (int j = 0; j < k->npass; j++) {
-    int ej = j < k->npass - 1 ? e : m - e * (k->npass - 1);
-    k->pass_e[j] = ej;
-    if (forward) b -= ej;
-    k->pass_b[j] = b;
-    if (!forward) b += ej;
-  }
-}
-
-static int ilog2_u64(uint64_t x) {
-  int l = 0;
-  while ((UINT64_C(1) << l) < x) l++;
-  return l;
-}
-
-/* Shared words of one sub-transform row in a chunk kernel (with padding). */
-static int64_t chunk_stride(const lw_ntt_kplan *k) {
-  int64_t mlen = INT64_C(1) << k->m;
-  return mlen + (k->pad_shift ? (mlen >> k->pad_shift) : 0);
-}
-
-/* Static shared memory of one block: the PTX limit without opting in. */
-#define SMEM_LIMIT_BYTES 49152
-/* One-kernel plans with fewer blocks than this (2 per SM of an H100/H200)
- * run as two kernels from N = 2^SMALL_SPLIT_MIN_LOG on. */
-#define FEW_BLOCKS 264
-#define SMALL_SPLIT_MIN_LOG 10
-
-/* tail_bits: the stages a staged vector holds (log2 of its words), 0 for
- * none: where the passes would end on a short pass of at most that many
- * stages, the staged copy runs them instead (lw_ntt_kplan.tail). */
-static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows, int tail_bits) {
-  if (k->log_e > k->m) k->log_e = k->m;
-  int rem = k->m % k->log_e;
-  k->tail = !k->cols && rem > 0 && rem <= tail_bits ? rem : 0;
-  plan_passes(k, forward);
-  k->threads = (uint32_t)1 << (k->log_c + k->m - k->log_e);
-  int64_t per_row = INT64_C(1) << k->log_subs;
-  k->blocks = batch_rows * per_row / (INT64_C(1) << k->log_c);
-  k->pad_shift = pad_shift;
-  if (k->cols) {
-    k->staged_load = k->staged_store = 0;
-    uint32_t words = (uint32_t)1 << (k->log_c + k->m);
-    k->smem_words = words + (pad_shift ? words >> pad_shift : 0);
-  } else {
-    /* The pass touching the top bits is coalesced straight from/to global
-     * memory; the one touching the bottom bits goes through shared memory. */
-    k->staged_load = !forward;
-    k->staged_store = forward;
-    k->smem_words = (uint32_t)(chunk_stride(k) << k->log_c);
-  }
-}
-
-void lw_ntt_tuning_default(lw_ntt_tuning *t) {
-  t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
-}
-
-fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
-  static const struct {
-    const char *key;
-    size_t off[3];
-    int n, lo, hi;
-  } keys[] = {
-      {"one", {offsetof(lw_ntt_tuning, one)}, 1, 3, 17},
-      {"n1", {offsetof(lw_ntt_tuning, n1)}, 1, 1, 16},
-      {"e", {offsetof(lw_ntt_tuning, e_one), offsetof(lw_ntt_tuning, e_col), offsetof(lw_ntt_tuning, e_chunk)}, 3, 1, LW_NTT_MAX_LOG_E},
-      {"e_one", {offsetof(lw_ntt_tuning, e_one)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"e_col", {offsetof(lw_ntt_tuning, e_col)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"e_chunk", {offsetof(lw_ntt_tuning, e_chunk)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"c_col", {offsetof(lw_ntt_tuning, c_col)}, 1, 0, 10},
-      {"t", {offsetof(lw_ntt_tuning, t_one), offsetof(lw_ntt_tuning, t_chunk)}, 2, 5, 10},
-      {"t_one", {offsetof(lw_ntt_tuning, t_one)}, 1, 5, 10},
-      {"t_chunk", {offsetof(lw_ntt_tuning, t_chunk)}, 1, 5, 10},
-      {"pad", {offsetof(lw_ntt_tuning, pad_col), offsetof(lw_ntt_tuning, pad_chunk)}, 2, 0, 16},
-      {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
-      {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
-      {"minb", {offsetof(lw_ntt_tuning, minb), offsetof(lw_ntt_tuning, minb_col), offsetof(lw_ntt_tuning, minb_chunk)}, 3, 0, 32},
-      {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
-      {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
-      {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
-      {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
-      {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
-      {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
-      {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
-      {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
-      {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
-      {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
-      {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
-      {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
-  };
-  if (!text) return FHJIT_OK;
-  for (const char *p = text; *p;) {
-    while (*p == ' ' || *p == ',') p++;
-    if (!*p) break;
-    size_t len = strcspn(p, "=, ");
-    size_t item = strcspn(p, ", ");
-    int found = -1;
-    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
-      if (strlen(keys[j].key) == len && !strncmp(keys[j].key, p, len)) found = (int)j;
-    char *end = NULL;
-    long v = found >= 0 && p[len] == '=' ? strtol(p + len + 1, &end, 10) : 0;
-    if (found < 0 || !end || end == p + len + 1 || end != p + item || v < keys[found].lo ||
-        v > keys[found].hi)
-      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: FHJIT_NTT_PLAN: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi; "
-                      "values are log2 counts)",
-                      (int)item, p);
-    for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
-    p += item;
-  }
-  return FHJIT_OK;
-}
-
-/* Measured defaults per radix and log N (FHJIT_NTT_PLAN syntax; NULL: the
- * planner's rules alone), from ntt_bench --sweep on an H200. */
-/* The fastest plan of each measured size on the H200 (bench/ntt_bench
- * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
- * built-in choice. Every plan is bit-exact (test_ntt_emit). */
-static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
-                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
-    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
-                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
-                   [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
-};
-
-/* Forward transforms only, over default_plans key by key: the column
- * kernel (first in the forward) with 16 words per thread and one more
- * stage, so that its passes are 4 + 3 (2^16) or 4 + 4 (2^17) and the chunk
- * kernel's 3 + 3 + 3; the inverse measured slower so (RESULTS.md round 15).
- * That halves the column kernel's blocks: where they would then be fewer
- * than LW_NTT_ROWSYNC_MIN_BLOCKS, which costs the per-row waits (r62 2^16
- * x 16 rows: 9% slower, the fused key switch 5%: round 16), the shared
- * plan stays. Then 2^16's chunk kernel one chunk (64 threads) per block,
- * 2^17's column kernel 16 columns per block: forward -1% and -1.8%, in
- * three timings each (round 17). */
-static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R62] = {[16] = "n1=7,e_col=4,t_chunk=6", [17] = "n1=8,e_col=4,c_col=4"},
-};
-
-/* Inverse transforms only, over default_plans key by key: kernel 0 (the
- * chunk kernel) prefetches its source into the L2 before its wait (l2pf),
- * 1-2% faster there, where the forward's column kernel measured 0.5-2.5%
- * slower so (RESULTS.md round 17; at 2^14 both directions gain, so it is
- * in default_plans). */
-static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[16] = "l2pf=1", [17] = "l2pf=1"},
-    [FHJIT_R62] = {[16] = "l2pf=1", [17] = "l2pf=1"},
-};
-
-fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
-                              int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
-  lw_ntt_tuning t;
-  lw_ntt_tuning_default(&t);
-  memset(p, 0, sizeof *p);
-  const char *fwd = NULL;
-  if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
-    fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
-    if (st) return st;
-    if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
-    else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
-  }
-  const char *env = getenv("FHJIT_NTT_PLAN");
-  if (fwd) {
-    /* no context: where this plan fails (with FHJIT_NTT_PLAN's keys), the
-     * shared one below reports for itself */
-    lw_ntt_tuning tf = t;
-    if (lw_ntt_tuning_parse(NULL, fwd, &tf) == FHJIT_OK && lw_ntt_tuning_parse(NULL, env, &tf) == FHJIT_OK &&
-        lw_ntt_plan_make_tuned(NULL, radix, kind, log_n, rows, batch_rows, &tf, p) == FHJIT_OK &&
-        (p->nkernels < 2 || p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS))
-      return FHJIT_OK;
-  }
-  fhjit_status st = lw_ntt_tuning_parse(ctx, env, &t);
-  if (st) return st;
-  return lw_ntt_plan_make_tuned(ctx, radix, kind, log_n, rows, batch_rows, &t, p);
-}
-
-static int pick(int tuned, int dflt) { return tuned >= 0 ? tuned : dflt; }
-
-fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
-                                    int log_n, int64_t rows, int64_t batch_rows,
-                                    const lw_ntt_tuning *tuning, lw_ntt_plan *p) {
-  memset(p, 0, sizeof *p);
-  lw_ntt_tuning t;
-  if (tuning) t = *tuning;
-  else lw_ntt_tuning_default(&t);
-  if (log_n < IR_NTT_MIN_LOG || log_n > IR_NTT_MAX_LOG)
-    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
-                    "error: NTT size N = 2^%d is outside the supported 2^%d .. 2^%d", log_n,
-                    IR_NTT_MIN_LOG, IR_NTT_MAX_LOG);
-  if ((unsigned)kind >= IR_NTT_NUM_KINDS || (radix != FHJIT_R32 && radix != FHJIT_R62))
-    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT: unknown kind %d or radix %d",
-                    (int)kind, (int)radix);
-  if (rows < 1 || batch_rows < rows || batch_rows % rows)
-    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                    "error: NTT: %lld batch rows is not a positive multiple of %lld rows",
-                    (long long)batch_rows, (long long)rows);
-  if (batch_rows > (INT64_C(1) << 40) >> log_n)
-    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
-                    "error: NTT over %lld rows of 2^%d words is too large for one launch grid",
-                    (long long)batch_rows, log_n);
-  p->radix = radix;
-  p->kind = kind;
-  p->log_n = log_n;
-  p->rows = rows;
-  p->batch_rows = batch_rows;
-  p->src_nax = 1;
-  p->src_ext[0] = batch_rows;
-  p->src_stride[0] = INT64_C(1) << log_n;
-  p->src_offset = 0;
-  p->src_index_stride = 1;
-  p->tw_offset = 0;
-  p->tw_row_stride = INT64_C(1) << log_n;
-  int fwd = ir_ntt_is_forward(kind);
-  int ws = radix == FHJIT_R32 ? 4 : 8;
-  /* r62 butterflies are bound by 64-bit products: 8 words per thread keeps
-   * registers (and so occupancy) reasonable; r32 is bound by memory and
-   * takes 16 words per thread, one pass fewer through shared memory. */
-  int log_e = radix == FHJIT_R32 ? 4 : 3;
-  /* C words of a column run: 128 bytes. */
-  int log_cols = radix == FHJIT_R32 ? 5 : 4;
-  int pad_chunk = pick(t.pad_chunk, radix == FHJIT_R32 ? 5 : 4);
-  /* the stages of a 16-byte vector: r62 1, r32 2 */
-  int tail_bits = pick(t.tail, 1) ? (radix == FHJIT_R32 ? 2 : 1) : 0;
-  int one_max = pick(t.one, 12);
-  /* Whole rows per block leave most of the GPU idle when there are few rows
-   * (2^12 x 32 rows: 32 blocks on 132 SMs, each bound by its products):
-   * then two kernels of many small blocks, though they pass over memory
-   * twice (small N: L2-resident anyway). */
-  int few_blocks = 0;
-  if (t.one < 0 && log_n <= one_max && log_n >= SMALL_SPLIT_MIN_LOG) {
-    int le = log_e < log_n ? log_e : log_n;
-    int log_c = pick(t.t_one, 8) - (log_n - le);
-    if (log_c < 0) log_c = 0;
-    few_blocks = (batch_rows >> log_c) < FEW_BLOCKS;
-  }
-  if (log_n <= one_max && !few_blocks) {
-    p->nkernels = 1;
-    lw_ntt_kplan *k = &p->k[0];
-    k->cols = 0;
-    k->m = log_n;
-    k->log_e = pick(t.e_one, log_e);
-    if (k->log_e > log_n) k->log_e = log_n;
-    k->log_subs = 0;
-    /* whole rows per block: about 256 threads, C dividing batch_rows */
-    int log_c = pick(t.t_one, 8) - (log_n - k->log_e);
-    if (log_c < 0) log_c = 0;
-    while (log_c > 0 && batch_rows % (INT64_C(1) << log_c)) log_c--;
-    k->log_c = log_c;
-    k->pre = k->post = 1;
-    k->minb = pick(t.minb, 0);
-    finish_kernel(k, fwd, pad_chunk, batch_rows, tail_bits);
-  } else {
-    p->nkernels = 2;
-    int m_col = pick(t.n1, log_n - (log_n + 1) / 2);
-    if (m_col < 1 || m_col >= log_n)
-      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: FHJIT_NTT_PLAN: n1=%d does not split N = 2^%d", m_col, log_n);
-    int m_chunk = log_n - m_col;
-    lw_ntt_kplan col = {0}, chunk = {0};
-    col.cols = 1;
-    col.m = m_col;
-    col.log_e = pick(t.e_col, log_e);
-    col.log_subs = m_chunk;
-    /* small N split for parallelism: column runs of 32 bytes (one sector)
-     * or more, blocks of 64 threads (two full warps) */
-    int small_cols = 6 - (m_col - (col.log_e < m_col ? col.log_e : m_col));
-    if (small_cols < (radix == FHJIT_R32 ? 3 : 2)) small_cols = radix == FHJIT_R32 ? 3 : 2;
-    col.log_c = pick(t.c_col, few_blocks ? small_cols : log_cols);
-    if (col.log_c > m_chunk) col.log_c = m_chunk;
-    chunk.cols = 0;
-    chunk.m = m_chunk;
-    chunk.log_e = pick(t.e_chunk, log_e);
-    if (chunk.log_e > m_chunk) chunk.log_e = m_chunk;
-    chunk.log_subs = m_col;
-    chunk.log_c = pick(t.t_chunk, few_blocks ? 6 : 8) - (m_chunk - chunk.log_e); /* threads per block */
-    if (chunk.log_c < 0) chunk.log_c = 0;
-    if (chunk.log_c > m_col) chunk.log_c = m_col;
-    col.minb = pick(t.minb_col, 0);
-    chunk.minb = pick(t.minb_chunk, 0);
-    finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows, 0);
-    finish_kernel(&chunk, fwd, pad_chunk, batch_rows, tail_bits);
-    if (fwd) {
-      p->k[0] = col, p->k[1] = chunk;
-    } else {
-      p->k[0] = chunk, p->k[1] = col;
-    }
-    p->k[0].pre = 1;
-    int pdl = pick(t.pdl, 1);
-    /* per-row waits pay from 2^16 on, when kernel 0's grid is large (rows
-     * then finish one after another over its waves); at 2^14 they measured
-     * 2-10% slower than the grid-wide wait, and at 2^16 with a grid of 256
-     * or 512 blocks 3-7% slower (bench/RESULTS.md rounds 10 and 12) */
-    int rowsync_default = log_n >= 16 && p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS;
-    if (pdl && pick(t.rowsync, rowsync_default) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
-    p->k[0].pdl = p->k[1].pdl = pdl;
-    p->k[0].entry = p->k[1].entry = pdl && pick(t.entry, 1);
-    p->k[1].post = 1;
-    p->k[1].in_place = 1;
-  }
-  /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit. */
-  int tws = pick(t.tws, 0);
-  for (int j = 0; j < p->nkernels; j++) {
-    lw_ntt_kplan *k = &p->k[j];
-    if (!(k->cols ? tws >= 1 : tws >= 2)) continue;
-    /* columns: all levels (every column of the block shares them); chunks:
-     * the levels with fewer twiddles than the chunk has threads */
-    int lg = k->cols ? k->m : k->m - k->log_e;
-    if (lg < 1) continue;
-    uint32_t at = (k->smem_words + 3u) & ~3u; /* 16-byte aligned pairs */
-    int64_t words = (int64_t)at + ((INT64_C(2) << lg) << (k->cols ? 0 : k->log_c));
-    if (words * ws > SMEM_LIMIT_BYTES) continue;
-    k->tws = 1;
-    k->early = !k->staged_load && pick(t.early, 0) == 1;
-    k->tws_log = lg;
-    k->tws_word = at;
-    k->smem_words = (uint32_t)words;
-  }
-  for (int j = 0; j < p->nkernels; j++) {
-    lw_ntt_kplan *k = &p->k[j];
-    k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
-    k->twpf = pick(t.twpf, 0);
-    k->l2pf = pick(t.l2pf, 0);
-    if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
-      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
-                      "of shared memory per block (at most 1024 and %d; see FHJIT_NTT_PLAN)",
-                      log_n, j, k->threads, (long long)k->smem_words * ws, SMEM_LIMIT_BYTES);
-    /* the staged copy moves 16-byte vectors, one per thread at least */
-    if (!k->cols && (ws << k->log_e) < 16)
-      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: NTT plan for N = 2^%d: kernel %d holds %d words per thread, fewer "
-                      "than a 16-byte vector (see FHJIT_NTT_PLAN)",
-                      log_n, j, 1 << k->log_e);
-  }
-  return FHJIT_OK;
-}
-
-void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
-  size_t used = 0;
-  used += (size_t)snprintf(buf, size, "%d kernel%s:", p->nkernels, p->nkernels > 1 ? "s" : "");
-  for (int j = 0; j < p->nkernels && used < size; j++) {
-    const lw_ntt_kplan *k = &p->k[j];
-    used += (size_t)snprintf(buf + used, size - used, "%s %s M=2^%d C=%d E=%d T=%u passes ",
-                             j ? " |" : "", k->cols ? "cols" : "chunks", k->m, 1 << k->log_c,
-                             1 << k->log_e, k->threads);
-    for (int i = 0; i < k->npass && used < size; i++)
-      used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? "+" : "", k->pass_e[i]);
-    if (used < size)
-      used += (size_t)snprintf(buf + used, size - used, " pad %d grid %lld smem %u B",
-                               k->pad_shift, (long long)k->blocks,
-                               k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
-    if (used < size && k->minb)
-      used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
-    if (used < size && k->tws)
-      used += (size_t)snprintf(buf + used, size - used, " tws");
-    if (used < size && k->shoup)
-      used += (size_t)snprintf(buf + used, size - used, " shoup %d", k->shoup);
-    if (used < size && k->tail)
-      used += (size_t)snprintf(buf + used, size - used, " tail %d", k->tail);
-    if (used < size && k->pdl)
-      used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
-  }
-}
 
 /* ----------------------------------------------------------- the emitter */
 
 typedef struct ne {
+  lw_arith A; /* the modular arithmetic's view of b, W, D (arith.h) */
   fhjit_context *ctx;
   const lw_ntt_plan *P;
   const lw_ntt_kplan *K;
@@ -463,10 +73,7 @@ typedef struct rowc {
 } rowc;
 
 /* A constant multiplier w with its precomputed Montgomery constant. */
-typedef struct mconst {
-  LLVMValueRef w4, wk4; /* r62: 4w and w*4k mod 2^64; r32: w and w*k mod 2^32 */
-  LLVMValueRef wr;      /* r62 in Shoup's form (make_const_shoup): REDC(w); else NULL */
-} mconst;
+typedef lw_mconst mconst;
 
 static LLVMValueRef cw(ne *E, uint64_t x) { return LLVMConstInt(E->W, x, 0); }
 static LLVMValueRef c32(ne *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); }
@@ -511,175 +118,26 @@ static void store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx, un
 
 /* ------------------------------------------------------------ arithmetic */
 
-static LLVMValueRef umin(ne *E, LLVMValueRef a, LLVMValueRef b) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.umin", 9);
-  LLVMTypeRef ty = LLVMTypeOf(a);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, &ty, 1);
-  LLVMValueRef args[2] = {a, b};
-  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
-}
-
-/* r62's csub on the GPU (below): d = x - bound over 32-bit halves, then
- * x where d's top bit is set, else d. */
-const char lw_ntt_csub62_ptx[] =
-    "{\n\t"
-    ".reg .u32 cx0, cx1, cb0, cb1, cd0, cd1;\n\t"
-    ".reg .pred cneg;\n\t"
-    "mov.b64 {cx0, cx1}, $1;\n\t"
-    "mov.b64 {cb0, cb1}, $2;\n\t"
-    "sub.cc.u32 cd0, cx0, cb0;\n\t"
-    "subc.u32 cd1, cx1, cb1;\n\t"
-    "setp.lt.s32 cneg, cd1, 0;\n\t"
-    "selp.b32 cd0, cx0, cd0, cneg;\n\t"
-    "selp.b32 cd1, cx1, cd1, cneg;\n\t"
-    "mov.b64 $0, {cd0, cd1};\n\t"
-    "}";
-
-/* x - bound when x >= bound, else x. r32 (x < 2^32, bound < 2^31): the
- * unsigned minimum of x and x - bound, which wraps above x exactly when
- * x < bound (one min.u32 on the GPU instead of a compare and a select).
- * r62 on the host: compare and select. r62 on the GPU: the sign of
- * x - bound, which is set exactly when x < bound as long as x < bound +
- * 2^63 and bound <= 2^63; every csub here has x below 4q < 2^62 for lazy
- * inputs (q < 2^60). ptxas then tests one word instead of comparing two
- * with a carry: 1.5-3.5% off r62 2^14 .. 2^17 (RESULTS.md round 12). As
- * IR (icmp slt), LLVM and ptxas gave longer code than the compare. */
+/* The modular arithmetic is arith.c's (shared with the pointwise
+ * lowering); these take the row's constants from its rowc. */
 static LLVMValueRef csub(ne *E, LLVMValueRef x, LLVMValueRef bound) {
-  if (E->wbits == 64 && E->target == LW_GPU) {
-    LLVMTypeRef args[2] = {E->i64, E->i64};
-    LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 2, 0);
-    static const char constraints[] = "=l,l,l";
-    LLVMValueRef fn = LLVMGetInlineAsm(fty, lw_ntt_csub62_ptx, sizeof lw_ntt_csub62_ptx - 1,
-                                       constraints, sizeof constraints - 1, 0, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMValueRef vals[2] = {x, bound};
-    return LLVMBuildCall2(E->b, fty, fn, vals, 2, "r");
-  }
-  LLVMValueRef d = LLVMBuildSub(E->b, x, bound, "");
-  if (E->wbits == 32) return umin(E, x, d);
-  LLVMValueRef ge = LLVMBuildICmp(E->b, LLVMIntUGE, x, bound, "");
-  return LLVMBuildSelect(E->b, ge, d, x, "");
+  return lw_csub(&E->A, x, bound);
 }
-
-/* High word of the double-word product a*b (mul.hi on the GPU). */
-static LLVMValueRef mulhi(ne *E, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef p = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, a, E->D, ""),
-                                   LLVMBuildZExt(E->b, b, E->D, ""), "");
-  p = LLVMBuildLShr(E->b, p, LLVMConstInt(E->D, (uint64_t)E->wbits, 0), "");
-  return LLVMBuildTrunc(E->b, p, E->W, "");
-}
-
 static mconst make_const(ne *E, const rowc *r, LLVMValueRef w) {
-  mconst mc = {0};
-  if (E->wbits == 64) {
-    mc.w4 = LLVMBuildShl(E->b, w, cw(E, 2), "w4");
-    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk4");
-  } else {
-    mc.w4 = w;
-    mc.wk4 = LLVMBuildMul(E->b, w, r->k4, "wk");
-  }
-  return mc;
+  return lw_mconst_make(&E->A, r->k4, w);
 }
-
-/* r62 in Shoup's form. With c = w*k mod 2^62 (so wk4 = 4c) and
- * Q = floor(x*c / 2^62) = hi64(x * wk4), SPEC's m = x*c mod 2^62 =
- * x*c - 2^62 Q, so w*x + m*q = x (w + c q) - 2^62 Q q. Since k q = -1 mod
- * 2^62, w + c q is a multiple of 2^62; with WR = (w + c q) / 2^62,
- *   REDC(w * x) = (w*x + m*q) / 2^62 = x * WR - Q * q
- * exactly, for every x < 2^64: no estimate, so no correction, and the
- * result is below 2^64, so its low 64 bits are all it takes. WR itself is
- * REDC(w * 1) = hi64(wk4 * q) + (wk4 != 0) (the file comment's form with
- * x = 1), at most q: it costs a high product per twiddle, so it pays where
- * a block shares its twiddle constants (lw_ntt_kplan.shoup). */
 static mconst make_const_shoup(ne *E, const rowc *r, LLVMValueRef w) {
-  mconst mc = make_const(E, r, w);
-  LLVMValueRef nz = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, mc.wk4, cw(E, 0), ""), E->W, "");
-  mc.wr = LLVMBuildNUWAdd(E->b, mulhi(E, mc.wk4, r->q), nz, "wr");
-  return mc;
+  return lw_mconst_shoup(&E->A, r->k4, r->q, w);
 }
-
-/* The Shoup form above as one PTX chain on the GPU: Q's four partial
- * products with their carries, then x * WR + Q * (2^64 - q) mod 2^64. */
-const char lw_ntt_shoup62_ptx[] = LW_NTT_SHOUP62_PTX("$0", "$1", "$2", "$3", "$4");
-
-/* $0 = text($1 .. $4) on 64-bit words, as inline PTX (no side effects). */
-static LLVMValueRef asm_product(ne *E, const char *text, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c,
-                                LLVMValueRef d) {
-  LLVMTypeRef args[4] = {E->i64, E->i64, E->i64, E->i64};
-  LLVMTypeRef fty = LLVMFunctionType(E->i64, args, 4, 0);
-  static const char constraints[] = "=l,l,l,l,l";
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), constraints, sizeof constraints - 1, 0, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef vals[4] = {a, b, c, d};
-  return LLVMBuildCall2(E->b, fty, fn, vals, 4, "u");
-}
-
-static LLVMValueRef redc62_shoup(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
-  if (E->target != LW_GPU) {
-    LLVMValueRef qt = mulhi(E, x, mc->wk4);
-    return LLVMBuildSub(E->b, LLVMBuildMul(E->b, x, mc->wr, ""), LLVMBuildMul(E->b, qt, r->q, ""), "u");
-  }
-  return asm_product(E, lw_ntt_shoup62_ptx, x, mc->wr, mc->wk4, r->nq);
-}
-
-/* REDC(w * x) for a constant w (see the file comment): r62 lazy, r32
- * canonical. w_is_one: REDC(x * 1), where the first high product is 0. */
-/* r62 on the GPU: u = hi128(4w * x + m4 * q), the file comment's sum with
- * its carry, as one PTX chain over 32-bit halves. The low halves of the
- * two products sum to 0 or 2^64, so the carry out of the low word is the
- * `m4 != 0` of the IR form: the same word. Moreover S = 4w x + m4 q is a
- * multiple of 2^64, so with B = S - m0 q0 (every partial product but the
- * low halves' of m4 q) and 0 <= m0 q0 < 2^64, S is B rounded up to a
- * multiple of 2^64: u = (B + 2^64 - 1) >> 64, one 32 x 32 product fewer
- * (the constant rides in x0 w0's addend). ptxas fuses each mad.lo.cc /
- * madc.hi.cc pair into one IMAD.WIDE with carries, where the IR form's two
- * mul.hi.u64, compare, select and 64-bit add cost about a fifth more
- * instructions (bench/ntt-profile.sh counts them). The host path keeps the
- * IR form, so both are checked against the reference (the GPU one on the
- * GPU machine). */
-const char lw_ntt_redc62_ptx[] = LW_NTT_REDC62_PTX("$0", "$1", "$2", "$3", "$4");
-
-static LLVMValueRef redc62_gpu(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x) {
-  return asm_product(E, lw_ntt_redc62_ptx, x, mc->w4, mc->wk4, r->q);
-}
-
 static LLVMValueRef redc_const(ne *E, const rowc *r, const mconst *mc, LLVMValueRef x,
                                int w_is_one) {
-  if (E->wbits == 64 && mc->wr && !w_is_one) return redc62_shoup(E, r, mc, x);
-  if (E->wbits == 64 && E->target == LW_GPU && !w_is_one) return redc62_gpu(E, r, mc, x);
-  if (E->wbits == 32) {
-    /* SPEC's own form: u = (w*x + m*q) >> 32 in 64 bits (w*x, m*q < 2^62),
-     * two mul.wide.u32 (one with the other as addend) and no carry test */
-    LLVMValueRef m = LLVMBuildMul(E->b, x, mc->wk4, "m");
-    LLVMValueRef t = LLVMBuildZExt(E->b, x, E->i64, "");
-    if (!w_is_one) t = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, mc->w4, E->i64, ""), t, "");
-    LLVMValueRef mq = LLVMBuildNUWMul(E->b, LLVMBuildZExt(E->b, m, E->i64, ""),
-                                      LLVMBuildZExt(E->b, r->q, E->i64, ""), "");
-    LLVMValueRef u = LLVMBuildLShr(E->b, LLVMBuildNUWAdd(E->b, t, mq, ""), c64(E, 32), "");
-    return csub(E, LLVMBuildTrunc(E->b, u, E->W, "u"), r->q);
-  }
-  LLVMValueRef m4 = LLVMBuildMul(E->b, x, mc->wk4, "m");
-  LLVMValueRef h2 = mulhi(E, m4, r->q);
-  LLVMValueRef carry = LLVMBuildZExt(E->b, LLVMBuildICmp(E->b, LLVMIntNE, m4, cw(E, 0), ""),
-                                     E->W, "");
-  LLVMValueRef u = LLVMBuildNUWAdd(E->b, h2, carry, "");
-  if (!w_is_one) u = LLVMBuildNUWAdd(E->b, mulhi(E, mc->w4, x), u, "u");
-  return E->wbits == 32 ? csub(E, u, r->q) : u;
+  return lw_redc_const(&E->A, r->q, r->nq, mc, x, w_is_one);
 }
-
 static LLVMValueRef lazyadd(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
-  return csub(E, LLVMBuildNUWAdd(E->b, a, b, ""), r->q2);
+  return lw_lazyadd(&E->A, r->q2, a, b);
 }
-
-/* lazyadd(a, 2q - b), that is a - b when a >= b, else a - b + 2q (the
- * same word, one operation fewer). r32 (4q < 2^32): the unsigned minimum
- * of a - b and a - b + 2q (the first wraps above 2q exactly when a < b). */
 static LLVMValueRef lazysub(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef b) {
-  LLVMValueRef d = LLVMBuildSub(E->b, a, b, "");
-  LLVMValueRef d2 = LLVMBuildAdd(E->b, d, r->q2, "");
-  if (E->wbits == 32) return umin(E, d, d2);
-  LLVMValueRef lt = LLVMBuildICmp(E->b, LLVMIntULT, a, b, "");
-  return LLVMBuildSelect(E->b, lt, d2, d, "");
+  return lw_lazysub(&E->A, r->q2, a, b);
 }
 
 /* ------------------------------------------------------------- row data */
@@ -837,7 +295,7 @@ static place thread_place(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     LLVMValueRef sub = LLVMBuildAnd(b, gs, c64(E, (UINT64_C(1) << k->log_subs) - 1), "sub");
     p.ibase = LLVMBuildShl(b, sub, c64(E, (uint64_t)k->m), "");
     p.tw_base = LLVMBuildNUWAdd(b, c64(E, UINT64_C(1) << k->log_subs), sub, "twbase");
-    p.sbase = LLVMBuildNUWMul(b, p.c, c32(E, (uint64_t)chunk_stride(k)), "");
+    p.sbase = LLVMBuildNUWMul(b, p.c, c32(E, (uint64_t)lw_ntt_chunk_stride(k)), "");
   }
   return p;
 }
@@ -1301,7 +759,7 @@ static void prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
   for (int64_t g = 0; g < per_block / (T * E->V); g++) {
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)ilog2_u64((uint64_t)E->V)), "");
+                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
     LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
     prefetch(E, text, E->src, add_const64(E, gi, (uint64_t)off));
   }
@@ -1343,7 +801,7 @@ static void prefetch_later_twiddles(ne *E, const place *p, const rowc *r, LLVMVa
   int64_t T = k->threads, groups = (INT64_C(1) << (k->log_c + k->m)) / (T * V);
   for (int64_t g = 0; g < groups; g++) {
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)ilog2_u64((uint64_t)V)), "");
+                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "");
     LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
     LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
     LLVMValueRef tw_base = chunk_tw_base(E, blk, c);
@@ -1442,11 +900,11 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   for (int g = 0; g < groups; g++) {
     /* element e = (tid + g*T) * V: chunk c = e >> m, position e & (M-1) */
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)ilog2_u64((uint64_t)V)), "e");
+                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "e");
     LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
     LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
     LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
-    LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)chunk_stride(k)), "");
+    LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)lw_ntt_chunk_stride(k)), "");
     rowc r = r0;
     mconst mc = mc0;
     if (!one_row && (step || k->tail)) {
@@ -2062,6 +1520,7 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     }
   }
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
+  lw_arith_init(&E.A, c, m, E.b, p->radix, target);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
   if (pro) {
     int nargs = 5 + (pro->sub ? pro->sub->ninputs : 0);
@@ -2180,23 +1639,13 @@ struct lw_ntt_host {
   lw_ntt_plan plan;
   int nextra; /* prologue inputs (-1: no prologue) */
   int nepi_args; /* epilogue arguments of the last kernel */
-  LLVMOrcLLJITRef jit;
+  jit_code *jit;
   host_fn fn[2];
 };
 
-static fhjit_status orc_error(fhjit_context *ctx, LLVMErrorRef err, const char *what) {
-  char *msg = LLVMGetErrorMessage(err);
-  fhjit_status st = ir_error(ctx, FHJIT_ERR_LLVM, "error: host JIT: %s: %s", what, msg ? msg : "");
-  LLVMDisposeErrorMessage(msg);
-  return st;
-}
-
 void lw_ntt_host_destroy(lw_ntt_host *h) {
   if (!h) return;
-  if (h->jit) {
-    LLVMErrorRef err = LLVMOrcDisposeLLJIT(h->jit);
-    if (err) LLVMConsumeError(err);
-  }
+  jit_destroy(h->jit);
   free(h);
 }
 
@@ -2206,7 +1655,8 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
   if (!tm) return FHJIT_ERR_LLVM;
   lw_ntt_host *h = calloc(1, sizeof *h);
-  if (!h) {
+  if (!h || !(h->jit = jit_create(&ctx->err))) {
+    free(h);
     LLVMDisposeTargetMachine(tm);
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
@@ -2215,42 +1665,23 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   for (int t = 0; pro && t < pro->nepi; t++) h->nepi_args += pro->epi[t].sub->ninputs + 1;
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMContextRef c = LLVMOrcThreadSafeContextGetContext(tsc);
+  LLVMContextRef c = jit_llvm_context(h->jit);
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
   nv_prepare_module(m, tm);
   fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
   if (!st)
     st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
-  LLVMErrorRef err = NULL;
-  if (!st) {
-    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
-    err = LLVMOrcCreateLLJIT(&h->jit, jb);
-    if (err) {
-      h->jit = NULL;
-      st = orc_error(ctx, err, "creating the JIT");
-    }
-  }
-  if (!st) {
-    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc);
-    m = NULL; /* owned by the JIT from here on */
-    err = LLVMOrcLLJITAddLLVMIRModule(h->jit, LLVMOrcLLJITGetMainJITDylib(h->jit), tsm);
-    if (err) {
-      LLVMOrcDisposeThreadSafeModule(tsm);
-      st = orc_error(ctx, err, "adding the module");
-    }
-  }
+  char who[64];
+  snprintf(who, sizeof who, "NTT %s (host)", prefix);
+  if (st) LLVMDisposeModule(m);
+  else st = jit_add_module(&ctx->err, h->jit, m, JIT_CODEGEN_DEFAULT, who); /* takes m */
   for (int j = 0; !st && j < p->nkernels; j++) {
     char name[96];
     snprintf(name, sizeof name, "%s_k%d_host", prefix, j);
-    LLVMOrcExecutorAddress addr = 0;
-    err = LLVMOrcLLJITLookup(h->jit, &addr, name);
-    if (err) st = orc_error(ctx, err, "looking up the kernel");
-    else h->fn[j] = (host_fn)(uintptr_t)addr;
+    void *addr;
+    if (!(st = jit_lookup(&ctx->err, h->jit, name, who, &addr))) h->fn[j] = (host_fn)(uintptr_t)addr;
   }
-  if (m) LLVMDisposeModule(m);
-  LLVMOrcDisposeThreadSafeContext(tsc);
   if (st) {
     lw_ntt_host_destroy(h);
     return st;
@@ -2262,21 +1693,11 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
 typedef struct host_job {
   host_fn fn;
   const uint64_t *slots;
-  int64_t begin, end;
-  size_t shared_bytes;
-  int failed;
 } host_job;
 
-static void *host_worker(void *arg) {
+static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
   host_job *j = arg;
-  void *shared = malloc(j->shared_bytes);
-  if (!shared) {
-    j->failed = 1;
-    return NULL;
-  }
-  j->fn(j->slots, j->begin, j->end, shared);
-  free(shared);
-  return NULL;
+  j->fn(j->slots, begin, end, shared);
 }
 
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
@@ -2290,10 +1711,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: NTT host run: in and out must be distinct buffers");
   const lw_ntt_plan *p = &h->plan;
-  if (threads <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = n > 0 ? (int)(n < 64 ? n : 64) : 1;
-  }
+  if (threads <= 0) threads = (int)jit_cores();
+  if (threads > 64) threads = 64;
   size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
   uint64_t slots[LW_MAX_ARGS + 8];
   for (int j = 0; j < p->nkernels; j++) {
@@ -2310,23 +1729,10 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
       for (int e = 0; e < npro; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
     if (j == p->nkernels - 1)
       for (int e = 0; e < h->nepi_args; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[npro + e];
-    int64_t nt = threads < k->blocks ? threads : k->blocks;
-    host_job jobs[64];
-    pthread_t tids[64];
-    int started[64] = {0};
-    if (nt > 64) nt = 64;
-    for (int64_t t = 0; t < nt; t++)
-      jobs[t] = (host_job){h->fn[j], slots, k->blocks * t / nt, k->blocks * (t + 1) / nt,
-                           (size_t)k->smem_words * ws, 0};
-    int failed = 0;
-    for (int64_t t = 1; t < nt; t++) started[t] = pthread_create(&tids[t], NULL, host_worker, &jobs[t]) == 0;
-    host_worker(&jobs[0]);
-    for (int64_t t = 1; t < nt; t++) {
-      if (started[t]) pthread_join(tids[t], NULL);
-      else host_worker(&jobs[t]);
-    }
-    for (int64_t t = 0; t < nt; t++) failed |= jobs[t].failed;
-    if (failed) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: NTT host run: out of memory");
+    host_job job = {h->fn[j], slots};
+    fhjit_status st = jit_split(&ctx->err, host_range, &job, k->blocks, threads,
+                                (size_t)k->smem_words * ws, "NTT host run");
+    if (st) return st;
   }
   return FHJIT_OK;
 }

@@ -1,15 +1,15 @@
 /* pwplan.c: the run-time choice of per-thread work for pointwise GPU
- * kernels (FHJIT_PW_PLAN, see lower.h), for tuning sweeps: read at lowering
- * time and applied to the plan lw_plan_graph computed. */
+ * kernels (the context's pw_plan option or FHJIT_PW_PLAN, see lower.h), for
+ * tuning sweeps: read at lowering time and applied to the plan
+ * lw_plan_graph computed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lower/lw_llvm.h"
 
-int lw_pw_plan_env(lw_pw_plan *plan, char *why, size_t why_size) {
+int lw_pw_plan_parse(const char *s, lw_pw_plan *plan, char *why, size_t why_size) {
   memset(plan, 0, sizeof *plan);
-  const char *s = getenv("FHJIT_PW_PLAN");
   if (!s || !*s) return 0;
   while (*s) {
     char key = *s;
@@ -49,10 +49,11 @@ int64_t lw_plan_grid(const lw_plan *p) {
 fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p, lw_target target) {
   lw_pw_plan pw;
   char why[160];
-  int set = lw_pw_plan_env(&pw, why, sizeof why);
+  const char *text = ir_option(g->ctx, IR_OPT_PW_PLAN);
+  int set = lw_pw_plan_parse(text, &pw, why, sizeof why);
   if (set < 0)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "error: FHJIT_PW_PLAN=\"%s\": %s",
-                    getenv("FHJIT_PW_PLAN"), why);
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
+                    ir_option_label(g->ctx, IR_OPT_PW_PLAN), text, why);
   if (!set || g->nresults == 0) return FHJIT_OK;
   if (pw.vec) {
     /* a vector access is at most 16 bytes, and never crosses a row */

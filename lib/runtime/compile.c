@@ -682,10 +682,11 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   }
   uint64_t hash[2];
   if (fhjit_graph_hash(g, hash) != FHJIT_OK) return NULL;
-  /* Kernels of another FHJIT_PW_PLAN are other code: other cache entries. */
+  /* Kernels of another pw_plan (FHJIT_PW_PLAN) are other code: other cache
+   * entries. */
   lw_pw_plan pw;
   char why[160];
-  if (lw_pw_plan_env(&pw, why, sizeof why) > 0)
+  if (lw_pw_plan_parse(ir_option(ctx, IR_OPT_PW_PLAN), &pw, why, sizeof why) > 0)
     hash[1] ^= rt_checksum(hash[0], &(int64_t[3]){pw.vec, pw.per_thread, pw.block}, 24);
   char asked[16];
   snprintf(asked, sizeof asked, "%s", o && o->target ? o->target : "");

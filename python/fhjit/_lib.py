@@ -120,6 +120,7 @@ PROTOTYPES = {
     "fhjit_last_status": (_INT, (_P,)),
     "fhjit_last_error": (_STR, (_P,)),
     "fhjit_clear_error": (None, (_P,)),
+    "fhjit_context_set_option": (_INT, (_P, _STR, _STR)),
     "fhjit_status_name": (_STR, (_INT,)),
     "fhjit_version": (_STR, ()),
     "fhjit_dense_layout": (_INT, (_TYPEP, _LAYOUTP)),

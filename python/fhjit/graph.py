@@ -135,6 +135,16 @@ class Context:
         except Exception:
             pass
 
+    def set_option(self, name, value=None):
+        """Sets a tuning option of the context (fhjit_context_set_option):
+        "ntt_plan", "pw_plan" or "max_values", a string ("" the default);
+        None unsets it (its FHJIT_* environment variable applies again).
+        Raises FhjitError("FHJIT_ERR_ARGUMENT") for an unknown name or a
+        malformed value."""
+        with self.lock:
+            v = None if value is None else str(value).encode()
+            self.check(lib.fhjit_context_set_option(self.handle(), name.encode(), v))
+
     def error(self, code=None):
         """The FhjitError of the last failure on this context."""
         return _lib.error_from(self._h, code)

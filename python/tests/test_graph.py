@@ -155,6 +155,32 @@ def test_closed_context():
     assert c2.closed
 
 
+def test_context_options():
+    ctx = fhjit.Context()
+    g = fhjit.Graph("o", "r32", moduli=[268369921], context=ctx)
+    a = g.input("a", "pt<[], 1, 16>")
+    g.output(a * a + a)
+    x = np.arange(16, dtype=np.uint32).reshape(1, 16)
+    want = g.run(x)
+    with pytest.raises(fhjit.FhjitError) as e:
+        ctx.set_option("no_such_option", "1")
+    assert e.value.status == "FHJIT_ERR_ARGUMENT" and "unknown option" in e.value.message
+    with pytest.raises(fhjit.FhjitError) as e:
+        ctx.set_option("max_values", "0")
+    assert e.value.status == "FHJIT_ERR_ARGUMENT" and 'max_values="0"' in e.value.message
+    ctx.set_option("max_values", 1)  # a bound every kernel exceeds
+    g2 = fhjit.Graph("o2", "r32", moduli=[268369921], context=ctx)
+    b = g2.input("a", "pt<[], 1, 16>")
+    g2.output(b * b + b)
+    with pytest.raises(fhjit.FhjitError) as e:
+        g2.run(x)
+    assert e.value.status == "FHJIT_ERR_UNSUPPORTED" and "more than 1 values" in e.value.message
+    ctx.set_option("max_values", None)
+    assert np.array_equal(g2.run(x), want)
+    ctx.set_option("pw_plan", "V=1")
+    ctx.close()
+
+
 def test_graph_close_and_private_contexts():
     g = fhjit.Graph("p", "r32")
     ctx = g.context

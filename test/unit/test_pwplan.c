@@ -33,16 +33,16 @@ START_TEST(test_parse) {
   lw_pw_plan p;
   char why[160];
   unsetenv("FHJIT_PW_PLAN");
-  ck_assert_int_eq(lw_pw_plan_env(&p, why, sizeof why), 0);
+  ck_assert_int_eq(lw_pw_plan_parse(ir_option(NULL, IR_OPT_PW_PLAN), &p, why, sizeof why), 0);
   setenv("FHJIT_PW_PLAN", "", 1);
-  ck_assert_int_eq(lw_pw_plan_env(&p, why, sizeof why), 0);
+  ck_assert_int_eq(lw_pw_plan_parse(ir_option(NULL, IR_OPT_PW_PLAN), &p, why, sizeof why), 0);
   setenv("FHJIT_PW_PLAN", "V=2,U=3,T=96", 1);
-  ck_assert_int_eq(lw_pw_plan_env(&p, why, sizeof why), 1);
+  ck_assert_int_eq(lw_pw_plan_parse(ir_option(NULL, IR_OPT_PW_PLAN), &p, why, sizeof why), 1);
   ck_assert_int_eq(p.vec, 2);
   ck_assert_int_eq(p.per_thread, 3);
   ck_assert_int_eq(p.block, 96);
   setenv("FHJIT_PW_PLAN", "T=512", 1);
-  ck_assert_int_eq(lw_pw_plan_env(&p, why, sizeof why), 1);
+  ck_assert_int_eq(lw_pw_plan_parse(ir_option(NULL, IR_OPT_PW_PLAN), &p, why, sizeof why), 1);
   ck_assert_int_eq(p.vec, 0);
   ck_assert_int_eq(p.per_thread, 0);
   ck_assert_int_eq(p.block, 512);
@@ -50,7 +50,7 @@ START_TEST(test_parse) {
                                     "U=", "U2", "V=4,", "V=4,,U=1"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     setenv("FHJIT_PW_PLAN", bad[i], 1);
-    ck_assert_msg(lw_pw_plan_env(&p, why, sizeof why) == -1, "%s accepted", bad[i]);
+    ck_assert_msg(lw_pw_plan_parse(ir_option(NULL, IR_OPT_PW_PLAN), &p, why, sizeof why) == -1, "%s accepted", bad[i]);
   }
   /* a malformed plan is an error of the lowering, named */
   fhjit_context *ctx = fhjit_context_create();
@@ -276,6 +276,19 @@ START_TEST(test_plans_in_the_cache) {
   ck_assert_int_eq(fhjit_cuda_launch(g, &a), FHJIT_OK);
   ck_assert(fake_launch_get(before + 2, &l));
   ck_assert_int_eq(l.block[0], LW_BLOCK);
+  /* the context's pw_plan option keys the cache as the variable does: the
+   * same plan finds the same kernel, "" the default's, whatever the
+   * variable says */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "pw_plan", "U=2,T=128"), FHJIT_OK);
+  ck_assert_ptr_eq(fhjit_cuda_compile(g, &nodisk, &info), k1);
+  ck_assert_int_eq(info.source, FHJIT_CUDA_FROM_MEMORY);
+  setenv("FHJIT_PW_PLAN", "U=4,T=128", 1);
+  ck_assert_ptr_eq(fhjit_cuda_compile(g, &nodisk, NULL), k1);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "pw_plan", ""), FHJIT_OK);
+  ck_assert_ptr_eq(fhjit_cuda_compile(g, &nodisk, NULL), k0);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "pw_plan", NULL), FHJIT_OK);
+  ck_assert_ptr_eq(fhjit_cuda_compile(g, &nodisk, NULL), k2);
+  unsetenv("FHJIT_PW_PLAN");
   fhjit_context_destroy(ctx);
 }
 END_TEST

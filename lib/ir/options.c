@@ -1,0 +1,58 @@
+/* options.c: the tuning options of a context (ir.h, ir_options): the one
+ * place that reads their environment variables. An option set on the
+ * context wins; one not set is read from the environment at every use, so
+ * a sweep that changes the variable between compiles (the bench scripts, the
+ * tests) sees each value. The public setter, which validates, is in
+ * lib/lower/options.c (the syntax belongs to the lowering). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static const struct {
+  const char *name, *env;
+} opts[IR_NUM_OPTS] = {
+    [IR_OPT_NTT_PLAN] = {"ntt_plan", "FHJIT_NTT_PLAN"},
+    [IR_OPT_PW_PLAN] = {"pw_plan", "FHJIT_PW_PLAN"},
+    [IR_OPT_MAX_VALUES] = {"max_values", "FHJIT_MAX_VALUES"},
+};
+
+const char *ir_option(const fhjit_context *ctx, ir_opt o) {
+  SP_ASSERT((unsigned)o < IR_NUM_OPTS);
+  if (ctx && ctx->opts.set[o]) return ctx->opts.value[o];
+  return getenv(opts[o].env);
+}
+
+const char *ir_option_label(const fhjit_context *ctx, ir_opt o) {
+  SP_ASSERT((unsigned)o < IR_NUM_OPTS);
+  return ctx && ctx->opts.set[o] ? opts[o].name : opts[o].env;
+}
+
+int ir_option_by_name(const char *name) {
+  for (int o = 0; name && o < IR_NUM_OPTS; o++)
+    if (!strcmp(name, opts[o].name)) return o;
+  return -1;
+}
+
+const char *ir_option_name(ir_opt o) { return (unsigned)o < IR_NUM_OPTS ? opts[o].name : NULL; }
+const char *ir_option_env(ir_opt o) { return (unsigned)o < IR_NUM_OPTS ? opts[o].env : NULL; }
+
+fhjit_status ir_option_set(fhjit_context *ctx, ir_opt o, const char *value) {
+  SP_ASSERT(ctx && (unsigned)o < IR_NUM_OPTS);
+  char *copy = NULL;
+  if (value && !(copy = strdup(value)))
+    return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  free(ctx->opts.value[o]);
+  ctx->opts.value[o] = copy;
+  ctx->opts.set[o] = value != NULL;
+  return FHJIT_OK;
+}
+
+fhjit_status ir_options_copy(fhjit_context *dst, const fhjit_context *src) {
+  for (int o = 0; o < IR_NUM_OPTS; o++) {
+    fhjit_status st =
+        ir_option_set(dst, (ir_opt)o, src->opts.set[o] ? src->opts.value[o] : NULL);
+    if (st) return st;
+  }
+  return FHJIT_OK;
+}

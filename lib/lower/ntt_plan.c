@@ -1,0 +1,387 @@
+/* ntt_plan.c: the NTT's schedule (ntt.h), without LLVM: the tuning keys
+ * (the ntt_plan option's syntax) and their measured defaults per radix and
+ * size, and the planner that cuts the log N stages into kernels, passes and
+ * per-thread butterflies within the GPU's limits (threads, shared memory,
+ * launch grid). ntt_emit.c builds the IR of a plan. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/ntt.h"
+
+/* ------------------------------------------------------------------ plan */
+
+/* Pass list for M = 2^m, E = 2^log_e over the local bits [tail, m) (the
+ * tail's are the staged copy's): full passes first in processing order
+ * (forward: from the top bits down; inverse: from the bottom bits up). */
+static void plan_passes(lw_ntt_kplan *k, int forward) {
+  int m = k->m - k->tail, e = k->log_e;
+  k->npass = (m + e - 1) / e;
+  int b = forward ? k->m : k->tail;
+  for (int j = 0; j < k->npass; j++) {
+    int ej = j < k->npass - 1 ? e : m - e * (k->npass - 1);
+    k->pass_e[j] = ej;
+    if (forward) b -= ej;
+    k->pass_b[j] = b;
+    if (!forward) b += ej;
+  }
+}
+
+int lw_ntt_ilog2(uint64_t x) {
+  int l = 0;
+  while ((UINT64_C(1) << l) < x) l++;
+  return l;
+}
+
+/* Shared words of one sub-transform row in a chunk kernel (with padding). */
+int64_t lw_ntt_chunk_stride(const lw_ntt_kplan *k) {
+  int64_t mlen = INT64_C(1) << k->m;
+  return mlen + (k->pad_shift ? (mlen >> k->pad_shift) : 0);
+}
+
+/* Static shared memory of one block: the PTX limit without opting in. */
+#define SMEM_LIMIT_BYTES 49152
+/* One-kernel plans with fewer blocks than this (2 per SM of an H100/H200)
+ * run as two kernels from N = 2^SMALL_SPLIT_MIN_LOG on. */
+#define FEW_BLOCKS 264
+#define SMALL_SPLIT_MIN_LOG 10
+
+/* tail_bits: the stages a staged vector holds (log2 of its words), 0 for
+ * none: where the passes would end on a short pass of at most that many
+ * stages, the staged copy runs them instead (lw_ntt_kplan.tail). */
+static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t batch_rows, int tail_bits) {
+  if (k->log_e > k->m) k->log_e = k->m;
+  int rem = k->m % k->log_e;
+  k->tail = !k->cols && rem > 0 && rem <= tail_bits ? rem : 0;
+  plan_passes(k, forward);
+  k->threads = (uint32_t)1 << (k->log_c + k->m - k->log_e);
+  int64_t per_row = INT64_C(1) << k->log_subs;
+  k->blocks = batch_rows * per_row / (INT64_C(1) << k->log_c);
+  k->pad_shift = pad_shift;
+  if (k->cols) {
+    k->staged_load = k->staged_store = 0;
+    uint32_t words = (uint32_t)1 << (k->log_c + k->m);
+    k->smem_words = words + (pad_shift ? words >> pad_shift : 0);
+  } else {
+    /* The pass touching the top bits is coalesced straight from/to global
+     * memory; the one touching the bottom bits goes through shared memory. */
+    k->staged_load = !forward;
+    k->staged_store = forward;
+    k->smem_words = (uint32_t)(lw_ntt_chunk_stride(k) << k->log_c);
+  }
+}
+
+void lw_ntt_tuning_default(lw_ntt_tuning *t) {
+  t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+}
+
+fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
+  static const struct {
+    const char *key;
+    size_t off[3];
+    int n, lo, hi;
+  } keys[] = {
+      {"one", {offsetof(lw_ntt_tuning, one)}, 1, 3, 17},
+      {"n1", {offsetof(lw_ntt_tuning, n1)}, 1, 1, 16},
+      {"e", {offsetof(lw_ntt_tuning, e_one), offsetof(lw_ntt_tuning, e_col), offsetof(lw_ntt_tuning, e_chunk)}, 3, 1, LW_NTT_MAX_LOG_E},
+      {"e_one", {offsetof(lw_ntt_tuning, e_one)}, 1, 1, LW_NTT_MAX_LOG_E},
+      {"e_col", {offsetof(lw_ntt_tuning, e_col)}, 1, 1, LW_NTT_MAX_LOG_E},
+      {"e_chunk", {offsetof(lw_ntt_tuning, e_chunk)}, 1, 1, LW_NTT_MAX_LOG_E},
+      {"c_col", {offsetof(lw_ntt_tuning, c_col)}, 1, 0, 10},
+      {"t", {offsetof(lw_ntt_tuning, t_one), offsetof(lw_ntt_tuning, t_chunk)}, 2, 5, 10},
+      {"t_one", {offsetof(lw_ntt_tuning, t_one)}, 1, 5, 10},
+      {"t_chunk", {offsetof(lw_ntt_tuning, t_chunk)}, 1, 5, 10},
+      {"pad", {offsetof(lw_ntt_tuning, pad_col), offsetof(lw_ntt_tuning, pad_chunk)}, 2, 0, 16},
+      {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
+      {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
+      {"minb", {offsetof(lw_ntt_tuning, minb), offsetof(lw_ntt_tuning, minb_col), offsetof(lw_ntt_tuning, minb_chunk)}, 3, 0, 32},
+      {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
+      {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
+      {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
+      {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
+      {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
+      {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
+      {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
+      {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
+      {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
+      {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
+      {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
+      {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
+  };
+  if (!text) return FHJIT_OK;
+  for (const char *p = text; *p;) {
+    while (*p == ' ' || *p == ',') p++;
+    if (!*p) break;
+    size_t len = strcspn(p, "=, ");
+    size_t item = strcspn(p, ", ");
+    int found = -1;
+    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
+      if (strlen(keys[j].key) == len && !strncmp(keys[j].key, p, len)) found = (int)j;
+    char *end = NULL;
+    long v = found >= 0 && p[len] == '=' ? strtol(p + len + 1, &end, 10) : 0;
+    if (found < 0 || !end || end == p + len + 1 || end != p + item || v < keys[found].lo ||
+        v > keys[found].hi)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi; "
+                      "values are log2 counts)",
+                      ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
+    for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
+    p += item;
+  }
+  return FHJIT_OK;
+}
+
+/* Measured defaults per radix and log N (FHJIT_NTT_PLAN syntax; NULL: the
+ * planner's rules alone), from ntt_bench --sweep on an H200. */
+/* The fastest plan of each measured size on the H200 (bench/ntt_bench
+ * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
+ * built-in choice. Every plan is bit-exact (test_ntt_emit). */
+static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
+                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
+    [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
+                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
+                   [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
+};
+
+/* Forward transforms only, over default_plans key by key: the column
+ * kernel (first in the forward) with 16 words per thread and one more
+ * stage, so that its passes are 4 + 3 (2^16) or 4 + 4 (2^17) and the chunk
+ * kernel's 3 + 3 + 3; the inverse measured slower so (RESULTS.md round 15).
+ * That halves the column kernel's blocks: where they would then be fewer
+ * than LW_NTT_ROWSYNC_MIN_BLOCKS, which costs the per-row waits (r62 2^16
+ * x 16 rows: 9% slower, the fused key switch 5%: round 16), the shared
+ * plan stays. Then 2^16's chunk kernel one chunk (64 threads) per block,
+ * 2^17's column kernel 16 columns per block: forward -1% and -1.8%, in
+ * three timings each (round 17). */
+static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R62] = {[16] = "n1=7,e_col=4,t_chunk=6", [17] = "n1=8,e_col=4,c_col=4"},
+};
+
+/* Inverse transforms only, over default_plans key by key: kernel 0 (the
+ * chunk kernel) prefetches its source into the L2 before its wait (l2pf),
+ * 1-2% faster there, where the forward's column kernel measured 0.5-2.5%
+ * slower so (RESULTS.md round 17; at 2^14 both directions gain, so it is
+ * in default_plans). */
+static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
+    [FHJIT_R32] = {[16] = "l2pf=1", [17] = "l2pf=1"},
+    [FHJIT_R62] = {[16] = "l2pf=1", [17] = "l2pf=1"},
+};
+
+fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                              int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  memset(p, 0, sizeof *p);
+  const char *fwd = NULL;
+  if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
+    fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
+    if (st) return st;
+    if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
+    else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
+  }
+  const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
+  if (fwd) {
+    /* no context: where this plan fails (with the ntt_plan option's keys), the
+     * shared one below reports for itself */
+    lw_ntt_tuning tf = t;
+    if (lw_ntt_tuning_parse(NULL, fwd, &tf) == FHJIT_OK && lw_ntt_tuning_parse(NULL, env, &tf) == FHJIT_OK &&
+        lw_ntt_plan_make_tuned(NULL, radix, kind, log_n, rows, batch_rows, &tf, p) == FHJIT_OK &&
+        (p->nkernels < 2 || p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS))
+      return FHJIT_OK;
+  }
+  fhjit_status st = lw_ntt_tuning_parse(ctx, env, &t);
+  if (st) return st;
+  return lw_ntt_plan_make_tuned(ctx, radix, kind, log_n, rows, batch_rows, &t, p);
+}
+
+static int pick(int tuned, int dflt) { return tuned >= 0 ? tuned : dflt; }
+
+fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
+                                    int log_n, int64_t rows, int64_t batch_rows,
+                                    const lw_ntt_tuning *tuning, lw_ntt_plan *p) {
+  memset(p, 0, sizeof *p);
+  lw_ntt_tuning t;
+  if (tuning) t = *tuning;
+  else lw_ntt_tuning_default(&t);
+  if (log_n < IR_NTT_MIN_LOG || log_n > IR_NTT_MAX_LOG)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: NTT size N = 2^%d is outside the supported 2^%d .. 2^%d", log_n,
+                    IR_NTT_MIN_LOG, IR_NTT_MAX_LOG);
+  if ((unsigned)kind >= IR_NTT_NUM_KINDS || (radix != FHJIT_R32 && radix != FHJIT_R62))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT: unknown kind %d or radix %d",
+                    (int)kind, (int)radix);
+  if (rows < 1 || batch_rows < rows || batch_rows % rows)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: NTT: %lld batch rows is not a positive multiple of %lld rows",
+                    (long long)batch_rows, (long long)rows);
+  if (batch_rows > (INT64_C(1) << 40) >> log_n)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: NTT over %lld rows of 2^%d words is too large for one launch grid",
+                    (long long)batch_rows, log_n);
+  p->radix = radix;
+  p->kind = kind;
+  p->log_n = log_n;
+  p->rows = rows;
+  p->batch_rows = batch_rows;
+  p->src_nax = 1;
+  p->src_ext[0] = batch_rows;
+  p->src_stride[0] = INT64_C(1) << log_n;
+  p->src_offset = 0;
+  p->src_index_stride = 1;
+  p->tw_offset = 0;
+  p->tw_row_stride = INT64_C(1) << log_n;
+  int fwd = ir_ntt_is_forward(kind);
+  int ws = radix == FHJIT_R32 ? 4 : 8;
+  /* r62 butterflies are bound by 64-bit products: 8 words per thread keeps
+   * registers (and so occupancy) reasonable; r32 is bound by memory and
+   * takes 16 words per thread, one pass fewer through shared memory. */
+  int log_e = radix == FHJIT_R32 ? 4 : 3;
+  /* C words of a column run: 128 bytes. */
+  int log_cols = radix == FHJIT_R32 ? 5 : 4;
+  int pad_chunk = pick(t.pad_chunk, radix == FHJIT_R32 ? 5 : 4);
+  /* the stages of a 16-byte vector: r62 1, r32 2 */
+  int tail_bits = pick(t.tail, 1) ? (radix == FHJIT_R32 ? 2 : 1) : 0;
+  int one_max = pick(t.one, 12);
+  /* Whole rows per block leave most of the GPU idle when there are few rows
+   * (2^12 x 32 rows: 32 blocks on 132 SMs, each bound by its products):
+   * then two kernels of many small blocks, though they pass over memory
+   * twice (small N: L2-resident anyway). */
+  int few_blocks = 0;
+  if (t.one < 0 && log_n <= one_max && log_n >= SMALL_SPLIT_MIN_LOG) {
+    int le = log_e < log_n ? log_e : log_n;
+    int log_c = pick(t.t_one, 8) - (log_n - le);
+    if (log_c < 0) log_c = 0;
+    few_blocks = (batch_rows >> log_c) < FEW_BLOCKS;
+  }
+  if (log_n <= one_max && !few_blocks) {
+    p->nkernels = 1;
+    lw_ntt_kplan *k = &p->k[0];
+    k->cols = 0;
+    k->m = log_n;
+    k->log_e = pick(t.e_one, log_e);
+    if (k->log_e > log_n) k->log_e = log_n;
+    k->log_subs = 0;
+    /* whole rows per block: about 256 threads, C dividing batch_rows */
+    int log_c = pick(t.t_one, 8) - (log_n - k->log_e);
+    if (log_c < 0) log_c = 0;
+    while (log_c > 0 && batch_rows % (INT64_C(1) << log_c)) log_c--;
+    k->log_c = log_c;
+    k->pre = k->post = 1;
+    k->minb = pick(t.minb, 0);
+    finish_kernel(k, fwd, pad_chunk, batch_rows, tail_bits);
+  } else {
+    p->nkernels = 2;
+    int m_col = pick(t.n1, log_n - (log_n + 1) / 2);
+    if (m_col < 1 || m_col >= log_n)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: FHJIT_NTT_PLAN: n1=%d does not split N = 2^%d", m_col, log_n);
+    int m_chunk = log_n - m_col;
+    lw_ntt_kplan col = {0}, chunk = {0};
+    col.cols = 1;
+    col.m = m_col;
+    col.log_e = pick(t.e_col, log_e);
+    col.log_subs = m_chunk;
+    /* small N split for parallelism: column runs of 32 bytes (one sector)
+     * or more, blocks of 64 threads (two full warps) */
+    int small_cols = 6 - (m_col - (col.log_e < m_col ? col.log_e : m_col));
+    if (small_cols < (radix == FHJIT_R32 ? 3 : 2)) small_cols = radix == FHJIT_R32 ? 3 : 2;
+    col.log_c = pick(t.c_col, few_blocks ? small_cols : log_cols);
+    if (col.log_c > m_chunk) col.log_c = m_chunk;
+    chunk.cols = 0;
+    chunk.m = m_chunk;
+    chunk.log_e = pick(t.e_chunk, log_e);
+    if (chunk.log_e > m_chunk) chunk.log_e = m_chunk;
+    chunk.log_subs = m_col;
+    chunk.log_c = pick(t.t_chunk, few_blocks ? 6 : 8) - (m_chunk - chunk.log_e); /* threads per block */
+    if (chunk.log_c < 0) chunk.log_c = 0;
+    if (chunk.log_c > m_col) chunk.log_c = m_col;
+    col.minb = pick(t.minb_col, 0);
+    chunk.minb = pick(t.minb_chunk, 0);
+    finish_kernel(&col, fwd, pick(t.pad_col, 0), batch_rows, 0);
+    finish_kernel(&chunk, fwd, pad_chunk, batch_rows, tail_bits);
+    if (fwd) {
+      p->k[0] = col, p->k[1] = chunk;
+    } else {
+      p->k[0] = chunk, p->k[1] = col;
+    }
+    p->k[0].pre = 1;
+    int pdl = pick(t.pdl, 1);
+    /* per-row waits pay from 2^16 on, when kernel 0's grid is large (rows
+     * then finish one after another over its waves); at 2^14 they measured
+     * 2-10% slower than the grid-wide wait, and at 2^16 with a grid of 256
+     * or 512 blocks 3-7% slower (bench/RESULTS.md rounds 10 and 12) */
+    int rowsync_default = log_n >= 16 && p->k[0].blocks >= LW_NTT_ROWSYNC_MIN_BLOCKS;
+    if (pdl && pick(t.rowsync, rowsync_default) && batch_rows <= LW_NTT_ROWSYNC_MAX_ROWS) pdl = 2;
+    p->k[0].pdl = p->k[1].pdl = pdl;
+    p->k[0].entry = p->k[1].entry = pdl && pick(t.entry, 1);
+    p->k[1].post = 1;
+    p->k[1].in_place = 1;
+  }
+  /* Shared twiddle constants (see lw_ntt_kplan.tws), where they fit. */
+  int tws = pick(t.tws, 0);
+  for (int j = 0; j < p->nkernels; j++) {
+    lw_ntt_kplan *k = &p->k[j];
+    if (!(k->cols ? tws >= 1 : tws >= 2)) continue;
+    /* columns: all levels (every column of the block shares them); chunks:
+     * the levels with fewer twiddles than the chunk has threads */
+    int lg = k->cols ? k->m : k->m - k->log_e;
+    if (lg < 1) continue;
+    uint32_t at = (k->smem_words + 3u) & ~3u; /* 16-byte aligned pairs */
+    int64_t words = (int64_t)at + ((INT64_C(2) << lg) << (k->cols ? 0 : k->log_c));
+    if (words * ws > SMEM_LIMIT_BYTES) continue;
+    k->tws = 1;
+    k->early = !k->staged_load && pick(t.early, 0) == 1;
+    k->tws_log = lg;
+    k->tws_word = at;
+    k->smem_words = (uint32_t)words;
+  }
+  for (int j = 0; j < p->nkernels; j++) {
+    lw_ntt_kplan *k = &p->k[j];
+    k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
+    k->twpf = pick(t.twpf, 0);
+    k->l2pf = pick(t.l2pf, 0);
+    if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: NTT plan for N = 2^%d: kernel %d needs %u threads and %lld bytes "
+                      "of shared memory per block (at most 1024 and %d; see FHJIT_NTT_PLAN)",
+                      log_n, j, k->threads, (long long)k->smem_words * ws, SMEM_LIMIT_BYTES);
+    /* the staged copy moves 16-byte vectors, one per thread at least */
+    if (!k->cols && (ws << k->log_e) < 16)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: NTT plan for N = 2^%d: kernel %d holds %d words per thread, fewer "
+                      "than a 16-byte vector (see FHJIT_NTT_PLAN)",
+                      log_n, j, 1 << k->log_e);
+  }
+  return FHJIT_OK;
+}
+
+void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
+  size_t used = 0;
+  used += (size_t)snprintf(buf, size, "%d kernel%s:", p->nkernels, p->nkernels > 1 ? "s" : "");
+  for (int j = 0; j < p->nkernels && used < size; j++) {
+    const lw_ntt_kplan *k = &p->k[j];
+    used += (size_t)snprintf(buf + used, size - used, "%s %s M=2^%d C=%d E=%d T=%u passes ",
+                             j ? " |" : "", k->cols ? "cols" : "chunks", k->m, 1 << k->log_c,
+                             1 << k->log_e, k->threads);
+    for (int i = 0; i < k->npass && used < size; i++)
+      used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? "+" : "", k->pass_e[i]);
+    if (used < size)
+      used += (size_t)snprintf(buf + used, size - used, " pad %d grid %lld smem %u B",
+                               k->pad_shift, (long long)k->blocks,
+                               k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
+    if (used < size && k->minb)
+      used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
+    if (used < size && k->tws)
+      used += (size_t)snprintf(buf + used, size - used, " tws");
+    if (used < size && k->shoup)
+      used += (size_t)snprintf(buf + used, size - used, " shoup %d", k->shoup);
+    if (used < size && k->tail)
+      used += (size_t)snprintf(buf + used, size - used, " tail %d", k->tail);
+    if (used < size && k->pdl)
+      used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
+  }
+}
