@@ -1,7 +1,8 @@
 /* hash.c: the canonical 128-bit hash of a bound graph, the key of compile
  * caches. It covers what changes the generated code: radix, live ops and
  * their attributes, concrete types, canonical input layouts, the outputs'
- * structure. It ignores names, moduli, formatting and dead values. */
+ * structure, and for section 7's ops the domain and form their code
+ * depends on. It ignores names, moduli, formatting and dead values. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,14 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
     }
     if (n->op != IR_INPUT && n->decl_basis)
       for (int32_t r = 0; r < n->decl_nbasis; r++) mix(&h, (uint64_t)n->decl_basis[r]);
+    /* section 7's code depends on domain and form (the automorphism's
+     * permutation, bconv's conversion of the form): mixed for these ops
+     * only, so graphs without them hash as before */
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (cls == IR_CLASS_ROWS || cls == IR_CLASS_PERMUTE || cls == IR_CLASS_MIXING) {
+      mix(&h, (uint64_t)n->type.domain);
+      mix(&h, (uint64_t)n->type.form);
+    }
     if (n->op == IR_INPUT) {
       mix(&h, (uint64_t)n->input_index);
       const fhjit_layout *l = &n->layout;

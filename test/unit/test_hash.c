@@ -118,6 +118,51 @@ START_TEST(test_hash_variants) {
 }
 END_TEST
 
+/* Section 7: graphs that differ only in the domain of an automorphism's
+ * operand (a different permutation) or in the form of bconv's operand (a
+ * different conversion) compile to different code, so they must not share
+ * a cache key (the kernel cache returned the NTT-domain permutation for
+ * the coefficient-domain graph on the H200 before these were hashed). */
+static void s7_hash(const char *text, uint64_t out[2]) {
+  fhjit_context *ctx = fhjit_context_create();
+  fhjit_graph *g = fhjit_parse(ctx, text, strlen(text), "s7.fh");
+  ck_assert_msg(g != NULL, "%s", fhjit_last_error(ctx));
+  ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  ck_assert_int_eq(fhjit_graph_hash(g, out), FHJIT_OK);
+  fhjit_context_destroy(ctx);
+}
+
+START_TEST(test_hash_s7_domain_form) {
+  static const char *const texts[] = {
+      "graph @a radix(r62) {\n  %x = input pt<[], 2, 64> ntt mont\n"
+      "  %y = automorphism %x galois(5)\n  output %y\n}\n",
+      "graph @a radix(r62) {\n  %x = input pt<[], 2, 64> coef mont\n"
+      "  %y = automorphism %x galois(5)\n  output %y\n}\n",
+      "graph @a radix(r62) {\n  %x = input pt<[], 2, 64> coef std\n"
+      "  %y = automorphism %x galois(5)\n  output %y\n}\n",
+      "graph @b radix(r32) moduli(1073707009, 1073698817, 1073692673) {\n"
+      "  %x = input pt<[], 2, 64> coef std\n  %t = input table<4>\n"
+      "  %y = bconv %x, %t basis(2)\n  output %y\n}\n",
+      "graph @b radix(r32) moduli(1073707009, 1073698817, 1073692673) {\n"
+      "  %x = input pt<[], 2, 64> coef mont\n  %t = input table<4>\n"
+      "  %y = bconv %x, %t basis(2)\n  output %y\n}\n",
+  };
+  uint64_t h[5][2];
+  for (int i = 0; i < 5; i++) s7_hash(texts[i], h[i]);
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < i; j++)
+      ck_assert_msg(h[i][0] != h[j][0] || h[i][1] != h[j][1], "graphs %d and %d hash equal", j, i);
+  /* a pointwise graph's hash does not move (graphs without section 7 ops
+   * hash as before): add of two coefficient or NTT inputs alike */
+  uint64_t p1[2], p2[2];
+  s7_hash("graph @p radix(r62) {\n  %x = input pt<[], 2, 64> coef mont\n"
+          "  %y = add %x, %x\n  output %y\n}\n", p1);
+  s7_hash("graph @p radix(r62) {\n  %x = input pt<[], 2, 64> ntt mont\n"
+          "  %y = add %x, %x\n  output %y\n}\n", p2);
+  ck_assert(p1[0] == p2[0] && p1[1] == p2[1]);
+}
+END_TEST
+
 /* Equal views hash equally: the stride of an axis of extent 1 is irrelevant. */
 START_TEST(test_hash_canonical_layout) {
   uint64_t h[2][2];
@@ -164,6 +209,7 @@ int main(void) {
   tcase_add_test(tc, test_hash_variants);
   tcase_add_test(tc, test_hash_canonical_layout);
   tcase_add_test(tc, test_hash_needs_binding);
+  tcase_add_test(tc, test_hash_s7_domain_form);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
