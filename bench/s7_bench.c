@@ -89,12 +89,14 @@ static void set_init(set *s, fhjit_radix radix, int log_n) {
   /* r62: one 60-bit prime, 34 of 40 bits, P 5 of 60 bits; r32: 29-30 bits */
   uint64_t big[64], small[64];
   int bb = radix == FHJIT_R62 ? 60 : 30, sb = radix == FHJIT_R62 ? 40 : 29;
-  if (fhjit_find_primes(ctx, bb, (uint64_t)(2 * s->n), 8 + s->K, big) ||
+  if (fhjit_find_primes(ctx, bb, (uint64_t)(2 * s->n), s->mq + s->K, big) ||
       fhjit_find_primes(ctx, sb, (uint64_t)(2 * s->n), s->mq, small))
     die("primes");
+  /* Q: r62 big[0] then small; r32 alternating (29 and 30 bits); P: big
+   * primes no Q position uses */
   s->q[0] = big[0];
-  for (int i = 1; i < s->mq; i++) s->q[i] = radix == FHJIT_R62 ? small[i] : (i % 2 ? small[i] : big[i]);
-  for (int k = 0; k < s->K; k++) s->q[s->mq + k] = big[1 + k];
+  for (int i = 1; i < s->mq; i++) s->q[i] = radix == FHJIT_R62 || i % 2 ? small[i] : big[i];
+  for (int k = 0; k < s->K; k++) s->q[s->mq + k] = big[s->mq + k];
   size_t tb = (size_t)s->m * (size_t)s->n * s->ws;
   s->params = malloc((size_t)(8 * s->m) * s->ws);
   s->fwd = malloc(tb), s->inv = malloc(tb);
@@ -166,7 +168,11 @@ static fhjit_graph *ntt_graph(const set *s, int first, int rows, fhjit_ntt_kind 
   int fwd = k == FHJIT_NTT_COEF_MONT_TO_NTT || k == FHJIT_NTT_COEF_STD_TO_NTT;
   fhjit_form f = k == FHJIT_NTT_COEF_STD_TO_NTT ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
   fhjit_value x = poly(s, g, "x", first, rows, fwd ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT, f);
-  return done(g, fhjit_ntt(g, x, twiddles(s, g, fwd ? "fwd" : "inv"), k));
+  /* on [0, rows) (the default basis) the table has exactly its rows: the
+   * chain's first rows */
+  fhjit_type tt = {.kind = FHJIT_KIND_TWIDDLE, .rows = first ? s->m : rows, .n = s->n};
+  fhjit_value tw = fhjit_input(g, fwd ? "fwd" : "inv", &tt);
+  return done(g, fhjit_ntt(g, x, tw, k));
 }
 
 /* bconv from `l` rows at `src` to the m positions `dst`. */
@@ -207,6 +213,7 @@ static fhjit_graph *aut_graph(const set *s, fhjit_domain d, int mode) {
   if (mode == 0) return done(g, a);
   return done(g, fhjit_mul(g, a, poly(s, g, "z", 0, s->mq, d, FHJIT_FORM_MONT)));
 }
+
 
 /* The pointwise rest of moddown and rescale as a graph of its own:
  * mul(sub(x, u), c) with c a full polynomial of constants. */
@@ -317,7 +324,18 @@ static void job_init(job *j, const set *s, fhjit_graph *g, int check, int quick)
     got = malloc(j->res_bytes[r]);
     if (fhjit_cuda_download(ctx, got, j->dres[0][r], j->res_bytes[r])) die("download");
     if (memcmp(got, ref[r], j->res_bytes[r])) {
-      printf("MISMATCH: %s result %d differs from the interpreter\n", fhjit_graph_name(g), (int)r);
+      size_t words = j->res_bytes[r] / s->ws, first = 0, bad = 0;
+      for (size_t k = 0; k < words; k++) {
+        uint64_t a = s->ws == 4 ? ((uint32_t *)got)[k] : ((uint64_t *)got)[k];
+        uint64_t b = s->ws == 4 ? ((uint32_t *)ref[r])[k] : ((uint64_t *)ref[r])[k];
+        if (a != b && !bad++) first = k;
+      }
+      uint64_t a = s->ws == 4 ? ((uint32_t *)got)[first] : ((uint64_t *)got)[first];
+      uint64_t b = s->ws == 4 ? ((uint32_t *)ref[r])[first] : ((uint64_t *)ref[r])[first];
+      printf("MISMATCH: %s result %d: %zu of %zu words differ, first at row %zu index %zu: "
+             "gpu %llu, interpreter %llu\n",
+             fhjit_graph_name(g), (int)r, bad, words, (first / (size_t)s->n), first % (size_t)s->n,
+             (unsigned long long)a, (unsigned long long)b);
       failures++;
     }
     free(got);
@@ -367,9 +385,10 @@ static double time_graph(const set *s, fhjit_graph *g, int check, int quick, int
   return us;
 }
 
+
 /* ------------------------------------------------------------ floors */
 
-static double copy_gbps = 0, rate_gps[2] = {0, 0}; /* r32, r62 */
+static double copy_gbps = 0, rate_gps[2] = {0, 0}, mac_gps[2] = {0, 0}; /* r32, r62 */
 
 static void read_floors(const char *path) {
   FILE *f = fopen(path, "r");
@@ -385,28 +404,33 @@ static void read_floors(const char *path) {
   if ((p = strstr(buf, "\"copy_GBps\": "))) copy_gbps = atof(p + 13);
   if ((p = strstr(buf, "\"r32_products_Gps\": "))) rate_gps[0] = atof(p + 20);
   if ((p = strstr(buf, "\"r62_products_Gps\": "))) rate_gps[1] = atof(p + 20);
+  if ((p = strstr(buf, "\"r32_macs_Gps\": "))) mac_gps[0] = atof(p + 16);
+  if ((p = strstr(buf, "\"r62_macs_Gps\": "))) mac_gps[1] = atof(p + 16);
 }
 
-/* Products of an NTT of `rows` rows (butterflies, plus the inverse's
- * scaling or the standard form's to_mont), of a conversion l -> m per
- * coefficient (V_i, the sums, one exact reduction per output). */
+/* Modular products of an NTT of `rows` rows (butterflies, plus the
+ * inverse's scaling or the standard form's to_mont); of a conversion l ->
+ * m per coefficient: V_i and one exact reduction per output (its l m wide
+ * multiply-accumulates are counted apart, at their own rate). */
 static double ntt_products(const set *s, int rows, int extra) {
   return (double)rows * (double)s->n * (s->log_n / 2.0 + (extra ? 1 : 0));
 }
 static double bconv_products(const set *s, int l, int m) {
-  return (double)s->n * (double)(l + l * m + m);
+  return (double)s->n * (double)(l + m);
 }
+static double bconv_macs(const set *s, int l, int m) { return (double)s->n * (double)(l * m); }
 
 typedef struct row {
   const char *op;
-  double us, sep_us, bytes, prods, mem_us, prod_us;
+  double us, sep_us, bytes, prods, macs, mem_us, prod_us;
   int kernels, sep_kernels;
 } row;
 
 static void report(const set *s, row *r) {
-  double rate = rate_gps[s->radix == FHJIT_R62] * 1e9;
+  double rate = rate_gps[s->radix == FHJIT_R62] * 1e9, mrate = mac_gps[s->radix == FHJIT_R62] * 1e9;
   r->mem_us = copy_gbps > 0 ? r->bytes / (copy_gbps * 1e9) * 1e6 : 0;
   r->prod_us = rate > 0 ? r->prods / rate * 1e6 : 0;
+  if (mrate > 0) r->prod_us += r->macs / mrate * 1e6;
   double fl = r->mem_us > r->prod_us ? r->mem_us : r->prod_us;
   printf("%-4s %-22s %8.1f us  %2d kernels | floors: memory %7.1f us, products %7.1f us, "
          "ratio %5.2fx",
@@ -415,11 +439,12 @@ static void report(const set *s, row *r) {
   if (r->sep_us > 0) printf(" | separate %8.1f us (%d kernels): %5.2fx", r->sep_us, r->sep_kernels, r->sep_us / r->us);
   printf("\n");
   bu_json_item("{\"kind\": \"s7\", \"radix\": \"%s\", \"log_n\": %d, \"op\": \"%s\", \"us\": %.3f, "
-               "\"kernels\": %d, \"bytes\": %.0f, \"products\": %.0f, \"memory_floor_us\": %.3f, "
+               "\"kernels\": %d, \"bytes\": %.0f, \"products\": %.0f, \"macs\": %.0f, "
+               "\"memory_floor_us\": %.3f, "
                "\"product_floor_us\": %.3f, \"separate_us\": %.3f, \"separate_kernels\": %d, "
                "\"copy_GBps\": %.2f, \"products_Gps\": %.2f}",
                s->radix == FHJIT_R62 ? "r62" : "r32", s->log_n, r->op, r->us, r->kernels, r->bytes,
-               r->prods, r->mem_us, r->prod_us, r->sep_us, r->sep_kernels, copy_gbps,
+               r->prods, r->macs, r->mem_us, r->prod_us, r->sep_us, r->sep_kernels, copy_gbps,
                rate_gps[s->radix == FHJIT_R62]);
 }
 
@@ -439,6 +464,7 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
   r.us = time_graph(&s, bconv_graph(&s, digit, a, rest, m - a), 1, quick, &r.kernels);
   r.bytes = (double)(a + m - a) * poly;
   r.prods = bconv_products(&s, a, m - a);
+  r.macs = bconv_macs(&s, a, m - a);
   report(&s, &r);
 
   /* modup of digit 0: INTT(alpha), bconv, NTT(m - alpha), gather */
@@ -451,6 +477,7 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
   u.sep_us = intt + bc + ntt + ga;
   u.bytes = (double)(a + m) * poly;
   u.prods = ntt_products(&s, a, 1) + bconv_products(&s, a, m - a) + ntt_products(&s, m - a, 0);
+  u.macs = bconv_macs(&s, a, m - a);
   report(&s, &u);
   printf("     modup: its NTTs alone %.1f us + conversion floor %.1f us = %.1f us; modup / that = "
          "%.2fx (target 1.2x)\n",
@@ -468,6 +495,7 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
   d.bytes = (double)(m + mq) * poly;
   d.prods = ntt_products(&s, K, 1) + bconv_products(&s, K, mq) + ntt_products(&s, mq, 0) +
             (double)mq * (double)s.n;
+  d.macs = bconv_macs(&s, K, mq);
   report(&s, &d);
 
   /* rescale: INTT(last row), lift, NTT(the rest), (x - u) q^-1 */
@@ -527,8 +555,9 @@ int main(int argc, char **argv) {
   cu.cuEventDestroy = proc("cuEventDestroy_v2", "cuEventDestroy");
   cu.cuCtxSynchronize = proc("cuCtxSynchronize", NULL);
   if (floors) read_floors(floors);
-  printf("floors (CUDA baseline, same script): copy %.0f GB/s, products r32 %.0f G/s, r62 %.0f G/s\n",
-         copy_gbps, rate_gps[0], rate_gps[1]);
+  printf("floors (CUDA baseline, same script): copy %.0f GB/s, products r32 %.0f G/s, r62 %.0f G/s, "
+         "wide multiply-accumulates r32 %.0f G/s, r62 %.0f G/s\n",
+         copy_gbps, rate_gps[0], rate_gps[1], mac_gps[0], mac_gps[1]);
   if (json && (bu_json = fopen(json, "w")))
     fprintf(bu_json, "{\"fhjit\": \"%s\", \"results\": [", fhjit_version());
   int log_n = quick ? 12 : 16;

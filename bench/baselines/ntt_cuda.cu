@@ -479,6 +479,38 @@ __global__ void product_kernel(typename R::W *out, typename R::W q, typename R::
   out[t] = s;
 }
 
+// Each thread: 8 independent sums of wide products of words by constants,
+// what a basis conversion's inner loop does (r62: 64 x 64 -> 128-bit
+// products into a 128-bit sum; r32: 32 x 32 -> 64 into a 64-bit sum); the
+// words change each step so nothing is hoisted.
+template <class R>
+__global__ void mac_kernel(uint64_t *out, typename R::W c0, int iters) {
+  typedef typename R::W W;
+  unsigned t = blockIdx.x * blockDim.x + threadIdx.x;
+  W x[8];
+  uint64_t lo[8] = {0}, hi[8] = {0};
+#pragma unroll
+  for (int i = 0; i < 8; i++) x[i] = (W)(t * 8 + i);
+  for (int it = 0; it < iters; it++) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      W c = c0 + (W)i;
+      if constexpr (R::WBITS == 62) {
+        uint64_t p = (uint64_t)x[i] * c, ph = __umul64hi((uint64_t)x[i], c);
+        lo[i] += p;
+        hi[i] += ph + (lo[i] < p);
+      } else {
+        lo[i] += (uint64_t)x[i] * c;
+      }
+      x[i] += (W)1;
+    }
+  }
+  uint64_t acc = 0;
+#pragma unroll
+  for (int i = 0; i < 8; i++) acc ^= lo[i] ^ hi[i];
+  out[t] = acc;
+}
+
 __global__ void copy_kernel(const ulonglong2 *__restrict__ in, ulonglong2 *__restrict__ out, size_t n) {
   size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = in[i];
@@ -842,6 +874,32 @@ template <class R, int FORM = 0> static double product_rate(int sms) {
   return products / (median(s) * 1e-3) / 1e9;
 }
 
+// G wide multiply-accumulates per second (mac_kernel).
+template <class R> static double mac_rate(int sms) {
+  int blocks = sms * 8, threads = 256, iters = 2048;
+  uint64_t *out;
+  CK(cudaMalloc(&out, (size_t)blocks * threads * sizeof(uint64_t)));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  typename R::W c0 = (typename R::W)(R::WBITS == 62 ? 0x0fedcba987654321ull : 0x3ade68b1u);
+  mac_kernel<R><<<blocks, threads>>>(out, c0, 16);
+  std::vector<double> s;
+  for (int rep = 0; rep < 7; rep++) {
+    CK(cudaEventRecord(e0));
+    mac_kernel<R><<<blocks, threads>>>(out, c0, iters);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    s.push_back(ms);
+  }
+  CK(cudaFree(out));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return (double)blocks * threads * 8 * iters / (median(s) * 1e-3) / 1e9;
+}
+
 static double copy_bandwidth() {
   size_t bytes = 512ull << 20, n = bytes / 16;
   ulonglong2 *a, *b;
@@ -908,6 +966,9 @@ int main(int argc, char **argv) {
   double shoup_rate = product_rate<R62, 2>(prop.multiProcessorCount);
   printf("r62 products in fhjit's Shoup form (x * REDC(w) - hi64(x * w4k) * q): %.0f G/s\n",
          shoup_rate);
+  double mac32 = mac_rate<R32>(prop.multiProcessorCount), mac62 = mac_rate<R62>(prop.multiProcessorCount);
+  printf("wide multiply-accumulates (a basis conversion's inner loop): r32 %.0f G/s, r62 %.0f G/s\n",
+         mac32, mac62);
   printf("(times: median per transform of CUDA-event-timed batches of 20 launches, buffers rotated; "
          "fwd = coef-mont -> ntt-mont, inv = ntt-mont -> coef-mont)\n");
   if (g_json) {
@@ -915,8 +976,9 @@ int main(int argc, char **argv) {
             prop.multiProcessorCount);
     json_item("\"kind\": \"floors\", \"copy_GBps\": %.2f, \"r32_products_Gps\": %.2f, "
               "\"r62_products_Gps\": %.2f, \"r62_chain_products_Gps\": %.2f, "
-              "\"r62_shoup_products_Gps\": %.2f",
-              fl.copy_bw / 1e9, fl.prod_rate[0], fl.prod_rate[1], chain_rate, shoup_rate);
+              "\"r62_shoup_products_Gps\": %.2f, \"r32_macs_Gps\": %.2f, \"r62_macs_Gps\": %.2f",
+              fl.copy_bw / 1e9, fl.prod_rate[0], fl.prod_rate[1], chain_rate, shoup_rate,
+              mac32, mac62);
   }
   int failures = 0;
   if (floors_only) {

@@ -926,11 +926,14 @@ static void s7_case(fhjit_graph *g, const uint64_t *q, int m, int64_t n, const c
   void *refs[32];
   for (int32_t i = 0; ok && i < c.nin; i++) {
     c.owner[i] = i;
+    /* whole 16-byte units, as case_verify compares them (padding zero) */
+    size_t padded = 0;
     ok = fhjit_cuda_input_bytes(g, i, &c.in_bytes[i]) == FHJIT_OK &&
-         (c.host_in[i] = malloc(c.in_bytes[i])) != NULL &&
+         (padded = (c.in_bytes[i] + 15) & ~(size_t)15) > 0 &&
+         (c.host_in[i] = calloc(1, padded)) != NULL &&
          s7_fill(&c, i, fwd, inv, q, n, label) &&
-         fhjit_cuda_alloc(ctx, c.in_bytes[i], &c.din[i]) == FHJIT_OK &&
-         fhjit_cuda_upload(ctx, c.din[i], c.host_in[i], c.in_bytes[i]) == FHJIT_OK;
+         fhjit_cuda_alloc(ctx, padded, &c.din[i]) == FHJIT_OK &&
+         fhjit_cuda_upload(ctx, c.din[i], c.host_in[i], padded) == FHJIT_OK;
     ins[i] = c.host_in[i];
   }
   for (int32_t r = 0; ok && r < c.nres; r++) {
@@ -984,7 +987,10 @@ static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K
   fhjit_graph_set_moduli(g, q, m);
   fhjit_graph_set_special(g, K);
   fhjit_graph_set_digits(g, alpha);
-  fhjit_value fwd = s7_twiddles(g, "fwd", m, n), inv = s7_twiddles(g, "inv", m, n), y = -1;
+  /* an NTT on the default basis [0, rows) reads a table of exactly its
+   * rows (the first rows of the chain's); mixing ops the whole chain's */
+  int twr = which == 100 ? mq : m;
+  fhjit_value fwd = s7_twiddles(g, "fwd", twr, n), inv = s7_twiddles(g, "inv", twr, n), y = -1;
   int32_t basis[64];
   for (int r = 0; r < m; r++) basis[r] = r;
   if (which == 0) {

@@ -155,8 +155,26 @@ static int64_t check_graph(env *e, fhjit_graph *g) {
   }
   ck_assert_msg(fhjit_interpret(g, e->params, e->m, (const void *const *)ins, want) == FHJIT_OK,
                 "interpret: %s", fhjit_last_error(e->ctx));
+  void *before[16] = {0};
+  for (int32_t i = 0; i < ni; i++) {
+    size_t bytes;
+    if (!own[i]) continue;
+    fhjit_type t;
+    fhjit_input_binding(g, i, &t, NULL);
+    bytes = e->ws * (size_t)fhjit_type_elements(&t);
+    before[i] = malloc(bytes);
+    memcpy(before[i], ins[i], bytes);
+  }
   ck_assert_msg(fhjit_run_host(g, e->params, e->m, (const void *const *)ins, got, 2) == FHJIT_OK,
                 "run_host: %s", fhjit_last_error(e->ctx));
+  for (int32_t i = 0; i < ni; i++) { /* the caller's inputs untouched */
+    if (!own[i]) continue;
+    fhjit_type t;
+    fhjit_input_binding(g, i, &t, NULL);
+    ck_assert_msg(!memcmp(before[i], ins[i], e->ws * (size_t)fhjit_type_elements(&t)),
+                  "input %d changed by the run", (int)i);
+    free(before[i]);
+  }
   for (int32_t r = 0; r < nr; r++) {
     for (int64_t k = 0; k < lens[r]; k++)
       ck_assert_msg(wget(e, got[r], k) == wget(e, want[r], k),
