@@ -43,6 +43,23 @@ static void fn_attr(lw_arith *A, LLVMValueRef fn, const char *name) {
 
 /* The formulas of SPEC sections 2-3 as small internal always-inline functions,
  * one set per radix; conditional subtractions are selects (branch-free). */
+void lw_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, kind, 0));
+}
+
+void lw_param_attr(LLVMContextRef c, LLVMValueRef fn, unsigned param, const char *name) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(c, kind, 0));
+}
+
+LLVMValueRef lw_intrinsic0(LLVMContextRef c, LLVMModuleRef m, LLVMBuilderRef b,
+                           const char *name) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m, id, NULL, 0);
+  return LLVMBuildCall2(b, LLVMIntrinsicGetType(c, id, NULL, 0), fn, NULL, 0, "");
+}
+
 LLVMValueRef lw_csub_select(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef bound,
                             const char *name) {
   LLVMValueRef ge = LLVMBuildICmp(b, LLVMIntUGE, x, bound, "");

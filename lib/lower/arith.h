@@ -64,6 +64,14 @@ typedef struct lw_mconst {
 LLVMValueRef lw_umin(lw_arith *A, LLVMValueRef a, LLVMValueRef b);
 /* x - bound when x >= bound, else x (see arith.c for the forms). */
 LLVMValueRef lw_csub(lw_arith *A, LLVMValueRef x, LLVMValueRef bound);
+/* LLVM odds and ends every emitter uses: an enum attribute on a function
+ * or on its parameter `param` (0-based), and a call of an argument-less
+ * intrinsic (the GPU's special registers). */
+void lw_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *name);
+void lw_param_attr(LLVMContextRef c, LLVMValueRef fn, unsigned param, const char *name);
+LLVMValueRef lw_intrinsic0(LLVMContextRef c, LLVMModuleRef m, LLVMBuilderRef b,
+                           const char *name);
+
 /* x >= bound ? x - bound : x as a select (the pointwise helpers' form). */
 LLVMValueRef lw_csub_select(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef bound,
                             const char *name);

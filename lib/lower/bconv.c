@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "jit/jit.h"
+#include "lower/arith.h"
 #include "lower/bconv.h"
 #include "lower/ntt.h"
 #include "lower/ntt_redc62_ptx.h"
@@ -211,21 +212,13 @@ static LLVMValueRef c32(bc *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); 
 static LLVMValueRef c64(bc *E, uint64_t x) { return LLVMConstInt(E->i64, x, 0); }
 static unsigned walign(bc *E) { return (unsigned)(E->wbits / 8); }
 
-static void fn_attr(bc *E, LLVMValueRef fn, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(E->c, kind, 0));
-}
+static void fn_attr(bc *E, LLVMValueRef fn, const char *name) { lw_fn_attr(E->c, fn, name); }
 
 static void param_attr(bc *E, LLVMValueRef fn, unsigned param, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(E->c, kind, 0));
+  lw_param_attr(E->c, fn, param, name);
 }
 
-static LLVMValueRef sreg(bc *E, const char *name) {
-  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, NULL, 0);
-  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, NULL, 0), fn, NULL, 0, "");
-}
+static LLVMValueRef sreg(bc *E, const char *name) { return lw_intrinsic0(E->c, E->m, E->b, name); }
 
 static LLVMValueRef gep(bc *E, LLVMTypeRef ty, LLVMValueRef base, LLVMValueRef idx) {
   return LLVMBuildInBoundsGEP2(E->b, ty, base, &idx, 1, "");

@@ -340,14 +340,10 @@ static LLVMValueRef cw(lw *L, uint64_t x) { return LLVMConstInt(L->word, x, 0); 
 static LLVMValueRef ci64(lw *L, int64_t x) { return LLVMConstInt(L->i64, (uint64_t)x, 0); }
 static LLVMValueRef cidx(lw *L, int64_t x) { return LLVMConstInt(L->idxt, (uint64_t)x, 0); }
 
-static void add_fn_attr(lw *L, LLVMValueRef fn, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(L->c, kind, 0));
-}
+static void add_fn_attr(lw *L, LLVMValueRef fn, const char *name) { lw_fn_attr(L->c, fn, name); }
 
 static void add_param_attr(lw *L, LLVMValueRef fn, unsigned param, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(L->c, kind, 0));
+  lw_param_attr(L->c, fn, param, name);
 }
 
 /* ------------------------------------------------ modular arithmetic helpers */

@@ -80,14 +80,10 @@ static LLVMValueRef c32(ne *E, uint64_t x) { return LLVMConstInt(E->i32, x, 0); 
 static LLVMValueRef c64(ne *E, uint64_t x) { return LLVMConstInt(E->i64, x, 0); }
 static unsigned walign(ne *E) { return (unsigned)(E->wbits / 8); }
 
-static void fn_attr(ne *E, LLVMValueRef fn, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(E->c, kind, 0));
-}
+static void fn_attr(ne *E, LLVMValueRef fn, const char *name) { lw_fn_attr(E->c, fn, name); }
 
 static void param_attr(ne *E, LLVMValueRef fn, unsigned param, const char *name) {
-  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-  LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(E->c, kind, 0));
+  lw_param_attr(E->c, fn, param, name);
 }
 
 static LLVMValueRef intrinsic(ne *E, const char *name, LLVMTypeRef *fty) {
@@ -97,11 +93,7 @@ static LLVMValueRef intrinsic(ne *E, const char *name, LLVMTypeRef *fty) {
   return fn;
 }
 
-static LLVMValueRef sreg(ne *E, const char *name) {
-  LLVMTypeRef fty;
-  LLVMValueRef fn = intrinsic(E, name, &fty);
-  return LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
-}
+static LLVMValueRef sreg(ne *E, const char *name) { return lw_intrinsic0(E->c, E->m, E->b, name); }
 
 static LLVMValueRef load(ne *E, LLVMTypeRef ty, LLVMValueRef base, LLVMValueRef idx,
                          unsigned align, const char *name) {
