@@ -24,6 +24,8 @@ typedef enum ir_opt {
   IR_OPT_NTT_PLAN,   /* "ntt_plan", FHJIT_NTT_PLAN: NTT schedule keys */
   IR_OPT_PW_PLAN,    /* "pw_plan", FHJIT_PW_PLAN: pointwise V, U, T */
   IR_OPT_MAX_VALUES, /* "max_values", FHJIT_MAX_VALUES: the compile bound */
+  IR_OPT_CACHE,      /* "cache", FHJIT_CACHE: "0", "off", "no", "false": no disk cache */
+  IR_OPT_CACHE_DIR,  /* "cache_dir", FHJIT_CACHE_DIR: the disk cache's directory */
   IR_NUM_OPTS
 } ir_opt;
 

@@ -15,6 +15,8 @@ static const struct {
     [IR_OPT_NTT_PLAN] = {"ntt_plan", "FHJIT_NTT_PLAN"},
     [IR_OPT_PW_PLAN] = {"pw_plan", "FHJIT_PW_PLAN"},
     [IR_OPT_MAX_VALUES] = {"max_values", "FHJIT_MAX_VALUES"},
+    [IR_OPT_CACHE] = {"cache", "FHJIT_CACHE"},
+    [IR_OPT_CACHE_DIR] = {"cache_dir", "FHJIT_CACHE_DIR"},
 };
 
 const char *ir_option(const fhjit_context *ctx, ir_opt o) {

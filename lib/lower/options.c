@@ -5,6 +5,7 @@
  * is set, with a message that says why. */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "lower/lw_llvm.h"
 #include "lower/ntt.h"
@@ -15,7 +16,9 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
   int o = ir_option_by_name(name);
   if (o < 0)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                    "%s: unknown option \"%s\" (options: ntt_plan, pw_plan, max_values)", fn,
+                    "%s: unknown option \"%s\" (options: ntt_plan, pw_plan, max_values, cache, "
+                    "cache_dir)",
+                    fn,
                     name ? name : "(null)");
   if (value) {
     char why[512] = "";
@@ -50,6 +53,23 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
                         value, (long long)LW_MAX_VALUES_CEILING);
       break;
     }
+    case IR_OPT_CACHE: {
+      static const char *const ok[] = {"", "0", "off", "no", "false", "1", "on", "yes", "true"};
+      int good = 0;
+      for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) good |= !strcasecmp(value, ok[i]);
+      if (!good)
+        return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                        "%s: cache=\"%s\": expected on or off (1/0, yes/no, true/false)", fn,
+                        value);
+      break;
+    }
+    case IR_OPT_CACHE_DIR:
+      if (*value && value[0] != '/')
+        return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                        "%s: cache_dir=\"%s\": expected an absolute path (or \"\" for the "
+                        "default)",
+                        fn, value);
+      break;
     case IR_NUM_OPTS: SP_UNREACHABLE("option id");
     }
   }

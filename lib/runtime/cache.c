@@ -156,13 +156,13 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
 
 /* -------------------------------------------------------------- directory */
 
-char *rt_disk_dir(void) {
-  const char *off = getenv("FHJIT_CACHE");
+char *rt_disk_dir(const fhjit_context *ctx) {
+  const char *off = ir_option(ctx, IR_OPT_CACHE);
   if (off && (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "no") ||
               !strcasecmp(off, "false")))
     return NULL;
   sp_buf b = {0};
-  const char *dir = getenv("FHJIT_CACHE_DIR");
+  const char *dir = ir_option(ctx, IR_OPT_CACHE_DIR);
   const char *xdg = getenv("XDG_CACHE_HOME");
   const char *home = getenv("HOME");
   if (dir && *dir) sp_buf_printf(&b, "%s", dir);

@@ -44,10 +44,11 @@ int rt_desc_read(const void *data, size_t size, lw_program *out);
 
 /* ------------------------------------------------------------ disk cache */
 
-/* The cache directory ($FHJIT_CACHE_DIR, $XDG_CACHE_HOME/fhjit or
- * ~/.cache/fhjit), malloc'd; NULL when the cache is off (FHJIT_CACHE=0) or
- * there is no home. */
-char *rt_disk_dir(void);
+/* The cache directory (the context's option cache_dir, else
+ * $FHJIT_CACHE_DIR, $XDG_CACHE_HOME/fhjit or ~/.cache/fhjit), malloc'd;
+ * NULL when the cache is off (option cache, else FHJIT_CACHE, "0"/"off")
+ * or there is no home. */
+char *rt_disk_dir(const fhjit_context *ctx);
 
 typedef struct rt_disk_entry {
   char *ptx;          /* malloc'd, NUL-terminated */

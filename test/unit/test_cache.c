@@ -202,6 +202,51 @@ static void entry_get_desc(const entry *e, lw_program *p) {
  * program's symbols come from its structure, so the short one loads the
  * same, right module; a fused kernel is named after its graph, so another
  * name is another entry with its own symbols. */
+/* The disk cache follows the context's options cache and cache_dir over
+ * the environment: entries go to cache_dir's directory, none with cache
+ * off, and the variable applies again once the option is unset. */
+static int entries_in(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while (d && (e = readdir(d))) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n;
+}
+
+START_TEST(options_steer_the_cache) {
+  char other[64];
+  snprintf(other, sizeof other, "/tmp/fhjit-cache-opt-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(other));
+  fhjit_context *c = fhjit_context_create();
+  ck_assert_int_eq(fhjit_context_set_option(c, "cache_dir", other), FHJIT_OK);
+  fhjit_cuda_compile_info info;
+  ck_assert_ptr_nonnull(fhjit_cuda_compile(pointwise(c, "opt1"), NULL, &info));
+  ck_assert_int_eq(info.disk_written, 1);
+  ck_assert_int_eq(entries_in(other), 1);
+  ck_assert_int_eq(entries_in(cache_dir), 0); /* not where FHJIT_CACHE_DIR says */
+  ck_assert_int_eq(fhjit_context_set_option(c, "cache", "off"), FHJIT_OK);
+  ck_assert_ptr_nonnull(fhjit_cuda_compile(anchored(c, "opt2"), NULL, &info));
+  ck_assert_int_eq(info.disk_written, 0);
+  ck_assert_int_eq(entries_in(other), 1);
+  ck_assert_int_eq(fhjit_context_set_option(c, "cache", NULL), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(c, "cache_dir", NULL), FHJIT_OK);
+  ck_assert_ptr_nonnull(fhjit_cuda_compile(anchored(c, "opt3"), NULL, &info));
+  ck_assert_int_eq(info.disk_written, 1);
+  ck_assert_int_eq(entries_in(cache_dir), 1);
+  fhjit_context_destroy(c);
+  DIR *d = opendir(other);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", other, e->d_name);
+    if (e->d_name[0] != '.') unlink(path);
+  }
+  if (d) closedir(d);
+  rmdir(other);
+}
+END_TEST
+
 START_TEST(names_share_no_wrong_entry) {
   char longname[201];
   memset(longname, 'n', 200);
@@ -439,6 +484,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, names_share_no_wrong_entry);
+  tcase_add_test(tc, options_steer_the_cache);
   tcase_add_test(tc, fifo_entry);
   tcase_add_test(tc, symlink_entry);
   tcase_add_test(tc, foreign_entries);

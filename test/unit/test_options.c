@@ -65,12 +65,13 @@ START_TEST(test_bad_names_and_values) {
   ck_assert_int_eq(fhjit_context_set_option(NULL, "pw_plan", "U=2"), FHJIT_ERR_ARGUMENT);
   fhjit_context *ctx = fhjit_context_create();
   static const char *const names[] = {"", "PW_PLAN", "pw-plan", "FHJIT_PW_PLAN", "ntt_plan ",
-                                      "cache"};
+                                      "caches", "FHJIT_CACHE_DIR"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     ck_assert_int_eq(fhjit_context_set_option(ctx, names[i], "1"), FHJIT_ERR_ARGUMENT);
     ck_assert_msg(tu_contains(fhjit_last_error(ctx), "fhjit_context_set_option: unknown option") &&
                       tu_contains(fhjit_last_error(ctx), names[i]) &&
-                      tu_contains(fhjit_last_error(ctx), "ntt_plan, pw_plan, max_values"),
+                      tu_contains(fhjit_last_error(ctx),
+                                  "ntt_plan, pw_plan, max_values, cache, cache_dir"),
                   "%s", fhjit_last_error(ctx));
   }
   ck_assert_int_eq(fhjit_context_set_option(ctx, NULL, "1"), FHJIT_ERR_ARGUMENT);
@@ -93,6 +94,9 @@ START_TEST(test_bad_names_and_values) {
       {"ntt_plan", "one=2", "bad item 'one=2'"},
       {"ntt_plan", "nope=1", "bad item 'nope=1'"},
       {"ntt_plan", "e=3,t=11", "bad item 't=11'"},
+      {"cache", "maybe", "expected on or off"},
+      {"cache", "2", "expected on or off"},
+      {"cache_dir", "relative/dir", "expected an absolute path"},
   };
   /* a valid value first: a refused one leaves it in force */
   ck_assert_int_eq(fhjit_context_set_option(ctx, "max_values", "300"), FHJIT_OK);
@@ -114,8 +118,8 @@ START_TEST(test_bad_names_and_values) {
   ck_assert_msg(tu_contains(fhjit_last_error(ctx), "more than 1 values"), "%s",
                 fhjit_last_error(ctx));
   /* every option takes "" (the default) and NULL (the environment) */
-  static const char *const all[] = {"ntt_plan", "pw_plan", "max_values"};
-  for (int i = 0; i < 3; i++) {
+  static const char *const all[] = {"ntt_plan", "pw_plan", "max_values", "cache", "cache_dir"};
+  for (int i = 0; i < 5; i++) {
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], ""), FHJIT_OK);
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], NULL), FHJIT_OK);
   }
