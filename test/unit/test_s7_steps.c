@@ -14,67 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "s7env.h"
 #include "testutil.h"
 
-#define MAXM 12
-
-typedef struct env {
-  fhjit_context *ctx;
-  fhjit_radix radix;
-  size_t ws;
-  int m;
-  int64_t n;
-  uint64_t q[MAXM];
-  void *params, *fwd, *inv;
-  uint64_t seed;
-} env;
-
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
-/* A chain of m distinct NTT primes, near the radix limit and far below it. */
-static void env_init(env *e, fhjit_radix radix, int m, int logn, uint64_t seed) {
-  memset(e, 0, sizeof *e);
-  e->ctx = fhjit_context_create();
-  e->radix = radix;
-  e->ws = radix == FHJIT_R32 ? 4 : 8;
-  e->m = m;
-  e->n = INT64_C(1) << logn;
-  e->seed = seed;
-  uint64_t near[MAXM], far[MAXM];
-  int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 20 : 40;
-  ck_assert_int_eq(fhjit_find_primes(NULL, nb, 2048, MAXM, near), FHJIT_OK);
-  ck_assert_int_eq(fhjit_find_primes(NULL, fb, 2048, MAXM, far), FHJIT_OK);
-  for (int i = 0; i < m; i++) e->q[i] = i % 3 == 2 ? far[i] : near[i];
-  e->params = malloc(8 * e->ws * (size_t)m);
-  e->fwd = malloc(e->ws * (size_t)(m * e->n));
-  e->inv = malloc(e->ws * (size_t)(m * e->n));
-  ck_assert_int_eq(fhjit_param_table(e->ctx, radix, e->q, m, e->n, 1, 0, e->params, m),
-                   FHJIT_OK);
-  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, radix, e->q, m, e->n, e->fwd, e->inv),
-                   FHJIT_OK);
-}
-
-static void env_free(env *e) {
-  fhjit_context_destroy(e->ctx);
-  free(e->params);
-  free(e->fwd);
-  free(e->inv);
-}
-
-static fhjit_graph *new_graph(env *e, int special, int alpha) {
-  fhjit_graph *g = fhjit_graph_create(e->ctx, "s7steps", e->radix);
-  ck_assert_ptr_nonnull(g);
-  ck_assert_int_eq(fhjit_graph_set_moduli(g, e->q, e->m), FHJIT_OK);
-  if (special) ck_assert_int_eq(fhjit_graph_set_special(g, special), FHJIT_OK);
-  if (alpha) ck_assert_int_eq(fhjit_graph_set_digits(g, alpha), FHJIT_OK);
-  return g;
-}
+#define MAXM S7_MAXM
+typedef s7env env;
 
 /* A polynomial input: comps components (0: none), one batch axis of extent
  * nb when nb > 0, rows on `basis` (NULL: [0, rows)). */
@@ -87,16 +31,6 @@ static fhjit_value poly(env *e, fhjit_graph *g, const char *name, int comps, int
   ck_assert_int_ge(v, 0);
   if (basis) ck_assert_int_eq(fhjit_input_basis(g, v, basis, rows), FHJIT_OK);
   return v;
-}
-
-static fhjit_value twiddles(env *e, fhjit_graph *g, const char *name) {
-  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = e->m, .n = e->n};
-  return fhjit_input(g, name, &t);
-}
-
-static fhjit_value table(fhjit_graph *g, const char *name, int64_t len) {
-  fhjit_type t = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = len};
-  return fhjit_input(g, name, &t);
 }
 
 /* Random lazy words of input i (dense), the edge words first on row 0. */
@@ -113,7 +47,7 @@ static void fill_poly(env *e, fhjit_graph *g, int32_t i, void *buf, int64_t len)
     uint64_t q = e->q[basis[r]];
     uint64_t edge[] = {0, 1, q - 1, q, q + 1, 2 * q - 1};
     uint64_t w = idx < 6 && (k / t.n / t.rows) % 2 == 0 ? edge[idx] : tu_lazy(&e->seed, q);
-    wput(e, buf, k, w);
+    s7_wput(e, buf, k, w);
   }
 }
 
@@ -177,10 +111,10 @@ static int64_t check_graph(env *e, fhjit_graph *g) {
   }
   for (int32_t r = 0; r < nr; r++) {
     for (int64_t k = 0; k < lens[r]; k++)
-      ck_assert_msg(wget(e, got[r], k) == wget(e, want[r], k),
+      ck_assert_msg(s7_wget(e, got[r], k) == s7_wget(e, want[r], k),
                     "result %d word %lld: host %llu, interpreter %llu", (int)r, (long long)k,
-                    (unsigned long long)wget(e, got[r], k),
-                    (unsigned long long)wget(e, want[r], k));
+                    (unsigned long long)s7_wget(e, got[r], k),
+                    (unsigned long long)s7_wget(e, want[r], k));
     total += lens[r];
     free(want[r]);
     free(got[r]);
@@ -198,24 +132,24 @@ START_TEST(test_bconv_steps) {
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, 10, logn, 0x5eed0 + (uint64_t)_i);
+  s7_env_init(&e, radix, 10, logn, 0x5eed0 + (uint64_t)_i);
   static const int32_t src_a[] = {0, 1, 2, 3}, dst_a[] = {4, 5, 6, 7, 8, 9};
   static const int32_t src_b[] = {7, 2, 9}, dst_b[] = {0, 5, 1};
   for (int form = 0; form < 2; form++) {
     for (int shape = 0; shape < 3; shape++) {
       const int32_t *sb = shape == 1 ? src_b : src_a, *db = shape == 1 ? dst_b : dst_a;
       int l = shape == 1 ? 3 : shape == 2 ? 1 : 4, m = shape == 1 ? 3 : 6;
-      fhjit_graph *g = new_graph(&e, 0, 0);
+      fhjit_graph *g = s7_graph(&e, "s7steps", 0, 0);
       fhjit_value x = poly(&e, g, "x", shape == 2 ? 2 : 0, shape == 2 ? 2 : 0, sb, l,
                            FHJIT_DOMAIN_COEF, form ? FHJIT_FORM_MONT : FHJIT_FORM_STD);
-      fhjit_value tab = table(g, "t", l + (int64_t)l * m);
+      fhjit_value tab = s7_table(g, "t", l + (int64_t)l * m);
       fhjit_value y = fhjit_bconv(g, x, tab, db, m);
       ck_assert_int_ge(y, 0);
       ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
       ck_assert_int_gt(check_graph(&e, g), 0);
     }
   }
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -223,19 +157,19 @@ END_TEST
  * the target basis, with a second result on the source basis. */
 START_TEST(test_bconv_computed) {
   env e;
-  env_init(&e, radices[_i], 8, 6, 0xbc0 + (uint64_t)_i);
+  s7_env_init(&e, radices[_i], 8, 6, 0xbc0 + (uint64_t)_i);
   static const int32_t s[] = {1, 3, 5}, t[] = {0, 2, 4, 6};
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  fhjit_graph *g = s7_graph(&e, "s7steps", 0, 0);
   fhjit_value a = poly(&e, g, "a", 0, 0, s, 3, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   fhjit_value b = poly(&e, g, "b", 0, 0, s, 3, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   fhjit_value c = poly(&e, g, "c", 0, 0, t, 4, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_value tab = table(g, "t", 3 + 12);
+  fhjit_value tab = s7_table(g, "t", 3 + 12);
   fhjit_value sum = fhjit_add(g, a, b);
   fhjit_value y = fhjit_bconv(g, sum, tab, t, 4);
   ck_assert_int_eq(fhjit_output(g, fhjit_mul(g, y, c), NULL), FHJIT_OK);
   ck_assert_int_eq(fhjit_output(g, fhjit_sub(g, sum, b), NULL), FHJIT_OK);
   check_graph(&e, g);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -245,37 +179,37 @@ START_TEST(test_rescale_steps) {
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, 8, logn, 0x7e5 + (uint64_t)_i);
+  s7_env_init(&e, radix, 8, logn, 0x7e5 + (uint64_t)_i);
   static const int32_t plain[] = {0, 1, 2, 3, 4}, odd[] = {3, 1, 0, 6, 4};
   for (int k = 0; k < 2; k++) {
-    fhjit_graph *g = new_graph(&e, 0, 0);
+    fhjit_graph *g = s7_graph(&e, "s7steps", 0, 0);
     fhjit_value x = poly(&e, g, "x", k ? 2 : 0, k ? 3 : 0, k ? odd : plain, 5,
                          FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-    fhjit_value fwd = twiddles(&e, g, "fwd"), inv = twiddles(&e, g, "inv");
-    fhjit_value tab = table(g, "t", 4);
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value tab = s7_table(g, "t", 4);
     fhjit_value y = fhjit_rescale(g, x, fwd, inv, tab);
     ck_assert_int_ge(y, 0);
     ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
     check_graph(&e, g);
   }
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
 /* rescale(add(x, y)) + z: a computed operand and a consumer. */
 START_TEST(test_rescale_computed) {
   env e;
-  env_init(&e, radices[_i], 6, 8, 0x7e6 + (uint64_t)_i);
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  s7_env_init(&e, radices[_i], 6, 8, 0x7e6 + (uint64_t)_i);
+  fhjit_graph *g = s7_graph(&e, "s7steps", 0, 0);
   fhjit_value x = poly(&e, g, "x", 2, 0, NULL, 4, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_value y = poly(&e, g, "y", 2, 0, NULL, 4, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_value z = poly(&e, g, "z", 2, 0, NULL, 3, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_value fwd = twiddles(&e, g, "fwd"), inv = twiddles(&e, g, "inv");
-  fhjit_value tab = table(g, "t", 3);
+  fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+  fhjit_value tab = s7_table(g, "t", 3);
   fhjit_value r = fhjit_rescale(g, fhjit_add(g, x, y), fwd, inv, tab);
   ck_assert_int_eq(fhjit_output(g, fhjit_add(g, r, z), NULL), FHJIT_OK);
   check_graph(&e, g);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -283,23 +217,23 @@ START_TEST(test_moddown_steps) {
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, 9, logn, 0xd0 + (uint64_t)_i);
+  s7_env_init(&e, radix, 9, logn, 0xd0 + (uint64_t)_i);
   for (int K = 1; K <= 3; K++) {
-    fhjit_graph *g = new_graph(&e, K, 0);
+    fhjit_graph *g = s7_graph(&e, "s7steps", K, 0);
     int l = 9 - K - (K == 2 ? 2 : 0); /* the top level, or below it */
     int32_t basis[MAXM];
     for (int r = 0; r < l; r++) basis[r] = r;
     for (int k = 0; k < K; k++) basis[l + k] = 9 - K + k;
     fhjit_value a = poly(&e, g, "a", K == 3 ? 2 : 0, 0, basis, l + K, FHJIT_DOMAIN_NTT,
                          FHJIT_FORM_MONT);
-    fhjit_value fwd = twiddles(&e, g, "fwd"), inv = twiddles(&e, g, "inv");
-    fhjit_value tab = table(g, "t", K + (int64_t)K * l + l);
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value tab = s7_table(g, "t", K + (int64_t)K * l + l);
     fhjit_value y = fhjit_moddown(g, a, fwd, inv, tab);
     ck_assert_int_ge(y, 0);
     ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
     check_graph(&e, g);
   }
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -309,24 +243,24 @@ START_TEST(test_modup_steps) {
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, 10, logn, 0x3d + (uint64_t)_i);
+  s7_env_init(&e, radix, 10, logn, 0x3d + (uint64_t)_i);
   /* Q_L = [0, 8), P = {8, 9}, digits of 3: {0,1,2} {3,4,5} {6,7} */
   for (int level = 0; level < 2; level++) {
     int l = level ? 5 : 8;
     for (int j = 0; j < (level ? 2 : 3); j++) {
-      fhjit_graph *g = new_graph(&e, 2, 3);
+      fhjit_graph *g = s7_graph(&e, "s7steps", 2, 3);
       fhjit_value d = poly(&e, g, "d", 0, j == 1 ? 2 : 0, NULL, l, FHJIT_DOMAIN_NTT,
                            FHJIT_FORM_MONT);
-      fhjit_value fwd = twiddles(&e, g, "fwd"), inv = twiddles(&e, g, "inv");
+      fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
       int64_t nd = j == 2 ? 2 : (level && j == 1 ? 2 : 3);
-      fhjit_value tab = table(g, "t", nd + nd * (l + 2 - nd));
+      fhjit_value tab = s7_table(g, "t", nd + nd * (l + 2 - nd));
       fhjit_value y = fhjit_modup(g, d, j, fwd, inv, tab);
       ck_assert_msg(y >= 0, "modup: %s", fhjit_last_error(e.ctx));
       ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
       check_graph(&e, g);
     }
   }
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -335,27 +269,27 @@ END_TEST
  * component; plus the sum of a ciphertext (SPEC section 7's keyswitch). */
 START_TEST(test_keyswitch_graph) {
   env e;
-  env_init(&e, radices[_i], 7, 6, 0x6e + (uint64_t)_i);
+  s7_env_init(&e, radices[_i], 7, 6, 0x6e + (uint64_t)_i);
   /* Q = [0, 5), P = {5, 6}, digits of 2: {0,1} {2,3} {4} */
-  fhjit_graph *g = new_graph(&e, 2, 2);
+  fhjit_graph *g = s7_graph(&e, "s7steps", 2, 2);
   fhjit_value d = poly(&e, g, "d", 0, 0, NULL, 5, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_value c = poly(&e, g, "c", 2, 0, NULL, 5, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_type kt = tu_key(3, 7, e.n);
   kt.domain = FHJIT_DOMAIN_NTT;
   kt.form = FHJIT_FORM_MONT;
   fhjit_value key = fhjit_input(g, "key", &kt);
-  fhjit_value fwd = twiddles(&e, g, "fwd"), inv = twiddles(&e, g, "inv");
+  fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
   fhjit_value acc = FHJIT_NO_VALUE;
   for (int j = 0; j < 3; j++) {
     char name[8];
     snprintf(name, sizeof name, "t%d", j);
     int64_t nd = j == 2 ? 1 : 2;
-    fhjit_value up = fhjit_modup(g, d, j, fwd, inv, table(g, name, nd + nd * (7 - nd)));
+    fhjit_value up = fhjit_modup(g, d, j, fwd, inv, s7_table(g, name, nd + nd * (7 - nd)));
     fhjit_value prod = fhjit_keyswitch_digit_product(g, up, key, j, 0);
     ck_assert_msg(prod >= 0, "%s", fhjit_last_error(e.ctx));
     acc = acc == FHJIT_NO_VALUE ? prod : fhjit_add_lazy(g, acc, prod);
   }
-  fhjit_value md = table(g, "md", 2 + 10 + 5);
+  fhjit_value md = s7_table(g, "md", 2 + 10 + 5);
   fhjit_value k0 = fhjit_moddown(g, fhjit_extract(g, acc, 0), fwd, inv, md);
   fhjit_value k1 = fhjit_moddown(g, fhjit_extract(g, acc, 1), fwd, inv, md);
   ck_assert_int_ge(k1, 0);
@@ -363,7 +297,7 @@ START_TEST(test_keyswitch_graph) {
                                 NULL),
                    FHJIT_OK);
   check_graph(&e, g);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -375,12 +309,12 @@ START_TEST(test_reindex_computed) {
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, 6, logn, 0xa0 + (uint64_t)_i);
+  s7_env_init(&e, radix, 6, logn, 0xa0 + (uint64_t)_i);
   int64_t twon = 2 * e.n, k = (5 * 5 * 5) % twon;
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  fhjit_graph *g = s7_graph(&e, "s7steps", 0, 0);
   fhjit_value a = poly(&e, g, "a", 0, 0, NULL, 6, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   fhjit_value b = poly(&e, g, "b", 0, 0, NULL, 6, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_value fwd = twiddles(&e, g, "fwd");
+  fhjit_value fwd = s7_twiddles(&e, g, "fwd");
   fhjit_value s = fhjit_add(g, a, b);
   /* coefficient domain: rows and automorphism of a sum */
   fhjit_value lo = fhjit_rows(g, s, 0, 3), hi = fhjit_rows(g, s, 3, 3);
@@ -394,7 +328,7 @@ START_TEST(test_reindex_computed) {
   fhjit_value cc = fhjit_concat(g, fhjit_rows(g, ta, 3, 3), fhjit_rows(g, t, 0, 3));
   ck_assert_int_eq(fhjit_output(g, fhjit_add_lazy(g, cc, cc), NULL), FHJIT_OK);
   check_graph(&e, g);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 

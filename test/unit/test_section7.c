@@ -14,71 +14,14 @@
 #include <string.h>
 
 #include "bigint.h"
+#include "s7env.h"
 #include "ir/ir.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------- helpers */
 
-#define MAXM 10
-
-typedef struct env {
-  fhjit_context *ctx;
-  fhjit_radix radix;
-  size_t ws;
-  int m; /* chain length */
-  int64_t n;
-  uint64_t q[MAXM];
-  void *params, *fwd, *inv; /* [8, m], [m, n], [m, n] */
-  uint64_t seed;
-} env;
-
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
-/* A chain of m distinct NTT primes (1 mod 2^11), alternating near the
- * radix limit and far below it. */
-static void env_init(env *e, fhjit_radix radix, int m, int logn, uint64_t seed) {
-  memset(e, 0, sizeof *e);
-  e->ctx = fhjit_context_create();
-  e->radix = radix;
-  e->ws = radix == FHJIT_R32 ? 4 : 8;
-  e->m = m;
-  e->n = INT64_C(1) << logn;
-  e->seed = seed;
-  uint64_t near[MAXM], far[MAXM];
-  int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 22 : 41;
-  ck_assert_int_eq(fhjit_find_primes(NULL, nb, 2048, MAXM, near), FHJIT_OK);
-  ck_assert_int_eq(fhjit_find_primes(NULL, fb, 2048, MAXM, far), FHJIT_OK);
-  for (int i = 0; i < m; i++) e->q[i] = i % 3 == 1 ? far[i] : near[i];
-  e->params = malloc(8 * e->ws * (size_t)m);
-  e->fwd = malloc(e->ws * (size_t)(m * e->n));
-  e->inv = malloc(e->ws * (size_t)(m * e->n));
-  ck_assert_int_eq(fhjit_param_table(e->ctx, radix, e->q, m, e->n, 1, 0, e->params, m),
-                   FHJIT_OK);
-  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, radix, e->q, m, e->n, e->fwd, e->inv),
-                   FHJIT_OK);
-}
-
-static void env_free(env *e) {
-  fhjit_context_destroy(e->ctx);
-  free(e->params);
-  free(e->fwd);
-  free(e->inv);
-}
-
-static fhjit_graph *new_graph(env *e, int special, int alpha) {
-  fhjit_graph *g = fhjit_graph_create(e->ctx, "s7", e->radix);
-  ck_assert_ptr_nonnull(g);
-  ck_assert_int_eq(fhjit_graph_set_moduli(g, e->q, e->m), FHJIT_OK);
-  if (special) ck_assert_int_eq(fhjit_graph_set_special(g, special), FHJIT_OK);
-  if (alpha) ck_assert_int_eq(fhjit_graph_set_digits(g, alpha), FHJIT_OK);
-  return g;
-}
+#define MAXM S7_MAXM
+typedef s7env env;
 
 static fhjit_value poly_input(fhjit_graph *g, const char *name, const int32_t *basis, int rows,
                               int64_t n, fhjit_domain d, fhjit_form f) {
@@ -89,16 +32,6 @@ static fhjit_value poly_input(fhjit_graph *g, const char *name, const int32_t *b
   ck_assert_int_ge(v, 0);
   ck_assert_int_eq(fhjit_input_basis(g, v, basis, rows), FHJIT_OK);
   return v;
-}
-
-static fhjit_value tw_input(env *e, fhjit_graph *g, const char *name) {
-  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = e->m, .n = e->n};
-  return fhjit_input(g, name, &t);
-}
-
-static fhjit_value table_input(fhjit_graph *g, const char *name, int64_t len) {
-  fhjit_type t = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = len};
-  return fhjit_input(g, name, &t);
 }
 
 /* Binds g and runs the interpreter: poly input words from `data` (by input
@@ -129,7 +62,7 @@ static fhjit_status run(env *e, fhjit_graph *g, uint64_t *const *data, uint64_t 
       ck_assert_int_eq(fhjit_input_table(g, i, bufs[i], &tl), FHJIT_OK);
       ck_assert_int_eq(tl, len);
     } else {
-      for (int64_t k = 0; k < len; k++) wput(e, bufs[i], k, data[i][k]);
+      for (int64_t k = 0; k < len; k++) s7_wput(e, bufs[i], k, data[i][k]);
     }
   }
   fhjit_type rt;
@@ -139,7 +72,7 @@ static fhjit_status run(env *e, fhjit_graph *g, uint64_t *const *data, uint64_t 
   void *results[1] = {res};
   st = fhjit_interpret(g, e->params, e->m, (const void *const *)bufs, results);
   if (!st)
-    for (int64_t k = 0; k < rlen; k++) out[k] = wget(e, res, k);
+    for (int64_t k = 0; k < rlen; k++) out[k] = s7_wget(e, res, k);
   for (int i = 0; i < ni; i++)
     if (bufs[i] != e->fwd && bufs[i] != e->inv) free(bufs[i]);
   free(res);
@@ -319,11 +252,11 @@ START_TEST(test_table_errors) {
   ck_assert_int_eq(fhjit_bconv_table_size(2, 3), 8);
   /* the interpreter checks the table it is given */
   env e;
-  env_init(&e, FHJIT_R32, 3, 4, 5);
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  s7_env_init(&e, FHJIT_R32, 3, 4, 5);
+  fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
   int32_t b0[2] = {0, 1};
   fhjit_value x = poly_input(g, "x", b0, 2, e.n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_value t = table_input(g, "t", 4);
+  fhjit_value t = s7_table(g, "t", 4);
   int32_t tgt[1] = {2};
   fhjit_value b = fhjit_bconv(g, x, t, tgt, 1);
   ck_assert_int_ge(b, 0);
@@ -342,7 +275,7 @@ START_TEST(test_table_errors) {
   void *out1[1] = {res};
   ck_assert_int_eq(fhjit_interpret(g, e.params, 3, in, out1), FHJIT_ERR_ARGUMENT);
   ck_assert(tu_contains(fhjit_last_error(e.ctx), "table %t: word 3"));
-  env_free(&e);
+  s7_env_free(&e);
   fhjit_context_destroy(ctx);
 }
 END_TEST
@@ -355,8 +288,8 @@ END_TEST
  * (its columns by chain position). */
 START_TEST(test_lowering_refuses) {
   env e;
-  env_init(&e, FHJIT_R62, 4, 4, 3);
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  s7_env_init(&e, FHJIT_R62, 4, 4, 3);
+  fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
   int32_t b0[2] = {0, 1};
   fhjit_value x = poly_input(g, "x", b0, 2, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_value a = fhjit_automorphism(g, x, 5);
@@ -373,11 +306,11 @@ START_TEST(test_lowering_refuses) {
   for (int k = 0; k < 16; k++) ck_assert_uint_eq(res[k], ref[k]);
   ck_assert_ptr_nonnull(fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90"));
   /* modup of digit 0 = positions {0, 1}, at rows 0 and 2 of d */
-  fhjit_graph *m = new_graph(&e, 1, 2);
+  fhjit_graph *m = s7_graph(&e, "s7", 1, 2);
   int32_t bd[3] = {0, 2, 1};
   fhjit_value d = poly_input(m, "d", bd, 3, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_value u = fhjit_modup(m, d, 0, tw_input(&e, m, "fw"), tw_input(&e, m, "iv"),
-                              table_input(m, "t", 2 + 2 * 2));
+  fhjit_value u = fhjit_modup(m, d, 0, s7_twiddles(&e, m, "fw"), s7_twiddles(&e, m, "iv"),
+                              s7_table(m, "t", 2 + 2 * 2));
   ck_assert_int_ge(u, 0);
   fhjit_output(m, u, NULL);
   ck_assert_int_eq(fhjit_bind(m), FHJIT_OK);
@@ -388,7 +321,7 @@ START_TEST(test_lowering_refuses) {
                 "%s", fhjit_last_error(e.ctx));
   /* A plain add on a stated basis {1, 0}: the kernel reduces row r mod
    * the modulus of position basis[r], as the interpreter does. */
-  fhjit_graph *h = new_graph(&e, 0, 0);
+  fhjit_graph *h = s7_graph(&e, "s7", 0, 0);
   int32_t b21[2] = {1, 0};
   fhjit_value z = poly_input(h, "y", b21, 2, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_output(h, fhjit_add(h, z, z), NULL);
@@ -398,7 +331,7 @@ START_TEST(test_lowering_refuses) {
   ck_assert_int_eq(fhjit_run_host(h, e.params, 4, in, out, 1), FHJIT_OK);
   for (int k = 0; k < 32; k++) ck_assert_uint_eq(res[k], ref[k]);
   ck_assert_ptr_nonnull(fhjit_emit(h, FHJIT_EMIT_PTX, "sm_90"));
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -407,7 +340,7 @@ START_TEST(test_automorphism) {
   fhjit_radix radix = (_i & 1) ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i / 2) % 7, rows = 1 + (_i / 2) % 4;
   env e;
-  env_init(&e, radix, rows + 1, logn, 100 + (uint64_t)_i);
+  s7_env_init(&e, radix, rows + 1, logn, 100 + (uint64_t)_i);
   int64_t n = e.n, tot = rows * n;
   int32_t basis[MAXM];
   for (int r = 0; r < rows; r++) basis[r] = rows - r; /* reversed, skips 0 */
@@ -422,11 +355,11 @@ START_TEST(test_automorphism) {
     uint64_t k12 = (k1 * k2) % (2 * (uint64_t)n);
     for (int dom = 0; dom < 2; dom++) {
       fhjit_domain d = dom ? FHJIT_DOMAIN_NTT : FHJIT_DOMAIN_COEF;
-      fhjit_graph *g = new_graph(&e, 0, 0);
+      fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
       fhjit_value x = poly_input(g, "x", basis, rows, n, d, FHJIT_FORM_MONT);
       fhjit_output(g, fhjit_automorphism(g, fhjit_automorphism(g, x, (int64_t)k1), (int64_t)k2), NULL);
       ck_assert_int_eq(run(&e, g, data, o1), FHJIT_OK);
-      fhjit_graph *h = new_graph(&e, 0, 0);
+      fhjit_graph *h = s7_graph(&e, "s7", 0, 0);
       x = poly_input(h, "x", basis, rows, n, d, FHJIT_FORM_MONT);
       fhjit_value once = fhjit_automorphism(h, x, (int64_t)k12);
       fhjit_output(h, once, NULL);
@@ -438,15 +371,15 @@ START_TEST(test_automorphism) {
       }
     }
     /* coefficient form, then NTT == NTT, then NTT-domain automorphism (mod q) */
-    fhjit_graph *g = new_graph(&e, 0, 0);
+    fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
     fhjit_value x = poly_input(g, "x", basis, rows, n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-    fhjit_value f = tw_input(&e, g, "fwd");
+    fhjit_value f = s7_twiddles(&e, g, "fwd");
     fhjit_output(g, fhjit_ntt(g, fhjit_automorphism(g, x, (int64_t)k1), f,
                               FHJIT_NTT_COEF_STD_TO_NTT), NULL);
     ck_assert_int_eq(run(&e, g, data, o1), FHJIT_OK);
-    fhjit_graph *h = new_graph(&e, 0, 0);
+    fhjit_graph *h = s7_graph(&e, "s7", 0, 0);
     x = poly_input(h, "x", basis, rows, n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-    f = tw_input(&e, h, "fwd");
+    f = s7_twiddles(&e, h, "fwd");
     fhjit_output(h, fhjit_automorphism(h, fhjit_ntt(h, x, f, FHJIT_NTT_COEF_STD_TO_NTT),
                                        (int64_t)k1), NULL);
     ck_assert_int_eq(run(&e, h, data, o2), FHJIT_OK);
@@ -458,7 +391,7 @@ START_TEST(test_automorphism) {
   free(xw);
   free(o1);
   free(o2);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -468,7 +401,7 @@ START_TEST(test_bconv) {
   int l = 1 + (_i / 2) % 5, m = 1 + (_i / 3) % 3, logn = 4 + (_i / 4) % 3;
   fhjit_form form = (_i / 2) & 1 ? FHJIT_FORM_MONT : FHJIT_FORM_STD;
   env e;
-  env_init(&e, radix, l + m, logn, 200 + (uint64_t)_i);
+  s7_env_init(&e, radix, l + m, logn, 200 + (uint64_t)_i);
   int64_t n = e.n;
   int32_t src[MAXM], dst[MAXM];
   for (int r = 0; r < l; r++) src[r] = m + l - 1 - r;
@@ -477,9 +410,9 @@ START_TEST(test_bconv) {
   random_integers(&e, src, l, xw);
   for (int64_t i = 3; i < n; i += 5) /* lazy words, [q, 2q) */
     xw[i] = xw[i] + e.q[src[0]] < 2 * e.q[src[0]] ? xw[i] + e.q[src[0]] : xw[i];
-  fhjit_graph *g = new_graph(&e, 0, 0);
+  fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
   fhjit_value x = poly_input(g, "x", src, l, n, FHJIT_DOMAIN_COEF, form);
-  fhjit_value t = table_input(g, "t", fhjit_bconv_table_size(l, m));
+  fhjit_value t = s7_table(g, "t", fhjit_bconv_table_size(l, m));
   fhjit_output(g, fhjit_bconv(g, x, t, dst, m), NULL);
   uint64_t *data[2] = {xw};
   ck_assert_int_eq(run(&e, g, data, o), FHJIT_OK);
@@ -516,17 +449,17 @@ START_TEST(test_bconv) {
   }
   free(xw);
   free(o);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
 /* x coefficient-standard -> NTT -> op -> coefficient-standard. */
 static fhjit_graph *ntt_sandwich(env *e, ir_op op, const int32_t *basis, int rows, int special,
                                  int alpha, int64_t digit, int64_t tlen_hint) {
-  fhjit_graph *g = new_graph(e, special, alpha);
+  fhjit_graph *g = s7_graph(e, "s7", special, alpha);
   fhjit_value x = poly_input(g, "x", basis, rows, e->n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_value f = tw_input(e, g, "fwd"), iv = tw_input(e, g, "inv");
-  fhjit_value t = table_input(g, "t", tlen_hint);
+  fhjit_value f = s7_twiddles(e, g, "fwd"), iv = s7_twiddles(e, g, "inv");
+  fhjit_value t = s7_table(g, "t", tlen_hint);
   /* a default basis [0, rows) reads a table of exactly its rows (the rows
    * of the chain's table that come first, the same buffer) */
   int dflt = 1;
@@ -547,7 +480,7 @@ START_TEST(test_rescale) {
   fhjit_radix radix = (_i & 1) ? FHJIT_R62 : FHJIT_R32;
   int rows = 2 + (_i / 2) % 6, logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, rows + 1, logn, 300 + (uint64_t)_i);
+  s7_env_init(&e, radix, rows + 1, logn, 300 + (uint64_t)_i);
   int64_t n = e.n;
   int32_t basis[MAXM];
   for (int r = 0; r < rows; r++) basis[r] = rows - r; /* reversed, skips 0 */
@@ -577,7 +510,7 @@ START_TEST(test_rescale) {
   }
   free(xw);
   free(o);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -586,7 +519,7 @@ START_TEST(test_moddown) {
   fhjit_radix radix = (_i & 1) ? FHJIT_R62 : FHJIT_R32;
   int K = 1 + (_i / 2) % 3, l = 1 + (_i / 2) % 5, logn = 4 + (_i / 2) % 7;
   env e;
-  env_init(&e, radix, l + K + 1, logn, 400 + (uint64_t)_i);
+  s7_env_init(&e, radix, l + K + 1, logn, 400 + (uint64_t)_i);
   int64_t n = e.n;
   int rows = l + K;
   int32_t basis[MAXM];
@@ -628,7 +561,7 @@ START_TEST(test_moddown) {
   }
   free(xw);
   free(o);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
@@ -638,7 +571,7 @@ START_TEST(test_modup) {
   int K = 1 + (_i / 2) % 2, ql = 3 + (_i / 2) % 4, alpha = 1 + (_i / 4) % 3, logn = 4 + _i % 5;
   if (alpha > ql) alpha = ql;
   env e;
-  env_init(&e, radix, ql + K, logn, 500 + (uint64_t)_i);
+  s7_env_init(&e, radix, ql + K, logn, 500 + (uint64_t)_i);
   int64_t n = e.n;
   int l = ql - (_i % 2); /* below the top level: one position dropped */
   int32_t basis[MAXM];
@@ -681,7 +614,7 @@ START_TEST(test_modup) {
   }
   free(xw);
   free(o);
-  env_free(&e);
+  s7_env_free(&e);
 }
 END_TEST
 
