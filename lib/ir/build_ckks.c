@@ -483,10 +483,10 @@ static fhjit_value rotate_finish(fhjit_graph *g, fhjit_value c0, int64_t k, fhji
   char p[PREFIX_MAX + 16];
   snprintf(p, sizeof p, "%s%s", prefix, suffix);
   fhjit_value r0 = named(g, fhjit_automorphism(g, c0, k), p, ".rot0");
-  fhjit_value k0 = named(g, fhjit_extract(g, ks, 0), p, ".k0");
-  fhjit_value k1 = named(g, fhjit_extract(g, ks, 1), p, ".k1");
-  fhjit_value s0 = named(g, fhjit_add(g, r0, k0), p, ".c0");
-  if (s0 == FHJIT_NO_VALUE || k1 == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
+  fhjit_value k0 = r0 < 0 ? r0 : named(g, fhjit_extract(g, ks, 0), p, ".k0");
+  fhjit_value k1 = k0 < 0 ? k0 : named(g, fhjit_extract(g, ks, 1), p, ".k1");
+  fhjit_value s0 = k1 < 0 ? k1 : named(g, fhjit_add(g, r0, k0), p, ".c0");
+  if (s0 == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
   return named(g, fhjit_pack(g, 2, (fhjit_value[]){s0, k1}), p, "%s", "");
 }
 
@@ -553,7 +553,7 @@ static fhjit_value hoisted_expand(fhjit_graph *g, fhjit_value ct, int32_t count,
     fhjit_value acc = FHJIT_NO_VALUE;
     for (int32_t j = 0; j < L.ndig; j++) {
       int32_t dj = L.digit[j];
-      fhjit_value a = named(g, fhjit_automorphism(g, up[j], ks[i]), p, ".rot%d", dj);
+      fhjit_value a = named(g, fhjit_automorphism(g, up[j], ks[i]), p, ".modup%d.rot", dj);
       fhjit_value pr = a == FHJIT_NO_VALUE ? a
                        : named(g, fhjit_keyswitch_digit_product(g, a, keys[i], dj, 0), p,
                                ".prod%d", dj);
