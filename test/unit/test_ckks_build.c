@@ -5,7 +5,8 @@
  * composition written by hand from the primitives the way SPEC states it
  * (per-component moddown and rescale, extract and pack), through the
  * interpreter; the composite's graph also runs on the host path
- * (fhjit_run_host) with the same words. Small chains (N = 2^4 .. 2^8, both
+ * (fhjit_run_host) with the same words (on some shapes per builder: the
+ * host compile dominates the time under ASan). Small chains (N = 2^4 .. 2^8, both
  * radices): Q 4 + P 2 with digits of 2, Q 5 + P 2 (a shorter last digit),
  * levels below the top (Q a prefix of Q_L, an empty digit skipped), a
  * stated permuted basis; random lazy inputs and keys with edge words. Plus
@@ -295,7 +296,7 @@ START_TEST(test_keyswitch) {
   ck_assert_int_eq(fhjit_value_type(gc, k, &tk), FHJIT_OK);
   ck_assert_int_eq(tk.comps, 2);
   out(&e, gh, ks_by_hand(gh, s, xh.d, xh.k1, xh.fwd, xh.inv, "h"));
-  check_pair(&e, gc, gh, 1);
+  check_pair(&e, gc, gh, _i % 3 == 0);
   s7_env_free(&e);
 }
 END_TEST
@@ -310,7 +311,7 @@ START_TEST(test_relinearize) {
   fhjit_value ks = ks_by_hand(gh, s, c(gh, xh.c3, 2), xh.k1, xh.fwd, xh.inv, "h");
   out(&e, gh, fhjit_add(gh, fhjit_pack(gh, 2, (fhjit_value[]){c(gh, xh.c3, 0), c(gh, xh.c3, 1)}),
                         ks));
-  check_pair(&e, gc, gh, _i % 2 == 0);
+  check_pair(&e, gc, gh, _i == 1);
   s7_env_free(&e);
 }
 END_TEST
@@ -328,7 +329,7 @@ START_TEST(test_rescale) {
   ck_assert_int_eq(t.rows, s->rows - 1);
   ck_assert_int_eq(t.comps, 2);
   out(&e, gh, rescale_by_hand(gh, s, xh.a, xh.fwd, xh.inv, "h"));
-  check_pair(&e, gc, gh, _i % 2 == 1);
+  check_pair(&e, gc, gh, _i == 2);
   s7_env_free(&e);
 }
 END_TEST
@@ -350,7 +351,7 @@ START_TEST(test_mul_relin_rescale) {
   fhjit_value r0 = fhjit_rescale(gh, fhjit_add(gh, d0, c(gh, ks, 0)), xh.fwd, xh.inv, t);
   fhjit_value r1 = fhjit_rescale(gh, fhjit_add(gh, d1, c(gh, ks, 1)), xh.fwd, xh.inv, t);
   out(&e, gh, fhjit_pack(gh, 2, (fhjit_value[]){r0, r1}));
-  check_pair(&e, gc, gh, _i % 2 == 0);
+  check_pair(&e, gc, gh, _i == 0);
   s7_env_free(&e);
 }
 END_TEST
@@ -368,7 +369,7 @@ START_TEST(test_rotate) {
                               xh.inv, "h");
   fhjit_value r0 = fhjit_add(gh, fhjit_automorphism(gh, c(gh, xh.a, 0), k), c(gh, ks, 0));
   out(&e, gh, fhjit_pack(gh, 2, (fhjit_value[]){r0, c(gh, ks, 1)}));
-  check_pair(&e, gc, gh, _i % 3 == 0);
+  check_pair(&e, gc, gh, _i == 3);
   s7_env_free(&e);
 }
 END_TEST
@@ -413,7 +414,7 @@ START_TEST(test_rotate_hoisted) {
     fhjit_value r0 = fhjit_add(gh, fhjit_automorphism(gh, c0, ks[i]), k0);
     out(&e, gh, fhjit_pack(gh, 2, (fhjit_value[]){r0, k1}));
   }
-  check_pair(&e, gc, gh, _i % 2 == 1);
+  check_pair(&e, gc, gh, _i == 1);
   s7_env_free(&e);
 }
 END_TEST
