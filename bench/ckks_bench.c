@@ -84,7 +84,11 @@ static fhjit_graph *fused_graph(const set *s, op o) {
   case HOISTED_ROT: {
     fhjit_value ct = ct_input(s, g, "ct", 2, s->mq), keys[HOISTED], out[HOISTED];
     int64_t ks[HOISTED];
-    for (int i = 0; i < HOISTED; i++) ks[i] = galois(s, i), keys[i] = key_input(s, g, "gk");
+    for (int i = 0; i < HOISTED; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "gk%d", i);
+      ks[i] = galois(s, i), keys[i] = key_input(s, g, name);
+    }
     if (fhjit_ckks_rotate_hoisted(g, ct, HOISTED, ks, keys, fw, iv, out)) die("hoisted");
     for (int i = 0; i + 1 < HOISTED; i++) {
       char name[16];
@@ -118,7 +122,9 @@ static fhjit_graph *inner_product_graph(const set *s) {
   fhjit_graph *g = new_graph(s, "inner product");
   fhjit_value key = key_input(s, g, "key"), acc = FHJIT_NO_VALUE;
   for (int j = 0; j < ndigits(s); j++) {
-    fhjit_value u = poly(s, g, "u", 0, s->m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+    char name[16];
+    snprintf(name, sizeof name, "u%d", j);
+    fhjit_value u = poly(s, g, name, 0, s->m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
     fhjit_value p = fhjit_keyswitch_digit_product(g, u, key, j, 0);
     acc = j ? fhjit_add_lazy(g, acc, p) : p;
   }
@@ -282,8 +288,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (!harness_start()) return 77;
   report_kind = "ckks";
+  if (!harness_start()) return 77;
   if (floors) read_floors(floors);
   printf("floors (CUDA baseline, same script): copy %.0f GB/s, products r32 %.0f G/s, r62 %.0f "
          "G/s, wide multiply-accumulates r32 %.0f G/s, r62 %.0f G/s\n",

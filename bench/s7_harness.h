@@ -19,10 +19,13 @@
 #include "runtime/cuda_api.h"
 
 static fhjit_context *ctx;
+/* The program's kind ("s7", "ckks"): its messages' prefix and the "kind"
+ * of report()'s JSON items. */
+static const char *report_kind = "s7";
 static int failures;
 
 static inline void die(const char *what) {
-  fprintf(stderr, "s7_bench: %s: %s\n", what, fhjit_last_error(ctx));
+  fprintf(stderr, "%s_bench: %s: %s\n", report_kind, what, fhjit_last_error(ctx));
   exit(1);
 }
 
@@ -46,7 +49,7 @@ static inline void *proc(const char *name, const char *fallback) {
   do {                                                                      \
     CUresult r_ = (call);                                                   \
     if (r_ != CUDA_SUCCESS) {                                               \
-      fprintf(stderr, "s7_bench: %s failed with %d\n", #call, (int)r_);     \
+      fprintf(stderr, "%s_bench: %s failed with %d\n", report_kind, #call, (int)r_);     \
       exit(1);                                                              \
     }                                                                       \
   } while (0)
@@ -320,7 +323,7 @@ static double copy_gbps = 0, rate_gps[2] = {0, 0}, mac_gps[2] = {0, 0}; /* r32, 
 static inline void read_floors(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) {
-    fprintf(stderr, "s7_bench: cannot read %s\n", path);
+    fprintf(stderr, "%s_bench: cannot read %s\n", report_kind, path);
     exit(1);
   }
   char buf[8192];
@@ -352,9 +355,6 @@ typedef struct row {
   double us, sep_us, bytes, prods, macs, mem_us, prod_us;
   int kernels, sep_kernels;
 } row;
-
-/* The "kind" of report()'s JSON items (the program's). */
-static const char *report_kind = "s7";
 
 static inline void report(const set *s, row *r) {
   double rate = rate_gps[s->radix == FHJIT_R62] * 1e9, mrate = mac_gps[s->radix == FHJIT_R62] * 1e9;
