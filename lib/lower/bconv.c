@@ -211,6 +211,61 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
   return FHJIT_OK;
 }
 
+/* ---------------------------------------------------------- the tuning */
+
+int lw_bconv_tuning_parse(const char *s, lw_bconv_tuning *t, char *why, size_t why_size) {
+  memset(t, 0, sizeof *t);
+  if (!s || !*s) return 0;
+  while (*s) {
+    char key = *s;
+    if (s[1] != '=') {
+      snprintf(why, why_size, "expected K=value at \"%s\"", s);
+      return -1;
+    }
+    char *end;
+    long v = strtol(s + 2, &end, 10);
+    if (end == s + 2) {
+      snprintf(why, why_size, "%c= needs a number", key);
+      return -1;
+    }
+    if (key == 'V' && (v == 1 || v == 2 || v == 4)) t->vec = (int)v;
+    else if (key == 'T' && v >= 32 && v <= 1024 && is_pow2((uint64_t)v)) t->threads = (int)v;
+    else if (key == 'S' && v >= 1 && v <= LW_BCONV_MAX_M) t->split = (int)v;
+    else if (key == 'U' && v >= 1 && v <= 8) t->unroll = (int)v;
+    else {
+      snprintf(why, why_size,
+               "%c=%ld: V is 1, 2 or 4; T a power of two from 32 to 1024; S 1 to %d; U 1 to 8",
+               key, v, LW_BCONV_MAX_M);
+      return -1;
+    }
+    s = end;
+    if (*s == ',' && s[1]) s++;
+    else if (*s) {
+      snprintf(why, why_size, "expected ',' at \"%s\"", s);
+      return -1;
+    }
+  }
+  return 1;
+}
+
+fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p) {
+  lw_bconv_tuning t;
+  char why[160];
+  const char *text = ir_option(ctx, IR_OPT_BCONV_PLAN);
+  int set = lw_bconv_tuning_parse(text, &t, why, sizeof why);
+  if (set < 0)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
+                    ir_option_label(ctx, IR_OPT_BCONV_PLAN), text, why);
+  if (!set) return FHJIT_OK;
+  /* one setting for every conversion of a graph: clamped to what each
+   * plan can take (16-byte vectors, m target rows) */
+  if (t.vec) p->vec = t.vec * word_bytes(p->radix) > 16 ? 16 / word_bytes(p->radix) : t.vec;
+  if (t.threads) p->threads = (uint32_t)t.threads;
+  if (t.split) p->split = t.split > p->m && p->m >= 1 ? p->m : t.split;
+  if (t.unroll) p->unroll = t.unroll;
+  return FHJIT_OK;
+}
+
 /* ----------------------------------------------------------- the emitter */
 
 typedef struct bc {

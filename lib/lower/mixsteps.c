@@ -201,7 +201,7 @@ static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
   bp->table_offset = lift ? 0 : tn->layout.offset + skip;
   bp->src_cols = scols;
   bp->dst_cols = dcols;
-  if (lw_bconv_plan_make(g->ctx, bp)) {
+  if (lw_bconv_tuning_apply(g->ctx, bp) || lw_bconv_plan_make(g->ctx, bp)) {
     if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     return NULL;
   }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fhjit_codegen_id.h" /* generated: cmake/source_id.cmake */
+#include "lower/bconv.h"
 #include "runtime/runtime.h"
 
 #ifndef FHJIT_LLVM_VERSION
@@ -688,6 +689,10 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   char why[160];
   if (lw_pw_plan_parse(ir_option(ctx, IR_OPT_PW_PLAN), &pw, why, sizeof why) > 0)
     hash[1] ^= rt_checksum(hash[0], &(int64_t[3]){pw.vec, pw.per_thread, pw.block}, 24);
+  /* and of another bconv_plan (FHJIT_BCONV_PLAN) */
+  lw_bconv_tuning bt;
+  if (lw_bconv_tuning_parse(ir_option(ctx, IR_OPT_BCONV_PLAN), &bt, why, sizeof why) > 0)
+    hash[0] ^= rt_checksum(hash[1], &(int64_t[4]){bt.vec, bt.threads, bt.split, bt.unroll}, 32);
   char asked[16];
   snprintf(asked, sizeof asked, "%s", o && o->target ? o->target : "");
 
