@@ -6,22 +6,25 @@
 # the interpreter, beside those floors and the same work as separate
 # graphs).
 #
-#   bench/s7-run.sh BUILD OUT
+#   bench/s7-run.sh BUILD OUT [s7_bench options...]
 #
 # BUILD: a build tree with bench/s7_bench and libfhjit (scripts/build-device.sh);
-# OUT: floors.json, s7_bench.json, run.json and the logs.
+# OUT: floors.json, s7_bench.json, run.json and the logs. Options after OUT
+# go to s7_bench (e.g. --sweep-bconv: the conversion kernel under each
+# bconv_plan, docs/section7.md "Tuning").
 set -u
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BUILD OUT" >&2
+if [ $# -lt 2 ]; then
+  echo "usage: $0 BUILD OUT [s7_bench options...]" >&2
   exit 2
 fi
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$1" && pwd) || exit 2
 mkdir -p "$2" || exit 2
 OUT=$(cd "$2" && pwd)
+shift 2
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 STATUS=0
-bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/run.json" bench/s7-run.sh "$@"
+bash "$REPO/bench/run-info.sh" "$BUILD" "$OUT/run.json" bench/s7-run.sh "$BUILD" "$OUT" "$@"
 if "$NVCC" -O3 -std=c++17 -arch=sm_90 -o "$OUT/ntt_cuda" "$REPO/bench/baselines/ntt_cuda.cu" \
     >"$OUT/ntt_cuda.build.log" 2>&1; then
   timeout 120 "$OUT/ntt_cuda" --floors --json "$OUT/floors.json" >"$OUT/floors.log" 2>&1 || STATUS=1
@@ -31,7 +34,7 @@ else
 fi
 cat "$OUT/floors.log"
 LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 400 \
-  "$BUILD/bench/s7_bench" --floors "$OUT/floors.json" --json "$OUT/s7_bench.json" \
+  "$BUILD/bench/s7_bench" --floors "$OUT/floors.json" --json "$OUT/s7_bench.json" "$@" \
   2>&1 | tee "$OUT/s7_bench.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
 exit $STATUS
