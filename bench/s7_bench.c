@@ -22,7 +22,10 @@
  * the bconv alone under each bconv_plan (docs/section7.md "Tuning"; the
  * default list is V, S, U in {1, 2, 4} at T 128, 256, 512), each checked
  * against the interpreter, then modup with the fastest plan;
- * --bconv-plans: that sweep over the given plans. */
+ * --bconv-plans: that sweep over the given plans. --sweep-aut: the
+ * coefficient-domain automorphism alone, in a product, and the product
+ * alone under pw_plan values (A=1 stages its sources in shared memory);
+ * --aut-plans: over the given ones. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -635,21 +638,59 @@ static void sweep_bconv(fhjit_radix radix, int log_n, int quick, const char *lis
   set_free(&s);
 }
 
+/* The coefficient-domain automorphism fused into a product under each
+ * pw_plan (A=1: its sources staged in shared memory, lower.c emit_stage),
+ * against the product alone under the same plan; both checked against the
+ * interpreter (time_graph). plans: "P1;P2;.." or NULL for the default list. */
+static void sweep_aut(fhjit_radix radix, int log_n, int quick, const char *list) {
+  static const char *const dflt = "A=0;A=1;A=1,T=128;A=1,T=512;A=1,T=1024;A=0,U=2;A=1,V=2";
+  set s;
+  set_init(&s, radix, log_n);
+  const char *rn = radix == FHJIT_R62 ? "r62" : "r32";
+  const char *p = list ? list : dflt;
+  while (*p) {
+    char plan[64];
+    size_t len = strcspn(p, ";");
+    snprintf(plan, sizeof plan, "%.*s", (int)len, p);
+    p += len + (p[len] == ';');
+    if (fhjit_context_set_option(ctx, "pw_plan", plan)) {
+      printf("%s aut plan \"%s\": refused: %s\n", rn, plan, fhjit_last_error(ctx));
+      failures++;
+      continue;
+    }
+    double alone = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 0), 1, quick, NULL);
+    double fused = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 1), 1, quick, NULL);
+    double plain = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 2), 1, quick, NULL);
+    printf("%s automorphism (coef, k = 125) pw_plan %-16s alone %7.2f us, in mul %7.2f us, mul "
+           "alone %7.2f us: +%.1f%% (target < 5%%)\n",
+           rn, plan, alone, fused, plain, (fused / plain - 1) * 100);
+    bu_json_item("{\"kind\": \"s7_aut_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
+                 "\"pw_plan\": \"%s\", \"alone_us\": %.3f, \"fused_us\": %.3f, "
+                 "\"plain_us\": %.3f}",
+                 rn, log_n, plan, alone, fused, plain);
+  }
+  if (fhjit_context_set_option(ctx, "pw_plan", NULL)) die("pw_plan");
+  set_free(&s);
+}
+
 int main(int argc, char **argv) {
   const char *floors = NULL, *radices = "r62,r32", *json = NULL;
-  const char *plans = NULL;
-  int quick = 0, sweep = 0;
+  const char *plans = NULL, *aut_plans = NULL;
+  int quick = 0, sweep = 0, sweep_a = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--floors") && i + 1 < argc) floors = argv[++i];
     else if (!strcmp(argv[i], "--sweep-bconv")) sweep = 1;
     else if (!strcmp(argv[i], "--bconv-plans") && i + 1 < argc) plans = argv[++i], sweep = 1;
+    else if (!strcmp(argv[i], "--sweep-aut")) sweep_a = 1;
+    else if (!strcmp(argv[i], "--aut-plans") && i + 1 < argc) aut_plans = argv[++i], sweep_a = 1;
     else if (!strcmp(argv[i], "--radix") && i + 1 < argc) radices = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else {
       fprintf(stderr,
               "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n"
-              "          [--sweep-bconv] [--bconv-plans \"V=1,U=2;V=2,S=2;...\"]\n",
+              "          [--sweep-bconv] [--bconv-plans \"V=1,U=2;V=2,S=2;...\"]\n"
+              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"]\n",
               argv[0]);
       return 2;
     }
@@ -672,9 +713,11 @@ int main(int argc, char **argv) {
   if (json && (bu_json = fopen(json, "w")))
     fprintf(bu_json, "{\"fhjit\": \"%s\", \"results\": [", fhjit_version());
   int log_n = quick ? 12 : 16;
-  if (sweep) {
-    if (strstr(radices, "r32")) sweep_bconv(FHJIT_R32, log_n, quick, plans);
-    if (strstr(radices, "r62")) sweep_bconv(FHJIT_R62, log_n, quick, plans);
+  if (sweep || sweep_a) {
+    if (sweep && strstr(radices, "r32")) sweep_bconv(FHJIT_R32, log_n, quick, plans);
+    if (sweep && strstr(radices, "r62")) sweep_bconv(FHJIT_R62, log_n, quick, plans);
+    if (sweep_a && strstr(radices, "r32")) sweep_aut(FHJIT_R32, log_n, quick, aut_plans);
+    if (sweep_a && strstr(radices, "r62")) sweep_aut(FHJIT_R62, log_n, quick, aut_plans);
   } else {
     if (strstr(radices, "r62")) bench_set(FHJIT_R62, log_n, quick);
     if (strstr(radices, "r32")) bench_set(FHJIT_R32, log_n, quick);

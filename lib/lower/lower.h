@@ -59,10 +59,12 @@ typedef struct lw_program {
  * sweeps: FHJIT_PW_PLAN="V=4,U=2,T=256" (any subset, any order): V elements
  * per vector access (1, 2 or 4; at most 16 bytes, so 2 for r62; 1 when it
  * does not divide n), U groups of V per thread, T threads per block (a
- * multiple of 32 up to 1024). Unset or empty: the default (16-byte vectors,
- * U=1, T=256). Read at every lowering; the runtime keys its caches by it. */
+ * multiple of 32 up to 1024), A=1 a block's coefficient-domain automorphism
+ * sources loaded in source order into shared memory (A=0: per-lane loads).
+ * Unset or empty: the default (16-byte vectors, U=1, T=256, A=0). Read at every lowering; the runtime keys its caches by it. */
 typedef struct lw_pw_plan {
   int vec, per_thread, block; /* 0: the default */
+  int aut; /* A=1: coefficient-domain automorphisms read through shared memory (lower.c) */
 } lw_pw_plan;
 
 /* A pointwise plan's text (the pw_plan option's syntax): 1 when valid
