@@ -1130,6 +1130,8 @@ static void store_results(lw *L) {
     LLVMValueRef cond = NULL;
     int shift = p->nbatch - t->nbatch;
     LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, L->row64, ci64(L, p->n), ""), to64(L, L->i), "");
+    if (p->result_offset && L->target == LW_GPU)
+      off = LLVMBuildNUWAdd(b, off, ci64(L, p->result_offset), "");
     for (int a = 0; a < p->nbatch; a++) {
       if (!L->coord[a]) continue;
       int ra = a - shift;
