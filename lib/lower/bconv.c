@@ -1,15 +1,19 @@
 /* bconv.c: the basis conversion kernel (bconv.h): plan checks and launch
  * facts, the kernel as LLVM IR for the GPU and the host, and the host JIT.
  *
- * Shape. A block's threads first compute the conversion's constants into
- * shared memory (phase 0: from the parameter table and the bconv table,
- * l + m + l*m entries), then each thread converts `vec` consecutive
- * coefficients of one polynomial (phase 1): it loads the l source words of
- * each once, computes V_i, and walks the m target rows, each an exact sum of
- * l products reduced once, stored dense. Threads of a warp take consecutive
- * coefficients, so loads and stores are coalesced; the constants of target
- * row j are the same for every thread (broadcast shared loads, 16 bytes at
- * a time).
+ * Shape. Each thread first issues the loads of its source words (`vec`
+ * consecutive coefficients of one polynomial, l rows: each word read once
+ * per target-row group), then the block's threads compute the conversion's
+ * constants into shared memory (phase 0: from the parameter table and the
+ * bconv table, l + m + l*m entries, up to 4 per thread with their loads in
+ * flight together), so that both memory latencies overlap; after the
+ * barrier each thread computes V_i and walks its target rows (all m, or
+ * ceil(m / split) of them), `unroll` rows at a time with their sums
+ * interleaved, each an exact sum of l products reduced once, stored dense
+ * (phase 1). Threads of a warp take consecutive coefficients, so loads and
+ * stores are coalesced; the constants of target row j are the same for
+ * every thread (broadcast shared loads, 16 bytes at a time). vec, threads,
+ * split and unroll are the plan's tuning (bconv.h; the bconv_plan option).
  *
  * Exactness (R_w = 2^32 for r32, 2^64 for r62: the word; R = 2^32 / 2^62):
  *  - V_i = REDC(w * a'_i) with the constant form of ntt_emit.c (a'k
