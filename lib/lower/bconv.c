@@ -896,12 +896,11 @@ static void phase1_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1 *S) {
 
 /* `rows` consecutive target rows from row j: their sums for each of the
  * thread's coefficients in lockstep, then their stores. */
-static void target_rows(bc *E, p1 *S, LLVMValueRef v[][4], LLVMValueRef dbase, LLVMValueRef j,
+static void target_rows(bc *E, LLVMValueRef v[][4], LLVMValueRef dbase, LLVMValueRef j,
                         int rows) {
   const lw_bconv_plan *p = E->P;
   int l = p->l, vec = p->vec;
   int64_t n = INT64_C(1) << p->log_n;
-  (void)S;
   LLVMValueRef tf[8][8], cv[8][LW_BCONV_MAX_L + 4], col[4][LW_BCONV_MAX_L];
   tgt T[8];
   const tgt *Tp[MAX_SUMS];
@@ -993,12 +992,12 @@ static void phase1_compute(bc *E, p1 *S) {
   }
   if (U == 1 || p->split > 1 || p->m >= U) {
     loop L = loop_begin(E, jb, jm, "tgt");
-    target_rows(E, S, v, dbase, L.iv, U);
+    target_rows(E, v, dbase, L.iv, U);
     loop_end(E, &L, c64(E, (uint64_t)U), jm);
   }
   if (U > 1 && (p->split > 1 || p->m % U)) {
     loop L = loop_begin(E, jm, je, "tgt_rest");
-    target_rows(E, S, v, dbase, L.iv, 1);
+    target_rows(E, v, dbase, L.iv, 1);
     loop_end(E, &L, c64(E, 1), je);
   }
   LLVMBuildBr(E->b, done);
