@@ -67,24 +67,9 @@ typedef struct lw_bconv_plan {
   uint32_t blocks, shared_bytes;
 } lw_bconv_plan;
 
-/* The conversion kernels' tuning, chosen at run time for sweeps: the
- * context's bconv_plan option or FHJIT_BCONV_PLAN, "V=2,T=256,S=2,U=2"
- * (any subset, any order): V coefficients per thread (1, 2 or 4; 4 is
- * lowered to 2 for r62, at most 16 bytes), T threads per block (a power of
- * two, 32 .. 1024), S target-row groups (1 .. 256; lowered to the plan's
- * m), U target rows per loop iteration (1 .. 8). Unset or empty: the
- * automatic plan. Read at every lowering; the runtime keys its caches by
- * it. */
-typedef struct lw_bconv_tuning {
-  int vec, threads, split, unroll; /* 0: automatic */
-} lw_bconv_tuning;
-
-/* 1 when valid (t filled), 0 when NULL or empty, -1 when malformed (why
- * says how). */
-int lw_bconv_tuning_parse(const char *text, lw_bconv_tuning *t, char *why, size_t why_size);
-
-/* Applies the context's tuning (bconv_plan) to plan p before
- * lw_bconv_plan_make: FHJIT_ERR_ARGUMENT when it is malformed. */
+/* Applies the context's tuning (bconv_plan, lower.h's lw_bconv_tuning)
+ * to plan p before lw_bconv_plan_make: FHJIT_ERR_ARGUMENT when it is
+ * malformed. */
 fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p);
 
 /* Validates the plan and sets vec and threads (when 0), blocks and

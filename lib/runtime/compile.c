@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "fhjit_codegen_id.h" /* generated: cmake/source_id.cmake */
-#include "lower/bconv.h"
 #include "runtime/runtime.h"
 
 #ifndef FHJIT_LLVM_VERSION
