@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ckks_graphs.h"
 
@@ -95,7 +96,11 @@ static void **run_all(rlwe *r, fhjit_graph *g, const ckks_runner *run, int nrun,
   void **first = NULL;
   for (int k = 0; k < nrun; k++) {
     int32_t nr = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     void **res = rlwe_run(r, g, run[k].fn, run[k].user, data, ndata, &nr);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (getenv("CKKS_TIME")) printf("    %s %s: %.2f s\n", what, run[k].name, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     char buf[256];
     if (!res) {
       snprintf(buf, sizeof buf, "runner %s failed: %s", run[k].name, fhjit_last_error(r->ctx));
