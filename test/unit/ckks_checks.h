@@ -4,7 +4,8 @@
  * runtime in test/gpu), requires the runners' results to agree word for
  * word, decrypts the first runner's results with the toy RLWE of rlwe.h and
  * compares the noise with its bound (docs/ckks-proof.md). Public API only;
- * no libcheck: results are reported in ckks_result records. */
+ * no libcheck: results are reported in ckks_result records. The variable
+ * CKKS_TIME=1 prints the time of every run. */
 #ifndef FHJIT_TEST_CKKS_CHECKS_H
 #define FHJIT_TEST_CKKS_CHECKS_H
 
