@@ -3,7 +3,6 @@
  * Montgomery conversion (nothing of lib/ir), big integers from bigint.c. */
 #include "rlwe.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +167,7 @@ int rlwe_init(rlwe *r, fhjit_radix radix, int logn, const uint64_t *chain, int n
   r->m = nq + k;
   if (nq < 1 || k < 1 || alpha < 1 || alpha > nq || r->m > RLWE_MAXM || logn < 1 || logn > 12) {
     fprintf(stderr, "rlwe_init: bad shape\n");
+    r->m = 0;
     return 1;
   }
   r->ctx = fhjit_context_create();
@@ -193,6 +193,7 @@ int rlwe_init(rlwe *r, fhjit_radix radix, int logn, const uint64_t *chain, int n
     if (!fhjit_is_prime(q) || (q - 1) % (uint64_t)(2 * r->n)) {
       fprintf(stderr, "rlwe_init: %llu is not an NTT prime for N = %lld\n",
               (unsigned long long)q, (long long)r->n);
+      rlwe_free(r);
       return 1;
     }
     r->psi[p] = spec_psi(q, r->n);
@@ -200,6 +201,7 @@ int rlwe_init(rlwe *r, fhjit_radix radix, int logn, const uint64_t *chain, int n
     if (fhjit_ntt_psi(r->ctx, q, r->n, &fpsi) != FHJIT_OK || fpsi != r->psi[p]) {
       fprintf(stderr, "rlwe_init: psi of %llu: fhjit %llu, SPEC %llu\n", (unsigned long long)q,
               (unsigned long long)fpsi, (unsigned long long)r->psi[p]);
+      rlwe_free(r);
       return 1;
     }
     r->rmod[p] = (uint64_t)(((u128)1 << w) % q);
@@ -215,6 +217,7 @@ int rlwe_init(rlwe *r, fhjit_radix radix, int logn, const uint64_t *chain, int n
   if (fhjit_param_table(r->ctx, radix, r->q, r->m, r->n, 1, 0, r->params, r->m) != FHJIT_OK ||
       fhjit_twiddle_tables(r->ctx, radix, r->q, r->m, r->n, r->fwd, r->inv) != FHJIT_OK) {
     fprintf(stderr, "rlwe_init: %s\n", fhjit_last_error(r->ctx));
+    rlwe_free(r);
     return 1;
   }
   return 0;
