@@ -6,7 +6,8 @@
  *     (modup gives an integer below |D_j| D_j* per digit, times a key noise
  *     of N eta per product; moddown's floor and its conversion error
  *     e' < K add below K P* per component, the second times s);
- *   fresh ciphertext eta; switched ciphertext eta + B_ks;
+ *   fresh ciphertext eta; switched ciphertext eta + B_ks, and B_ks from
+ *   the input's own decryption;
  *   rotation eta + B_ks (the automorphism permutes coefficients with signs);
  *   hoisted - plain rotation 2 B_ks (same ciphertext noise, two switches);
  *   HMult + relin + rescale by q:
@@ -181,7 +182,9 @@ void ckks_check_keyswitch(rlwe *r, const ckks_builders *b, int rows, const ckks_
     fail(rep, what, fhjit_last_error(r->ctx));
   } else {
     uint64_t *dec = malloc(sizeof *dec * (size_t)rows * (size_t)r->n);
-    double bound = r->eta + rlwe_ks_bound(r, rows, rlwe_weight(r, s));
+    uint64_t *dec0 = malloc(sizeof *dec0 * (size_t)rows * (size_t)r->n);
+    rlwe_decrypt(r, s1, ct, 2, rows, dec0); /* the input under its own key */
+    double bks = rlwe_ks_bound(r, rows, rlwe_weight(r, s)), bound = r->eta + bks;
     static const char *const kn[3] = {"", " [negative: T_j without its inverse factor]",
                                       " [negative: key from the wrong s']"};
     for (int v = 0; v < 3; v++) {
@@ -193,9 +196,12 @@ void ckks_check_keyswitch(rlwe *r, const ckks_builders *b, int rows, const ckks_
       if (!res) continue;
       decrypt_out(r, g, res, "out", s, dec);
       judge(rep, rlwe_noise(r, dec, rows, m, &delta, 1, 1), bound, v > 0, "%s", wv);
+      if (!v) /* dec_s(switched) - dec_s'(ct): the switch's own noise */
+        judge(rep, rlwe_diff(r, dec, dec0, rows), bks, 0, "%s switched - original", wv);
       rlwe_free_results(res, nres);
     }
     free(dec);
+    free(dec0);
   }
   fhjit_graph_destroy(g);
   free(ct);

@@ -105,7 +105,7 @@ START_TEST(test_ckks_keyswitch) {
   setup(&r, _i, 0x1700 + (uint64_t)_i);
   ckks_report rep = {0};
   ckks_check_keyswitch(&r, &ckks_tg, r.nq, runners, NRUN, &rep);
-  finish(&rep, 3);
+  finish(&rep, 4);
   rlwe_free(&r);
 }
 END_TEST
@@ -117,7 +117,7 @@ START_TEST(test_ckks_keyswitch_level) {
   setup(&r, _i, 0x1710 + (uint64_t)_i);
   ckks_report rep = {0};
   ckks_check_keyswitch(&r, &ckks_tg, 3, runners, NRUN, &rep);
-  finish(&rep, 3);
+  finish(&rep, 4);
   rlwe_free(&r);
 }
 END_TEST
