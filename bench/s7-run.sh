@@ -4,15 +4,16 @@
 # bench/baselines/ntt_cuda.cu --floors, built with nvcc), then s7_bench
 # (SPEC section 7's ops at N = 2^16 on its benchmark sets, checked against
 # the interpreter, beside those floors and the same work as separate
-# graphs).
+# graphs), then ckks_bench (issue 17's whole CKKS operations the same way).
 #
-#   bench/s7-run.sh BUILD OUT
+#   bench/s7-run.sh BUILD OUT [PROGRAMS]
 #
+# PROGRAMS: which of "s7_bench ckks_bench" to run (default both).
 # BUILD: a build tree with bench/s7_bench and libfhjit (scripts/build-device.sh);
-# OUT: floors.json, s7_bench.json, run.json and the logs.
+# OUT: floors.json, s7_bench.json, ckks_bench.json, run.json and the logs.
 set -u
-if [ $# -ne 2 ]; then
-  echo "usage: $0 BUILD OUT" >&2
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then
+  echo "usage: $0 BUILD OUT [PROGRAMS]" >&2
   exit 2
 fi
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,8 +31,10 @@ else
   STATUS=1
 fi
 cat "$OUT/floors.log"
-LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 400 \
-  "$BUILD/bench/s7_bench" --floors "$OUT/floors.json" --json "$OUT/s7_bench.json" \
-  2>&1 | tee "$OUT/s7_bench.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+for prog in ${3:-s7_bench ckks_bench}; do
+  LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 400 \
+    "$BUILD/bench/$prog" --floors "$OUT/floors.json" --json "$OUT/$prog.json" \
+    2>&1 | tee "$OUT/$prog.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+done
 exit $STATUS

@@ -12,7 +12,10 @@
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
 #   bench/session-round.sh s7bench BUILD OUT
-#     bench/s7-run.sh alone (SPEC section 7's ops, issue 16).
+#     bench/s7-run.sh alone (SPEC section 7's ops, issue 16, and the whole
+#     CKKS operations, issue 17).
+#   bench/session-round.sh ckksbench BUILD OUT
+#     bench/s7-run.sh with ckks_bench only.
 #   bench/session-round.sh bench BUILD OUT
 #     The benchmarks, one after another with the GPU to themselves:
 #     bench/device-run.sh without its test steps (fhjit_bench, compile
@@ -48,7 +51,8 @@ names_through_cache() {
 
 examples_on_gpu() {
   local rc=0
-  for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh "$REPO"/examples/s7/*.fh; do
+  for f in "$REPO"/examples/*.fh "$REPO"/examples/ntt/*.fh "$REPO"/examples/s7/*.fh \
+           "$REPO"/examples/ckks/*.fh; do
     [ -f "$f" ] || continue
     echo "== $f" >>"$LOGS/examples-cuda.log"
     timeout 60 "$BUILD/tools/fhjit-run" "$f" --backend=cuda --check >>"$LOGS/examples-cuda.log" 2>&1 ||
@@ -119,12 +123,12 @@ run_bench() {
 
 run_s7_bench() {
   mkdir -p "$OUT/results"
-  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" >"$LOGS/s7.out" 2>&1
+  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" "$@" >"$LOGS/s7.out" 2>&1
   local status=$?
-  for f in s7/run.json s7/floors.json s7/s7_bench.json; do
+  for f in s7/run.json s7/floors.json s7/s7_bench.json s7/ckks_bench.json; do
     [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
   done
-  echo "######## section 7 (bench/s7-run.sh)"; tail -n 40 "$LOGS/s7.out"
+  echo "######## section 7 and CKKS (bench/s7-run.sh)"; tail -n 60 "$LOGS/s7.out"
   return $status
 }
 
@@ -132,7 +136,8 @@ case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
   s7bench) run_s7_bench; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench BUILD OUT" >&2; exit 2 ;;
+  ckksbench) run_s7_bench ckks_bench; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench BUILD OUT" >&2; exit 2 ;;
 esac
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"

@@ -25,9 +25,12 @@ static const char usage_text[] =
     "  --emit=llvm      bind, then the LLVM IR of its GPU kernels\n"
     "  --emit=llvm-opt  the same after optimisation\n"
     "  --emit=ptx       bind, then PTX from the NVPTX backend\n"
+    "  --emit=plan      bind, then the kernel plan: steps (NTTs and what fused\n"
+    "                   into them, conversions, pointwise kernels), kernels and\n"
+    "                   scratch buffers, without generating code\n"
     "  --bind           bind before --emit=graph or --emit=dot (shows bound\n"
     "                   types in the Graphviz labels; reports shape errors)\n"
-    "  --arch=sm_XX     GPU target of llvm, llvm-opt and ptx (default sm_90)\n"
+    "  --arch=sm_XX     GPU target of llvm, llvm-opt, ptx and plan (default sm_90)\n"
     "  -o FILE          write to FILE instead of stdout\n"
     "  --help           this text\n"
     "  --version        the library version\n"
@@ -35,12 +38,12 @@ static const char usage_text[] =
     "exit status: 0 success, 1 error in the input or during compilation,\n"
     "2 bad usage\n";
 
-typedef enum emit { E_GRAPH, E_DOT, E_INFO, E_LLVM, E_LLVM_OPT, E_PTX } emit;
+typedef enum emit { E_GRAPH, E_DOT, E_INFO, E_LLVM, E_LLVM_OPT, E_PTX, E_PLAN } emit;
 
 static int usage_error(const char *fmt, const char *arg) {
   fprintf(stderr, "fhjit-dump: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\nusage: fhjit-dump FILE.fh [--emit=graph|dot|info|llvm|llvm-opt|ptx] "
+  fprintf(stderr, "\nusage: fhjit-dump FILE.fh [--emit=graph|dot|info|llvm|llvm-opt|ptx|plan] "
                   "[--bind] [--arch=sm_XX] [-o FILE]\n(see fhjit-dump --help)\n");
   return 2;
 }
@@ -159,12 +162,13 @@ int main(int argc, char **argv) {
       printf("fhjit-dump (fhjit %s)\n", fhjit_version());
       return 0;
     } else if (strncmp(a, "--emit=", 7) == 0) {
-      static const char *const names[] = {"graph", "dot", "info", "llvm", "llvm-opt", "ptx"};
+      static const char *const names[] = {"graph", "dot", "info", "llvm", "llvm-opt", "ptx",
+                                          "plan"};
       int found = -1;
-      for (int k = 0; k < 6; k++)
+      for (int k = 0; k < 7; k++)
         if (strcmp(a + 7, names[k]) == 0) found = k;
       if (found < 0)
-        return usage_error("unknown --emit kind '%s' (graph, dot, info, llvm, llvm-opt or ptx)",
+        return usage_error("unknown --emit kind '%s' (graph, dot, info, llvm, llvm-opt, ptx or plan)",
                            a + 7);
       mode = (emit)found;
     } else if (strncmp(a, "--arch=", 7) == 0) {
@@ -219,6 +223,7 @@ int main(int argc, char **argv) {
   case E_LLVM: result = fhjit_emit(g, FHJIT_EMIT_LLVM, arch); break;
   case E_LLVM_OPT: result = fhjit_emit(g, FHJIT_EMIT_LLVM_OPT, arch); break;
   case E_PTX: result = fhjit_emit(g, FHJIT_EMIT_PTX, arch); break;
+  case E_PLAN: result = fhjit_emit(g, FHJIT_EMIT_PLAN, arch); break;
   }
   if (mode != E_INFO && !result) {
     rc = report(ctx);

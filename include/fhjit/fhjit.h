@@ -435,6 +435,38 @@ FHJIT_API fhjit_status fhjit_moddown_table(fhjit_context *ctx, fhjit_radix radix
 FHJIT_API fhjit_status fhjit_input_table(fhjit_graph *g, int32_t index, void *out,
                                          int64_t *len);
 
+/* ------------------------------------------- whole operations (SPEC 7) */
+
+/* Composite builders (docs/ckks.md): each appends the ops SPEC section 7
+ * writes the operation as, and the constant-table inputs those ops read,
+ * named after the composite ("ks12.modup0.table": its prefix, "ks", "relin",
+ * "rs", "hmul", "rot" or "hrot" and the first value id it adds). Fill the
+ * tables with fhjit_input_table once the graph is bound. Tables are added
+ * in this order: the key switch's modup tables (non-empty digits,
+ * ascending), then its moddown table, then (ckks_rescale,
+ * ckks_mul_relin_rescale) the rescale table. The graph needs moduli,
+ * special(K) and digits(alpha); operand bases and row counts must be known
+ * when the call is made (the digits of the operand's level decide the
+ * expansion). On failure nothing is added: FHJIT_NO_VALUE (or the status)
+ * with the error recorded on the context. */
+
+/* Hybrid key switch of d: one polynomial (1 component, or take extract first), NTT domain, Montgomery form, on a basis Q
+ * disjoint from P. keyswitch(d,key) = pack(moddown(acc_0), moddown(acc_1)): a 2-component value on Q.
+ * key: FHJIT_KIND_KEY input [digits, 2, M, N], rows by chain position (M = chain length); fwd, inv: twiddle tables [M, N].
+ * Adds the table inputs it needs (one per non-empty digit's modup, one for moddown; fill them with fhjit_input_table). */
+FHJIT_API fhjit_value fhjit_keyswitch(fhjit_graph *g, fhjit_value d, fhjit_value key, fhjit_value fwd, fhjit_value inv);
+/* ct3 = (d0, d1, d2) -> (d0, d1) + keyswitch(d2, rlk). */
+FHJIT_API fhjit_value fhjit_ckks_relinearize(fhjit_graph *g, fhjit_value ct3, fhjit_value rlk, fhjit_value fwd, fhjit_value inv);
+/* Both components rescaled (adds its rescale table input). */
+FHJIT_API fhjit_value fhjit_ckks_rescale(fhjit_graph *g, fhjit_value ct, fhjit_value fwd, fhjit_value inv);
+/* SPEC: tensor (d0,d1,d2) of 2-component a, b; (k0,k1) = keyswitch(d2, rlk); rescale(add(d0,k0)), rescale(add(d1,k1)). */
+FHJIT_API fhjit_value fhjit_ckks_mul_relin_rescale(fhjit_graph *g, fhjit_value a, fhjit_value b, fhjit_value rlk, fhjit_value fwd, fhjit_value inv);
+/* SPEC rotation by Galois element k: (k0,k1) = keyswitch(automorphism(c1,k), gk); (add(automorphism(c0,k),k0), k1). Conjugation: k = 2N-1. */
+FHJIT_API fhjit_value fhjit_ckks_rotate(fhjit_graph *g, fhjit_value ct, int64_t k, fhjit_value gk, fhjit_value fwd, fhjit_value inv);
+/* SPEC hoisted rotations: one modup of c1 per digit shared; rotation i applies automorphism(., ks[i]) to the modup outputs
+ * (all rows of Q ++ P, NTT domain) before its inner product with keys[i], then moddown, plus automorphism(c0, ks[i]). out[i]: 2-component results. */
+FHJIT_API fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t count, const int64_t *ks, const fhjit_value *keys, fhjit_value fwd, fhjit_value inv, fhjit_value *out);
+
 /* --------------------------------------------------------------- execution */
 
 /* The reference interpreter: SPEC semantics, plainly. Host buffers of the
@@ -448,7 +480,9 @@ FHJIT_API fhjit_status fhjit_interpret(fhjit_graph *g, const void *params,
 typedef enum fhjit_emit_kind {
   FHJIT_EMIT_LLVM = 0, /* LLVM IR before optimisation */
   FHJIT_EMIT_LLVM_OPT, /* LLVM IR after optimisation for the target */
-  FHJIT_EMIT_PTX       /* PTX from the NVPTX backend */
+  FHJIT_EMIT_PTX,      /* PTX from the NVPTX backend */
+  FHJIT_EMIT_PLAN      /* the kernel plan: steps (NTTs with what fused into them,
+                          conversions, pointwise kernels), kernels, scratch; no code */
 } fhjit_emit_kind;
 
 /* Text of the GPU kernels of a bound graph for `arch` ("sm_90"; NULL: sm_90).

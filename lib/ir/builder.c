@@ -423,6 +423,20 @@ int ir_check_operand(fhjit_graph *g, const char *op, fhjit_value v, const char *
 
 fhjit_value ir_push_node(fhjit_graph *g, const ir_node *proto) { return push_node(g, proto); }
 
+void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs) {
+  SP_ASSERT(nnodes <= g->nnodes && ninputs <= g->ninputs);
+  if (nnodes == g->nnodes && ninputs == g->ninputs) return;
+  ir_unbind(g); /* frees the bases of every node, the dropped ones included */
+  g->nnodes = nnodes;
+  g->ninputs = ninputs;
+  /* the name index holds ids of dropped nodes: rebuilt from the kept ones
+   * (name_index_add rebuilds an index of capacity 0, then adds node 0) */
+  free(g->name_index);
+  g->name_index = NULL;
+  g->name_cap = g->name_used = 0;
+  if (!g->name_index_off && nnodes > 0) name_index_add(g, 0);
+}
+
 static int64_t merge_extent(int64_t a, int64_t b) {
   return a == FHJIT_UNKNOWN ? b : a;
 }

@@ -98,7 +98,8 @@ typedef enum ir_op_class {
   IR_CLASS_ANCHOR,
   IR_CLASS_ROWS,    /* section 7 row views (rows, concat): re-index rows */
   IR_CLASS_PERMUTE, /* section 7 automorphism: re-indexes coefficients */
-  IR_CLASS_MIXING   /* section 7 limb mixing (bconv, rescale, modup, moddown) */
+  IR_CLASS_MIXING,  /* section 7 limb mixing (bconv, rescale, modup, moddown) */
+  IR_CLASS_COMPOSITE /* a text macro of ops.def's IR_COMPOSITE rows: never a node */
 } ir_op_class;
 
 /* Text clauses after an operation or input: name(...). */
@@ -138,6 +139,8 @@ typedef struct ir_op_args {
   int64_t start, count, galois;
   const int32_t *basis; /* basis(...) */
   int32_t nbasis;
+  const char *name; /* the value the text defines (composites name what they add
+                     * after it); NULL: not from text */
 } ir_op_args;
 typedef fhjit_value (*ir_build_fn)(fhjit_graph *g, const ir_op_args *a);
 
@@ -155,6 +158,8 @@ ir_op ir_op_by_mnemonic(const char *s, size_t len); /* IR_NUM_OPS: none */
 const char *ir_clause_name(ir_clause c);             /* its text keyword */
 const char *ir_clause_hint(ir_clause c);             /* what goes in its (...) */
 const ir_op_info *ir_op_info_of(ir_op op);
+/* The IR_COMPOSITE row spelled s (class IR_CLASS_COMPOSITE), or NULL. */
+const ir_op_info *ir_composite_by_mnemonic(const char *s, size_t len);
 static inline ir_op_class ir_op_class_of(ir_op op) { return ir_op_info_of(op)->cls; }
 /* Pointwise or view: fuses anywhere, element-local (in place allowed). */
 static inline int ir_op_is_elementwise(ir_op op) {
@@ -314,6 +319,26 @@ void ir_drop_compiled(fhjit_graph *g);
 int ir_check_operand(fhjit_graph *g, const char *op, fhjit_value v, const char *role,
                      fhjit_kind kind);
 fhjit_value ir_push_node(fhjit_graph *g, const ir_node *proto);
+/* The composite builders (build_ckks.c) with the prefix of the names they
+ * give the values and table inputs they add ("k": k.modup0, k.modup0.table,
+ * ...; the result is named `prefix` itself); NULL: an automatic prefix
+ * ("ks12", from the first id they add). A prefix some value already uses
+ * gets a suffix _1, _2, ... */
+fhjit_value ir_keyswitch(fhjit_graph *g, fhjit_value d, fhjit_value key, fhjit_value fwd,
+                         fhjit_value inv, const char *prefix);
+fhjit_value ir_ckks_relinearize(fhjit_graph *g, fhjit_value ct3, fhjit_value rlk,
+                                fhjit_value fwd, fhjit_value inv, const char *prefix);
+fhjit_value ir_ckks_rescale(fhjit_graph *g, fhjit_value ct, fhjit_value fwd, fhjit_value inv,
+                            const char *prefix);
+fhjit_value ir_ckks_mul_relin_rescale(fhjit_graph *g, fhjit_value a, fhjit_value b,
+                                      fhjit_value rlk, fhjit_value fwd, fhjit_value inv,
+                                      const char *prefix);
+fhjit_value ir_ckks_rotate(fhjit_graph *g, fhjit_value ct, int64_t k, fhjit_value gk,
+                           fhjit_value fwd, fhjit_value inv, const char *prefix);
+/* Drops the nodes from id nnodes on and the inputs from index ninputs on
+ * (nodes appended by a composite builder that failed part-way, which must
+ * leave the graph as it was). Outputs must not name dropped nodes. */
+void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs);
 /* Extents of a section 7 node from its operands' (bind_mix.c, for bind.c). */
 fhjit_status ir_infer_mixing(fhjit_graph *g, ir_node *n, fhjit_type *t);
 

@@ -82,6 +82,39 @@ static fhjit_value ir_build_moddown(fhjit_graph *g, const ir_op_args *a) {
   return fhjit_moddown(g, a->args[0], a->args[1], a->args[2], a->args[3]);
 }
 
+/* Composites (build_ckks.c): the value's name prefixes what they add. */
+static fhjit_value ir_build_keyswitch(fhjit_graph *g, const ir_op_args *a) {
+  return ir_keyswitch(g, a->args[0], a->args[1], a->args[2], a->args[3], a->name);
+}
+static fhjit_value ir_build_ckks_relinearize(fhjit_graph *g, const ir_op_args *a) {
+  return ir_ckks_relinearize(g, a->args[0], a->args[1], a->args[2], a->args[3], a->name);
+}
+static fhjit_value ir_build_ckks_rescale(fhjit_graph *g, const ir_op_args *a) {
+  return ir_ckks_rescale(g, a->args[0], a->args[1], a->args[2], a->name);
+}
+static fhjit_value ir_build_ckks_mul_relin_rescale(fhjit_graph *g, const ir_op_args *a) {
+  return ir_ckks_mul_relin_rescale(g, a->args[0], a->args[1], a->args[2], a->args[3],
+                                   a->args[4], a->name);
+}
+static fhjit_value ir_build_ckks_rotate(fhjit_graph *g, const ir_op_args *a) {
+  return ir_ckks_rotate(g, a->args[0], a->galois, a->args[1], a->args[2], a->args[3], a->name);
+}
+
+const ir_op_info *ir_composite_by_mnemonic(const char *s, size_t len) {
+  static const ir_op_info table[] = {
+#define IR_OP(...)
+#define IR_COMPOSITE(id, mn, arity, clauses, required, build) \
+  {mn, arity, IR_CLASS_COMPOSITE, clauses, required, 0, build},
+#include "ir/ops.def"
+#undef IR_COMPOSITE
+#undef IR_OP
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (strlen(table[i].mnemonic) == len && memcmp(table[i].mnemonic, s, len) == 0)
+      return &table[i];
+  return NULL;
+}
+
 const ir_op_info *ir_op_info_of(ir_op op) {
   static const ir_op_info table[IR_NUM_OPS] = {
 #define IR_OP(id, mn, arity, cls, clauses, required, flags, build) \

@@ -645,7 +645,9 @@ static int parse_input(parser *p, const token *name) {
 static int parse_op(parser *p, const token *name) {
   const token opw = p->tok;
   ir_op op = opw.kind == T_WORD ? ir_op_by_mnemonic(opw.text, opw.len) : IR_NUM_OPS;
-  const ir_op_info *syn = op < IR_NUM_OPS ? ir_op_info_of(op) : NULL;
+  const ir_op_info *syn = op < IR_NUM_OPS ? ir_op_info_of(op)
+                          : opw.kind == T_WORD ? ir_composite_by_mnemonic(opw.text, opw.len)
+                                               : NULL;
   char mnemonic[32];
   snprintf(mnemonic, sizeof mnemonic, "%.*s", (int)opw.len, opw.text);
   if (!syn) {
@@ -739,18 +741,21 @@ static int parse_op(parser *p, const token *name) {
   }
 
   fhjit_graph *g = p->g;
+  char *cname = tok_strdup(p, name);
+  if (!cname) goto done;
   g->cur_loc = opw.loc;
+  /* a composite (ops.def's IR_COMPOSITE) names what it adds after cname */
   ir_op_args a = {.mnemonic = mnemonic, .args = args, .nargs = nargs, .layout = layout,
                   .implicit = implicit, .domain = domain, .mode = mode, .digit = digit,
                   .row_start = row_start, .component = component, .start = start,
-                  .count = count, .galois = galois, .basis = basis, .nbasis = nbasis};
+                  .count = count, .galois = galois, .basis = basis, .nbasis = nbasis,
+                  .name = cname};
   fhjit_value v = syn->build(g, &a);
   if (v == FHJIT_NO_VALUE) {
+    free(cname);
     fail_recorded(p);
     goto done;
   }
-  char *cname = tok_strdup(p, name);
-  if (!cname) goto done;
   g->cur_loc = name->loc;
   fhjit_status st = fhjit_set_name(g, v, cname);
   free(cname);

@@ -788,6 +788,109 @@ fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *ou
   return st;
 }
 
+/* ------------------------------------------------------ plan text */
+
+static void put_buf(sp_buf *b, an_buf x) {
+  static const char *const kinds[] = {"params", "pstride", "input", "result", "scratch", "own"};
+  if (x.kind < 0 || x.kind > LW_ARG_OWN) sp_buf_printf(b, "none");
+  else sp_buf_printf(b, "%s %d", kinds[x.kind], (int)x.index);
+}
+
+/* The ops a step's sub-graph computes: "mul, sub" (inputs left out). */
+static void put_ops(sp_buf *b, const fhjit_graph *sub) {
+  int k = 0;
+  for (int32_t i = 0; sub && i < sub->nnodes; i++) {
+    const ir_node *n = &sub->nodes[i];
+    if (n->op == IR_INPUT) continue;
+    sp_buf_printf(b, "%s%s", k++ ? " " : "",
+                  n->op == IR_NTT ? "ntt" : ir_op_name(n->op));
+  }
+  if (!k) sp_buf_printf(b, "(copy)");
+}
+
+static void put_kernel(sp_buf *b, const lw_kernel *k) {
+  sp_buf_printf(b, "    kernel %s grid %u block %u", k->name, k->grid[0], k->block[0]);
+  if (k->shared_bytes) sp_buf_printf(b, " shared %u", k->shared_bytes);
+  if (k->flags & LW_KERNEL_PDL) sp_buf_printf(b, " pdl");
+  sp_buf_printf(b, "\n");
+}
+
+fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) {
+  *text = NULL;
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  lw_program *out = malloc(sizeof *out);
+  fhjit_status st = out ? describe_steps(g, p, t, out) : FHJIT_ERR_MEMORY;
+  if (!out) ir_error(g->ctx, st, "error: out of memory");
+  sp_buf b = {0};
+  if (!st) {
+    static const char *const kinds[] = {"ntt_fwd from coef-std", "ntt_fwd from coef-mont",
+                                        "ntt_inv to coef-mont", "ntt_inv to coef-std"};
+    int64_t total = 0;
+    for (int i = 0; i < out->nscratch; i++) total += out->scratch_bytes[i];
+    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes)\n",
+                  g->name, t->arch, p->nsteps, (int)out->nkernels, (int)out->nscratch,
+                  (long long)total);
+    int kk = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+      const an_step *sp = &p->steps[s];
+      int nk = sp->is_ntt ? sp->plan.nkernels : 1;
+      if (sp->is_ntt) {
+        sp_buf_printf(&b, "step %d: %s, %lld rows x N %lld (%lld polynomial rows), ", s,
+                      kinds[sp->plan.kind], (long long)sp->plan.rows,
+                      (long long)1 << sp->plan.log_n, (long long)sp->plan.batch_rows);
+        put_buf(&b, sp->src);
+        sp_buf_printf(&b, " -> ");
+        if (sp->skip_store) sp_buf_printf(&b, "(not stored)");
+        else put_buf(&b, sp->dst);
+        sp_buf_printf(&b, "\n");
+        if (sp->pro_sub) {
+          sp_buf_printf(&b, "  prologue: ");
+          put_ops(&b, sp->pro_sub);
+          sp_buf_printf(&b, "\n");
+        }
+        for (int e = 0; e < sp->nepi; e++) {
+          sp_buf_printf(&b, "  epilogue: ");
+          put_ops(&b, sp->epi_sub[e]);
+          sp_buf_printf(&b, " -> ");
+          put_buf(&b, sp->epi_out[e]);
+          sp_buf_printf(&b, "\n");
+        }
+      } else if (sp->is_bconv) {
+        const lw_bconv_plan *bp = &sp->bconv;
+        sp_buf_printf(&b, "step %d: %s %d -> %d rows x N %lld, %lld polynomials, %s form, ", s,
+                      bp->lift ? "lift (rescale)" : "bconv", (int)bp->l, (int)bp->m,
+                      (long long)1 << bp->log_n, (long long)bp->polys,
+                      bp->mont ? "mont" : "std");
+        put_buf(&b, sp->src);
+        sp_buf_printf(&b, " -> ");
+        put_buf(&b, sp->dst);
+        sp_buf_printf(&b, "\n");
+      } else {
+        sp_buf_printf(&b, "step %d: pointwise ", s);
+        put_ops(&b, sp->sub);
+        sp_buf_printf(&b, " ->");
+        for (int32_t r = 0; sp->sub && r < sp->sub->nresults; r++) {
+          sp_buf_printf(&b, r ? ", " : " ");
+          put_buf(&b, sp->out[r]);
+        }
+        sp_buf_printf(&b, "\n");
+      }
+      for (int j = 0; j < nk && kk < out->nkernels; j++) put_kernel(&b, &out->kernels[kk++]);
+    }
+    for (int i = 0; i < out->nscratch; i++)
+      sp_buf_printf(&b, "scratch %d: %lld bytes\n", i, (long long)out->scratch_bytes[i]);
+    if (b.failed || !b.data) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  }
+  free(out);
+  plan_free(p);
+  if (st) sp_buf_free(&b);
+  else *text = b.data;
+  return st;
+}
+
 fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
                                    char **text, lw_program *prog) {
   if (text) *text = NULL;

@@ -52,15 +52,42 @@ done:
   return st;
 }
 
+/* FHJIT_EMIT_PLAN: the program's steps and kernels, no code generated. */
+static fhjit_status plan_text(fhjit_graph *g, const char *arch, char **text) {
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_emit: graph @%s is not bound (call "
+                    "fhjit_bind)", g->name);
+  if (lw_graph_has_anchor(g)) return lw_anchor_plan_text(g, arch, text);
+  lw_program out;
+  fhjit_status st = lw_describe_program(g, arch, &out);
+  if (st) return st;
+  sp_buf b = {0};
+  sp_buf_printf(&b, "plan @%s (%s): 1 step, %d kernel%s (fused pointwise), 0 scratch buffers "
+                    "(0 bytes)\n",
+                g->name, arch ? arch : "sm_90", (int)out.nkernels, out.nkernels == 1 ? "" : "s");
+  for (int32_t k = 0; k < out.nkernels; k++)
+    sp_buf_printf(&b, "    kernel %s grid %u block %u\n", out.kernels[k].name,
+                  out.kernels[k].grid[0], out.kernels[k].block[0]);
+  if (b.failed || !b.data) {
+    sp_buf_free(&b);
+    return ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  }
+  *text = b.data;
+  return FHJIT_OK;
+}
+
 const char *fhjit_emit(fhjit_graph *g, fhjit_emit_kind kind, const char *arch) {
   if (!g) return NULL;
-  if (kind != FHJIT_EMIT_LLVM && kind != FHJIT_EMIT_LLVM_OPT && kind != FHJIT_EMIT_PTX) {
+  if (kind != FHJIT_EMIT_LLVM && kind != FHJIT_EMIT_LLVM_OPT && kind != FHJIT_EMIT_PTX &&
+      kind != FHJIT_EMIT_PLAN) {
     ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "fhjit_emit: unknown emit kind %d", (int)kind);
     return NULL;
   }
   lw_plan plan;
   char *text;
-  if (g->bound && lw_graph_has_anchor(g)) { /* NTTs: a chain of kernels (anchor.c) */
+  if (kind == FHJIT_EMIT_PLAN) {
+    if (plan_text(g, arch, &text)) return NULL;
+  } else if (g->bound && lw_graph_has_anchor(g)) { /* NTTs: a chain of kernels (anchor.c) */
     if (lw_anchor_compile_gpu(g, arch, kind, &text, NULL)) return NULL;
   } else if (compile_gpu(g, arch, kind, lw_gpu_pipeline, &plan, &text)) {
     return NULL;

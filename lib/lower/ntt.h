@@ -288,6 +288,10 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
                                    char **text, lw_program *prog);
 /* lw_describe_program for such graphs: the program without building code. */
 fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *out);
+/* fhjit_emit's FHJIT_EMIT_PLAN for such graphs: one line per step (what it
+ * computes, fused prologues and epilogues, buffers), its kernels and the
+ * scratch buffers (malloc'd text). */
+fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text);
 /* fhjit_run_host for such graphs (arguments checked by the caller). */
 fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
                                 const void *const *inputs, void *const *results, int threads);

@@ -766,9 +766,9 @@ class Graph:
         return out
 
     def emit(self, kind="ptx", arch=None):
-        """Text of the GPU kernels of the bound graph: kind "llvm", "llvm-opt"
-        or "ptx"; arch "sm_90" (None: sm_90)."""
-        kinds = {"llvm": 0, "llvm-opt": 1, "ptx": 2}
+        """Text of the GPU kernels of the bound graph: kind "llvm", "llvm-opt",
+        "ptx" or "plan" (the kernel plan); arch "sm_90" (None: sm_90)."""
+        kinds = {"llvm": 0, "llvm-opt": 1, "ptx": 2, "plan": 3}
         with self._ctx.lock:
             s = lib.fhjit_emit(self.handle(), _choice(kinds, "emit kind", kind),
                                None if arch is None else arch.encode())
