@@ -1138,10 +1138,10 @@ static void group_ckks(void) {
     memset(&rep, 0, sizeof rep);
     int64_t twon = 2 * r.n, ks[4] = {5, 25, 1, twon - 1};
     for (int e = 0; e < 7; e++) ks[2] = ks[2] * 5 % twon;
-    ckks_check_keyswitch(&r, &ckks_tg, r.nq, runners, 2, &rep);
-    ckks_check_keyswitch(&r, &ckks_tg, 3, runners, 2, &rep);
-    ckks_check_mul(&r, &ckks_tg, runners, 2, &rep);
-    ckks_check_rotate(&r, &ckks_tg, ks, 4, runners, 2, &rep);
+    ckks_check_keyswitch(&r, &ckks_public, r.nq, runners, 2, &rep);
+    ckks_check_keyswitch(&r, &ckks_public, 3, runners, 2, &rep);
+    ckks_check_mul(&r, &ckks_public, runners, 2, &rep);
+    ckks_check_rotate(&r, &ckks_public, ks, 4, runners, 2, &rep);
     for (int i = 0; i < rep.n; i++)
       check(rep.r[i].ok, "ckks %s: %s", rep.r[i].what, rep.r[i].msg);
     if (verbose) ckks_print(&rep, "  ");

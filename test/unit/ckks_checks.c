@@ -27,6 +27,8 @@
 
 #define BM 8 /* message coefficients in [-BM, BM] */
 
+const ckks_builders ckks_public = {"fhjit", fhjit_keyswitch, fhjit_ckks_mul_relin_rescale,
+                                   fhjit_ckks_rotate, fhjit_ckks_rotate_hoisted};
 const ckks_builders ckks_tg = {"tg", tg_keyswitch, tg_ckks_mul_relin_rescale, tg_ckks_rotate,
                                tg_ckks_rotate_hoisted};
 
@@ -385,11 +387,79 @@ void ckks_check_rotate(rlwe *r, const ckks_builders *b, const int64_t *ks, int c
   free(s), free(m), free(mu), free(sk), free(mk);
 }
 
+void ckks_check_same_words(rlwe *r, const ckks_builders *a, const ckks_builders *b,
+                           const ckks_runner *run, int nrun, ckks_report *rep) {
+  char what[96];
+  int rows = r->nq;
+  snprintf(what, sizeof what, "%s N=2^%d %s and %s builders give the same words", rname(r),
+           r->logn, a->name, b->name);
+  int64_t *s = poly(r), *sk = poly(r), *m = poly(r);
+  rlwe_ternary(r, s);
+  rlwe_small(r, m, 1000);
+  size_t kw = rlwe_key_words(r), cw = 2 * (size_t)rows * (size_t)r->n;
+  void *ca = malloc(cw * r->ws), *cb = malloc(cw * r->ws), *keys[3];
+  int64_t twon = 2 * r->n, ks[2] = {5, twon - 1};
+  for (int i = 0; i < 3; i++) keys[i] = malloc(kw * r->ws);
+  rlwe_encrypt(r, s, m, rows, ca);
+  rlwe_encrypt(r, s, m, rows, cb);
+  rlwe_negacyclic(r, s, s, sk);
+  rlwe_keygen(r, s, sk, 0, keys[0]);
+  for (int i = 0; i < 2; i++) {
+    rlwe_automorph(r, s, ks[i], sk);
+    rlwe_keygen(r, s, sk, 0, keys[1 + i]);
+  }
+  fhjit_graph *g = rlwe_graph(r, "ckks_same");
+  fhjit_value x = rlwe_ct_input(r, g, "a", 2, rows), y = rlwe_ct_input(r, g, "b", 2, rows);
+  fhjit_value kv[3] = {rlwe_key_input(r, g, "rlk"), rlwe_key_input(r, g, "gk0"),
+                       rlwe_key_input(r, g, "gk1")};
+  fhjit_value fwd = rlwe_twiddles(r, g, "fwd"), inv = rlwe_twiddles(r, g, "inv");
+  int ok = 1;
+  const ckks_builders *bs[2] = {a, b};
+  for (int v = 0; v < 2 && ok; v++) {
+    const ckks_builders *B = bs[v];
+    fhjit_value o[5];
+    o[0] = B->keyswitch(g, fhjit_extract(g, x, 1), kv[0], fwd, inv);
+    o[1] = B->mul_relin_rescale(g, x, y, kv[0], fwd, inv);
+    o[2] = B->rotate(g, x, ks[0], kv[1], fwd, inv);
+    ok = B->rotate_hoisted(g, y, 2, ks, kv + 1, fwd, inv, o + 3) == FHJIT_OK;
+    for (int i = 0; i < 5 && ok; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "%c%d", 'a' + v, i);
+      ok = o[i] >= 0 && fhjit_output(g, o[i], name) == FHJIT_OK;
+    }
+  }
+  if (!ok || fhjit_bind(g) != FHJIT_OK) {
+    fail(rep, what, fhjit_last_error(r->ctx));
+  } else {
+    rlwe_data data[5] = {{x, ca}, {y, cb}, {kv[0], keys[0]}, {kv[1], keys[1]}, {kv[2], keys[2]}};
+    int32_t nres = 0;
+    void **res = run_all(r, g, run, nrun, data, 5, &nres, rep, what);
+    for (int i = 0; i < 5 && res; i++) {
+      char na[16], nb[16];
+      int32_t ra = 0, rb = 0, c = 0;
+      snprintf(na, sizeof na, "a%d", i);
+      snprintf(nb, sizeof nb, "b%d", i);
+      const void *wa = rlwe_output(g, res, na, &ra, &c), *wb = rlwe_output(g, res, nb, &rb, NULL);
+      ckks_result *x2 = add_result(rep, "%s: output %d (%s)", what, i,
+                                   (const char *[]){"keyswitch", "mul+relin+rescale", "rotate",
+                                                    "hoisted 0", "hoisted 1"}[i]);
+      x2->ok = wa && wb && ra == rb && !memcmp(wa, wb, (size_t)(c * ra) * (size_t)r->n * r->ws);
+      if (!x2->ok) snprintf(x2->msg, sizeof x2->msg, "the words differ");
+    }
+    rlwe_free_results(res, nres);
+  }
+  fhjit_graph_destroy(g);
+  free(ca), free(cb);
+  for (int i = 0; i < 3; i++) free(keys[i]);
+  free(s), free(sk), free(m);
+}
+
 void ckks_print(const ckks_report *rep, const char *prefix) {
   for (int i = 0; i < rep->n; i++) {
     const ckks_result *x = &rep->r[i];
-    if (x->msg[0] && x->bound == 0)
-      printf("%s%s %s: %s\n", prefix, x->ok ? "ok  " : "FAIL", x->what, x->msg);
+    if (x->bound == 0)
+      printf("%s%s %s%s%s\n", prefix, x->ok ? "ok  " : "FAIL", x->what, x->msg[0] ? ": " : "",
+             x->msg);
     else
       printf("%s%s %s: noise 2^%.2f %s bound 2^%.2f%s%s\n", prefix, x->ok ? "ok  " : "FAIL",
              x->what, log2(x->noise > 0 ? x->noise : 1e-300), x->negative ? ">>" : "<=",

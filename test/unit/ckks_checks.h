@@ -29,7 +29,8 @@ typedef struct ckks_builders {
   fhjit_status (*rotate_hoisted)(fhjit_graph *, fhjit_value, int32_t, const int64_t *,
                                  const fhjit_value *, fhjit_value, fhjit_value, fhjit_value *);
 } ckks_builders;
-extern const ckks_builders ckks_tg; /* ckks_graphs.c */
+extern const ckks_builders ckks_public; /* fhjit_keyswitch, fhjit_ckks_* */
+extern const ckks_builders ckks_tg;     /* tg_* of ckks_graphs.c */
 
 typedef struct ckks_result {
   char what[112];
@@ -64,6 +65,13 @@ void ckks_check_mul(rlwe *r, const ckks_builders *b, const ckks_runner *run, int
  * against plain; negative: the Galois key of another k. */
 void ckks_check_rotate(rlwe *r, const ckks_builders *b, const int64_t *ks, int count,
                        const ckks_runner *run, int nrun, ckks_report *rep);
+
+/* The two builder sets give the same words: one graph holding a key
+ * switch, an HMult + relinearise + rescale, a rotation and two hoisted
+ * rotations built by each, run by every runner (the interpreter suffices:
+ * the other checks hold the runners to it). */
+void ckks_check_same_words(rlwe *r, const ckks_builders *a, const ckks_builders *b,
+                           const ckks_runner *run, int nrun, ckks_report *rep);
 
 /* One line per result ("ok"/"FAIL", what, noise vs bound in bits). */
 void ckks_print(const ckks_report *rep, const char *prefix);
