@@ -6,9 +6,9 @@
  * messages within derived noise bounds (ckks_checks.c,
  * docs/ckks-proof.md). Graphs from the public builders (fhjit_keyswitch,
  * fhjit_ckks_*), which must give the words of the test-side tg_* builders
- * (ckks_graphs.c, SPEC's per-component form); wrong keys (a wrong T_j, a wrong s', Galois keys of
- * another k) must give noise far above the bound. Both radices. The
- * measured noise of every check is printed. */
+ * (ckks_graphs.c, SPEC's per-component form). Wrong keys (a wrong T_j, a
+ * wrong s', Galois keys of another k) must give noise far above the
+ * bound. Both radices. The measured noise of every check is printed. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
