@@ -16,8 +16,16 @@
  * fused into a product (mul(automorphism(x), z) against mul(x, z)).
  *
  *   s7_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
+ *            [--sweep-bconv] [--bconv-plans "P1;P2;..."]
  * --quick: N = 2^12 (a check of this program). Against the fake driver
- * (FHJIT_LIBCUDA) nothing is timed. */
+ * (FHJIT_LIBCUDA) nothing is timed. --sweep-bconv: instead of the ops,
+ * the bconv alone under each bconv_plan (docs/section7.md "Tuning"; the
+ * default list is V, S, U in {1, 2, 4} at T 128, 256, 512), each checked
+ * against the interpreter, then modup with the fastest plan;
+ * --bconv-plans: that sweep over the given plans. --sweep-aut: the
+ * coefficient-domain automorphism alone, in a product, and the product
+ * alone under pw_plan values (A=1 stages its sources in shared memory);
+ * --aut-plans: over the given ones. */
 #include <stdio.h>
 #include "s7_harness.h"
 
@@ -175,16 +183,164 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
   set_free(&s);
 }
 
+/* ------------------------------------------------------------ sweeps */
+
+/* The default bconv sweep: every V, S, U of {1, 2, 4} at T 128, 256, 512
+ * (V=4 is V=2 for r62: those plans are skipped there). */
+static int default_plans(fhjit_radix radix, char plans[][40], int max) {
+  static const int vs[] = {1, 2, 4}, ss[] = {1, 2, 4}, us[] = {1, 2, 4}, ts[] = {128, 256, 512};
+  int n = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      for (int c = 0; c < 3; c++)
+        for (int d = 0; d < 3 && n < max; d++) {
+          if (radix == FHJIT_R62 && vs[a] == 4) continue;
+          snprintf(plans[n++], 40, "V=%d,T=%d,S=%d,U=%d", vs[a], ts[d], ss[b], us[c]);
+        }
+  return n;
+}
+
+/* Times the bconv of the benchmark (digit 0 -> the other rows of Q ++ P)
+ * under each bconv_plan (the context option), every plan's result checked
+ * word for word against one interpreter run on the same inputs; then
+ * modup with the fastest plan against the automatic one. plans: "P1;P2;.."
+ * or NULL for default_plans. */
+static void sweep_bconv(fhjit_radix radix, int log_n, int quick, const char *list) {
+  set s;
+  set_init(&s, radix, log_n);
+  int a = s.alpha, m = s.m;
+  int32_t digit[64], rest[64];
+  for (int r = 0; r < a; r++) digit[r] = r;
+  for (int r = a; r < m; r++) rest[r - a] = r;
+  static char plans[128][40];
+  int np = 0;
+  if (list) {
+    const char *p = list;
+    while (*p && np < 128) {
+      size_t len = strcspn(p, ";");
+      snprintf(plans[np++], 40, "%.*s", (int)len, p);
+      p += len + (p[len] == ';');
+    }
+  } else {
+    np = default_plans(radix, plans, 128);
+  }
+  const char *rn = radix == FHJIT_R62 ? "r62" : "r32";
+  double mem = copy_gbps > 0 ? (double)m * (double)s.n * (double)s.ws / (copy_gbps * 1e9) * 1e6 : 0;
+  double rate = rate_gps[radix == FHJIT_R62] * 1e9, mrate = mac_gps[radix == FHJIT_R62] * 1e9;
+  double prod = (rate > 0 ? bconv_products(&s, a, m - a) / rate * 1e6 : 0) +
+                (mrate > 0 ? bconv_macs(&s, a, m - a) / mrate * 1e6 : 0);
+  double floor = mem > prod ? mem : prod;
+  /* one job: inputs, the interpreter's result, buffers */
+  if (fhjit_context_set_option(ctx, "bconv_plan", "")) die("bconv_plan");
+  job j;
+  job_init(&j, &s, bconv_graph(&s, digit, a, rest, m - a), 0, quick);
+  void *ref = malloc(j.res_bytes[0]), *got = malloc(j.res_bytes[0]);
+  if (!ref || !got) die("out of memory");
+  if (fhjit_interpret(j.g, s.params, s.m, (const void *const *)j.host_in, (void *[]){ref}))
+    die("interpret");
+  double best = 0, auto_us = 0;
+  int best_i = -1;
+  for (int i = -1; i < np; i++) {
+    const char *plan = i < 0 ? "" : plans[i];
+    if (fhjit_context_set_option(ctx, "bconv_plan", plan)) {
+      printf("%s bconv plan \"%s\": refused: %s\n", rn, plan, fhjit_last_error(ctx));
+      failures++;
+      continue;
+    }
+    fhjit_cuda_kernel *k = fhjit_cuda_compile(j.g, NULL, NULL);
+    if (!k) { /* one plan's failure does not end the sweep */
+      printf("%s bconv plan \"%s\": compile failed: %s\n", rn, plan, fhjit_last_error(ctx));
+      failures++;
+      continue;
+    }
+    j.k = k;
+    memset(got, 0, j.res_bytes[0]); /* the previous plan's words do not pass */
+    if (fhjit_cuda_upload(ctx, j.dres[0][0], got, j.res_bytes[0]) ||
+        fhjit_cuda_launch_kernel(k, &j.a[0]) ||
+        fhjit_cuda_download(ctx, got, j.dres[0][0], j.res_bytes[0]))
+      die("launch");
+    int ok = !memcmp(got, ref, j.res_bytes[0]);
+    if (!ok) failures++;
+    double us = job_time(&j);
+    printf("%s bconv %2d -> %2d plan %-22s %8.2f us  floor %6.2f us  ratio %5.2fx  %s\n", rn, a,
+           m - a, i < 0 ? "(automatic)" : plan, us, floor, floor > 0 ? us / floor : 0,
+           ok ? "checked" : "MISMATCH against the interpreter");
+    bu_json_item("{\"kind\": \"s7_bconv_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
+                 "\"plan\": \"%s\", \"us\": %.3f, \"floor_us\": %.3f, \"checked\": %d}",
+                 rn, log_n, plan, us, floor, ok);
+    if (i < 0) auto_us = us;
+    else if (ok && (best_i < 0 || us < best)) best = us, best_i = i;
+  }
+  if (best_i >= 0)
+    printf("%s bconv: fastest plan %s %.2f us (%.2fx of the floor), automatic %.2f us\n", rn,
+           plans[best_i], best, floor > 0 ? best / floor : 0, auto_us);
+  free(ref);
+  free(got);
+  job_free(&j);
+  /* modup with the fastest plan (its conversion) against the automatic one */
+  for (int pass = 0; pass < 2 && best_i >= 0; pass++) {
+    const char *plan = pass ? plans[best_i] : "";
+    if (fhjit_context_set_option(ctx, "bconv_plan", plan)) die("bconv_plan");
+    double us = time_graph(&s, modup_graph(&s), 1, quick, NULL);
+    printf("%s modup(digit 0) plan %-22s %8.2f us\n", rn, pass ? plan : "(automatic)", us);
+  }
+  if (fhjit_context_set_option(ctx, "bconv_plan", NULL)) die("bconv_plan");
+  set_free(&s);
+}
+
+/* The coefficient-domain automorphism fused into a product under each
+ * pw_plan (A=1: its sources staged in shared memory, lower.c emit_stage),
+ * against the product alone under the same plan; both checked against the
+ * interpreter (time_graph). plans: "P1;P2;.." or NULL for the default list. */
+static void sweep_aut(fhjit_radix radix, int log_n, int quick, const char *list) {
+  static const char *const dflt = "A=0;A=1;A=1,T=128;A=1,T=512;A=1,T=1024;A=0,U=2;A=1,V=2";
+  set s;
+  set_init(&s, radix, log_n);
+  const char *rn = radix == FHJIT_R62 ? "r62" : "r32";
+  const char *p = list ? list : dflt;
+  while (*p) {
+    char plan[64];
+    size_t len = strcspn(p, ";");
+    snprintf(plan, sizeof plan, "%.*s", (int)len, p);
+    p += len + (p[len] == ';');
+    if (fhjit_context_set_option(ctx, "pw_plan", plan)) {
+      printf("%s aut plan \"%s\": refused: %s\n", rn, plan, fhjit_last_error(ctx));
+      failures++;
+      continue;
+    }
+    double alone = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 0), 1, quick, NULL);
+    double fused = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 1), 1, quick, NULL);
+    double plain = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 2), 1, quick, NULL);
+    printf("%s automorphism (coef, k = 125) pw_plan %-16s alone %7.2f us, in mul %7.2f us, mul "
+           "alone %7.2f us: +%.1f%% (target < 5%%)\n",
+           rn, plan, alone, fused, plain, (fused / plain - 1) * 100);
+    bu_json_item("{\"kind\": \"s7_aut_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
+                 "\"pw_plan\": \"%s\", \"alone_us\": %.3f, \"fused_us\": %.3f, "
+                 "\"plain_us\": %.3f}",
+                 rn, log_n, plan, alone, fused, plain);
+  }
+  if (fhjit_context_set_option(ctx, "pw_plan", NULL)) die("pw_plan");
+  set_free(&s);
+}
+
 int main(int argc, char **argv) {
   const char *floors = NULL, *radices = "r62,r32", *json = NULL;
-  int quick = 0;
+  const char *plans = NULL, *aut_plans = NULL;
+  int quick = 0, sweep = 0, sweep_a = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--floors") && i + 1 < argc) floors = argv[++i];
+    else if (!strcmp(argv[i], "--sweep-bconv")) sweep = 1;
+    else if (!strcmp(argv[i], "--bconv-plans") && i + 1 < argc) plans = argv[++i], sweep = 1;
+    else if (!strcmp(argv[i], "--sweep-aut")) sweep_a = 1;
+    else if (!strcmp(argv[i], "--aut-plans") && i + 1 < argc) aut_plans = argv[++i], sweep_a = 1;
     else if (!strcmp(argv[i], "--radix") && i + 1 < argc) radices = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else {
-      fprintf(stderr, "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n",
+      fprintf(stderr,
+              "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n"
+              "          [--sweep-bconv] [--bconv-plans \"V=1,U=2;V=2,S=2;...\"]\n"
+              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"]\n",
               argv[0]);
       return 2;
     }
@@ -197,8 +353,15 @@ int main(int argc, char **argv) {
   if (json && (bu_json = fopen(json, "w")))
     fprintf(bu_json, "{\"fhjit\": \"%s\", \"results\": [", fhjit_version());
   int log_n = quick ? 12 : 16;
-  if (strstr(radices, "r62")) bench_set(FHJIT_R62, log_n, quick);
-  if (strstr(radices, "r32")) bench_set(FHJIT_R32, log_n, quick);
+  if (sweep || sweep_a) {
+    if (sweep && strstr(radices, "r32")) sweep_bconv(FHJIT_R32, log_n, quick, plans);
+    if (sweep && strstr(radices, "r62")) sweep_bconv(FHJIT_R62, log_n, quick, plans);
+    if (sweep_a && strstr(radices, "r32")) sweep_aut(FHJIT_R32, log_n, quick, aut_plans);
+    if (sweep_a && strstr(radices, "r62")) sweep_aut(FHJIT_R62, log_n, quick, aut_plans);
+  } else {
+    if (strstr(radices, "r62")) bench_set(FHJIT_R62, log_n, quick);
+    if (strstr(radices, "r32")) bench_set(FHJIT_R32, log_n, quick);
+  }
   if (bu_json) fprintf(bu_json, "\n]}\n"), fclose(bu_json);
   printf("%s\n", failures ? "FAILED: results differ from the interpreter" : "all results checked");
   fhjit_context_destroy(ctx);

@@ -16,6 +16,11 @@
 #     CKKS operations, issue 17).
 #   bench/session-round.sh ckksbench BUILD OUT
 #     bench/s7-run.sh with ckks_bench only.
+#   bench/session-round.sh s7sweep BUILD OUT
+#     bench/s7-run.sh --sweep-bconv --sweep-aut: the conversion kernel under
+#     each bconv_plan and the coefficient-domain automorphism under pw_plan
+#     A=0/1 (docs/section7.md "Tuning the conversion kernel"), every plan
+#     checked against the interpreter.
 #   bench/session-round.sh bench BUILD OUT
 #     The benchmarks, one after another with the GPU to themselves:
 #     bench/device-run.sh without its test steps (fhjit_bench, compile
@@ -121,9 +126,21 @@ run_bench() {
   return $status
 }
 
+run_s7_sweep() {
+  local rc=0
+  S7_PROGRAMS=s7_bench bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" --sweep-bconv --sweep-aut \
+    >"$LOGS/s7.out" 2>&1 || rc=1
+  mkdir -p "$OUT/results"
+  for f in s7/run.json s7/floors.json s7/s7_bench.json; do
+    [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/sweep_$(basename "$f")"
+  done
+  echo "######## section 7 sweep (bench/s7-run.sh --sweep-bconv --sweep-aut)"; cat "$LOGS/s7.out"
+  return $rc
+}
+
 run_s7_bench() {
   mkdir -p "$OUT/results"
-  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" "$@" >"$LOGS/s7.out" 2>&1
+  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" >"$LOGS/s7.out" 2>&1
   local status=$?
   for f in s7/run.json s7/floors.json s7/s7_bench.json s7/ckks_bench.json; do
     [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
@@ -136,8 +153,9 @@ case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
   s7bench) run_s7_bench; STATUS=$? ;;
-  ckksbench) run_s7_bench ckks_bench; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench BUILD OUT" >&2; exit 2 ;;
+  ckksbench) S7_PROGRAMS=ckks_bench run_s7_bench; STATUS=$? ;;
+  s7sweep) run_s7_sweep; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep BUILD OUT" >&2; exit 2 ;;
 esac
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"

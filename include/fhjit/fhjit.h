@@ -71,6 +71,7 @@ FHJIT_API const char *fhjit_version(void);
  *   "max_values"  FHJIT_MAX_VALUES  the compile-time bound, 1 to 10^8 (docs/limits.md)
  *   "cache"       FHJIT_CACHE       "off" (or 0, no, false): no disk cache (docs/runtime.md)
  *   "cache_dir"   FHJIT_CACHE_DIR   the disk cache's directory, an absolute path
+ *   "bconv_plan"  FHJIT_BCONV_PLAN  conversion kernels' "V=..,T=..,S=..,U=.." (docs/section7.md)
  * value "" is the default (the variable then ignored); value NULL unsets
  * the option (back to the variable). FHJIT_ERR_ARGUMENT, the option
  * unchanged, for an unknown name or a malformed value. */

@@ -762,7 +762,8 @@ static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef
   lw_plan pl;
   LLVMModuleRef sm = NULL;
   fhjit_status st;
-  if ((st = lw_plan_graph(sp->sub, &pl)) || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
+  if (!(st = lw_plan_graph(sp->sub, &pl))) pl.result_offset = sp->dst_off;
+  if (st || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
     return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
                     fhjit_last_error(p->sctx));
   nv_prepare_module(sm, tm);
@@ -977,6 +978,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     g->free_compiled = plan_free_hook;
   }
   an_plan *p = g->compiled;
+  int64_t ws = (int64_t)ir_word_size(g->radix);
   void *scratch[LW_MAX_KERNELS] = {0};
   fhjit_status st = FHJIT_OK;
   for (int s = 0; s < p->nscratch && !st; s++)
@@ -1004,13 +1006,15 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
                            sp->pro_sub ? NULL : buf_ptr(&sp->src, inputs, results, scratch),
-                           buf_ptr(&sp->dst, inputs, results, scratch), extra, threads);
+                           (char *)buf_ptr(&sp->dst, inputs, results, scratch) + sp->dst_off * ws,
+                           extra, threads);
       continue;
     }
     const void *ins[LW_MAX_ARGS];
     void *outs[LW_MAX_ARGS];
     for (int32_t i = 0; i < sp->sub->ninputs; i++) ins[i] = buf_ptr(&sp->in[i], inputs, results, scratch);
-    for (int32_t r = 0; r < sp->sub->nresults; r++) outs[r] = buf_ptr(&sp->out[r], inputs, results, scratch);
+    for (int32_t r = 0; r < sp->sub->nresults; r++)
+      outs[r] = (char *)buf_ptr(&sp->out[r], inputs, results, scratch) + sp->dst_off * ws;
     if (fhjit_run_host(sp->sub, params, pstride, ins, outs, threads))
       st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
                     g->name, fhjit_last_error(p->sctx));

@@ -1,15 +1,19 @@
 /* bconv.c: the basis conversion kernel (bconv.h): plan checks and launch
  * facts, the kernel as LLVM IR for the GPU and the host, and the host JIT.
  *
- * Shape. A block's threads first compute the conversion's constants into
- * shared memory (phase 0: from the parameter table and the bconv table,
- * l + m + l*m entries), then each thread converts `vec` consecutive
- * coefficients of one polynomial (phase 1): it loads the l source words of
- * each once, computes V_i, and walks the m target rows, each an exact sum of
- * l products reduced once, stored dense. Threads of a warp take consecutive
- * coefficients, so loads and stores are coalesced; the constants of target
- * row j are the same for every thread (broadcast shared loads, 16 bytes at
- * a time).
+ * Shape. Each thread first issues the loads of its source words (`vec`
+ * consecutive coefficients of one polynomial, l rows: each word read once
+ * per target-row group), then the block's threads compute the conversion's
+ * constants into shared memory (phase 0: from the parameter table and the
+ * bconv table, l + m + l*m entries, up to 4 per thread with their loads in
+ * flight together), so that both memory latencies overlap; after the
+ * barrier each thread computes V_i and walks its target rows (all m, or
+ * ceil(m / split) of them), `unroll` rows at a time with their sums
+ * interleaved, each an exact sum of l products reduced once, stored dense
+ * (phase 1). Threads of a warp take consecutive coefficients, so loads and
+ * stores are coalesced; the constants of target row j are the same for
+ * every thread (broadcast shared loads, 16 bytes at a time). vec, threads,
+ * split and unroll are the plan's tuning (bconv.h; the bconv_plan option).
  *
  * Exactness (R_w = 2^32 for r32, 2^64 for r62: the word; R = 2^32 / 2^62):
  *  - V_i = REDC(w * a'_i) with the constant form of ntt_emit.c (a'k
@@ -158,11 +162,34 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
     /* 16-byte vectors unless the source words of a thread fill too many
      * registers, or the grid would hold fewer than 2^17 threads (about
      * 1000 per SM of an H200: latency hiding beats wider accesses) */
+    int64_t groups = p->split > 0 ? p->split : 1;
     p->vec = vmax;
     while (p->vec > 1 && (int64_t)p->l * p->vec * (ws == 4 ? 1 : 4) > 48) p->vec /= 2;
-    while (p->vec > 1 && p->polys * (n / p->vec) < (INT64_C(1) << 17)) p->vec /= 2;
+    while (p->vec > 1 && p->polys * groups * (n / p->vec) < (INT64_C(1) << 17)) p->vec /= 2;
   }
-  int64_t items = p->polys * (n / p->vec);
+  if (p->split) {
+    if (p->split < 1 || p->split > p->m)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: split = %d target-row groups (1 .. m = %d)", p->split,
+                      (int)p->m);
+  } else {
+    p->split = 1;
+  }
+  /* no empty group: ceil(m / split) rows each, as many groups as that needs */
+  int32_t per_group = (p->m + p->split - 1) / p->split;
+  p->split = (p->m + per_group - 1) / per_group;
+  if (p->unroll) {
+    if (p->unroll < 1 || p->unroll > 8)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: unroll = %d target rows per iteration (1 .. 8)",
+                      p->unroll);
+  } else {
+    /* r32: two rows' 64-bit sums interleaved hide the multiply-add chain's
+     * latency (registers are plentiful at these grid sizes); r62's
+     * multiply-accumulate is already four independent chains */
+    p->unroll = ws == 4 ? 2 : 1;
+  }
+  int64_t items = p->polys * p->split * (n / p->vec);
   if (p->threads) {
     if (!is_pow2(p->threads) || p->threads < 32 || p->threads > 1024)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -188,6 +215,61 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
   return FHJIT_OK;
 }
 
+/* ---------------------------------------------------------- the tuning */
+
+int lw_bconv_tuning_parse(const char *s, lw_bconv_tuning *t, char *why, size_t why_size) {
+  memset(t, 0, sizeof *t);
+  if (!s || !*s) return 0;
+  while (*s) {
+    char key = *s;
+    if (s[1] != '=') {
+      snprintf(why, why_size, "expected K=value at \"%s\"", s);
+      return -1;
+    }
+    char *end;
+    long v = strtol(s + 2, &end, 10);
+    if (end == s + 2) {
+      snprintf(why, why_size, "%c= needs a number", key);
+      return -1;
+    }
+    if (key == 'V' && (v == 1 || v == 2 || v == 4)) t->vec = (int)v;
+    else if (key == 'T' && v >= 32 && v <= 1024 && is_pow2((uint64_t)v)) t->threads = (int)v;
+    else if (key == 'S' && v >= 1 && v <= LW_BCONV_MAX_M) t->split = (int)v;
+    else if (key == 'U' && v >= 1 && v <= 8) t->unroll = (int)v;
+    else {
+      snprintf(why, why_size,
+               "%c=%ld: V is 1, 2 or 4; T a power of two from 32 to 1024; S 1 to %d; U 1 to 8",
+               key, v, LW_BCONV_MAX_M);
+      return -1;
+    }
+    s = end;
+    if (*s == ',' && s[1]) s++;
+    else if (*s) {
+      snprintf(why, why_size, "expected ',' at \"%s\"", s);
+      return -1;
+    }
+  }
+  return 1;
+}
+
+fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p) {
+  lw_bconv_tuning t;
+  char why[160];
+  const char *text = ir_option(ctx, IR_OPT_BCONV_PLAN);
+  int set = lw_bconv_tuning_parse(text, &t, why, sizeof why);
+  if (set < 0)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
+                    ir_option_label(ctx, IR_OPT_BCONV_PLAN), text, why);
+  if (!set) return FHJIT_OK;
+  /* one setting for every conversion of a graph: clamped to what each
+   * plan can take (16-byte vectors, m target rows) */
+  if (t.vec) p->vec = t.vec * word_bytes(p->radix) > 16 ? 16 / word_bytes(p->radix) : t.vec;
+  if (t.threads) p->threads = (uint32_t)t.threads;
+  if (t.split) p->split = t.split > p->m && p->m >= 1 ? p->m : t.split;
+  if (t.unroll) p->unroll = t.unroll;
+  return FHJIT_OK;
+}
+
 /* ----------------------------------------------------------- the emitter */
 
 typedef struct bc {
@@ -202,6 +284,7 @@ typedef struct bc {
   int V;     /* words of a 16-byte vector */
   LLVMValueRef fn, params, pstride, table, src, dst, smem;
   LLVMValueRef scols, dcols; /* constant i32 arrays: the columns */
+  int32_t scol0, dcol0;      /* the first column when they are consecutive, else -1 */
   LLVMTypeRef scols_ty, dcols_ty;
   LLVMValueRef barrier_fn;
   LLVMTypeRef barrier_ty;
@@ -508,6 +591,36 @@ static LLVMValueRef dot_reduce(bc *E, const tgt *T, LLVMValueRef *v, LLVMValueRe
   return z;
 }
 
+/* z[k] = dot_reduce(T[k], v[k], c[k]) for k < count, r32's sums in
+ * lockstep (one multiply-add of each sum in turn: independent chains for
+ * the scheduler, whatever order ptxas keeps). */
+#define MAX_SUMS 32 /* unroll (8) x vec (4) */
+static void dot_reduce_n(bc *E, const tgt *const *T, LLVMValueRef *const *v,
+                         LLVMValueRef *const *c, int l, int count, LLVMValueRef *z) {
+  if (E->wbits == 64) {
+    for (int k = 0; k < count; k++) z[k] = dot_reduce(E, T[k], v[k], c[k], l);
+    return;
+  }
+  LLVMValueRef s[MAX_SUMS];
+  for (int k = 0; k < count; k++) s[k] = c64(E, 0);
+  int cnt = 0, limit = 16;
+  for (int r = 0; r < l; r++) {
+    if (cnt == limit) {
+      for (int k = 0; k < count; k++) s[k] = fold32(E, T[k], s[k]);
+      cnt = 0, limit = 12;
+    }
+    for (int k = 0; k < count; k++) s[k] = madwide32(E, v[k][r], c[k][r], s[k]);
+    cnt++;
+  }
+  LLVMValueRef x[MAX_SUMS], m[MAX_SUMS];
+  for (int k = 0; k < count; k++) x[k] = fold32(E, T[k], s[k]);
+  for (int k = 0; k < count; k++) m[k] = LLVMBuildMul(E->b, trunc_to(E, x[k], E->i32), T[k]->k, "m");
+  for (int k = 0; k < count; k++) {
+    LLVMValueRef u = madwide32(E, m[k], T[k]->t, x[k]);
+    z[k] = csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T[k]->t);
+  }
+}
+
 /* ----------------------------------------------------------- loops */
 
 typedef struct loop {
@@ -545,9 +658,15 @@ static LLVMValueRef param(bc *E, int row, LLVMValueRef col) {
   return load_at(E, E->W, E->params, idx, walign(E), "");
 }
 
-static LLVMValueRef column(bc *E, LLVMValueRef arr, LLVMTypeRef arr_ty, LLVMValueRef i) {
+/* Column i (i64) of the source (dst 0) or target (dst 1) columns: an add
+ * when they are consecutive chain positions, else a load from the
+ * constant array. */
+static LLVMValueRef column(bc *E, int dst, LLVMValueRef i) {
+  int32_t first = dst ? E->dcol0 : E->scol0;
+  if (first >= 0) return LLVMBuildNUWAdd(E->b, i, c64(E, (uint64_t)first), "col");
   LLVMValueRef idx[2] = {c64(E, 0), i};
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, arr_ty, arr, idx, 2, "");
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, dst ? E->dcols_ty : E->scols_ty,
+                                         dst ? E->dcols : E->scols, idx, 2, "");
   LLVMValueRef v = LLVMBuildLoad2(E->b, E->i32, p, "col");
   LLVMSetAlignment(v, 4);
   return zext(E, v, E->i64);
@@ -570,86 +689,131 @@ static void sstore(bc *E, LLVMValueRef v, LLVMValueRef idx) {
   store_at(E, v, E->smem, idx, walign(E));
 }
 
+/* One phase-0 item: its words and their shared indices (at most 4). */
+typedef struct item_out {
+  LLVMValueRef val[4], at[4];
+  int n;
+} item_out;
+typedef void (*item_fn)(bc *E, LLVMValueRef idx, item_out *o);
+
+/* Source row idx: a' (or 4a'), its constant, s. */
+static void src_item(bc *E, LLVMValueRef idx, item_out *o) {
+  const lw_bconv_plan *p = E->P;
+  LLVMValueRef s, k;
+  modulus(E, column(E, 0, idx), &s, &k);
+  LLVMValueRef a = cw(E, 0), ak = cw(E, 0);
+  if (!p->lift) {
+    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, idx, c64(E, (uint64_t)p->table_offset), "");
+    a = load_at(E, E->W, E->table, ti, walign(E), "a");
+    /* Montgomery input: a' = canon(REDC(a * 1)) = h^-1 mod s */
+    if (p->mont) a = csub(E, redc_mul(E, a, cw(E, 1), s, k), s);
+    if (E->wbits == 64) {
+      LLVMValueRef k4 = LLVMBuildShl(E->b, k, cw(E, 2), "");
+      ak = LLVMBuildMul(E->b, a, k4, "ak4");
+      a = LLVMBuildShl(E->b, a, cw(E, 2), "a4");
+    } else {
+      ak = LLVMBuildMul(E->b, a, k, "ak");
+    }
+  }
+  LLVMValueRef f[3] = {a, ak, s};
+  for (int j = 0; j < 3; j++) o->val[j] = f[j], o->at[j] = shared_idx(E, 0, idx, SRC_WORDS, j);
+  o->n = 3;
+}
+
+/* Target row idx: r32 (t, k, 2^32 mod t, h mod t); r62 (t, k64, h mod t, 0). */
+static void tgt_item(bc *E, LLVMValueRef idx, item_out *o) {
+  const lw_bconv_plan *p = E->P;
+  LLVMValueRef t, k;
+  modulus(E, column(E, 1, idx), &t, &k);
+  LLVMValueRef f[4] = {t, k, cw(E, 0), cw(E, 0)};
+  if (E->wbits == 64) {
+    /* k64 = -t^-1 mod 2^64 from t^-1 mod 2^62 by one Newton step */
+    LLVMValueRef y = LLVMBuildAnd(E->b, LLVMBuildNeg(E->b, k, ""), cw(E, (UINT64_C(1) << 62) - 1), "");
+    y = LLVMBuildMul(E->b, y, LLVMBuildSub(E->b, cw(E, 2), LLVMBuildMul(E->b, t, y, ""), ""), "");
+    f[1] = LLVMBuildNeg(E->b, y, "k64");
+  } else {
+    /* 2^32 mod t = (2^32 - t) mod t */
+    f[2] = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "r1");
+  }
+  if (p->lift) {
+    LLVMValueRef q, qk;
+    modulus(E, column(E, 0, c64(E, 0)), &q, &qk);
+    f[E->wbits == 64 ? 2 : 3] = LLVMBuildURem(E->b, LLVMBuildLShr(E->b, q, cw(E, 1), ""), t, "hm");
+  }
+  for (int j = 0; j < 4; j++) o->val[j] = f[j], o->at[j] = shared_idx(E, tgt_base(p), idx, TGT_WORDS, j);
+  o->n = 4;
+}
+
+/* Product constant idx = j l + i, target-row major. */
+static void c_item(bc *E, LLVMValueRef idx, item_out *o) {
+  const lw_bconv_plan *p = E->P;
+  int64_t l = p->l;
+  LLVMValueRef j = l == 1 ? idx : LLVMBuildUDiv(E->b, idx, c64(E, (uint64_t)l), "j");
+  LLVMValueRef i = l == 1 ? c64(E, 0) : LLVMBuildURem(E->b, idx, c64(E, (uint64_t)l), "i");
+  LLVMValueRef col = column(E, 1, j), t, k, cv;
+  modulus(E, col, &t, &k);
+  if (p->lift) {
+    /* R mod t (r62 scaled: 4R = 2^64 mod t): with V = c', the sum
+     * reduces to c' mod t */
+    cv = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "rt");
+  } else {
+    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, idx, c64(E, (uint64_t)(p->table_offset + l)), "");
+    cv = load_at(E, E->W, E->table, ti, walign(E), "c");
+    /* Montgomery output: c' = canon(REDC(c R^2)) = c R mod t */
+    if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, col), t, k), t);
+    /* r62: c'' = 4c' mod t (the reduction divides by 2^64, not R) */
+    if (E->wbits == 64) {
+      cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
+      cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
+    }
+  }
+  o->val[0] = cv;
+  o->at[0] = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, j, c64(E, (uint64_t)crow_words(p)), ""),
+                             LLVMBuildNUWAdd(E->b, i, c64(E, (uint64_t)c_base(p)), ""), "");
+  o->n = 1;
+}
+
+/* Items [0, count) over the block's threads: thread tid takes tid, tid +
+ * threads, ... Up to 4 of a thread's items are computed straight-line from
+ * clamped (always valid) indices before any is stored, so their global
+ * loads are in flight together: phase 0 costs about one load latency, not
+ * one per item; the stores of items past count are skipped. */
+static void for_items(bc *E, LLVMValueRef t64, int64_t count, item_fn fn) {
+  int64_t T = E->P->threads, K = (count + T - 1) / T;
+  if (count <= 0) return;
+  int C = K < 4 ? (int)K : 4;
+  int64_t chunks = (K + C - 1) / C;
+  loop L;
+  LLVMValueRef base = t64;
+  if (chunks > 1) {
+    L = loop_begin(E, c64(E, 0), c64(E, (uint64_t)chunks), "chunk");
+    base = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)(C * T)), ""), t64, "");
+  }
+  item_out o[4];
+  LLVMValueRef ok[4];
+  for (int k = 0; k < C; k++) {
+    LLVMValueRef idx = LLVMBuildNUWAdd(E->b, base, c64(E, (uint64_t)(k * T)), "item");
+    ok[k] = LLVMBuildICmp(E->b, LLVMIntULT, idx, c64(E, (uint64_t)count), "");
+    fn(E, umin(E, idx, c64(E, (uint64_t)(count - 1))), &o[k]);
+  }
+  for (int k = 0; k < C; k++) {
+    LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(E->c, E->fn, "store");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->c, E->fn, "");
+    LLVMBuildCondBr(E->b, ok[k], st, next);
+    LLVMPositionBuilderAtEnd(E->b, st);
+    for (int j = 0; j < o[k].n; j++) sstore(E, o[k].val[j], o[k].at[j]);
+    LLVMBuildBr(E->b, next);
+    LLVMPositionBuilderAtEnd(E->b, next);
+  }
+  if (chunks > 1) loop_end(E, &L, c64(E, 1), c64(E, (uint64_t)chunks));
+}
+
 static void emit_phase0(bc *E, LLVMValueRef tid) {
   const lw_bconv_plan *p = E->P;
-  LLVMValueRef step = c64(E, p->threads), t64 = zext(E, tid, E->i64);
-  int64_t l = p->l, m = p->m, tb = tgt_base(p), tw = TGT_WORDS, cb = c_base(p),
-          cr = crow_words(p);
-  /* source rows: a' (or 4a'), its constant, s */
-  loop L = loop_begin(E, t64, c64(E, (uint64_t)l), "src_const");
-  {
-    LLVMValueRef s, k;
-    modulus(E, column(E, E->scols, E->scols_ty, L.iv), &s, &k);
-    LLVMValueRef a = cw(E, 0), ak = cw(E, 0);
-    if (!p->lift) {
-      LLVMValueRef ti = LLVMBuildNUWAdd(E->b, L.iv, c64(E, (uint64_t)p->table_offset), "");
-      a = load_at(E, E->W, E->table, ti, walign(E), "a");
-      /* Montgomery input: a' = canon(REDC(a * 1)) = h^-1 mod s */
-      if (p->mont) a = csub(E, redc_mul(E, a, cw(E, 1), s, k), s);
-      if (E->wbits == 64) {
-        LLVMValueRef k4 = LLVMBuildShl(E->b, k, cw(E, 2), "");
-        ak = LLVMBuildMul(E->b, a, k4, "ak4");
-        a = LLVMBuildShl(E->b, a, cw(E, 2), "a4");
-      } else {
-        ak = LLVMBuildMul(E->b, a, k, "ak");
-      }
-    }
-    sstore(E, a, shared_idx(E, 0, L.iv, SRC_WORDS, 0));
-    sstore(E, ak, shared_idx(E, 0, L.iv, SRC_WORDS, 1));
-    sstore(E, s, shared_idx(E, 0, L.iv, SRC_WORDS, 2));
-  }
-  loop_end(E, &L, step, c64(E, (uint64_t)l));
-  /* target rows */
-  L = loop_begin(E, t64, c64(E, (uint64_t)m), "tgt_const");
-  {
-    LLVMValueRef t, k;
-    modulus(E, column(E, E->dcols, E->dcols_ty, L.iv), &t, &k);
-    /* r32: (t, k, 2^32 mod t, h mod t); r62: (t, k64, h mod t, 0) */
-    LLVMValueRef f[4] = {t, k, cw(E, 0), cw(E, 0)};
-    if (E->wbits == 64) {
-      /* k64 = -t^-1 mod 2^64 from t^-1 mod 2^62 by one Newton step */
-      LLVMValueRef y = LLVMBuildAnd(E->b, LLVMBuildNeg(E->b, k, ""), cw(E, (UINT64_C(1) << 62) - 1), "");
-      y = LLVMBuildMul(E->b, y, LLVMBuildSub(E->b, cw(E, 2), LLVMBuildMul(E->b, t, y, ""), ""), "");
-      f[1] = LLVMBuildNeg(E->b, y, "k64");
-    } else {
-      /* 2^32 mod t = (2^32 - t) mod t */
-      f[2] = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "r1");
-    }
-    if (p->lift) {
-      LLVMValueRef q, qk;
-      modulus(E, column(E, E->scols, E->scols_ty, c64(E, 0)), &q, &qk);
-      f[E->wbits == 64 ? 2 : 3] = LLVMBuildURem(E->b, LLVMBuildLShr(E->b, q, cw(E, 1), ""), t, "hm");
-    }
-    for (int j = 0; j < 4; j++) sstore(E, f[j], shared_idx(E, tb, L.iv, tw, j));
-  }
-  loop_end(E, &L, step, c64(E, (uint64_t)m));
-  /* the products' constants, target-row major */
-  L = loop_begin(E, t64, c64(E, (uint64_t)(l * m)), "c_const");
-  {
-    LLVMValueRef j = l == 1 ? L.iv : LLVMBuildUDiv(E->b, L.iv, c64(E, (uint64_t)l), "j");
-    LLVMValueRef i = l == 1 ? c64(E, 0) : LLVMBuildURem(E->b, L.iv, c64(E, (uint64_t)l), "i");
-    LLVMValueRef col = column(E, E->dcols, E->dcols_ty, j), t, k, cv;
-    modulus(E, col, &t, &k);
-    if (p->lift) {
-      /* R mod t (r62 scaled: 4R = 2^64 mod t): with V = c', the sum
-       * reduces to c' mod t */
-      cv = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "rt");
-    } else {
-      LLVMValueRef ti = LLVMBuildNUWAdd(E->b, L.iv, c64(E, (uint64_t)(p->table_offset + l)), "");
-      cv = load_at(E, E->W, E->table, ti, walign(E), "c");
-      /* Montgomery output: c' = canon(REDC(c R^2)) = c R mod t */
-      if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, col), t, k), t);
-      /* r62: c'' = 4c' mod t (the reduction divides by 2^64, not R) */
-      if (E->wbits == 64) {
-        cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
-        cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
-      }
-    }
-    LLVMValueRef si = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, j, c64(E, (uint64_t)cr), ""),
-                                      LLVMBuildNUWAdd(E->b, i, c64(E, (uint64_t)cb), ""), "");
-    sstore(E, cv, si);
-  }
-  loop_end(E, &L, step, c64(E, (uint64_t)(l * m)));
+  LLVMValueRef t64 = zext(E, tid, E->i64);
+  for_items(E, t64, p->l, src_item);
+  for_items(E, t64, p->m, tgt_item);
+  for_items(E, t64, (int64_t)p->l * p->m, c_item);
 }
 
 /* ------------------------------------------------------------ phase 1 */
@@ -674,23 +838,37 @@ static int src_vectorizable(const lw_bconv_plan *p) {
   return 1;
 }
 
-static void emit_phase1(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
+/* A thread's phase-1 state: its work item (coefficient group i0 of
+ * polynomial poly, target-row group g) and its source words. */
+typedef struct p1 {
+  LLVMValueRef item, poly, g, i0;
+  LLVMValueRef w[LW_BCONV_MAX_L][4];
+} p1;
+
+/* The work item and its source words. Issued before phase 0 on the GPU:
+ * the words' memory latency overlaps the constants' (a thread past the
+ * last item loads the last item's words and stores nothing). */
+static void phase1_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1 *S) {
   const lw_bconv_plan *p = E->P;
   int l = p->l, vec = p->vec;
   int64_t n = INT64_C(1) << p->log_n, per = n / vec;
-  int64_t items = p->polys * per;
-  LLVMValueRef item = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, blk, c64(E, p->threads), ""),
-                                      zext(E, tid, E->i64), "item");
-  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, E->fn, "work");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "done");
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, item, c64(E, (uint64_t)items), ""), work,
-                  done);
-  LLVMPositionBuilderAtEnd(E->b, work);
-  LLVMValueRef poly = LLVMBuildUDiv(E->b, item, c64(E, (uint64_t)per), "poly");
-  LLVMValueRef i0 = LLVMBuildNUWMul(E->b, LLVMBuildURem(E->b, item, c64(E, (uint64_t)per), ""),
-                                    c64(E, (uint64_t)vec), "i0");
+  int64_t items = p->polys * p->split * per;
+  S->item = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, blk, c64(E, p->threads), ""),
+                            zext(E, tid, E->i64), "item");
+  LLVMValueRef item = umin(E, S->item, c64(E, (uint64_t)(items - 1)));
+  LLVMValueRef rest = LLVMBuildUDiv(E->b, item, c64(E, (uint64_t)per), "");
+  S->i0 = LLVMBuildNUWMul(E->b, LLVMBuildURem(E->b, item, c64(E, (uint64_t)per), ""),
+                          c64(E, (uint64_t)vec), "i0");
+  if (p->split > 1) {
+    S->g = LLVMBuildURem(E->b, rest, c64(E, (uint64_t)p->split), "g");
+    S->poly = LLVMBuildUDiv(E->b, rest, c64(E, (uint64_t)p->split), "poly");
+  } else {
+    S->g = c64(E, 0);
+    S->poly = rest;
+  }
   /* the polynomial's source offset: coordinates in the view's index space */
-  LLVMValueRef off = c64(E, (uint64_t)p->src_offset), rest = poly;
+  LLVMValueRef off = c64(E, (uint64_t)p->src_offset);
+  rest = S->poly;
   for (int a = p->src_nax - 1; a >= 0; a--) {
     LLVMValueRef ext = c64(E, (uint64_t)p->src_ext[a]);
     LLVMValueRef coord = a == 0 ? rest : LLVMBuildURem(E->b, rest, ext, "");
@@ -698,71 +876,130 @@ static void emit_phase1(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
     if (p->src_ext[a] > 1)
       off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, coord, c64(E, (uint64_t)p->src_stride[a]), ""), "");
   }
-  off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, i0, c64(E, (uint64_t)p->src_index_stride), ""), "off");
-  /* the source words, then V (or lift's c') */
-  LLVMValueRef v[LW_BCONV_MAX_L][4];
+  off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, S->i0, c64(E, (uint64_t)p->src_index_stride), ""), "off");
   int vload = E->target == LW_GPU && src_vectorizable(p);
   LLVMTypeRef vt = LLVMVectorType(E->W, (unsigned)vec);
   for (int r = 0; r < l; r++) {
     LLVMValueRef roff = LLVMBuildAdd(E->b, off, c64(E, (uint64_t)(r * p->src_row_stride)), "");
-    LLVMValueRef w[4];
     if (vload) {
       LLVMValueRef x = load_at(E, vt, E->src, roff, (unsigned)(vec * E->wbits / 8), "w");
-      for (int e = 0; e < vec; e++) w[e] = LLVMBuildExtractElement(E->b, x, c32(E, (uint64_t)e), "");
+      for (int e = 0; e < vec; e++)
+        S->w[r][e] = LLVMBuildExtractElement(E->b, x, c32(E, (uint64_t)e), "");
     } else {
       for (int e = 0; e < vec; e++) {
         LLVMValueRef at = LLVMBuildAdd(E->b, roff, c64(E, (uint64_t)(e * p->src_index_stride)), "");
-        w[e] = load_at(E, E->W, E->src, at, walign(E), "w");
+        S->w[r][e] = load_at(E, E->W, E->src, at, walign(E), "w");
       }
     }
+  }
+}
+
+/* `rows` consecutive target rows from row j: their sums for each of the
+ * thread's coefficients in lockstep, then their stores. */
+static void target_rows(bc *E, LLVMValueRef v[][4], LLVMValueRef dbase, LLVMValueRef j,
+                        int rows) {
+  const lw_bconv_plan *p = E->P;
+  int l = p->l, vec = p->vec;
+  int64_t n = INT64_C(1) << p->log_n;
+  LLVMValueRef tf[8][8], cv[8][LW_BCONV_MAX_L + 4], col[4][LW_BCONV_MAX_L];
+  tgt T[8];
+  const tgt *Tp[MAX_SUMS];
+  LLVMValueRef *vp[MAX_SUMS], *cp[MAX_SUMS], z[MAX_SUMS];
+  for (int e = 0; e < vec; e++)
+    for (int r = 0; r < l; r++) col[e][r] = v[r][e];
+  for (int u = 0; u < rows; u++) {
+    LLVMValueRef ju = u ? LLVMBuildNUWAdd(E->b, j, c64(E, (uint64_t)u), "") : j;
+    sload_words(E, shared_idx(E, tgt_base(p), ju, TGT_WORDS, 0), TGT_WORDS, tf[u]);
+    T[u] = (tgt){tf[u][0], tf[u][1], tf[u][2], E->wbits == 64 ? tf[u][2] : tf[u][3]};
+    sload_words(E, shared_idx(E, c_base(p), ju, crow_words(p), 0), l, cv[u]);
+    for (int e = 0; e < vec; e++) {
+      Tp[u * vec + e] = &T[u];
+      vp[u * vec + e] = col[e];
+      cp[u * vec + e] = cv[u];
+    }
+  }
+  dot_reduce_n(E, Tp, vp, cp, l, rows * vec, z);
+  LLVMTypeRef vt = LLVMVectorType(E->W, (unsigned)vec);
+  for (int u = 0; u < rows; u++) {
+    LLVMValueRef *zu = z + u * vec;
+    if (p->lift) /* Z - (h mod t), + t when negative */
+      for (int e = 0; e < vec; e++) {
+        LLVMValueRef d = LLVMBuildSub(E->b, zu[e], T[u].hm, "");
+        LLVMValueRef d2 = LLVMBuildAdd(E->b, d, T[u].t, "");
+        zu[e] = E->wbits == 32 ? umin(E, d, d2)
+                               : LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntULT, zu[e], T[u].hm, ""),
+                                                 d2, d, "");
+      }
+    LLVMValueRef ju = u ? LLVMBuildNUWAdd(E->b, j, c64(E, (uint64_t)u), "") : j;
+    LLVMValueRef at = LLVMBuildNUWAdd(E->b, dbase, LLVMBuildNUWMul(E->b, ju, c64(E, (uint64_t)n), ""), "");
+    if (vec > 1 && E->target == LW_GPU) {
+      LLVMValueRef x = LLVMGetUndef(vt);
+      for (int e = 0; e < vec; e++) x = LLVMBuildInsertElement(E->b, x, zu[e], c32(E, (uint64_t)e), "");
+      store_at(E, x, E->dst, at, (unsigned)(vec * E->wbits / 8));
+    } else {
+      for (int e = 0; e < vec; e++)
+        store_at(E, zu[e], E->dst, LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)e), ""), walign(E));
+    }
+  }
+}
+
+/* After phase 0: V of the source words, then the thread's target rows
+ * [g mc, min((g + 1) mc, m)), mc = ceil(m / split), `unroll` at a time
+ * and the rest one by one. */
+static void phase1_compute(bc *E, p1 *S) {
+  const lw_bconv_plan *p = E->P;
+  int l = p->l, vec = p->vec, U = p->unroll;
+  int64_t n = INT64_C(1) << p->log_n, per = n / vec;
+  int64_t items = p->polys * p->split * per;
+  int64_t mc = (p->m + p->split - 1) / p->split;
+  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, E->fn, "work");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "done");
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, S->item, c64(E, (uint64_t)items), ""), work,
+                  done);
+  LLVMPositionBuilderAtEnd(E->b, work);
+  LLVMValueRef v[LW_BCONV_MAX_L][4];
+  for (int r = 0; r < l; r++) {
     LLVMValueRef sc[SRC_WORDS];
     for (int f = 0; f < SRC_WORDS; f++)
       sc[f] = load_at(E, E->W, E->smem, c64(E, (uint64_t)(r * SRC_WORDS + f)), walign(E), "");
     for (int e = 0; e < vec; e++) {
       if (p->lift) {
         LLVMValueRef q = sc[2], h = LLVMBuildLShr(E->b, q, cw(E, 1), "h");
-        LLVMValueRef cc = csub(E, w[e], q);
+        LLVMValueRef cc = csub(E, S->w[r][e], q);
         v[r][e] = csub(E, LLVMBuildNUWAdd(E->b, cc, h, ""), q);
       } else {
-        LLVMValueRef u = redc_const(E, w[e], sc[0], sc[1], sc[2]);
+        LLVMValueRef u = redc_const(E, S->w[r][e], sc[0], sc[1], sc[2]);
         v[r][e] = E->wbits == 64 ? csub(E, u, sc[2]) : u;
       }
     }
   }
-  /* target rows */
-  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, poly, c64(E, (uint64_t)(p->m * n)), ""),
-                                       i0, "dbase");
-  loop L = loop_begin(E, c64(E, 0), c64(E, (uint64_t)p->m), "tgt");
-  {
-    LLVMValueRef tf[8], cv[LW_BCONV_MAX_L + 4];
-    int tw = TGT_WORDS;
-    sload_words(E, shared_idx(E, tgt_base(p), L.iv, tw, 0), tw, tf);
-    tgt T = {tf[0], tf[1], tf[2], E->wbits == 64 ? tf[2] : tf[3]};
-    sload_words(E, shared_idx(E, c_base(p), L.iv, crow_words(p), 0), l, cv);
-    LLVMValueRef z[4];
-    for (int e = 0; e < vec; e++) {
-      LLVMValueRef col[LW_BCONV_MAX_L];
-      for (int r = 0; r < l; r++) col[r] = v[r][e];
-      z[e] = dot_reduce(E, &T, col, cv, l);
-      if (p->lift) { /* Z - (h mod t), + t when negative */
-        LLVMValueRef d = LLVMBuildSub(E->b, z[e], T.hm, "");
-        LLVMValueRef d2 = LLVMBuildAdd(E->b, d, T.t, "");
-        z[e] = E->wbits == 32 ? umin(E, d, d2)
-                              : LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntULT, z[e], T.hm, ""),
-                                                d2, d, "");
-      }
-    }
-    LLVMValueRef at = LLVMBuildNUWAdd(E->b, dbase, LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)n), ""), "");
-    if (vec > 1 && E->target == LW_GPU) {
-      LLVMValueRef x = LLVMGetUndef(vt);
-      for (int e = 0; e < vec; e++) x = LLVMBuildInsertElement(E->b, x, z[e], c32(E, (uint64_t)e), "");
-      store_at(E, x, E->dst, at, (unsigned)(vec * E->wbits / 8));
+  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, S->poly, c64(E, (uint64_t)(p->m * n)), ""),
+                                       S->i0, "dbase");
+  LLVMValueRef jb = c64(E, 0), je = c64(E, (uint64_t)p->m);
+  if (p->split > 1) {
+    jb = LLVMBuildNUWMul(E->b, S->g, c64(E, (uint64_t)mc), "jb");
+    je = umin(E, LLVMBuildNUWAdd(E->b, jb, c64(E, (uint64_t)mc), ""), c64(E, (uint64_t)p->m));
+  }
+  LLVMValueRef jm = je; /* the end of the unrolled rows */
+  if (U > 1) {
+    if (p->split > 1) {
+      LLVMValueRef cnt = LLVMBuildNUWSub(E->b, je, jb, "");
+      cnt = LLVMBuildNUWMul(E->b, LLVMBuildUDiv(E->b, cnt, c64(E, (uint64_t)U), ""), c64(E, (uint64_t)U), "");
+      jm = LLVMBuildNUWAdd(E->b, jb, cnt, "jm");
     } else {
-      for (int e = 0; e < vec; e++)
-        store_at(E, z[e], E->dst, LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)e), ""), walign(E));
+      jm = c64(E, (uint64_t)(p->m / U * U));
     }
   }
-  loop_end(E, &L, c64(E, 1), c64(E, (uint64_t)p->m));
+  if (U == 1 || p->split > 1 || p->m >= U) {
+    loop L = loop_begin(E, jb, jm, "tgt");
+    target_rows(E, v, dbase, L.iv, U);
+    loop_end(E, &L, c64(E, (uint64_t)U), jm);
+  }
+  if (U > 1 && (p->split > 1 || p->m % U)) {
+    loop L = loop_begin(E, jm, je, "tgt_rest");
+    target_rows(E, v, dbase, L.iv, 1);
+    loop_end(E, &L, c64(E, 1), je);
+  }
   LLVMBuildBr(E->b, done);
   LLVMPositionBuilderAtEnd(E->b, done);
 }
@@ -804,6 +1041,12 @@ static LLVMValueRef col_array(bc *E, const char *name, const char *suffix, const
   return g;
 }
 
+static int32_t consecutive(const int32_t *cols, int32_t n) {
+  for (int32_t i = 1; i < n; i++)
+    if (cols[i] != cols[0] + i) return -1;
+  return cols[0];
+}
+
 static void build_gpu(bc *E, const char *name) {
   LLVMTypeRef types[5];
   kernel_types(E, types);
@@ -823,9 +1066,11 @@ static void build_gpu(bc *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
+  p1 S;
+  phase1_load(E, tid, blk, &S);
   emit_phase0(E, tid);
   LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  emit_phase1(E, tid, blk);
+  phase1_compute(E, &S);
   LLVMBuildRetVoid(E->b);
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
                            LLVMValueAsMetadata(c32(E, E->P->threads))};
@@ -857,7 +1102,9 @@ static void build_host(bc *E, const char *name) {
   emit_phase0(E, T.iv);
   loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
   T = loop_begin(E, c32(E, 0), c32(E, E->P->threads), "thread1");
-  emit_phase1(E, T.iv, B.iv);
+  p1 S;
+  phase1_load(E, T.iv, B.iv, &S);
+  phase1_compute(E, &S);
   loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
   loop_end(E, &B, c64(E, 1), end);
   LLVMBuildRetVoid(E->b);
@@ -887,7 +1134,8 @@ fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_targe
     snprintf(sym, sizeof sym, "%s%s", name, suffixes[i]);
     if (lw_symbol_taken(m, sym)) return lw_duplicate_symbol(ctx, sym);
   }
-  SP_ASSERT(p->blocks > 0 && p->vec >= 1 && p->threads >= 32); /* lw_bconv_plan_make's */
+  SP_ASSERT(p->blocks > 0 && p->vec >= 1 && p->threads >= 32 && p->split >= 1 &&
+            p->unroll >= 1); /* lw_bconv_plan_make's */
   bc E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m};
   E.b = LLVMCreateBuilderInContext(c);
   E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
@@ -900,6 +1148,8 @@ fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_targe
   E.voidt = LLVMVoidTypeInContext(c);
   E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
   E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
+  E.scol0 = consecutive(p->src_cols, p->l);
+  E.dcol0 = consecutive(p->dst_cols, p->m);
   E.scols = col_array(&E, name, ".scols", p->src_cols, p->l, &E.scols_ty);
   E.dcols = col_array(&E, name, ".dcols", p->dst_cols, p->m, &E.dcols_ty);
   if (target == LW_GPU) {

@@ -52,15 +52,25 @@ typedef struct lw_bconv_plan {
    * lw_bconv_host_create only (not kept) */
   const int32_t *src_cols, *dst_cols;
   /* Tuning, 0 = automatic (lw_bconv_plan_make fills them): coefficients per
-   * thread (1, 2 or 4, at most 16 bytes of words) and threads per block (a
-   * power of two, 32..1024). */
+   * thread (1, 2 or 4, at most 16 bytes of words), threads per block (a
+   * power of two, 32..1024), target-row groups (split: a thread converts
+   * its coefficients to ceil(m / split) of the target rows, so split
+   * threads share a coefficient group, each computing its V_i; 1..m,
+   * lowered so that no group is empty) and target rows per loop iteration
+   * (unroll: that many rows' sums interleaved, 1..8). */
   int vec;
   uint32_t threads;
+  int split, unroll;
   /* launch facts, set by lw_bconv_plan_make: a 1-D grid of `blocks` blocks
    * of `threads` threads; shared_bytes of static shared memory (the kernel
    * declares it: launch with 0 dynamic bytes) */
   uint32_t blocks, shared_bytes;
 } lw_bconv_plan;
+
+/* Applies the context's tuning (bconv_plan, lower.h's lw_bconv_tuning)
+ * to plan p before lw_bconv_plan_make: FHJIT_ERR_ARGUMENT when it is
+ * malformed. */
+fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p);
 
 /* Validates the plan and sets vec and threads (when 0), blocks and
  * shared_bytes. Errors (recorded on ctx): FHJIT_ERR_ARGUMENT (a malformed

@@ -39,6 +39,8 @@
 
 int lw_force_idx64;
 
+#define LW_MAX_STAGE 8 /* staged automorphism operands per kernel (emit_stage) */
+
 /* ------------------------------------------------------------------ plan */
 
 static int nc_of(const ir_node *n) { return n->type.comps > 1 ? n->type.comps : 1; }
@@ -329,6 +331,15 @@ typedef struct lw {
   int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
   int32_t reg_input;      /* >= 0: this input's value is the eval function's last argument */
   LLVMValueRef reg_value; /* (lw_build_eval_reg, NTT epilogues: no load) */
+  LLVMValueRef group;     /* the body's group argument */
+  /* automorphisms read from shared memory (emit_stage): node, component,
+   * the block's staged words */
+  int nstage;
+  struct {
+    fhjit_value v;
+    int c;
+    LLVMValueRef arr;
+  } stage[LW_MAX_STAGE];
 } lw;
 
 static fhjit_status oom(lw *L) {
@@ -820,6 +831,24 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
   const ictx *cx = &L->ctx[x];
   int64_t N = n->type.n, k = n->attr[0];
   int coef = n->type.domain == FHJIT_DOMAIN_COEF;
+  for (int s = 0; s < L->nstage && x == 0 && coef; s++) {
+    if (L->stage[s].v != (fhjit_value)(n - g->nodes) || L->stage[s].c != c) continue;
+    /* the block's words, in output order: this thread's V at i mod S */
+    LLVMValueRef at = LLVMBuildURem(b, to64(L, cx->idx[0]), ci64(L, (int64_t)L->p->block * V), "");
+    LLVMValueRef idx[2] = {ci64(L, 0), at};
+    LLVMTypeRef aty = LLVMArrayType2(L->word, (uint64_t)((int64_t)L->p->block * V));
+    LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, aty, L->stage[s].arr, idx, 2, "");
+    if (V > 1) {
+      LLVMValueRef w = LLVMBuildLoad2(b, L->vect, ptr, "");
+      LLVMSetAlignment(w, (unsigned)(V * (L->wbits == 32 ? 4 : 8)));
+      for (int l = 0; l < V; l++)
+        out[l] = LLVMBuildExtractElement(b, w, LLVMConstInt(L->i32, (uint64_t)l, 0), name);
+    } else {
+      out[0] = LLVMBuildLoad2(b, L->word, ptr, name);
+      LLVMSetAlignment(out[0], (unsigned)(L->wbits == 32 ? 4 : 8));
+    }
+    return;
+  }
   int pow2 = (N & (N - 1)) == 0, bits = 0;
   while ((INT64_C(1) << bits) < N) bits++;
   lw_lanes ln = {.x = NULL};
@@ -1048,6 +1077,7 @@ static void emit_value(lw *L, int x, fhjit_value v, int c) {
 static void decompose(lw *L, LLVMValueRef group) {
   const lw_plan *p = L->p;
   LLVMBuilderRef b = L->b;
+  L->group = group;
   LLVMValueRef off = p->vec > 1 ? LLVMBuildNUWMul(b, group, cidx(L, p->vec), "offset") : group;
   int outer = -1; /* the outermost walk axis of extent > 1 */
   for (int a = 0; a < p->nbatch; a++)
@@ -1100,6 +1130,8 @@ static void store_results(lw *L) {
     LLVMValueRef cond = NULL;
     int shift = p->nbatch - t->nbatch;
     LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, L->row64, ci64(L, p->n), ""), to64(L, L->i), "");
+    if (p->result_offset && L->target == LW_GPU)
+      off = LLVMBuildNUWAdd(b, off, ci64(L, p->result_offset), "");
     for (int a = 0; a < p->nbatch; a++) {
       if (!L->coord[a]) continue;
       int ra = a - shift;
@@ -1180,6 +1212,142 @@ static void mark_body(lw *L) {
   }
 }
 
+/* Coefficient-domain automorphisms through shared memory (the GPU kernel,
+ * FHJIT_PW_PLAN A=1). Per-lane loads of x[o k^-1] put every lane of a warp
+ * in its own 32-byte sector (sources of consecutive outputs are k^-1
+ * apart). But sources j and j + 1 feed outputs o and o + delta, delta =
+ * +-k mod N: a block's S = T V consecutive outputs [B0, B0 + S) read delta
+ * runs of about S / delta consecutive sources. So the block first loads its
+ * S words in source order (slot p = v T + tid, p -> (r, m) -> output offset
+ * d = r + delta m, run r of length ceil((S - r) / delta): consecutive slots,
+ * consecutive sources, a bijection of [0, S)), applies canon / neg, stores
+ * word d of a shared array, and after a barrier each thread reads its V
+ * words at i mod S in one vector load; the kernel's other accesses keep
+ * their order. Applies when the grid is exact (every thread reaches the
+ * barrier), S divides N (a block stays in one row), N is a power of two,
+ * U = 1, the automorphism is read at the walk's own indices (the main
+ * context) and its runs hold at least 4 words (delta <= S / 4); else the
+ * per-lane loads. */
+static void emit_stage(lw *L) {
+  fhjit_graph *g = L->g;
+  const lw_plan *p = L->p;
+  LLVMBuilderRef b = L->b;
+  int V = p->vec, gpu = L->target == LW_GPU;
+  int64_t T = p->block, S = T * V, N = p->n;
+  unsigned wb = (unsigned)(L->wbits == 32 ? 4 : 8);
+  if (!p->aut_stage || L->eval_comp >= 0 || p->per_thread != 1 || T < 1 || p->groups % T ||
+      N % S || (N & (N - 1)))
+    return;
+  for (fhjit_value v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    if (n->op != IR_AUTOMORPHISM || n->type.domain != FHJIT_DOMAIN_COEF || n->type.n != N) continue;
+    int64_t k = n->attr[0] % (2 * N), delta = k % N;
+    if (delta > N / 2) delta = N - delta;
+    if (delta < 1 || S / delta < 4) continue;
+    for (int32_t u = L->first_use[v]; u >= 0; u = L->use[u].next) {
+      if (L->use[u].x != 0) continue;
+      for (int c = 0; c < 3; c++) {
+        if (!(L->use[u].need & (1u << c)) || L->nstage >= LW_MAX_STAGE ||
+            (int64_t)(L->nstage + 1) * S * wb > 32768)
+          continue;
+        L->stage[L->nstage].v = v;
+        L->stage[L->nstage].c = c;
+        L->nstage++;
+      }
+    }
+  }
+  if (!L->nstage) return;
+  LLVMValueRef own = to64(L, LLVMBuildURem(b, L->group, cidx(L, T), "tid"));
+  LLVMValueRef b0 = LLVMBuildSub(b, to64(L, L->ctx[0].idx[0]), LLVMBuildMul(b, own, ci64(L, V), ""), "b0");
+  LLVMValueRef q = get_q(L);
+  LLVMTypeRef aty = LLVMArrayType2(L->word, (uint64_t)S);
+  for (int s = 0; s < L->nstage; s++) {
+    if (gpu) {
+      char sym[LW_NAME_MAX + 16];
+      snprintf(sym, sizeof sym, "%s.aut%d", p->name, s);
+      LLVMValueRef arr = LLVMAddGlobalInAddressSpace(L->m, aty, sym, 3);
+      LLVMSetInitializer(arr, LLVMGetUndef(aty));
+      LLVMSetLinkage(arr, LLVMInternalLinkage);
+      LLVMSetAlignment(arr, 16);
+      L->stage[s].arr = arr;
+    } else {
+      /* the host runs every thread's slots of the block for each group, into
+       * an array of its own: the GPU's arithmetic, word for word, without a
+       * barrier (tests check it against the interpreter) */
+      L->stage[s].arr = LLVMBuildAlloca(b, aty, "stage");
+      LLVMSetAlignment(L->stage[s].arr, 16);
+    }
+  }
+  /* the slots: the thread's own on the GPU, the block's on the host */
+  LLVMValueRef tid = own;
+  LLVMBasicBlockRef pre = NULL, body = NULL, after = NULL;
+  if (!gpu) {
+    pre = LLVMGetInsertBlock(b);
+    body = LLVMAppendBasicBlockInContext(L->c, L->fn, "stage");
+    after = LLVMAppendBasicBlockInContext(L->c, L->fn, "staged");
+    LLVMBuildBr(b, body);
+    LLVMPositionBuilderAtEnd(b, body);
+    tid = LLVMBuildPhi(b, L->i64, "slot_tid");
+    LLVMValueRef zero = ci64(L, 0);
+    LLVMAddIncoming(tid, &zero, &pre, 1);
+  }
+  LLVMValueRef vals[LW_MAX_STAGE][LW_VMAX], dst[LW_MAX_STAGE][LW_VMAX];
+  for (int s = 0; s < L->nstage; s++) {
+    const ir_node *n = &g->nodes[L->stage[s].v];
+    int64_t k = n->attr[0] % (2 * N), delta = k % N;
+    if (delta > N / 2) delta = N - delta;
+    int64_t kinv = inverse_mod(k, 2 * N), Qd = S / delta, R = S % delta;
+    fhjit_value src = n->args[0];
+    int comp = nc_of(&g->nodes[src]) > 1 ? L->stage[s].c : 0;
+    for (int e = 0; e < V; e++) {
+      /* slot pp -> run r, step m -> output offset d (emit_stage's comment) */
+      LLVMValueRef pp = LLVMBuildNUWAdd(b, tid, ci64(L, e * T), "slot");
+      LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, pp, ci64(L, R * (Qd + 1)), "");
+      LLVMValueRef r1 = LLVMBuildUDiv(b, pp, ci64(L, Qd + 1), ""), m1 = LLVMBuildURem(b, pp, ci64(L, Qd + 1), "");
+      LLVMValueRef p2 = LLVMBuildSub(b, pp, ci64(L, R * (Qd + 1)), "");
+      LLVMValueRef r2 = LLVMBuildAdd(b, LLVMBuildUDiv(b, p2, ci64(L, Qd), ""), ci64(L, R), "");
+      LLVMValueRef m2 = LLVMBuildURem(b, p2, ci64(L, Qd), "");
+      LLVMValueRef r = LLVMBuildSelect(b, first, r1, r2, "run");
+      LLVMValueRef m = LLVMBuildSelect(b, first, m1, m2, "");
+      LLVMValueRef d = LLVMBuildNUWAdd(b, r, LLVMBuildNUWMul(b, m, ci64(L, delta), ""), "d");
+      LLVMValueRef o = LLVMBuildNUWAdd(b, b0, d, "o");
+      LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildMul(b, o, ci64(L, kinv), ""), ci64(L, 2 * N - 1), "");
+      LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntUGE, j, ci64(L, N), "negate");
+      lw_lanes ln = {.x = NULL};
+      ln.idx[0] = LLVMBuildSelect(b, neg, LLVMBuildSub(b, j, ci64(L, N), ""), j, "src");
+      for (int l = 1; l < V; l++) ln.idx[l] = ln.idx[0];
+      lw_addr a;
+      resolve(L, src, comp, L->row64, &ln, &a);
+      LLVMValueRef w = LLVMBuildLoad2(b, L->word, a.ptr[0], "staged");
+      LLVMSetAlignment(w, wb);
+      /* canon, and neg past N (emit_automorphism's) */
+      LLVMValueRef cc = lw_csub_select(b, w, q, "canon");
+      LLVMValueRef flip = LLVMBuildAnd(b, neg, LLVMBuildICmp(b, LLVMIntNE, cc, cw(L, 0), ""), "");
+      vals[s][e] = LLVMBuildSelect(b, flip, LLVMBuildSub(b, q, cc, ""), cc, "");
+      dst[s][e] = d;
+    }
+  }
+  /* every load issued before the first store */
+  for (int s = 0; s < L->nstage; s++)
+    for (int e = 0; e < V; e++) {
+      LLVMValueRef idx[2] = {ci64(L, 0), dst[s][e]};
+      LLVMValueRef at = LLVMBuildInBoundsGEP2(b, aty, L->stage[s].arr, idx, 2, "");
+      LLVMSetAlignment(LLVMBuildStore(b, vals[s][e], at), wb);
+    }
+  if (gpu) {
+    unsigned id = LLVMLookupIntrinsicID("llvm.nvvm.barrier0", 18);
+    LLVMBuildCall2(b, LLVMIntrinsicGetType(L->c, id, NULL, 0),
+                   LLVMGetIntrinsicDeclaration(L->m, id, NULL, 0), NULL, 0, "");
+    add_fn_attr(L, L->fn, "convergent");
+  } else {
+    LLVMValueRef next = LLVMBuildNUWAdd(b, tid, ci64(L, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    LLVMAddIncoming(tid, &next, &latch, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, next, ci64(L, T), ""), body, after);
+    LLVMPositionBuilderAtEnd(b, after);
+  }
+}
+
 /* The forward pass emits in SSA order (operands, including those of other
  * contexts, have smaller ids). */
 static void emit_body(lw *L) {
@@ -1194,6 +1362,7 @@ static void emit_body(lw *L) {
   L->val = malloc(sizeof *L->val * (size_t)(L->nuse ? L->nuse : 1) * 3 * LW_VMAX);
   if (!L->val) return (void)oom(L);
   for (int x = 0; x < L->nctx; x++) index_ctx(L, &L->ctx[x]);
+  emit_stage(L);
   for (fhjit_value v = 0; v < g->nnodes; v++)
     for (int32_t u = L->first_use[v]; u >= 0; u = L->use[u].next)
       for (int c = 0; c < 3; c++)

@@ -59,11 +59,29 @@ typedef struct lw_program {
  * sweeps: FHJIT_PW_PLAN="V=4,U=2,T=256" (any subset, any order): V elements
  * per vector access (1, 2 or 4; at most 16 bytes, so 2 for r62; 1 when it
  * does not divide n), U groups of V per thread, T threads per block (a
- * multiple of 32 up to 1024). Unset or empty: the default (16-byte vectors,
- * U=1, T=256). Read at every lowering; the runtime keys its caches by it. */
+ * multiple of 32 up to 1024), A=1 a block's coefficient-domain automorphism
+ * sources loaded in source order into shared memory (A=0: per-lane loads).
+ * Unset or empty: the default (16-byte vectors, U=1, T=256, A=0). Read at every lowering; the runtime keys its caches by it. */
 typedef struct lw_pw_plan {
   int vec, per_thread, block; /* 0: the default */
+  int aut; /* A=1: coefficient-domain automorphisms read through shared memory (lower.c) */
 } lw_pw_plan;
+
+/* The conversion kernels' tuning, chosen at run time for sweeps: the
+ * context's bconv_plan option or FHJIT_BCONV_PLAN, "V=2,T=256,S=2,U=2"
+ * (any subset, any order): V coefficients per thread (1, 2 or 4; 4 is
+ * lowered to 2 for r62, at most 16 bytes), T threads per block (a power of
+ * two, 32 .. 1024), S target-row groups (1 .. 256; lowered to the plan's
+ * m), U target rows per loop iteration (1 .. 8). Unset or empty: the
+ * automatic plan. Read at every lowering; the runtime keys its caches by
+ * it. */
+typedef struct lw_bconv_tuning {
+  int vec, threads, split, unroll; /* 0: automatic */
+} lw_bconv_tuning;
+
+/* 1 when valid (t filled), 0 when NULL or empty, -1 when malformed (why
+ * says how). */
+int lw_bconv_tuning_parse(const char *text, lw_bconv_tuning *t, char *why, size_t why_size);
 
 /* A pointwise plan's text (the pw_plan option's syntax): 1 when valid
  * (plan filled), 0 when NULL or empty (the default), -1 when malformed (why

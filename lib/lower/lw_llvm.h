@@ -26,6 +26,10 @@ typedef struct lw_plan {
   int64_t groups; /* work / vec */
   int per_thread; /* GPU: groups one thread handles, a block's width apart (1) */
   int block;      /* GPU: threads per block (LW_BLOCK) */
+  int64_t result_offset; /* GPU: words added to every result's offset (a step writing
+                          * rows of a larger buffer; the host passes offset pointers) */
+  int aut_stage;  /* GPU: stage coefficient-domain automorphism sources in shared memory
+                   * (FHJIT_PW_PLAN A=1; lower.c emit_stage says when it applies) */
   /* The kernel's basis (SPEC section 7), set by lw_plan_graph: row r of the
    * walk computes with parameter column basis[r] (a chain position); NULL:
    * [0, rows), the column is the row. Every node that computes with the

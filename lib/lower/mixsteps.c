@@ -201,7 +201,7 @@ static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
   bp->table_offset = lift ? 0 : tn->layout.offset + skip;
   bp->src_cols = scols;
   bp->dst_cols = dcols;
-  if (lw_bconv_plan_make(g->ctx, bp)) {
+  if (lw_bconv_tuning_apply(g->ctx, bp) || lw_bconv_plan_make(g->ctx, bp)) {
     if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     return NULL;
   }
@@ -390,6 +390,35 @@ static void modup_gather(an_build *B, fhjit_value v, an_buf ub, const fhjit_type
   (void)v;
 }
 
+/* Modup's digit rows d (NTT domain, unchanged) copied to rows [s0, s0 +
+ * nd) of out (a pointwise kernel of rows(d), written dst_off words into
+ * out). */
+static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhjit_type *td,
+                       const int32_t *cd, an_buf out, int64_t dst_off) {
+  fhjit_graph *g = B->g;
+  an_step *s = lw_step_new(B);
+  if (!s) return;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "pw", B->p->nsteps - 1, -1);
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  s->in = malloc(sizeof *s->in);
+  s->out = malloc(sizeof *s->out);
+  s->sub = sub;
+  if (!sub || !s->in || !s->out) {
+    oom(B);
+    return;
+  }
+  fhjit_value d = sub_input(sub, "d", td, cd, dl);
+  fhjit_value r = d == FHJIT_NO_VALUE ? d : fhjit_rows(sub, d, 0, td->rows);
+  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
+    lw_step_sub_error(B, "the digit copy of modup");
+    return;
+  }
+  s->in[0] = db;
+  s->out[0] = out;
+  s->dst_off = dst_off;
+}
+
 static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
@@ -427,15 +456,29 @@ static void modup_steps(an_build *B, fhjit_value v) {
   an_buf s2 = scratch_for(B, &t2);
   fhjit_dense_layout(&t1, &dense);
   bconv_step(B, v, 0, &t1, c1, s1, &dense, m, c2, n->args[3], 0, s2);
-  /* 3. forward */
   fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s3 = scratch_for(B, &t3);
+  fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_dense_layout(&t2, &dense);
+  int64_t polys = fhjit_type_elements(td) / (td->rows * td->n);
+  if (polys == 1 && (s0 == 0 || s0 + nd == n->type.rows)) {
+    /* the converted rows are one run of the output: their forward NTT
+     * writes there, and only the digit's rows are copied (no gather of
+     * the whole output) */
+    an_buf out = home_of(B, v);
+    if (B->st) return;
+    an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], out);
+    if (!s || B->st) return;
+    s->dst_off = s->plan.dst_offset = (s0 == 0 ? nd : 0) * td->n;
+    modup_copy(B, db, &dl, &tdig, c1, out, s0 * td->n);
+    if (!B->st) B->where[v] = out;
+    return;
+  }
+  /* 3. forward */
+  an_buf s3 = scratch_for(B, &t3);
   ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* 4. in output order */
   an_buf out = home_of(B, v);
   if (B->st) return;
-  fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   modup_gather(B, v, s3, &t3, c2, db, &dl, &tdig, c1, s0, out);
   if (!B->st) B->where[v] = out;
 }

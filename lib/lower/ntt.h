@@ -130,6 +130,11 @@ typedef struct lw_ntt_plan {
    * sets it to the NTT node's bound basis (ir_node.basis): it points into
    * the bound graph and is read only while kernels are built (lw_column). */
   const int32_t *cols;
+  /* GPU: words added to dst in every kernel (and to the source argument of
+   * the kernels that read dst): the transform written at rows of a larger
+   * buffer (modup, mixsteps.c). The host path is passed an offset pointer
+   * instead (0 from lw_ntt_plan_make) */
+  int64_t dst_offset;
   int nkernels;
   lw_ntt_kplan k[2];
 } lw_ntt_plan;

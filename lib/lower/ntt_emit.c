@@ -1262,6 +1262,11 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
   E->preloaded = 0;
   int first = k == &E->P->k[0];
+  if (E->P->dst_offset) { /* the source argument is dst after kernel 0 or with a prologue */
+    LLVMValueRef o = c64(E, (uint64_t)E->P->dst_offset);
+    E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
+    if (!first || E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
+  }
   /* Kernel 1 waits for kernel 0 (k->pdl) before touching kernel 0's only
    * output, dst: at once, or after the shared-twiddle fill when that comes
    * first. Everything else it reads (parameters, twiddles, epilogue

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "lower/lw_llvm.h"
+#include "lower/bconv.h"
 #include "lower/ntt.h"
 
 fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, const char *value) {
@@ -17,7 +18,7 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
   if (o < 0)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: unknown option \"%s\" (options: ntt_plan, pw_plan, max_values, cache, "
-                    "cache_dir)",
+                    "cache_dir, bconv_plan)",
                     fn,
                     name ? name : "(null)");
   if (value) {
@@ -43,6 +44,12 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
       lw_pw_plan pw;
       if (lw_pw_plan_parse(value, &pw, why, sizeof why) < 0)
         return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: pw_plan=\"%s\": %s", fn, value, why);
+      break;
+    }
+    case IR_OPT_BCONV_PLAN: {
+      lw_bconv_tuning bt;
+      if (lw_bconv_tuning_parse(value, &bt, why, sizeof why) < 0)
+        return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: bconv_plan=\"%s\": %s", fn, value, why);
       break;
     }
     case IR_OPT_MAX_VALUES: {

@@ -26,9 +26,10 @@ int lw_pw_plan_parse(const char *s, lw_pw_plan *plan, char *why, size_t why_size
     if (key == 'V' && (v == 1 || v == 2 || v == 4)) plan->vec = (int)v;
     else if (key == 'U' && v >= 1 && v <= 8) plan->per_thread = (int)v;
     else if (key == 'T' && v >= 32 && v <= 1024 && v % 32 == 0) plan->block = (int)v;
+    else if (key == 'A' && (v == 0 || v == 1)) plan->aut = (int)v;
     else {
       snprintf(why, why_size, "%c=%ld: V is 1, 2 or 4; U is 1 to 8; T is a multiple of 32 "
-               "from 32 to 1024", key, v);
+               "from 32 to 1024; A is 0 or 1", key, v);
       return -1;
     }
     s = end;
@@ -61,9 +62,12 @@ fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p, lw_target target) {
     p->vec = p->n % v == 0 ? v : 1;
     p->groups = p->work / p->vec;
   }
+  /* the host runs the staged automorphism's arithmetic too (lower.c
+   * emit_stage), with the GPU's block */
+  p->aut_stage = pw.aut;
+  if (pw.block) p->block = pw.block;
   if (target != LW_GPU) return FHJIT_OK;
   if (pw.per_thread) p->per_thread = pw.per_thread;
-  if (pw.block) p->block = pw.block;
   if (lw_plan_grid(p) > INT32_MAX)
     return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: graph @%s: %lld elements need more blocks than a launch grid has",

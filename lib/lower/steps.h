@@ -45,6 +45,10 @@ typedef struct an_step {
   int skip_store; /* the transform's own result is read by nothing */
   /* bconv: src (plan's view) and the table (tw) into dst */
   lw_bconv_plan bconv;
+  /* words from the start of the destination buffer (NTT: dst, set with
+   * plan.dst_offset; pointwise: its results): the step writes rows of a
+   * larger buffer */
+  int64_t dst_off;
 } an_step;
 
 typedef struct an_plan {

@@ -687,7 +687,11 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   lw_pw_plan pw;
   char why[160];
   if (lw_pw_plan_parse(ir_option(ctx, IR_OPT_PW_PLAN), &pw, why, sizeof why) > 0)
-    hash[1] ^= rt_checksum(hash[0], &(int64_t[3]){pw.vec, pw.per_thread, pw.block}, 24);
+    hash[1] ^= rt_checksum(hash[0], &(int64_t[4]){pw.vec, pw.per_thread, pw.block, pw.aut}, 32);
+  /* and of another bconv_plan (FHJIT_BCONV_PLAN) */
+  lw_bconv_tuning bt;
+  if (lw_bconv_tuning_parse(ir_option(ctx, IR_OPT_BCONV_PLAN), &bt, why, sizeof why) > 0)
+    hash[0] ^= rt_checksum(hash[1], &(int64_t[4]){bt.vec, bt.threads, bt.split, bt.unroll}, 32);
   char asked[16];
   snprintf(asked, sizeof asked, "%s", o && o->target ? o->target : "");
 

@@ -41,6 +41,7 @@ typedef struct tcase {
   int broadcast;   /* axis 0 has stride 0 */
   int vec;         /* 0: automatic */
   uint32_t threads;
+  int split, unroll; /* 0: automatic */
   int moduli;      /* 0 near the limit, 1 near and far alternating, 2 with tiny ones */
   uint64_t seed;
 } tcase;
@@ -156,6 +157,8 @@ static void env_init(env *e, const tcase *c) {
   p->dst_cols = e->dcols;
   p->vec = c->vec;
   p->threads = c->threads;
+  p->split = c->split;
+  p->unroll = c->unroll;
   e->src_len = p->src_offset + span + 16;
   e->src = malloc(e->ws * (size_t)e->src_len);
   uint64_t s = c->seed;
@@ -314,10 +317,12 @@ static void check_case(const tcase *c) {
     interp = malloc(sizeof *interp * (size_t)yl);
     run_interpreter(&e, interp);
   }
-  char what[160];
-  snprintf(what, sizeof what, "%s %s%s l=%d m=%d N=2^%d polys=%lld vec=%d moduli=%d",
+  char what[256];
+  snprintf(what, sizeof what,
+           "%s %s%s l=%d m=%d N=2^%d polys=%lld vec=%d threads=%u split=%d unroll=%d moduli=%d",
            c->radix == FHJIT_R32 ? "r32" : "r62", c->mont ? "mont" : "std", c->lift ? " lift" : "",
-           c->l, c->m, c->logn, (long long)e.polys, e.plan.vec, c->moduli);
+           c->l, c->m, c->logn, (long long)e.polys, e.plan.vec, e.plan.threads, e.plan.split,
+           e.plan.unroll, c->moduli);
   int bits = 0;
   for (int r = 0; r < c->l; r++) bits += 64 - __builtin_clzll(e.chain[e.scols[r]]);
   for (int64_t poly = 0; poly < e.polys; poly++)
@@ -468,6 +473,44 @@ START_TEST(test_many_rows) {
 }
 END_TEST
 
+/* The tuning knobs (the bconv_plan option's V, T, S, U): every value of
+ * each, on the benchmark shapes and odd ones (m not a multiple of the
+ * split or the unroll, a split that leaves groups of one row, more threads
+ * than items, phase 0's items in several chunks), both radices and forms,
+ * the lift, moduli near the radix limit (the largest sums) and mixed,
+ * edge words; each against the reference and the interpreter. */
+START_TEST(test_knobs) {
+  static const struct { fhjit_radix r; int mont, lift, l, m; } shape[] = {
+      {FHJIT_R32, 1, 0, 12, 48}, {FHJIT_R32, 0, 0, 12, 48}, {FHJIT_R62, 1, 0, 5, 35},
+      {FHJIT_R32, 1, 0, 5, 7},   {FHJIT_R62, 0, 0, 3, 13},  {FHJIT_R32, 0, 1, 1, 11},
+      {FHJIT_R62, 0, 1, 1, 5},   {FHJIT_R32, 1, 0, 20, 9},  {FHJIT_R62, 1, 0, 17, 6},
+      {FHJIT_R32, 0, 0, 1, 1}};
+  static const int vecs[] = {1, 2, 4}, splits[] = {1, 2, 3, 4, 5, 8, 48}, unrolls[] = {1, 2, 3, 4, 8};
+  static const uint32_t threads[] = {32, 64, 256, 1024};
+  int k = _i;
+  tcase c = {0};
+  int sh = k % 10;
+  c.radix = shape[sh].r;
+  c.mont = shape[sh].mont;
+  c.lift = shape[sh].lift;
+  c.l = shape[sh].l;
+  c.m = shape[sh].m;
+  c.vec = vecs[(k / 3) % 3];
+  if (c.radix == FHJIT_R62 && c.vec == 4) c.vec = 2;
+  c.split = splits[(k / 2) % 7];
+  if (c.split > c.m) c.split = c.m;
+  c.unroll = unrolls[(k / 5) % 5];
+  c.threads = threads[(k / 7) % 4];
+  c.logn = c.l * c.m > 200 ? 5 : 4 + k % 4;
+  c.nax = 1;
+  c.ext[0] = 1 + k % 2;
+  c.istride = 1;
+  c.moduli = (k / 4) % 2; /* near the limit, or near and far alternating */
+  c.seed = 15000 + (uint64_t)k;
+  check_case(&c);
+}
+END_TEST
+
 static fhjit_status plan_status(lw_bconv_plan p, fhjit_context *ctx) {
   return lw_bconv_plan_make(ctx, &p);
 }
@@ -480,7 +523,7 @@ START_TEST(test_plan_errors) {
   lw_bconv_plan ok = {.radix = FHJIT_R62, .l = 5, .m = 35, .log_n = 10, .polys = 1,
                       .src_row_stride = 1024, .src_index_stride = 1, .src_cols = s, .dst_cols = d};
   ck_assert_int_eq(plan_status(ok, ctx), FHJIT_OK);
-  struct { const char *what; fhjit_status st; const char *msg; lw_bconv_plan p; } bad[16];
+  struct { const char *what; fhjit_status st; const char *msg; lw_bconv_plan p; } bad[24];
   int nb = 0;
 #define BAD(W, ST, MSG, FIELD, VAL)                                                         \
   do {                                                                                      \
@@ -501,6 +544,10 @@ START_TEST(test_plan_errors) {
   BAD("vec 3", FHJIT_ERR_ARGUMENT, "vec", vec, 3);
   BAD("vec 4 r62", FHJIT_ERR_ARGUMENT, "16 bytes", vec, 4);
   BAD("threads 48", FHJIT_ERR_ARGUMENT, "threads", threads, 48);
+  BAD("split 36", FHJIT_ERR_ARGUMENT, "split = 36", split, 36);
+  BAD("split -1", FHJIT_ERR_ARGUMENT, "split = -1", split, -1);
+  BAD("unroll 9", FHJIT_ERR_ARGUMENT, "unroll = 9", unroll, 9);
+  BAD("unroll -2", FHJIT_ERR_ARGUMENT, "unroll = -2", unroll, -2);
   BAD("radix", FHJIT_ERR_ARGUMENT, "radix", radix, (fhjit_radix)7);
   BAD("too many constants", FHJIT_ERR_UNSUPPORTED, "shared", m, 250);
   for (int i = 0; i < nb; i++) {
@@ -789,6 +836,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_sweep, 0, 48);
   tcase_add_loop_test(tc, test_rows, 0, 64);
   tcase_add_loop_test(tc, test_many_rows, 0, 22);
+  tcase_add_loop_test(tc, test_knobs, 0, 70);
   tcase_add_loop_test(tc, test_ptx, 0, 8);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);

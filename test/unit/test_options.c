@@ -50,6 +50,7 @@ static void clear_env(void) {
   unsetenv("FHJIT_NTT_PLAN");
   unsetenv("FHJIT_PW_PLAN");
   unsetenv("FHJIT_MAX_VALUES");
+  unsetenv("FHJIT_BCONV_PLAN");
 }
 
 static char *emit_copy(fhjit_graph *g, fhjit_emit_kind kind) {
@@ -71,7 +72,7 @@ START_TEST(test_bad_names_and_values) {
     ck_assert_msg(tu_contains(fhjit_last_error(ctx), "fhjit_context_set_option: unknown option") &&
                       tu_contains(fhjit_last_error(ctx), names[i]) &&
                       tu_contains(fhjit_last_error(ctx),
-                                  "ntt_plan, pw_plan, max_values, cache, cache_dir"),
+                                  "ntt_plan, pw_plan, max_values, cache, cache_dir, bconv_plan"),
                   "%s", fhjit_last_error(ctx));
   }
   ck_assert_int_eq(fhjit_context_set_option(ctx, NULL, "1"), FHJIT_ERR_ARGUMENT);
@@ -94,6 +95,12 @@ START_TEST(test_bad_names_and_values) {
       {"ntt_plan", "one=2", "bad item 'one=2'"},
       {"ntt_plan", "nope=1", "bad item 'nope=1'"},
       {"ntt_plan", "e=3,t=11", "bad item 't=11'"},
+      {"bconv_plan", "V=3", "V is 1, 2 or 4"},
+      {"bconv_plan", "T=96", "T a power of two"},
+      {"bconv_plan", "S=0", "S 1 to 256"},
+      {"bconv_plan", "U=9", "U 1 to 8"},
+      {"bconv_plan", "X=1", "X=1"},
+      {"bconv_plan", "V=2;S=2", "expected ','"},
       {"cache", "maybe", "expected on or off"},
       {"cache", "2", "expected on or off"},
       {"cache_dir", "relative/dir", "expected an absolute path"},
@@ -118,8 +125,9 @@ START_TEST(test_bad_names_and_values) {
   ck_assert_msg(tu_contains(fhjit_last_error(ctx), "more than 1 values"), "%s",
                 fhjit_last_error(ctx));
   /* every option takes "" (the default) and NULL (the environment) */
-  static const char *const all[] = {"ntt_plan", "pw_plan", "max_values", "cache", "cache_dir"};
-  for (int i = 0; i < 5; i++) {
+  static const char *const all[] = {"ntt_plan", "pw_plan", "max_values", "cache", "cache_dir",
+                                    "bconv_plan"};
+  for (int i = 0; i < 6; i++) {
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], ""), FHJIT_OK);
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], NULL), FHJIT_OK);
   }

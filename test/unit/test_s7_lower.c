@@ -529,6 +529,70 @@ START_TEST(test_automorphism) {
 }
 END_TEST
 
+/* The coefficient-domain automorphism through shared memory (pw_plan A=1,
+ * lower.c emit_stage): the host runs the same slot arithmetic (every slot
+ * of the block, into an array of its own), word for word against the
+ * interpreter: k with delta = +-k mod N from 1 (k = 2N - 1, N - 1) to
+ * S / 4 and beyond (the per-lane loads again), blocks of 32 to 256 threads,
+ * V 1 to 4, N 2^8 .. 2^10 (S above N: not staged), components, extract, a
+ * batch axis, a concat of row slices; the PTX stages exactly when the
+ * conditions hold, and assembles. */
+START_TEST(test_automorphism_staged) {
+  static const char *const plans[] = {"A=1", "A=1,T=64", "A=1,T=32,V=1", "A=1,V=2,T=128",
+                                      "A=1,T=96,V=2"};
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  const char *plan = plans[(_i / 2) % 5];
+  int logn = 8 + (_i / 10) % 3;
+  env e;
+  env_init(&e, radix, logn, 4400 + (uint64_t)_i);
+  int64_t N = e.n, m2 = 2 * N;
+  const int64_t ks[] = {3, 5, 125 % m2, m2 - 1, N - 1, N + 3, m2 - 5, N / 2 + 1, 77, N - 9};
+  int64_t k = ks[(_i / 3) % 10];
+  if (k % 2 == 0) k++;
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "pw_plan", plan), FHJIT_OK);
+  int comps = 1 + _i % 2, rows = 1 + _i % 4;
+  int64_t batch = _i % 5 == 3 ? 2 : 0;
+  fhjit_graph *g = new_graph(&e, "auts");
+  fhjit_value x = poly(&e, g, "x", comps, batch, NULL, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  fhjit_value w = poly(&e, g, "w", comps, batch, NULL, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  fhjit_value a = fhjit_automorphism(g, x, k);
+  fhjit_output(g, fhjit_mul(g, a, w), "aw");
+  fhjit_output(g, a, "a");
+  if (comps > 1) {
+    fhjit_value e1 = fhjit_automorphism(g, fhjit_extract(g, x, 1), k);
+    fhjit_output(g, fhjit_sub(g, e1, fhjit_extract(g, w, 0)), "e1");
+  }
+  char what[160];
+  snprintf(what, sizeof what, "staged automorphism r%d k %lld N 2^%d comps %d rows %d batch %lld %s",
+           radix == FHJIT_R32 ? 32 : 62, (long long)k, logn, comps, rows, (long long)batch, plan);
+  check_graph(&e, g, what, 0);
+  if (rows >= 2) { /* of a concat of row slices (rotated rows: a graph of its own) */
+    fhjit_graph *h = new_graph(&e, "auts_rc");
+    x = poly(&e, h, "x", comps, batch, NULL, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    w = poly(&e, h, "w", comps, batch, NULL, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    fhjit_value rc = fhjit_concat(h, fhjit_rows(h, x, 1, rows - 1), fhjit_rows(h, x, 0, 1));
+    fhjit_value wc = fhjit_concat(h, fhjit_rows(h, w, 1, rows - 1), fhjit_rows(h, w, 0, 1));
+    fhjit_output(h, fhjit_add_lazy(h, fhjit_automorphism(h, rc, k), wc), "rc");
+    char w2[200];
+    snprintf(w2, sizeof w2, "%s (concat)", what);
+    check_graph(&e, h, w2, 1);
+  }
+  /* staged exactly when the block divides N and delta <= S / 4 */
+  int V = strstr(plan, "V=1") ? 1 : strstr(plan, "V=2") ? 2 : (radix == FHJIT_R32 ? 4 : 2);
+  int T = strstr(plan, "T=64") ? 64 : strstr(plan, "T=32") ? 32 : strstr(plan, "T=128") ? 128
+        : strstr(plan, "T=96") ? 96 : 256;
+  int64_t S = (int64_t)T * V, delta = k % N;
+  if (delta > N / 2) delta = N - delta;
+  int staged = N % S == 0 && S / delta >= 4;
+  const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
+  ck_assert_msg(ptx != NULL, "%s: emit: %s", what, fhjit_last_error(e.ctx));
+  ck_assert_msg(!!strstr(ptx, "bar.sync") == staged, "%s: staged %d, PTX %s", what, staged,
+                strstr(ptx, "bar.sync") ? "has a barrier" : "has none");
+  ck_assert_msg(ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
+  env_free(&e);
+}
+END_TEST
+
 /* automorphism(automorphism(x, k1), k2) = automorphism(x, k1 k2 mod 2N),
  * the first as two graphs (the first's result the second's input), both on
  * the host path only. */
@@ -644,6 +708,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_rows_concat, 0, 42);
   tcase_add_loop_test(tc, test_automorphism, 0, 64);
   tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
+  tcase_add_loop_test(tc, test_automorphism_staged, 0, 60);
   tcase_add_test(tc, test_materialise_refused);
   tcase_add_test(tc, test_pstride_covers_basis);
   suite_add_tcase(s, tc);

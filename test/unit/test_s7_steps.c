@@ -153,6 +153,65 @@ START_TEST(test_bconv_steps) {
 }
 END_TEST
 
+/* The bconv_plan option (every conversion kernel's V, T, S, U): each
+ * value of each knob, through the context and through FHJIT_BCONV_PLAN,
+ * on a bconv (two components), a rescale (the lift) and a moddown, word
+ * for word against the interpreter; a malformed value is refused where
+ * it is read. */
+START_TEST(test_bconv_plan_option) {
+  static const char *const plans[] = {"V=1", "V=2,S=2", "V=4,S=3,U=2", "T=32,U=3",
+                                      "S=6,U=8", "U=1,T=1024", "V=4,T=64,S=4,U=4", "S=256"};
+  fhjit_radix radix = radices[_i % 2];
+  const char *plan = plans[_i / 2 % 8];
+  int via_env = _i >= 16;
+  env e;
+  s7_env_init(&e, radix, 10, 5 + _i % 3, 0xb0c0 + (uint64_t)_i);
+  if (via_env) setenv("FHJIT_BCONV_PLAN", plan, 1);
+  else ck_assert_int_eq(fhjit_context_set_option(e.ctx, "bconv_plan", plan), FHJIT_OK);
+  static const int32_t src[] = {0, 1, 2, 3}, dst[] = {4, 5, 6, 7, 8, 9};
+  fhjit_graph *g = s7_graph(&e, "s7plan", 0, 0);
+  fhjit_value x = poly(&e, g, "x", 2, 0, src, 4, FHJIT_DOMAIN_COEF,
+                       _i % 3 ? FHJIT_FORM_MONT : FHJIT_FORM_STD);
+  fhjit_value y = fhjit_bconv(g, x, s7_table(g, "t", 4 + 4 * 6), dst, 6);
+  ck_assert_int_ge(y, 0);
+  ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
+  ck_assert_int_gt(check_graph(&e, g), 0);
+  /* rescale: the lift (one source row) */
+  g = s7_graph(&e, "s7plan", 0, 0);
+  x = poly(&e, g, "x", 0, 0, NULL, 7, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  y = fhjit_rescale(g, x, s7_twiddles(&e, g, "fwd"), s7_twiddles(&e, g, "inv"),
+                    s7_table(g, "t", 6));
+  ck_assert_int_ge(y, 0);
+  ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
+  ck_assert_int_gt(check_graph(&e, g), 0);
+  /* moddown: P (2 rows) -> Q (8 rows) */
+  g = s7_graph(&e, "s7plan", 2, 0);
+  x = poly(&e, g, "a", 0, 0, NULL, 10, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  y = fhjit_moddown(g, x, s7_twiddles(&e, g, "fwd"), s7_twiddles(&e, g, "inv"),
+                    s7_table(g, "t", 2 + 2 * 8 + 8));
+  ck_assert_int_ge(y, 0);
+  ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
+  ck_assert_int_gt(check_graph(&e, g), 0);
+  /* malformed: refused by the setter, and by the lowering from the variable */
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "bconv_plan", "S=0"), FHJIT_ERR_ARGUMENT);
+  ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), "bconv_plan=\"S=0\""), "%s",
+                fhjit_last_error(e.ctx));
+  if (via_env) {
+    setenv("FHJIT_BCONV_PLAN", "V=3", 1);
+    g = s7_graph(&e, "s7plan", 0, 0);
+    x = poly(&e, g, "x", 0, 0, src, 4, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    y = fhjit_bconv(g, x, s7_table(g, "t", 4 + 4 * 6), dst, 6);
+    ck_assert_int_eq(fhjit_output(g, y, NULL), FHJIT_OK);
+    ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+    ck_assert(fhjit_emit(g, FHJIT_EMIT_PTX, NULL) == NULL);
+    ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), "FHJIT_BCONV_PLAN=\"V=3\": V=3"), "%s",
+                  fhjit_last_error(e.ctx));
+    unsetenv("FHJIT_BCONV_PLAN");
+  }
+  s7_env_free(&e);
+}
+END_TEST
+
 /* bconv of a computed operand (materialised first) feeding arithmetic on
  * the target basis, with a second result on the source basis. */
 START_TEST(test_bconv_computed) {
@@ -338,6 +397,7 @@ Suite *s7_steps_suite(void) {
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, test_bconv_steps, 0, 14);
   tcase_add_loop_test(t, test_bconv_computed, 0, 2);
+  tcase_add_loop_test(t, test_bconv_plan_option, 0, 32);
   tcase_add_loop_test(t, test_rescale_steps, 0, 14);
   tcase_add_loop_test(t, test_rescale_computed, 0, 2);
   tcase_add_loop_test(t, test_moddown_steps, 0, 14);
