@@ -6,7 +6,8 @@
  * cache, and the error paths (bad pointers and sizes, a kernel launched in
  * another context, an absurd allocation), and SPEC section 7's ops (bconv,
  * rescale, moddown, modup, re-indexing) on chains up to its benchmark
- * shapes. Public API only (libfhjit.so);
+ * shapes, and issue 17's CKKS proofs (key switch, relinearisation and
+ * rescale, rotations, decrypted with test/unit/rlwe.c). Public API only (libfhjit.so);
  * driver calls go through fhjit_cuda_driver_proc. Prints one PASS/FAIL line
  * per group and "N passed, N failed"; exits 77 (skipped) without a driver.
  *
@@ -21,6 +22,7 @@
 #include <time.h>
 
 #include "bench_util.h"         /* clock, splitmix64 */
+#include "ckks_checks.h"        /* test/unit: the toy RLWE's CKKS proofs */
 #include "fhjit/fhjit.h"
 #include "fhjit/fhjit_cuda.h"
 #include "fake_exec.h"          /* kernels on the host under the fake driver */
@@ -1066,6 +1068,88 @@ static void group_s7(int quick) {
   group_end("section7");
 }
 
+/* --------------------------------------------------------------- ckks */
+
+/* The CUDA runtime as a runner of the CKKS checks (test/unit/ckks_checks.h):
+ * inputs and the parameter table uploaded, the graph compiled and launched
+ * on the default stream, the results downloaded. In the graph's context. */
+static fhjit_status cuda_runner(void *user, fhjit_graph *g, const void *params, int64_t pstride,
+                                const void *const *inputs, void *const *results) {
+  (void)user;
+  fhjit_context *c = fhjit_graph_context(g);
+  size_t ws = fhjit_graph_radix(g) == FHJIT_R32 ? 4 : 8;
+  int32_t ni = fhjit_num_inputs(g), nr = fhjit_num_results(g);
+  fhjit_cuda_ptr din[64] = {0}, dres[64] = {0}, dparams = 0;
+  size_t rbytes[64] = {0};
+  fhjit_status st = ni > 64 || nr > 64 ? FHJIT_ERR_ARGUMENT : FHJIT_OK;
+  if (!st) st = fhjit_cuda_alloc(c, (size_t)(8 * pstride) * ws, &dparams);
+  if (!st) st = fhjit_cuda_upload(c, dparams, params, (size_t)(8 * pstride) * ws);
+  for (int32_t i = 0; i < ni && !st; i++) {
+    size_t bytes = 0;
+    st = fhjit_cuda_input_bytes(g, i, &bytes);
+    if (!st) st = fhjit_cuda_alloc(c, (bytes + 15) & ~(size_t)15, &din[i]);
+    if (!st) st = fhjit_cuda_upload(c, din[i], inputs[i], bytes);
+  }
+  for (int32_t k = 0; k < nr && !st; k++) {
+    st = fhjit_cuda_result_bytes(g, k, &rbytes[k]);
+    if (!st) st = fhjit_cuda_alloc(c, rbytes[k], &dres[k]);
+  }
+  if (!st) {
+    fhjit_cuda_args a;
+    memset(&a, 0, sizeof a);
+    a.params = dparams;
+    a.pstride = pstride;
+    a.inputs = din;
+    a.ninputs = ni;
+    a.results = dres;
+    a.nresults = nr;
+    st = fhjit_cuda_launch(g, &a);
+  }
+  if (!st && cu.cuCtxSynchronize() != CUDA_SUCCESS) st = FHJIT_ERR_CUDA;
+  for (int32_t k = 0; k < nr && !st; k++) st = fhjit_cuda_download(c, results[k], dres[k], rbytes[k]);
+  for (int32_t i = 0; i < ni; i++)
+    if (din[i]) fhjit_cuda_free(c, din[i]);
+  for (int32_t k = 0; k < nr; k++)
+    if (dres[k]) fhjit_cuda_free(c, dres[k]);
+  if (dparams) fhjit_cuda_free(c, dparams);
+  return st;
+}
+
+/* Issue 17's proofs on the GPU: key switch (top level and below),
+ * HMult + relinearise + rescale, rotations and hoisted rotations of the
+ * toy RLWE (test/unit/rlwe.h), the GPU's words equal to the interpreter's,
+ * the decryptions within their noise bounds, wrong keys far above them. */
+static void group_ckks(void) {
+  group_begin();
+  static const ckks_runner runners[2] = {{"interp", rlwe_run_interp, NULL},
+                                         {"cuda", cuda_runner, NULL}};
+  for (int rdx = 0; rdx < 2; rdx++) {
+    rlwe r;
+    if (ckks_setup(&r, rdx ? FHJIT_R62 : FHJIT_R32, rdx ? 10 : 11, 0x1790 + (uint64_t)rdx)) {
+      check(0, "ckks: set-up of the toy RLWE failed");
+      continue;
+    }
+    if (!fhjit_cuda_available(r.ctx)) {
+      check(0, "ckks: %s", fhjit_last_error(r.ctx));
+      rlwe_free(&r);
+      continue;
+    }
+    ckks_report rep;
+    memset(&rep, 0, sizeof rep);
+    int64_t twon = 2 * r.n, ks[4] = {5, 25, 1, twon - 1};
+    for (int e = 0; e < 7; e++) ks[2] = ks[2] * 5 % twon;
+    ckks_check_keyswitch(&r, &ckks_public, r.nq, runners, 2, &rep);
+    ckks_check_keyswitch(&r, &ckks_public, 3, runners, 2, &rep);
+    ckks_check_mul(&r, &ckks_public, runners, 2, &rep);
+    ckks_check_rotate(&r, &ckks_public, ks, 4, runners, 2, &rep);
+    for (int i = 0; i < rep.n; i++)
+      check(rep.r[i].ok, "ckks %s: %s", rep.r[i].what, rep.r[i].msg);
+    if (verbose) ckks_print(&rep, "  ");
+    rlwe_free(&r);
+  }
+  group_end("ckks");
+}
+
 /* Launches recorded into a CUDA graph, replayed. */
 static void group_capture(void) {
   group_begin();
@@ -1293,6 +1377,7 @@ int main(int argc, char **argv) {
   if (!on_fake) { /* the fake cannot run programs of several kernels */
     RUN("ntt", group_ntt());
     RUN("section7", group_s7(quick));
+    RUN("ckks", group_ckks());
   }
   RUN("errors", group_errors());
   RUN("cache", group_cache());
