@@ -17,6 +17,7 @@ static const struct {
     [IR_OPT_MAX_VALUES] = {"max_values", "FHJIT_MAX_VALUES"},
     [IR_OPT_CACHE] = {"cache", "FHJIT_CACHE"},
     [IR_OPT_CACHE_DIR] = {"cache_dir", "FHJIT_CACHE_DIR"},
+    [IR_OPT_NTT_SCHEDULE] = {"ntt_schedule", "FHJIT_NTT_SCHEDULE"},
 };
 
 const char *ir_option(const fhjit_context *ctx, ir_opt o) {
