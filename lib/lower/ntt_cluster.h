@@ -286,6 +286,11 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
   LLVMValueRef rowoff = LLVMBuildShl(b, cp->br, c64(E, (uint64_t)E->P->log_n), "rowoff");
   /* the source view in whole vectors where it stays on the vector grid */
   int vector = !E->pro_active && E->src_dense && E->P->src_offset % V == 0;
+  /* the stages of the local bits [0, tail) run on each vector here: the
+   * inverse's first after the load, the forward's last before the store
+   * (tail_stages: root 1, the vector's row position) */
+  rowc r = {0};
+  if (k->tail) r = row_consts(E, cp->br);
   for (int it = 0; it < iters; it++) {
     LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
                                   c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
@@ -301,12 +306,14 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
       } else {
         for (int v = 0; v < V; v++) vals[v] = cl_source(E, cp->br, add_const32(E, pos, (uint64_t)v));
       }
+      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
       for (int v = 0; v < V; v++)
         store(E, vals[v], cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""), walign(E));
     } else {
       for (int v = 0; v < V; v++)
         vals[v] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""),
                        walign(E), "x");
+      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
       final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""), vals, V);
     }
   }

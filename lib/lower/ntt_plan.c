@@ -250,7 +250,14 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
                     "16-byte vector (see FHJIT_NTT_PLAN)",
                     n, 1 << c, 1 << k.log_e);
   k.threads = 1u << lt;
-  k.m = s; /* the passes cover the local bits of a slice */
+  /* where the passes would end on a short one that a 16-byte vector holds
+   * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
+   * vectors instead: no round trip through shared memory and no barrier
+   * of its own (lw_ntt_kplan.tail, as in the chunk kernels) */
+  int rem = s % k.log_e;
+  int tail_bits = pick(t->tail, 1) ? (p->radix == FHJIT_R32 ? 2 : 1) : 0;
+  k.tail = rem > 0 && rem <= tail_bits ? rem : 0;
+  k.m = s; /* the passes cover the local bits [tail, s) of a slice */
   plan_passes(&k, fwd);
   k.m = n;
   k.log_subs = 0;
