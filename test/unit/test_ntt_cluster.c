@@ -120,7 +120,7 @@ START_TEST(test_cluster_vs_reference) {
   int c = logn + ws_log - 16;
   c = c < 1 ? 1 : c > 3 ? 3 : c;
   for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++)
-    check_cluster(radix, (ir_ntt_kind)kind, logn, kind & 1 ? 3 : 1, kind == 2 ? 2 : 1,
+    check_cluster(radix, (ir_ntt_kind)kind, logn, kind & 1 ? 3 : 1, kind == 2 && logn < 16 ? 2 : 1,
                   500 + (uint64_t)_i * 8 + (uint64_t)kind, "", 1 << c);
   for (int cc = 1; cc <= 3; cc++) {
     /* the others whose slice fits a block's 227 KB (with its padding) */
@@ -143,8 +143,11 @@ START_TEST(test_cluster_tuned) {
   const char *text = plans[_i >> 1];
   int want = text[8] == '1' ? 2 : text[8] == '2' ? 4 : 8;
   int logn = 14 + (_i >> 1) % 3; /* slices of at most 2^15 words */
-  for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++)
-    check_cluster(radix, (ir_ntt_kind)kind, logn, 2, 1, 900 + (uint64_t)_i * 4 + (uint64_t)kind, text, want);
+  /* one forward and one inverse kind each (all four over the loop) */
+  const ir_ntt_kind kinds[2] = {_i & 2 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
+                                _i & 2 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
+  for (int k = 0; k < 2; k++)
+    check_cluster(radix, kinds[k], logn, 2, 1, 900 + (uint64_t)_i * 4 + (uint64_t)k, text, want);
 }
 END_TEST
 
