@@ -17,7 +17,11 @@
  *             [--no-keyswitch] [--json FILE]
  *   ntt_bench --sweep [--plans 'PLAN;PLAN'] [--reps N] [--log2 ..] [--rows R]
  *   ntt_bench --racecheck [--sweep]
+ *   ntt_bench --cluster [--quick] [--log2 14,16,17] [--rows R] [--radix ..]
  *
+ * --cluster: every transform under ntt_schedule=two_kernel and =cluster
+ * (docs/ntt-cluster.md) on the same data in the same run, both checked
+ * against the interpreter; one line per direction with both times.
  * --sweep: for each size, every candidate schedule (FHJIT_NTT_PLAN strings,
  * lib/lower/ntt.h; a built-in grid, or --plans; the default first), each
  * checked against the interpreter and timed forward and inverse, one line
@@ -299,6 +303,47 @@ static double bench_one(const config *c, int forward, int quick, int *failures, 
   *failures += bad;
   case_free(&k);
   return t;
+}
+
+/* ---------------------------------------------- cluster vs two kernels */
+
+/* --cluster: each transform under ntt_schedule=two_kernel and =cluster on
+ * the same data in the same run, both checked against the interpreter
+ * (first launch, after the timed ones, with the caller's scratch), one
+ * line per configuration: times, the cluster's speed-up, and the bytes of
+ * one pass over memory (read once, written once) over each time, to set
+ * beside the copy bandwidth the baseline measures (ntt-run.sh). */
+static void bench_cluster(const config *c, int quick, int *failures) {
+  static const char *const sched[2] = {"two_kernel", "cluster"};
+  double t[2][2];
+  int nk[2][2];
+  for (int dir = 0; dir < 2; dir++) {
+    ncase k;
+    case_init(&k, c, dir == 0, quick);
+    for (int s = 0; s < 2; s++) {
+      if (fhjit_context_set_option(ctx, "ntt_schedule", sched[s])) die("ntt_schedule");
+      int bad = 0;
+      t[dir][s] = case_run(&k, per_batch == 1 ? 1 : quick ? 3 : 21, &bad, &nk[dir][s]);
+      if (t[dir][s] < 0) die("compile");
+      *failures += bad;
+    }
+    case_free(&k);
+  }
+  fhjit_context_set_option(ctx, "ntt_schedule", NULL);
+  double bytes = 2.0 * (double)c->rows * (double)(INT64_C(1) << c->log_n) * (c->radix == FHJIT_R32 ? 4 : 8);
+  for (int dir = 0; dir < 2; dir++) {
+    printf("%-4s N=2^%-2d rows=%-3d %s  two-kernel %8.2f us (%d k, %6.0f GB/s)  cluster %8.2f us "
+           "(%d k, %6.0f GB/s)  cluster/two %.3f\n",
+           rname(c->radix), c->log_n, c->rows, dir ? "inv" : "fwd", t[dir][0], nk[dir][0],
+           bytes / t[dir][0] / 1e3, t[dir][1], nk[dir][1], bytes / t[dir][1] / 1e3,
+           t[dir][1] / t[dir][0]);
+    bu_json_item("\"kind\": \"ntt_cluster\", \"radix\": \"%s\", \"log2\": %d, \"rows\": %d, "
+                 "\"dir\": \"%s\", \"two_kernel_us\": %.3f, \"cluster_us\": %.3f, "
+                 "\"kernels_two\": %d, \"kernels_cluster\": %d, \"one_pass_bytes\": %.0f",
+                 rname(c->radix), c->log_n, c->rows, dir ? "inv" : "fwd", t[dir][0], t[dir][1],
+                 nk[dir][0], nk[dir][1], bytes);
+  }
+  fflush(stdout);
 }
 
 /* ------------------------------------------------------------ the sweep */
@@ -692,7 +737,8 @@ static void bench_keyswitch(fhjit_radix radix, int quick, int *failures) {
 }
 
 int main(int argc, char **argv) {
-  int quick = 0, do_sweep = 0, keyswitch = 1, rows_override = 0, reps = 11, racecheck = 0;
+  int quick = 0, do_sweep = 0, keyswitch = 1, rows_override = 0, reps = 11, racecheck = 0,
+      do_cluster = 0;
   const char *json_path = NULL;
   int logs[8] = {12, 14, 16, 17}, nlogs = 4, logs_given = 0;
   char *user_plans = NULL;
@@ -715,6 +761,8 @@ int main(int argc, char **argv) {
       do_sweep = 1;
     } else if (!strcmp(a, "--no-keyswitch")) {
       keyswitch = 0;
+    } else if (!strcmp(a, "--cluster")) {
+      do_cluster = 1;
     } else if (!strcmp(a, "--racecheck")) {
       /* small enough for compute-sanitizer (one-kernel and two-kernel plans) */
       quick = 1, keyswitch = 0, rows_override = 2, logs_given = 1, racecheck = 1;
@@ -743,10 +791,12 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr,
               "usage: ntt_bench [--quick] [--log2 12,14,16,17] [--rows R] [--radix r62,r32]\n"
-              "                 [--no-keyswitch] [--racecheck] [--json FILE]\n"
+              "                 [--no-keyswitch] [--racecheck] [--json FILE] [--cluster]\n"
               "                 [--sweep [--plans 'PLAN;PLAN;...'] [--reps N]]\n"
               "  --sweep: every candidate schedule (FHJIT_NTT_PLAN strings, e.g.\n"
-              "  'c_col=3,t=7'; see lib/lower/ntt.h) per size, checked and timed\n");
+              "  'c_col=3,t=7'; see lib/lower/ntt.h) per size, checked and timed\n"
+              "  --cluster: the cluster schedule beside the two kernels (sizes 14,16,17\n"
+              "  unless --log2 says otherwise), both checked; no key switch\n");
       return 2;
     }
   }
@@ -785,7 +835,17 @@ int main(int argc, char **argv) {
         cfgs[ncfg++] = (config){(fhjit_radix)radix, logs[li], rows};
       }
   }
-  if (do_sweep) {
+  if (do_cluster && !logs_given) { /* the cluster schedule's sizes of issue 19 */
+    int k = 0;
+    for (int i = 0; i < ncfg; i++)
+      if (cfgs[i].log_n >= 14) cfgs[k++] = cfgs[i];
+    ncfg = k;
+  }
+  if (do_cluster) {
+    printf("ntt_schedule two_kernel vs cluster (same data, same run; GB/s: one pass over memory, "
+           "2 x rows x N words, over the time)\n");
+    for (int i = 0; i < ncfg; i++) bench_cluster(&cfgs[i], quick, &failures);
+  } else if (do_sweep) {
     if (!logs_given && !user_plans) {
       /* r32's small sizes matter less than its large ones */
       int k = 0;

@@ -72,6 +72,9 @@ FHJIT_API const char *fhjit_version(void);
  *   "cache"       FHJIT_CACHE       "off" (or 0, no, false): no disk cache (docs/runtime.md)
  *   "cache_dir"   FHJIT_CACHE_DIR   the disk cache's directory, an absolute path
  *   "bconv_plan"  FHJIT_BCONV_PLAN  conversion kernels' "V=..,T=..,S=..,U=.." (docs/section7.md)
+ *   "ntt_schedule" FHJIT_NTT_SCHEDULE  NTTs on sm_90: "auto" (the default: two
+ *                 kernels), "two_kernel", or "cluster" (one kernel per transform on
+ *                 thread-block clusters, N = 2^14 .. 2^17; docs/ntt-cluster.md)
  * value "" is the default (the variable then ignored); value NULL unsets
  * the option (back to the variable). FHJIT_ERR_ARGUMENT, the option
  * unchanged, for an unknown name or a malformed value. */

@@ -121,9 +121,17 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
  * change after fhjit_bind. */
 static void mix_ntt_plan(const fhjit_context *ctx, uint64_t out[2], int live_ntt) {
   const char *ntt_plan = ir_option(ctx, IR_OPT_NTT_PLAN);
-  if (!live_ntt || !ntt_plan || !*ntt_plan) return;
+  /* and the schedule (ntt_schedule), separated from the keys by a byte no
+   * key holds */
+  const char *sched = ir_option(ctx, IR_OPT_NTT_SCHEDULE);
+  int has_plan = ntt_plan && *ntt_plan, has_sched = sched && *sched && strcmp(sched, "auto");
+  if (!live_ntt || (!has_plan && !has_sched)) return;
   hasher h = {out[0], out[1]};
-  for (const char *c = ntt_plan; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
+  for (const char *c = has_plan ? ntt_plan : ""; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
+  if (has_sched) {
+    mix(&h, 0x100u);
+    for (const char *c = sched; *c; c++) mix(&h, (uint64_t)(unsigned char)*c);
+  }
   out[0] = finish(h.a);
   out[1] = finish(h.b ^ h.a);
 }

@@ -27,6 +27,7 @@ typedef enum ir_opt {
   IR_OPT_CACHE,      /* "cache", FHJIT_CACHE: "0", "off", "no", "false": no disk cache */
   IR_OPT_CACHE_DIR,  /* "cache_dir", FHJIT_CACHE_DIR: the disk cache's directory */
   IR_OPT_BCONV_PLAN, /* "bconv_plan", FHJIT_BCONV_PLAN: conversion kernels' V, T, S, U */
+  IR_OPT_NTT_SCHEDULE, /* "ntt_schedule", FHJIT_NTT_SCHEDULE: auto, two_kernel, cluster */
   IR_NUM_OPTS
 } ir_opt;
 

@@ -34,6 +34,11 @@ typedef struct lw_kernel {
   uint32_t block[3];   /* launch block */
   uint32_t shared_bytes; /* dynamic shared memory */
   uint32_t flags;      /* LW_KERNEL_* */
+  /* thread-block cluster (sm_90 on), blocks per cluster in each dimension,
+   * each dividing the grid's: all 0 (or a product of 1) for no cluster; a
+   * kernel with a larger cluster is launched through cuLaunchKernelEx with
+   * CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION (docs/abi.md) */
+  uint32_t cluster[3];
   int32_t nargs;
   lw_arg args[LW_MAX_ARGS];
 } lw_kernel;
@@ -44,6 +49,11 @@ typedef struct lw_kernel {
  * griddepcontrol.wait, which returns once that kernel has completed and its
  * writes are visible. */
 #define LW_KERNEL_PDL 1u
+
+/* Blocks per cluster of a kernel: 1 when it has none. */
+static inline uint32_t lw_kernel_cluster_size(const lw_kernel *k) {
+  return k->cluster[0] && k->cluster[1] && k->cluster[2] ? k->cluster[0] * k->cluster[1] * k->cluster[2] : 1;
+}
 
 /* A compiled GPU program: one PTX module, kernels launched in order on one
  * stream, and the scratch buffers they need (bytes each). */

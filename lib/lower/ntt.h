@@ -105,6 +105,17 @@ typedef struct lw_ntt_kplan {
    * kernel, each thread prefetches into the L2 the source words its first
    * pass or staged load reads (ntt_emit.c, prefetch_source) */
   int l2pf;
+  /* GPU sm_90 on: the cluster schedule (ntt_cluster.h, docs/ntt-cluster.md):
+   * log2 of the blocks per cluster C; 0 for the other kernels. A cluster
+   * kernel runs whole rows: m = log N, one cluster of C blocks per
+   * batch-row (blocks = batch_rows * C), block r of a cluster keeping the
+   * row's words [r S, (r + 1) S) (S = N / C) in its dynamic shared memory
+   * (smem_words: S padded, pad_shift), the passes over the local bits
+   * [0, log S), and the stages of the top log C bits exchanged once through
+   * distributed shared memory, 2^log_u columns of C words per thread at a
+   * time. The host runs it too, a cluster's blocks phase by phase. */
+  int cluster;
+  int log_u;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -137,7 +148,29 @@ typedef struct lw_ntt_plan {
   int64_t dst_offset;
   int nkernels;
   lw_ntt_kplan k[2];
+  /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
+   * same transform here, for targets without clusters (lw_ntt_for_target
+   * swaps it in); unused otherwise. */
+  int two_nkernels;
+  lw_ntt_kplan two[2];
 } lw_ntt_plan;
+
+/* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
+ * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
+ * cluster schedule has been measured on the H200 (docs/ntt-cluster.md). */
+typedef enum lw_ntt_schedule {
+  LW_NTT_SCHED_AUTO = 0,
+  LW_NTT_SCHED_TWO_KERNEL,
+  LW_NTT_SCHED_CLUSTER
+} lw_ntt_schedule;
+/* The cluster schedule's sizes: 2^14 .. 2^17 (smaller rows fit one block). */
+#define LW_NTT_CLUSTER_MIN_LOG 14
+#define LW_NTT_CLUSTER_MAX_LOG 17
+/* Dynamic shared memory a block may have on sm_90 (227 KB). */
+#define LW_NTT_CLUSTER_SMEM_MAX (227 * 1024)
+/* The ntt_schedule option's text: 1 when valid (*out set; NULL and ""
+ * are auto), 0 otherwise. */
+int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out);
 
 /* Schedule choices that may be overridden (tuning, sweeps); -1 everywhere
  * means the default. Every combination that lw_ntt_plan_make_tuned accepts
@@ -164,6 +197,12 @@ typedef struct lw_ntt_tuning {
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
+  /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
+   * ntt_schedule option sets it), cluster its log2 blocks per cluster
+   * (1..3; default by row size), t_cluster / e_cluster its log2 threads per
+   * block and words per thread */
+  int sched;
+  int cluster, t_cluster, e_cluster;
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -171,7 +210,9 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi) over *t. NULL
+ * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
+ * cluster, t_cluster, e_cluster) over *t; cluster=<log2 C> also selects the
+ * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t);
@@ -248,11 +289,12 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
                           LLVMModuleRef m);
 
 /* Clears what target t lacks (programmatic dependent launch before sm_90:
- * pdl, entry) from a plan about to be built for it. */
+ * pdl, entry; clusters: a cluster plan becomes its two-kernel schedule)
+ * from a plan about to be built for it. */
 void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t);
 /* Kernel j's launch facts, for a plan lw_ntt_for_target has seen: its
- * LW_KERNEL_PDL flag, and the trailing LW_ARG_OWN argument (appended after
- * the others are set). */
+ * LW_KERNEL_PDL flag, cluster dimensions and dynamic shared memory, and the
+ * trailing LW_ARG_OWN argument (appended after the others are set). */
 void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k);
 
 /* PTX and launch description of a standalone NTT: kernel arguments are

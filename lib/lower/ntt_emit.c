@@ -1461,7 +1461,7 @@ static fhjit_status build_prologue(ne *E) {
 /* The symbols kernel `name` adds are not in the module yet
  * (lw_symbol_taken): else an internal error. */
 static fhjit_status kernel_names_free(ne *E, const char *name) {
-  static const char *const suffixes[] = {"", ".smem", "_host", "_host_body"};
+  static const char *const suffixes[] = {"", ".smem", "_dsmem", "_host", "_host_body"};
   for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
     char sym[128]; /* kernel names are at most 63 characters */
     snprintf(sym, sizeof sym, "%s%s", name, suffixes[i]);
@@ -1492,6 +1492,9 @@ static fhjit_status check_inlined(ne *E, const char *name) {
                                 : "epilogue",
                   (long long)E->inlined, (long long)limit);
 }
+
+/* the cluster schedule (sm_90 on, and its host form) */
+#include "lower/ntt_cluster.h"
 
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
                           lw_target target, const char *prefix, LLVMContextRef c,
@@ -1544,8 +1547,14 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
     if ((st = kernel_names_free(&E, name))) break;
     E.inlined = 0;
-    if (target == LW_GPU) build_gpu_kernel(&E, name);
-    else build_host_fn(&E, name);
+    if (E.K->cluster) {
+      if (target == LW_GPU) build_cluster_gpu_kernel(&E, name);
+      else build_cluster_host_fn(&E, name);
+    } else if (target == LW_GPU) {
+      build_gpu_kernel(&E, name);
+    } else {
+      build_host_fn(&E, name);
+    }
     st = check_inlined(&E, name);
   }
   LLVMDisposeBuilder(E.b);
@@ -1562,6 +1571,10 @@ static void plan_prefix(const lw_ntt_plan *p, char *buf, size_t size) {
 /* Builds, verifies and optimises the module of a plan for the GPU; *ptx
  * (optional) receives the PTX, *text (optional) the requested text. */
 void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
+  if (p->k[0].cluster && !nv_target_has_cluster(t)) {
+    p->nkernels = p->two_nkernels;
+    memcpy(p->k, p->two, sizeof p->k);
+  }
   if (nv_target_has_pdl(t)) return;
   for (int j = 0; j < 2; j++) p->k[j].pdl = p->k[j].entry = 0;
 }
@@ -1569,6 +1582,11 @@ void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
 void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
   const lw_ntt_kplan *kp = &p->k[j];
   k->flags = (j > 0 ? kp->pdl : kp->entry) ? LW_KERNEL_PDL : 0;
+  if (kp->cluster) { /* dynamic shared memory: the block's slice */
+    k->cluster[0] = 1u << kp->cluster;
+    k->cluster[1] = k->cluster[2] = 1;
+    k->shared_bytes = kp->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u);
+  }
   if (kp->pdl == 2) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
 }
 
@@ -1608,13 +1626,13 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
   lw_ntt_for_target(&pt, nv_find_target(&ctx->err, arch));
   char prefix[40];
   plan_prefix(p, prefix, sizeof prefix);
-  out->nkernels = p->nkernels;
-  for (int j = 0; j < p->nkernels; j++) {
+  out->nkernels = pt.nkernels; /* the target's: a cluster plan may have become two kernels */
+  for (int j = 0; j < pt.nkernels; j++) {
     lw_kernel *k = &out->kernels[j];
     snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
-    k->grid[0] = (uint32_t)p->k[j].blocks;
+    k->grid[0] = (uint32_t)pt.k[j].blocks;
     k->grid[1] = k->grid[2] = 1;
-    k->block[0] = p->k[j].threads;
+    k->block[0] = pt.k[j].threads;
     k->block[1] = k->block[2] = 1;
     k->shared_bytes = 0; /* static shared memory only */
     k->nargs = 5;
@@ -1727,8 +1745,11 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     if (j == p->nkernels - 1)
       for (int e = 0; e < h->nepi_args; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[npro + e];
     host_job job = {h->fn[j], slots};
-    fhjit_status st = jit_split(&ctx->err, host_range, &job, k->blocks, threads,
-                                (size_t)k->smem_words * ws, "NTT host run");
+    /* a cluster kernel's host form runs whole clusters, with their C
+     * slices side by side */
+    int64_t units = k->cluster ? k->blocks >> k->cluster : k->blocks;
+    size_t shared = ((size_t)k->smem_words << k->cluster) * ws;
+    fhjit_status st = jit_split(&ctx->err, host_range, &job, units, threads, shared, "NTT host run");
     if (st) return st;
   }
   return FHJIT_OK;

@@ -75,6 +75,15 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->sched = t->cluster = t->t_cluster = t->e_cluster = -1;
+}
+
+int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out) {
+  if (!text || !*text || !strcmp(text, "auto")) *out = LW_NTT_SCHED_AUTO;
+  else if (!strcmp(text, "two_kernel")) *out = LW_NTT_SCHED_TWO_KERNEL;
+  else if (!strcmp(text, "cluster")) *out = LW_NTT_SCHED_CLUSTER;
+  else return 0;
+  return 1;
 }
 
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
@@ -109,6 +118,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
       {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
+      {"cluster", {offsetof(lw_ntt_tuning, cluster)}, 1, 0, 3},
+      {"t_cluster", {offsetof(lw_ntt_tuning, t_cluster)}, 1, 5, 10},
+      {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -125,7 +137,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -183,6 +195,13 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
     if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
     else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
   }
+  lw_ntt_schedule sched;
+  if (!lw_ntt_schedule_parse(ir_option(ctx, IR_OPT_NTT_SCHEDULE), &sched))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: %s: expected auto, two_kernel or cluster, not '%s'",
+                    ir_option_label(ctx, IR_OPT_NTT_SCHEDULE), ir_option(ctx, IR_OPT_NTT_SCHEDULE));
+  /* auto: the two-kernel schedule until the cluster one is measured */
+  t.sched = sched == LW_NTT_SCHED_CLUSTER;
   const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if (fwd) {
     /* no context: where this plan fails (with the ntt_plan option's keys), the
@@ -199,6 +218,67 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
 }
 
 static int pick(int tuned, int dflt) { return tuned >= 0 ? tuned : dflt; }
+
+/* The cluster schedule (lw_ntt_kplan.cluster; ntt_cluster.h) of the
+ * transform p plans, replacing its kernels, which stay in p->two. C blocks
+ * per cluster by default so that a block's slice of the row is about 64 KB
+ * (r32 2^14: 2 x 32 KB; r32 2^16, 4 x 64 KB; r62 2^16, 8 x 64 KB; r62
+ * 2^17, 8 x 128 KB): several blocks per SM where the row allows, and at most
+ * the 8 of a portable cluster. */
+static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_ntt_tuning *t) {
+  int ws = p->radix == FHJIT_R32 ? 4 : 8, n = p->log_n;
+  int fwd = ir_ntt_is_forward(p->kind);
+  int c = n + lw_ntt_ilog2((uint64_t)ws) - 16;
+  c = pick(t->cluster, c < 1 ? 1 : c > 3 ? 3 : c);
+  int s = n - c;
+  lw_ntt_kplan k;
+  memset(&k, 0, sizeof k);
+  k.cluster = c;
+  k.log_e = pick(t->e_cluster, p->radix == FHJIT_R32 ? 4 : 3);
+  if (k.log_e > s) k.log_e = s;
+  /* columns of the cross-block stages per thread: about E words at once */
+  k.log_u = k.log_e > c ? k.log_e - c : 0;
+  int lt = pick(t->t_cluster, 9);
+  /* every thread has work in each phase: columns (S / C of a block), pass
+   * groups (S / E) and staged vectors (S / V) */
+  if (lt > s - c - k.log_u) lt = s - c - k.log_u;
+  if (lt > s - k.log_e) lt = s - k.log_e;
+  if (lt < 5 || (ws << k.log_e) < 16)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: NTT cluster plan for N = 2^%d: %d blocks per cluster and %d words "
+                    "per thread leave a block less than a warp of work, or fewer words than a "
+                    "16-byte vector (see FHJIT_NTT_PLAN)",
+                    n, 1 << c, 1 << k.log_e);
+  k.threads = 1u << lt;
+  /* where the passes would end on a short one that a 16-byte vector holds
+   * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
+   * vectors instead: no round trip through shared memory and no barrier
+   * of its own (lw_ntt_kplan.tail, as in the chunk kernels) */
+  int rem = s % k.log_e;
+  int tail_bits = pick(t->tail, 1) ? (p->radix == FHJIT_R32 ? 2 : 1) : 0;
+  k.tail = rem > 0 && rem <= tail_bits ? rem : 0;
+  k.m = s; /* the passes cover the local bits [tail, s) of a slice */
+  plan_passes(&k, fwd);
+  k.m = n;
+  k.log_subs = 0;
+  k.pad_shift = pick(t->pad_chunk, p->radix == FHJIT_R32 ? 5 : 4);
+  int64_t words = (INT64_C(1) << s) + (k.pad_shift ? (INT64_C(1) << s) >> k.pad_shift : 0);
+  words = (words + 3) & ~INT64_C(3);
+  k.smem_words = (uint32_t)words;
+  k.blocks = p->batch_rows << c;
+  k.pre = k.post = 1;
+  if (k.npass > LW_NTT_MAX_PASSES || words * ws > LW_NTT_CLUSTER_SMEM_MAX)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: NTT cluster plan for N = 2^%d: %d passes and %lld bytes of shared "
+                    "memory per block (at most %d and %d; see FHJIT_NTT_PLAN)",
+                    n, k.npass, (long long)(words * ws), LW_NTT_MAX_PASSES, LW_NTT_CLUSTER_SMEM_MAX);
+  p->two_nkernels = p->nkernels;
+  memcpy(p->two, p->k, sizeof p->two);
+  p->nkernels = 1;
+  memset(p->k, 0, sizeof p->k);
+  p->k[0] = k;
+  return FHJIT_OK;
+}
 
 fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                                     int log_n, int64_t rows, int64_t batch_rows,
@@ -356,6 +436,11 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
                       "than a 16-byte vector (see FHJIT_NTT_PLAN)",
                       log_n, j, 1 << k->log_e);
   }
+  /* the cluster schedule where asked for (explicitly, or by ntt_schedule)
+   * and the size has it; other sizes keep the two kernels */
+  int cluster = t.cluster > 0 || (t.cluster < 0 && t.sched == 1);
+  if (cluster && log_n >= LW_NTT_CLUSTER_MIN_LOG && log_n <= LW_NTT_CLUSTER_MAX_LOG)
+    return make_cluster(ctx, p, &t);
   return FHJIT_OK;
 }
 
@@ -383,5 +468,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " tail %d", k->tail);
     if (used < size && k->pdl)
       used += (size_t)snprintf(buf + used, size - used, j ? " waits" : " triggers");
+    if (used < size && k->cluster)
+      used += (size_t)snprintf(buf + used, size - used, " cluster %d U=%d", 1 << k->cluster,
+                               1 << k->log_u);
   }
 }

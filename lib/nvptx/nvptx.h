@@ -31,6 +31,9 @@ const nv_target *nv_find_target(sp_err *e, const char *arch);
 /* 1 when the target has programmatic dependent launch (griddepcontrol:
  * sm_90 on, PTX ISA 7.8). */
 int nv_target_has_pdl(const nv_target *t);
+/* 1 when the target has thread-block clusters and distributed shared
+ * memory (sm_90 on, PTX 7.8). */
+int nv_target_has_cluster(const nv_target *t);
 /* NULL-terminated list of supported arch names (fhjit_targets). */
 const char *const *nv_target_names(void);
 

@@ -60,6 +60,10 @@ int nv_target_has_pdl(const nv_target *t) {
   return atoi(t->arch + 3) >= 90 && t->ptx_version >= 78;
 }
 
+int nv_target_has_cluster(const nv_target *t) {
+  return atoi(t->arch + 3) >= 90 && t->ptx_version >= 78;
+}
+
 static LLVMTargetMachineRef make_machine(sp_err *e, const char *triple,
                                          const char *cpu, const char *features,
                                          LLVMCodeGenOptLevel level) {

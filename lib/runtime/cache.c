@@ -26,7 +26,7 @@
 #include "runtime/runtime.h"
 
 #define RT_DISK_MAGIC "FHJITKC1"
-#define RT_DISK_FORMAT 2u /* 2: kernel flags */
+#define RT_DISK_FORMAT 3u /* 2: kernel flags; 3: cluster dimensions */
 #define RT_DISK_HEADER 48
 #define RT_DISK_MAX_FILE ((uint64_t)1 << 30)
 #define RT_DESC_MAGIC 0x4450574cu /* "LWPD" */
@@ -76,6 +76,7 @@ void rt_desc_write(sp_buf *out, const lw_program *p) {
     for (int i = 0; i < 3; i++) put32(out, kd->block[i]);
     put32(out, kd->shared_bytes);
     put32(out, kd->flags);
+    for (int i = 0; i < 3; i++) put32(out, kd->cluster[i]);
     put32(out, (uint32_t)kd->nargs);
     for (int32_t a = 0; a < kd->nargs; a++) {
       put32(out, (uint32_t)kd->args[a].kind);
@@ -134,6 +135,7 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
     for (int i = 0; i < 3; i++) kd->block[i] = get32(&r);
     kd->shared_bytes = get32(&r);
     kd->flags = get32(&r);
+    for (int i = 0; i < 3; i++) kd->cluster[i] = get32(&r);
     uint32_t na = get32(&r);
     if (r.bad || na > LW_MAX_ARGS || (kd->flags & ~LW_KERNEL_PDL)) return 0;
     kd->nargs = (int32_t)na;
@@ -145,6 +147,16 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
     }
     for (int i = 0; i < 3; i++)
       if (kd->grid[i] == 0 || kd->block[i] == 0) return 0;
+    /* clusters: none (all 0), or each dimension dividing the grid's, at
+     * most 16 blocks (sm_90's non-portable limit) */
+    if (kd->cluster[0] || kd->cluster[1] || kd->cluster[2]) {
+      uint64_t blocks = 1;
+      for (int i = 0; i < 3; i++) {
+        if (kd->cluster[i] == 0 || kd->grid[i] % kd->cluster[i]) return 0;
+        blocks *= kd->cluster[i];
+      }
+      if (blocks > 16) return 0;
+    }
   }
   for (uint32_t s = 0; s < ns; s++) {
     uint64_t bytes = get64(&r);

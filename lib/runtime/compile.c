@@ -450,6 +450,15 @@ static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const ch
                           "%s: graph @%s: kernel %s needs %u bytes of shared memory", what, gname,
                           kd->name, kd->shared_bytes);
     }
+    /* clusters of more than 8 blocks (sm_90's portable limit) need the
+     * driver's consent; the launch then says whether the device has them */
+    if (s == FHJIT_OK && lw_kernel_cluster_size(kd) > 8) {
+      r = d->cuFuncSetAttribute(k->funcs[i], CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+      if (r != CUDA_SUCCESS)
+        s = rt_cuda_error(ctx, d, r, "cuFuncSetAttribute",
+                          "%s: graph @%s: kernel %s needs clusters of %u blocks", what, gname,
+                          kd->name, lw_kernel_cluster_size(kd));
+    }
   }
   for (int32_t i = 0; i < k->prog.nscratch && s == FHJIT_OK; i++) {
     r = d->cuMemAlloc(&k->scratch[i], (size_t)k->prog.scratch_bytes[i]);
@@ -505,6 +514,7 @@ static const char *desc_difference(const lw_program *a, const lw_program *b) {
       if (x->grid[d] != y->grid[d] || x->block[d] != y->block[d]) return "a kernel's grid or block";
     if (x->shared_bytes != y->shared_bytes || x->flags != y->flags)
       return "a kernel's shared memory or flags";
+    if (memcmp(x->cluster, y->cluster, sizeof x->cluster)) return "a kernel's cluster";
     if (x->nargs != y->nargs) return "a kernel's argument count";
     for (int32_t j = 0; j < x->nargs; j++)
       if (x->args[j].kind != y->args[j].kind || x->args[j].index != y->args[j].index)

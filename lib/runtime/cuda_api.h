@@ -82,7 +82,8 @@ enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1 };
 enum {
   CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
-  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9
+  CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9,
+  CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 };
 
 /* Streams, events, capture */
@@ -166,16 +167,21 @@ typedef CUresult (*PFN_cuModuleUnload)(CUmodule module);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction *func, CUmodule module, const char *name);
 typedef CUresult (*PFN_cuFuncSetAttribute)(CUfunction func, int attrib, int value);
 typedef CUresult (*PFN_cuFuncGetAttribute)(int *value, int attrib, CUfunction func);
-/* cuLaunchKernelEx's configuration (CUDA 12.0), with only the attribute
- * fhjit sets: programmatic stream serialization (id 6, an int value). */
+/* cuLaunchKernelEx's configuration (CUDA 12.0), with only the attributes
+ * fhjit sets: the cluster dimension (id 4, three unsigned ints) and
+ * programmatic stream serialization (id 6, an int value). */
 typedef struct CUlaunchAttribute {
   int id;
   char pad[4];
   union {
     char bytes[64];
+    struct {
+      unsigned int x, y, z;
+    } cluster_dim;
     int programmatic_stream_serialization_allowed;
   } value;
 } CUlaunchAttribute;
+#define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
 #define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 
 typedef struct CUlaunchConfig {

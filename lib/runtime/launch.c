@@ -314,14 +314,25 @@ checks:
       }
       ptrs[j] = &vals[j];
     }
+    /* cuLaunchKernelEx for the attributes a plain launch lacks: programmatic
+     * stream serialization (the kernel waits for the one before it itself,
+     * griddepcontrol.wait) and thread-block clusters */
+    CUlaunchAttribute attrs[2];
+    unsigned nattrs = 0;
+    memset(attrs, 0, sizeof attrs);
     if (kd->flags & LW_KERNEL_PDL) {
-      /* the kernel waits for the one before it itself (griddepcontrol.wait) */
-      CUlaunchAttribute attr;
-      memset(&attr, 0, sizeof attr);
-      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-      attr.value.programmatic_stream_serialization_allowed = 1;
+      attrs[nattrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[nattrs++].value.programmatic_stream_serialization_allowed = 1;
+    }
+    if (lw_kernel_cluster_size(kd) > 1) {
+      attrs[nattrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[nattrs].value.cluster_dim.x = kd->cluster[0];
+      attrs[nattrs].value.cluster_dim.y = kd->cluster[1];
+      attrs[nattrs++].value.cluster_dim.z = kd->cluster[2];
+    }
+    if (nattrs) {
       CUlaunchConfig cfg = {kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0], kd->block[1],
-                            kd->block[2], kd->shared_bytes, stream, &attr, 1};
+                            kd->block[2], kd->shared_bytes, stream, attrs, nattrs};
       r = d->cuLaunchKernelEx(&cfg, k->funcs[i], ptrs, NULL);
     } else {
       r = d->cuLaunchKernel(k->funcs[i], kd->grid[0], kd->grid[1], kd->grid[2], kd->block[0],
@@ -329,12 +340,12 @@ checks:
     }
     if (r != CUDA_SUCCESS) {
       if (i > 0) atomic_store(&k->counters_unsure, 1);
-      const char *launcher = (kd->flags & LW_KERNEL_PDL) ? "cuLaunchKernelEx" : "cuLaunchKernel";
+      const char *launcher = nattrs ? "cuLaunchKernelEx" : "cuLaunchKernel";
       return rt_cuda_error(ctx, d, r, launcher, "%s: graph @%s: kernel %s (grid %u x %u x "
-                           "%u, block %u x %u x %u, %u bytes shared)", what,
+                           "%u, block %u x %u x %u, cluster %u, %u bytes shared)", what,
                            g ? g->name : k->graph_name, kd->name, kd->grid[0], kd->grid[1],
                            kd->grid[2], kd->block[0], kd->block[1], kd->block[2],
-                           kd->shared_bytes);
+                           lw_kernel_cluster_size(kd), kd->shared_bytes);
     }
   }
   return FHJIT_OK;

@@ -113,7 +113,8 @@ class FakeLaunch(ctypes.Structure):
                 ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
                 ("stream", ctypes.c_void_p), ("ctx", ctypes.c_void_p),
                 ("nparams", ctypes.c_int), ("params", ctypes.c_uint64 * 64),
-                ("tag", ctypes.c_void_p), ("pdl", ctypes.c_int)]
+                ("tag", ctypes.c_void_p), ("pdl", ctypes.c_int),
+                ("cluster", ctypes.c_uint * 3)]
 
 
 EXECUTOR = ctypes.CFUNCTYPE(None, ctypes.POINTER(FakeLaunch))

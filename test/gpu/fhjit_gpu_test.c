@@ -1031,6 +1031,113 @@ static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K
   return g;
 }
 
+/* ------------------------------------------ the cluster schedule (issue 19) */
+
+/* A graph of text `body` (its inputs and ops; `output` lines included)
+ * with radix r, bound. */
+static fhjit_graph *cluster_graph(fhjit_radix radix, const char *body, const char *name) {
+  char text[2048];
+  snprintf(text, sizeof text, "graph @%s radix(%s) {\n%s}\n", name,
+           radix == FHJIT_R32 ? "r32" : "r62", body);
+  fhjit_graph *g = fhjit_parse(ctx, text, strlen(text), "cluster.fh");
+  if (g && fhjit_bind(g) != FHJIT_OK) {
+    fhjit_graph_destroy(g);
+    g = NULL;
+  }
+  if (!g) check(0, "cluster graph %s: %s", name, fhjit_last_error(ctx));
+  return g;
+}
+
+/* Moduli for up to 64 rows of transforms of length n: near the radix limit,
+ * every third one far below (4 of them, repeated: there are few primes of
+ * 25 bits that are 1 mod 2^18). */
+static int cluster_chain(fhjit_radix radix, int64_t n, uint64_t q[64]) {
+  uint64_t near[64], far[4];
+  int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 25 : 40;
+  if (fhjit_find_primes(ctx, nb, (uint64_t)(2 * n), 64, near) != FHJIT_OK ||
+      fhjit_find_primes(ctx, fb, (uint64_t)(2 * n), 4, far) != FHJIT_OK) {
+    check(0, "cluster moduli: %s", fhjit_last_error(ctx));
+    return 0;
+  }
+  for (int i = 0; i < 64; i++) q[i] = i % 3 == 2 ? far[(i / 3) % 4] : near[i];
+  return 1;
+}
+
+/* The NTT's cluster schedule (ntt_schedule=cluster: one kernel, a cluster
+ * of 2 to 8 blocks per row, docs/ntt-cluster.md) against the interpreter
+ * bit for bit: both radices, N = 2^14 .. 2^17 (its sizes), forward and
+ * inverse of both modes, rows 1, 3, 32 and 64, a batch axis, a strided
+ * source view (a component of a ciphertext), and a chain (forward, a
+ * product fused as the inverse's prologue, an addition fused as its
+ * epilogue). Not on the fake driver, whose executor runs graphs by the
+ * pointwise kernels' argument order (the NTT's differs); the host's run of
+ * the schedule is test_ntt_cluster's. */
+static void group_cluster(int quick) {
+  group_begin();
+  if (fhjit_context_set_option(ctx, "ntt_schedule", "cluster") != FHJIT_OK) {
+    check(0, "cluster: %s", fhjit_last_error(ctx));
+    group_end("cluster");
+    return;
+  }
+  static const char *const kinds[4][2] = {{"coef std", "ntt_fwd %x, %tw mode(std)"},
+                                          {"coef mont", "ntt_fwd %x, %tw mode(mont)"},
+                                          {"ntt mont", "ntt_inv %x, %tw mode(mont)"},
+                                          {"ntt mont", "ntt_inv %x, %tw mode(std)"}};
+  static const int rows_of[8] = {1, 3, 32, 64, 64, 32, 3, 1};
+  for (int radix = 0; radix < 2; radix++)
+    for (int logn = 14; logn <= (quick ? 15 : 17); logn++) {
+      fhjit_radix rx = radix ? FHJIT_R62 : FHJIT_R32;
+      int64_t n = INT64_C(1) << logn;
+      uint64_t q[64];
+      if (!cluster_chain(rx, n, q)) continue;
+      char body[1024], label[96];
+      /* every kind, each with two row counts */
+      for (int i = 0; i < 8; i++) {
+        int kind = i % 4, rows = rows_of[i];
+        if (quick && rows > 3) continue;
+        snprintf(body, sizeof body,
+                 "  %%x = input pt<[], %d, %lld> %s\n  %%tw = input twiddles<%d, %lld>\n"
+                 "  %%y = %s\n  output %%y\n",
+                 rows, (long long)n, kinds[kind][0], rows, (long long)n, kinds[kind][1]);
+        snprintf(label, sizeof label, "cluster %s 2^%d %s x %d rows", radix ? "r62" : "r32", logn,
+                 kinds[kind][1] + 4, rows);
+        fhjit_graph *g = cluster_graph(rx, body, "cl");
+        if (g) s7_case(g, q, rows, n, label);
+        if (g) fhjit_graph_destroy(g);
+      }
+      /* a batch axis of 2 x 3 rows, forward and inverse */
+      for (int kind = 0; kind < 4; kind += 3) {
+        snprintf(body, sizeof body,
+                 "  %%x = input pt<[2], 3, %lld> %s\n  %%tw = input twiddles<3, %lld>\n"
+                 "  %%y = %s\n  output %%y\n",
+                 (long long)n, kinds[kind][0], (long long)n, kinds[kind][1]);
+        snprintf(label, sizeof label, "cluster %s 2^%d batch 2 x 3 %s", radix ? "r62" : "r32", logn,
+                 kinds[kind][1] + 4);
+        fhjit_graph *g = cluster_graph(rx, body, "clb");
+        if (g) s7_case(g, q, 3, n, label);
+        if (g) fhjit_graph_destroy(g);
+      }
+      /* a chain: forward, products (the inverse's prologue), inverse, an
+       * addition (its epilogue); the source a component of a ciphertext */
+      snprintf(body, sizeof body,
+               "  %%c = input ct<2, [], 2, %lld> coef mont\n"
+               "  %%k = input pt<[], 2, %lld> ntt mont\n  %%e = input pt<[], 2, %lld> coef std\n"
+               "  %%tf = input twiddles<2, %lld>\n  %%ti = input twiddles<2, %lld>\n"
+               "  %%x = extract %%c[1]\n"
+               "  %%f = ntt_fwd %%x, %%tf mode(mont)\n  %%p = mul %%f, %%k\n"
+               "  %%b = ntt_inv %%p, %%ti mode(std)\n  %%s = add %%b, %%e\n"
+               "  output %%s\n",
+               (long long)n, (long long)n, (long long)n, (long long)n, (long long)n);
+      snprintf(label, sizeof label, "cluster %s 2^%d chain (prologue, epilogue, view)",
+               radix ? "r62" : "r32", logn);
+      fhjit_graph *g = cluster_graph(rx, body, "clc");
+      if (g) s7_case(g, q, 2, n, label);
+      if (g) fhjit_graph_destroy(g);
+    }
+  fhjit_context_set_option(ctx, "ntt_schedule", NULL);
+  group_end("cluster");
+}
+
 /* Every section 7 op on the GPU against the interpreter: both radices,
  * N = 2^4 .. 2^16 (2^12 when quick), chains of 10 rows (Q 8, P 2, digits
  * of 3) and SPEC 7's benchmark shapes (r62 Q 35 + P 5, dnum 7; r32 Q 48 +
@@ -1378,6 +1485,7 @@ int main(int argc, char **argv) {
     RUN("ntt", group_ntt());
     RUN("section7", group_s7(quick));
     RUN("ckks", group_ckks());
+    RUN("cluster", group_cluster(quick));
   }
   RUN("errors", group_errors());
   RUN("cache", group_cache());

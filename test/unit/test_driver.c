@@ -258,7 +258,7 @@ END_TEST
 long cudah_value(const char *name, int *found);
 const char *cudah_symbol(const char *plain);
 uintptr_t cudah_stream_legacy(void);
-void cudah_launch_layout(size_t out[8]);
+void cudah_launch_layout(size_t out[10]);
 
 /* fhjit's declarations agree with the CUDA toolkit's cuda.h. */
 START_TEST(agrees_with_cuda_h) {
@@ -274,16 +274,18 @@ START_TEST(agrees_with_cuda_h) {
   RT_DRIVER_SYMBOLS(CHECK_SYMBOL)
 #undef CHECK_SYMBOL
   ck_assert(cudah_stream_legacy() == (uintptr_t)FHJIT_CU_STREAM_LEGACY);
-  size_t theirs[8], ours[8] = {sizeof(CUlaunchAttribute),
+  size_t theirs[10], ours[10] = {sizeof(CUlaunchAttribute),
                                offsetof(CUlaunchAttribute, value),
                                offsetof(CUlaunchAttribute, value.programmatic_stream_serialization_allowed),
                                sizeof(CUlaunchConfig),
                                offsetof(CUlaunchConfig, shared_bytes),
                                offsetof(CUlaunchConfig, stream),
                                offsetof(CUlaunchConfig, attrs),
-                               offsetof(CUlaunchConfig, nattrs)};
+                               offsetof(CUlaunchConfig, nattrs),
+                               offsetof(CUlaunchAttribute, value.cluster_dim.x),
+                               offsetof(CUlaunchAttribute, value.cluster_dim.z)};
   cudah_launch_layout(theirs);
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < 10; i++)
     ck_assert_msg(theirs[i] == ours[i], "launch structure figure %d: cuda.h %zu, fhjit %zu", i,
                   theirs[i], ours[i]);
 }

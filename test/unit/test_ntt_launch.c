@@ -149,10 +149,85 @@ START_TEST(ntt_counters_home_stream) {
 }
 END_TEST
 
+/* The cluster schedule (ntt_schedule=cluster) on sm_90: one kernel per
+ * transform, launched through cuLaunchKernelEx with the cluster dimension
+ * (C blocks along x, the grid C blocks per row) and the block's slice as
+ * dynamic shared memory, over 48 KB, so the kernel gets the maximum dynamic
+ * shared memory attribute when loaded (the fake refuses the launch
+ * otherwise); no programmatic serialization, no `own` argument. sm_80:
+ * the two kernels, plain launches, no cluster. */
+START_TEST(ntt_cluster_launch) {
+  use_fake();
+  rt_lower = lw_compile_ptx, rt_describe = lw_describe_program;
+  for (int i = 0; i < 4; i++) {
+    fhjit_radix radix = i & 1 ? FHJIT_R62 : FHJIT_R32;
+    int sm80 = i >= 2;
+    fhjit_context *c = fhjit_context_create();
+    ck_assert_int_eq(fhjit_context_set_option(c, "ntt_schedule", "cluster"), FHJIT_OK);
+    char text[256];
+    snprintf(text, sizeof text,
+             "graph @nt radix(%s) {\n"
+             "  %%x = input pt<[], 2, 65536> coef mont\n"
+             "  %%tw = input twiddles<2, 65536>\n"
+             "  %%f = ntt_fwd %%x, %%tw mode(mont)\n"
+             "  output %%f\n"
+             "}\n", radix == FHJIT_R32 ? "r32" : "r62");
+    fhjit_graph *g = fhjit_parse(c, text, strlen(text), "nt.fh");
+    ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fhjit_cuda_options o = {.target = sm80 ? "sm_80" : "sm_90"};
+    fhjit_cuda_compile_info info;
+    int attrs = fake_calls("cuFuncSetAttribute");
+    fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
+    ck_assert_int_eq(info.nkernels, sm80 ? 2 : 1);
+    size_t ib, tb, rb;
+    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 0, &ib), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_input_bytes(g, 1, &tb), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+    fhjit_cuda_ptr ins[2] = {alloc_ok(c, ib), alloc_ok(c, tb)}, outs[1] = {alloc_ok(c, rb)};
+    fhjit_cuda_args args = {.params = alloc_ok(c, 8 * 2 * 8), .pstride = 2, .inputs = ins,
+                            .ninputs = 2, .results = outs, .nresults = 1};
+    int ex = fake_calls("cuLaunchKernelEx"), plain = fake_calls("cuLaunchKernel");
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fake_launch l;
+    ck_assert(fake_launch_get(fake_launches() - 1, &l));
+    if (sm80) {
+      ck_assert_int_eq(fake_calls("cuLaunchKernel") - plain, 2);
+      ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - ex, 0);
+      ck_assert(l.cluster[0] == 1 && l.cluster[1] == 1 && l.cluster[2] == 1);
+    } else {
+      /* r32 2^16: 4 blocks of 2^14 words (64 KB + 2 KB padding); r62: 8 of
+       * 2^13 (64 KB + 4 KB) */
+      unsigned C = radix == FHJIT_R32 ? 4 : 8;
+      unsigned bytes = radix == FHJIT_R32 ? (16384 + 512) * 4 : (8192 + 512) * 8;
+      ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - ex, 1);
+      ck_assert_int_eq(fake_calls("cuLaunchKernel") - plain, 0);
+      ck_assert_uint_eq(l.cluster[0], C);
+      ck_assert(l.cluster[1] == 1 && l.cluster[2] == 1);
+      ck_assert_uint_eq(l.grid[0], 2 * C);
+      ck_assert_uint_eq(l.block[0], 512);
+      ck_assert_uint_eq(l.shared, bytes);
+      ck_assert_int_eq(l.pdl, 0);
+      ck_assert_int_eq(l.nparams, 5);
+      ck_assert_int_gt(fake_calls("cuFuncSetAttribute"), attrs);
+      /* a launch the driver refuses names the launcher and the cluster */
+      setenv("FAKE_CUDA_FAIL", "cuLaunchKernelEx", 1);
+      ck_assert_int_eq(fhjit_cuda_launch_kernel(k, &args), FHJIT_ERR_CUDA);
+      unsetenv("FAKE_CUDA_FAIL");
+      ck_assert_msg(tu_contains(fhjit_last_error(c), "cuLaunchKernelEx"), "%s", fhjit_last_error(c));
+      char want[32];
+      snprintf(want, sizeof want, "cluster %u,", C);
+      ck_assert_msg(tu_contains(fhjit_last_error(c), want), "%s", fhjit_last_error(c));
+    }
+    fhjit_context_destroy(c);
+  }
+}
+END_TEST
+
 int main(void) {
   TCase *tc;
   Suite *s = rt_suite("ntt_launch", &tc);
   tcase_add_test(tc, ntt_dependent_launch);
   tcase_add_test(tc, ntt_counters_home_stream);
+  tcase_add_test(tc, ntt_cluster_launch);
   return rt_run(s);
 }

@@ -51,6 +51,7 @@ static void clear_env(void) {
   unsetenv("FHJIT_PW_PLAN");
   unsetenv("FHJIT_MAX_VALUES");
   unsetenv("FHJIT_BCONV_PLAN");
+  unsetenv("FHJIT_NTT_SCHEDULE");
 }
 
 static char *emit_copy(fhjit_graph *g, fhjit_emit_kind kind) {
@@ -104,6 +105,8 @@ START_TEST(test_bad_names_and_values) {
       {"cache", "maybe", "expected on or off"},
       {"cache", "2", "expected on or off"},
       {"cache_dir", "relative/dir", "expected an absolute path"},
+      {"ntt_schedule", "clusters", "expected auto, two_kernel or cluster"},
+      {"ntt_schedule", "Cluster", "expected auto, two_kernel or cluster"},
   };
   /* a valid value first: a refused one leaves it in force */
   ck_assert_int_eq(fhjit_context_set_option(ctx, "max_values", "300"), FHJIT_OK);
@@ -126,8 +129,8 @@ START_TEST(test_bad_names_and_values) {
                 fhjit_last_error(ctx));
   /* every option takes "" (the default) and NULL (the environment) */
   static const char *const all[] = {"ntt_plan", "pw_plan", "max_values", "cache", "cache_dir",
-                                    "bconv_plan"};
-  for (int i = 0; i < 6; i++) {
+                                    "bconv_plan", "ntt_schedule"};
+  for (int i = 0; i < 7; i++) {
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], ""), FHJIT_OK);
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], NULL), FHJIT_OK);
   }
@@ -223,6 +226,46 @@ START_TEST(test_ntt_plan) {
 }
 END_TEST
 
+/* ntt_schedule: cluster changes the graph hash (kernel caches keep the
+ * schedules apart) and, at N = 2^14, the code (one kernel with the block's
+ * slice in dynamic shared memory); auto and "" are the default; the
+ * variable is read when the option is not set, and named when malformed. */
+START_TEST(test_ntt_schedule) {
+  clear_env();
+  fhjit_context *ctx = fhjit_context_create();
+  static const char text[] = "graph @s radix(r32) {\n  %x = input pt<[], 1, 16384> coef mont\n"
+                             "  %t = input twiddles<1, 16384>\n  %y = ntt_fwd %x, %t mode(mont)\n"
+                             "  output %y\n}\n";
+  fhjit_graph *g = fhjit_parse(ctx, text, sizeof text - 1, "s.fh");
+  ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  uint64_t h0[2], h1[2], h2[2];
+  ck_assert_int_eq(fhjit_graph_hash(g, h0), FHJIT_OK);
+  char *base = emit_copy(g, FHJIT_EMIT_LLVM);
+  ck_assert(tu_contains(base, "_k1(") && !tu_contains(base, "_dsmem"));
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "auto"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_graph_hash(g, h1), FHJIT_OK);
+  ck_assert(h1[0] == h0[0] && h1[1] == h0[1]);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "cluster"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_graph_hash(g, h1), FHJIT_OK);
+  ck_assert(h1[0] != h0[0] || h1[1] != h0[1]);
+  char *cl = emit_copy(g, FHJIT_EMIT_LLVM);
+  ck_assert(tu_contains(cl, "_k0_dsmem") && !tu_contains(cl, "_k1("));
+  ck_assert(tu_contains(cl, "llvm.nvvm.barrier.cluster.wait"));
+  /* the variable, when the option is unset */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", NULL), FHJIT_OK);
+  setenv("FHJIT_NTT_SCHEDULE", "cluster", 1);
+  ck_assert_int_eq(fhjit_graph_hash(g, h2), FHJIT_OK);
+  ck_assert(h2[0] == h1[0] && h2[1] == h1[1]);
+  setenv("FHJIT_NTT_SCHEDULE", "fast", 1);
+  ck_assert(fhjit_emit(g, FHJIT_EMIT_LLVM, NULL) == NULL);
+  ck_assert_msg(tu_contains(fhjit_last_error(ctx), "FHJIT_NTT_SCHEDULE"), "%s", fhjit_last_error(ctx));
+  clear_env();
+  free(base);
+  free(cl);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* max_values reaches the lowering of an NTT's fused epilogue, whose
  * sub-graphs have a context of their own. */
 START_TEST(test_max_values_fused) {
@@ -255,6 +298,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_bad_names_and_values);
   tcase_add_test(tc, test_pw_plan);
   tcase_add_test(tc, test_ntt_plan);
+  tcase_add_test(tc, test_ntt_schedule);
   tcase_add_test(tc, test_max_values_fused);
   suite_add_tcase(s, tc);
   return s;

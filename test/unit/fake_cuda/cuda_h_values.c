@@ -37,8 +37,8 @@ uintptr_t cudah_stream_legacy(void) { return (uintptr_t)CU_STREAM_LEGACY; }
 
 /* Sizes and offsets of cuLaunchKernelEx's structures, in the order
  * test_driver lists fhjit's own. */
-void cudah_launch_layout(size_t out[8]);
-void cudah_launch_layout(size_t out[8]) {
+void cudah_launch_layout(size_t out[10]);
+void cudah_launch_layout(size_t out[10]) {
   out[0] = sizeof(CUlaunchAttribute);
   out[1] = offsetof(CUlaunchAttribute, value);
   out[2] = offsetof(CUlaunchAttribute, value.programmaticStreamSerializationAllowed);
@@ -47,4 +47,6 @@ void cudah_launch_layout(size_t out[8]) {
   out[5] = offsetof(CUlaunchConfig, hStream);
   out[6] = offsetof(CUlaunchConfig, attrs);
   out[7] = offsetof(CUlaunchConfig, numAttrs);
+  out[8] = offsetof(CUlaunchAttribute, value.clusterDim.x);
+  out[9] = offsetof(CUlaunchAttribute, value.clusterDim.z);
 }

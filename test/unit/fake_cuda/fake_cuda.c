@@ -38,6 +38,8 @@ struct CUfunc_st {
   char name[64];
   int nparams;
   int psize[FAKE_MAX_PARAMS];
+  int max_dynamic_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int non_portable;       /* CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED */
 };
 
 struct CUgraph_st {
@@ -620,10 +622,19 @@ EXPORT CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
   return CUDA_ERROR_NOT_FOUND;
 }
 
+/* The H200's limits: 227 KB of dynamic shared memory per block, clusters
+ * of up to 16 blocks where allowed (8 portable). */
+#define FAKE_MAX_SHARED (227 * 1024)
+
 EXPORT CUresult cuFuncSetAttribute(CUfunction f, int attr, int value) {
   ENTER(CUDA_ERROR_INVALID_VALUE);
-  (void)attr;
-  return f && value >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!f || value < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value > FAKE_MAX_SHARED) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic_shared = value;
+  }
+  if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) f->non_portable = value != 0;
+  return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
@@ -636,8 +647,10 @@ EXPORT CUresult cuFuncGetAttribute(int *value, int attr, CUfunction f) {
 
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, unsigned shared, CUstream stream, void **params,
-                       void **extra, int pdl) {
+                       void **extra, int pdl, const unsigned *cluster) {
   if (!f || !f->mod->alive || extra) return CUDA_ERROR_INVALID_HANDLE;
+  /* more than 48 KB of dynamic shared memory needs the kernel's attribute */
+  if (shared > 48 * 1024 && (int)shared > f->max_dynamic_shared) return CUDA_ERROR_INVALID_VALUE;
   if (!current || f->mod->ctx != current) return CUDA_ERROR_INVALID_CONTEXT;
   if (stream && stream != FHJIT_CU_STREAM_LEGACY && stream != FHJIT_CU_STREAM_PER_THREAD &&
       stream->ctx != current)
@@ -663,6 +676,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
   }
   l.tag = executor_tag;
   l.pdl = pdl;
+  for (int i = 0; i < 3; i++) l.cluster[i] = cluster ? cluster[i] : 1;
   if (stream && stream != FHJIT_CU_STREAM_LEGACY && stream != FHJIT_CU_STREAM_PER_THREAD &&
       stream->capture) {
     if (stream->capture->n == 64) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -681,22 +695,40 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
                                unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                void **params, void **extra) {
   ENTER(CUDA_ERROR_LAUNCH_FAILED);
-  return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra, 0);
+  return launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra, 0, NULL);
 }
 
-/* Only the attribute fhjit sets is known; launches run in order anyway. */
+/* Only the attributes fhjit sets are known: programmatic stream
+ * serialization (launches run in order anyway) and the cluster dimension,
+ * checked as the driver does: sm_90 on, each dimension dividing the grid's,
+ * at most 8 blocks (16 with the non-portable attribute). */
 EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params,
                                  void **extra) {
   ENTER(CUDA_ERROR_LAUNCH_FAILED);
   if (!c || (c->nattrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
   int pdl = 0;
+  unsigned cluster[3] = {1, 1, 1};
   for (unsigned i = 0; i < c->nattrs; i++) {
-    if (c->attrs[i].id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
+      pdl = c->attrs[i].value.programmatic_stream_serialization_allowed != 0;
+    } else if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      cluster[0] = c->attrs[i].value.cluster_dim.x;
+      cluster[1] = c->attrs[i].value.cluster_dim.y;
+      cluster[2] = c->attrs[i].value.cluster_dim.z;
+    } else {
       return CUDA_ERROR_INVALID_VALUE;
-    pdl = c->attrs[i].value.programmatic_stream_serialization_allowed != 0;
+    }
   }
+  unsigned grid[3] = {c->grid_x, c->grid_y, c->grid_z};
+  uint64_t blocks = 1;
+  for (int i = 0; i < 3; i++) {
+    if (!cluster[i] || !grid[i] || grid[i] % cluster[i]) return CUDA_ERROR_INVALID_VALUE;
+    blocks *= cluster[i];
+  }
+  if (blocks > 1 && env_int("FAKE_CUDA_CC", 90) < 90) return CUDA_ERROR_INVALID_VALUE;
+  if (blocks > (f && f->non_portable ? 16u : 8u)) return CUDA_ERROR_INVALID_VALUE;
   return launch(f, c->grid_x, c->grid_y, c->grid_z, c->block_x, c->block_y, c->block_z,
-                c->shared_bytes, c->stream, params, extra, pdl);
+                c->shared_bytes, c->stream, params, extra, pdl, cluster);
 }
 
 /* ------------------------------------------------- capture, events, misc */

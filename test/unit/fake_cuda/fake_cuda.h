@@ -31,6 +31,7 @@ typedef struct fake_launch {
   uint64_t params[FAKE_MAX_PARAMS]; /* by the sizes the PTX declares */
   void *tag; /* fake_cuda_set_tag's value when the launch was made */
   int pdl;   /* cuLaunchKernelEx with programmatic stream serialization */
+  unsigned cluster[3]; /* cuLaunchKernelEx's cluster dimension; 1 1 1 without one */
 } fake_launch;
 
 /* Runs a launch on the host (the fake's "device" memory is host memory). */

@@ -1,0 +1,457 @@
+/* ntt_cluster.h: the NTT's cluster schedule (lw_ntt_kplan.cluster; design
+ * notes in docs/ntt-cluster.md): one kernel, one thread-block cluster of C
+ * blocks per batch-row, each word read from global memory once and written
+ * once. Block r of a cluster keeps the row's words [r S, (r + 1) S)
+ * (S = N / C) in its dynamic shared memory; the stages of the top log C
+ * bits (those whose butterflies span blocks) run on columns of C words,
+ * one from each block, exchanged once through distributed shared memory;
+ * the other log S stages run in passes in the block's own slice.
+ *
+ *   forward: [cross] global -> registers (pre step), the log C top stages,
+ *            st.shared::cluster into the owners' slices | cluster barrier |
+ *            passes (bar.sync between) | bar.sync | staged store (epilogue)
+ *   inverse: staged load (prologue) | bar.sync | passes | cluster barrier |
+ *            [cross] ld.shared::cluster, the log C top stages, post step,
+ *            stores to global (epilogue), then a cluster barrier before exit
+ *
+ * It is part of ntt_emit.c (included there once, before lw_ntt_build): it
+ * uses the emitter's state and its row, arithmetic, fusion and store
+ * helpers, so the prologue, the epilogue and the source views are the two
+ * kernels' own code. On the host the same segments run as loops: for each
+ * cluster, each segment for every block of the cluster and every thread
+ * (a segment boundary is both barriers), with the cluster's slices side by
+ * side in one shared buffer, so CI checks the schedule's arithmetic and
+ * data movement bit for bit; only the PTX forms of the exchange (mapa,
+ * ld/st.shared::cluster, barrier.cluster) are the GPU's alone. */
+#ifndef LW_NTT_CLUSTER_H
+#define LW_NTT_CLUSTER_H
+
+/* Where a segment runs: the thread, its block's rank in the cluster (= its
+ * slice), the cluster's batch-row, and the block's own slice. */
+typedef struct clplace {
+  LLVMValueRef tid;  /* i32 */
+  LLVMValueRef rank; /* i32 */
+  LLVMValueRef br;   /* i64 */
+  LLVMValueRef own;  /* the slice's first word (shared pointer) */
+} clplace;
+
+static int cl_log_s(const ne *E) { return E->P->log_n - E->K->cluster; }
+
+/* x + (x >> pad_shift) of a constant and of an i32 (padded()). */
+static uint64_t cl_padc(ne *E, uint64_t x) { return padded_const(E, x); }
+
+/* barrier.cluster.arrive (release) or .wait (acquire):
+ * every thread of every block of the cluster (GPU only; on the host a
+ * segment boundary). */
+static void cl_barrier(ne *E, const char *which) {
+  if (E->target != LW_GPU) return;
+  char name[64];
+  snprintf(name, sizeof name, "llvm.nvvm.barrier.cluster.%s", which);
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(E, name, &fty);
+  LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
+}
+
+/* The base of block j's slice (j: i32), for cl_remote_load/store: on the
+ * GPU its shared::cluster address (mapa of our own slice's), as an i64; on
+ * the host a pointer into the cluster's buffer. */
+static LLVMValueRef cl_remote_base(ne *E, const clplace *cp, LLVMValueRef j) {
+  LLVMBuilderRef b = E->b;
+  if (E->target != LW_GPU) { /* E->smem: the cluster's slices in rank order */
+    LLVMValueRef off = LLVMBuildZExt(b, LLVMBuildNUWMul(b, j, c32(E, E->K->smem_words), ""), E->i64, "");
+    return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &off, 1, "slice");
+  }
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(E, "llvm.nvvm.mapa.shared.cluster", &fty);
+  LLVMValueRef args[2] = {cp->own, j};
+  LLVMValueRef p = LLVMBuildCall2(b, fty, fn, args, 2, "mapa");
+  return LLVMBuildPtrToInt(b, p, E->i64, "slice");
+}
+
+/* Word idx (i32, padded) of a slice from cl_remote_base. */
+static LLVMValueRef cl_remote_load(ne *E, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMBuilderRef b = E->b;
+  if (E->target != LW_GPU) return load(E, E->W, base, LLVMBuildZExt(b, idx, E->i64, ""), walign(E), "x");
+  LLVMValueRef addr = LLVMBuildNUWAdd(
+      b, base, LLVMBuildShl(b, LLVMBuildZExt(b, idx, E->i64, ""), c64(E, E->wbits == 64 ? 3 : 2), ""), "");
+  const char *text = E->wbits == 64 ? "ld.shared::cluster.u64 $0, [$1];" : "ld.shared::cluster.u32 $0, [$1];";
+  const char *cons = E->wbits == 64 ? "=l,l,~{memory}" : "=r,l,~{memory}";
+  LLVMTypeRef fty = LLVMFunctionType(E->W, &E->i64, 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(b, fty, fn, &addr, 1, "x");
+}
+
+static void cl_remote_store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMBuilderRef b = E->b;
+  if (E->target != LW_GPU) {
+    store(E, v, base, LLVMBuildZExt(b, idx, E->i64, ""), walign(E));
+    return;
+  }
+  LLVMValueRef addr = LLVMBuildNUWAdd(
+      b, base, LLVMBuildShl(b, LLVMBuildZExt(b, idx, E->i64, ""), c64(E, E->wbits == 64 ? 3 : 2), ""), "");
+  const char *text = E->wbits == 64 ? "st.shared::cluster.u64 [$0], $1;" : "st.shared::cluster.u32 [$0], $1;";
+  const char *cons = E->wbits == 64 ? "l,l,~{memory}" : "l,r,~{memory}";
+  LLVMTypeRef tys[2] = {E->i64, E->W};
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, tys, 2, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[2] = {addr, v};
+  LLVMBuildCall2(b, fty, fn, args, 2, "");
+}
+
+/* The source word of (br, i) (i: i32 position in the row): the prologue's
+ * value, or a load through the plan's source view. */
+static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef i64v = LLVMBuildZExt(b, i, E->i64, "");
+  if (E->pro_active) return pro_value(E, br, i64v);
+  LLVMValueRef off;
+  if (E->src_dense) {
+    off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, br, c64(E, (uint64_t)E->P->log_n), ""), i64v, "");
+    if (E->P->src_offset) off = LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)E->P->src_offset), "");
+  } else {
+    LLVMValueRef ii = E->P->src_index_stride != 1
+                          ? LLVMBuildNUWMul(b, i64v, c64(E, (uint64_t)E->P->src_index_stride), "")
+                          : i64v;
+    off = LLVMBuildNUWAdd(b, src_rowoff(E, br), ii, "");
+  }
+  return load(E, E->W, E->src, off, walign(E), "x");
+}
+
+/* The twiddle constants of the top log C stages: stage beta >= log S, key
+ * j >> (beta - log S + 1) of column word j, entry (1 << (n - 1 - beta)) +
+ * key of the row's table (the same for every column: positions below S do
+ * not reach those bits). */
+static void cl_cross_twiddles(ne *E, const rowc *r, mconst mc[][8]) {
+  int n = E->P->log_n, s = cl_log_s(E), C = 1 << E->K->cluster;
+  for (int beta = s; beta < n; beta++)
+    for (int key = 0; key < C >> (beta - s + 1); key++)
+      mc[beta - s][key] = global_twiddle(E, r, c64(E, (UINT64_C(1) << (n - 1 - beta)) + (uint64_t)key));
+}
+
+/* The stages of the top log C bits on the U columns x[u][0..C). */
+static void cl_cross_stages(ne *E, const rowc *r, mconst mc[][8], LLVMValueRef x[][8], int U) {
+  int n = E->P->log_n, s = cl_log_s(E), C = 1 << E->K->cluster;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  for (int st = 0; st < n - s; st++) {
+    int rb = fwd ? n - s - 1 - st : st; /* column bit of the stage */
+    for (int u = 0; u < U; u++)
+      for (int lo = 0; lo < C; lo++) {
+        if (lo & (1 << rb)) continue;
+        butterfly(E, r, &mc[rb][lo >> (rb + 1)], fwd, &x[u][lo], &x[u][lo | (1 << rb)]);
+      }
+  }
+}
+
+/* The column position l (i32) of iteration it, column u: block rank's
+ * share of the slice positions, consecutive threads on consecutive l. */
+static LLVMValueRef cl_column(ne *E, const clplace *cp, int it, int u) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), U = 1 << k->log_u;
+  uint64_t share = UINT64_C(1) << (s - k->cluster);
+  LLVMValueRef l = LLVMBuildNUWMul(b, cp->rank, c32(E, share), "");
+  l = LLVMBuildNUWAdd(b, l, cp->tid, "");
+  return add_const32(E, l, (uint64_t)(it * U + u) * k->threads);
+}
+
+/* Forward: columns from global memory, the top stages, into the owners'
+ * slices (each word crosses distributed shared memory once). */
+static void cl_cross_forward(ne *E, const clplace *cp) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u;
+  int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
+  /* every block of the cluster has started (its shared memory exists)
+   * before anyone stores into it: arrive now, wait before the first store
+   * (.relaxed would do, but LLVM 19 selects it only from PTX 8.0, and
+   * sm_90's PTX here is 7.8) */
+  cl_barrier(E, "arrive");
+  rowc r = row_consts(E, cp->br);
+  mconst pre = pre_const(E, &r);
+  mconst mc[3][8];
+  cl_cross_twiddles(E, &r, mc);
+  LLVMValueRef base[8];
+  for (int j = 0; j < C; j++) base[j] = cl_remote_base(E, cp, c32(E, (uint64_t)j));
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef x[16][8], l[16];
+    for (int u = 0; u < U; u++) {
+      l[u] = cl_column(E, cp, it, u);
+      for (int j = 0; j < C; j++)
+        x[u][j] = pre_step(E, &r, &pre, cl_source(E, cp->br, add_const32(E, l[u], (uint64_t)j << s)));
+    }
+    cl_cross_stages(E, &r, mc, x, U);
+    if (it == 0) cl_barrier(E, "wait");
+    for (int u = 0; u < U; u++) {
+      LLVMValueRef li = padded(E, l[u]);
+      for (int j = 0; j < C; j++) cl_remote_store(E, x[u][j], base[j], li);
+    }
+  }
+  (void)b;
+}
+
+/* Inverse: columns from the blocks' slices, the top stages, the post step,
+ * the stores to global memory (and the epilogue). */
+static void cl_cross_inverse(ne *E, const clplace *cp) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u;
+  int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
+  rowc r = row_consts(E, cp->br);
+  mconst post = post_const(E, &r);
+  mconst mc[3][8];
+  cl_cross_twiddles(E, &r, mc);
+  LLVMValueRef base[8];
+  for (int j = 0; j < C; j++) base[j] = cl_remote_base(E, cp, c32(E, (uint64_t)j));
+  LLVMValueRef rowoff = LLVMBuildShl(b, cp->br, c64(E, (uint64_t)E->P->log_n), "rowoff");
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef x[16][8], l[16];
+    for (int u = 0; u < U; u++) {
+      l[u] = cl_column(E, cp, it, u);
+      LLVMValueRef li = padded(E, l[u]);
+      for (int j = 0; j < C; j++) x[u][j] = cl_remote_load(E, base[j], li);
+    }
+    /* the last reads of the other blocks' slices: they may exit once
+     * everyone has arrived here */
+    if (it == iters - 1) cl_barrier(E, "arrive");
+    cl_cross_stages(E, &r, mc, x, U);
+    for (int u = 0; u < U; u++)
+      for (int j = 0; j < C; j++) {
+        LLVMValueRef v = post_step(E, &r, &post, x[u][j]);
+        LLVMValueRef off = LLVMBuildNUWAdd(
+            b, rowoff, LLVMBuildZExt(b, add_const32(E, l[u], (uint64_t)j << s), E->i64, ""), "");
+        final_store(E, off, &v, 1);
+      }
+  }
+  cl_barrier(E, "wait");
+}
+
+/* Pass j over the local bits [b0, b0 + e) of the block's slice, in place:
+ * groups of 2^e words, consecutive threads on consecutive groups. */
+static void cl_pass(ne *E, int j, const clplace *cp) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int n = E->P->log_n, s = cl_log_s(E);
+  int e = k->pass_e[j], b0 = k->pass_b[j], nr = 1 << e;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  int iters = (int)((UINT64_C(1) << (s - e)) / k->threads);
+  rowc r = row_consts(E, cp->br);
+  LLVMValueRef slice0 = LLVMBuildShl(b, cp->rank, c32(E, (uint64_t)s), "slice0");
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef g = add_const32(E, cp->tid, (uint64_t)it * k->threads);
+    /* the group's position with zeros at the pass bits */
+    LLVMValueRef p0 = LLVMBuildOr(b, LLVMBuildAnd(b, g, c32(E, (UINT64_C(1) << b0) - 1), ""),
+                                  LLVMBuildShl(b, LLVMBuildLShr(b, g, c32(E, (uint64_t)b0), ""),
+                                               c32(E, (uint64_t)(b0 + e)), ""), "p0");
+    LLVMValueRef si = padded(E, p0);
+    LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
+    for (int i = 0; i < nr; i++)
+      x[i] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), E->i64, ""),
+                  walign(E), "x");
+    LLVMValueRef f0 = LLVMBuildOr(b, slice0, p0, "f0"); /* row position */
+    for (int st = 0; st < e; st++) {
+      int rb = fwd ? e - 1 - st : st;
+      int beta = b0 + rb;
+      LLVMValueRef base = LLVMBuildNUWAdd(
+          b, c64(E, UINT64_C(1) << (n - 1 - beta)),
+          LLVMBuildZExt(b, LLVMBuildLShr(b, f0, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twi");
+      mconst mc[16];
+      int have[16] = {0};
+      for (int lo = 0; lo < nr; lo++) {
+        if (lo & (1 << rb)) continue;
+        int key = lo >> (rb + 1);
+        if (!have[key]) {
+          mc[key] = global_twiddle(E, &r, add_const64(E, base, (uint64_t)key));
+          have[key] = 1;
+        }
+        butterfly(E, &r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
+      }
+    }
+    for (int i = 0; i < nr; i++)
+      store(E, x[i], cp->own, LLVMBuildZExt(b, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), E->i64, ""),
+            walign(E));
+  }
+}
+
+/* The staged copy between the block's slice and global memory, 16-byte
+ * vectors by consecutive threads: the inverse's load (prologue, source
+ * view), the forward's store (epilogue). */
+static void cl_staged(ne *E, int is_load, const clplace *cp) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), V = E->V;
+  int iters = (int)((UINT64_C(1) << s) / ((uint64_t)V * k->threads));
+  LLVMValueRef slice0 = LLVMBuildShl(b, cp->rank, c32(E, (uint64_t)s), "slice0");
+  LLVMValueRef rowoff = LLVMBuildShl(b, cp->br, c64(E, (uint64_t)E->P->log_n), "rowoff");
+  /* the source view in whole vectors where it stays on the vector grid */
+  int vector = !E->pro_active && E->src_dense && E->P->src_offset % V == 0;
+  /* the stages of the local bits [0, tail) run on each vector here: the
+   * inverse's first after the load, the forward's last before the store
+   * (tail_stages: root 1, the vector's row position) */
+  rowc r = {0};
+  if (k->tail) r = row_consts(E, cp->br);
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
+                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
+    LLVMValueRef sq = padded(E, q); /* V <= 2^pad_shift: the vector stays contiguous */
+    LLVMValueRef pos = LLVMBuildOr(b, slice0, q, "pos");
+    LLVMValueRef vals[4];
+    if (is_load) {
+      if (vector) {
+        LLVMValueRef off = LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), "");
+        if (E->P->src_offset) off = LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)E->P->src_offset), "");
+        LLVMValueRef vec = load(E, E->vecW, E->src, off, E->target == LW_GPU ? 16u : walign(E), "xv");
+        for (int v = 0; v < V; v++) vals[v] = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x");
+      } else {
+        for (int v = 0; v < V; v++) vals[v] = cl_source(E, cp->br, add_const32(E, pos, (uint64_t)v));
+      }
+      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
+      for (int v = 0; v < V; v++)
+        store(E, vals[v], cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""), walign(E));
+    } else {
+      for (int v = 0; v < V; v++)
+        vals[v] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""),
+                       walign(E), "x");
+      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
+      final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""), vals, V);
+    }
+  }
+}
+
+/* Segments between barriers: staged load / cross, the passes, cross /
+ * staged store. */
+static int cl_num_segments(const lw_ntt_kplan *k) { return k->npass + 2; }
+
+static void cl_segment(ne *E, int sg, const clplace *cp) {
+  const lw_ntt_kplan *k = E->K;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  if (sg == 0) {
+    if (fwd) cl_cross_forward(E, cp);
+    else cl_staged(E, 1, cp);
+  } else if (sg <= k->npass) {
+    cl_pass(E, sg - 1, cp);
+  } else {
+    if (fwd) cl_staged(E, 0, cp);
+    else cl_cross_inverse(E, cp);
+  }
+}
+
+/* The barrier after segment sg on the GPU: the cluster's after the
+ * exchange's stores (forward) or before its loads (inverse), else the
+ * block's. */
+static void cl_segment_barrier(ne *E, int sg) {
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  if ((fwd && sg == 0) || (!fwd && sg == E->K->npass)) {
+    cl_barrier(E, "arrive");
+    cl_barrier(E, "wait");
+  } else {
+    LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  }
+}
+
+static void build_cluster_gpu_kernel(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[LW_MAX_ARGS + 8];
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
+  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn);
+  E->fn = fn;
+  /* the slice: dynamic shared memory (.extern .shared), sized at launch */
+  char sname[128];
+  /* an external symbol keeps its name in the PTX, where '.' cannot be */
+  snprintf(sname, sizeof sname, "%s_dsmem", name);
+  LLVMTypeRef arr = LLVMArrayType2(E->W, 0);
+  LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
+  LLVMSetLinkage(sm, LLVMExternalLinkage);
+  LLVMSetAlignment(sm, 16);
+  E->smem = sm;
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  clplace cp;
+  cp.tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
+  cp.rank = sreg(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank");
+  cp.br = LLVMBuildLShr(E->b, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, ""),
+                        c64(E, (uint64_t)k->cluster), "br");
+  cp.own = sm;
+  for (int sg = 0; sg < cl_num_segments(k); sg++) {
+    if (sg) cl_segment_barrier(E, sg - 1);
+    cl_segment(E, sg, &cp);
+  }
+  LLVMBuildRetVoid(E->b);
+  /* launch bounds (LLVM 19 has no annotation for .reqnctapercluster: the
+   * cluster's shape comes from the launch, docs/abi.md) */
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
+  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+}
+
+/* The host form: (kernel arguments..., cluster_begin, cluster_end, shared),
+ * shared holding a cluster's C slices; "<name>_host" as build_host_fn's. */
+static void build_cluster_host_fn(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[LW_MAX_ARGS + 8];
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
+  types[n] = types[n + 1] = E->i64;
+  types[n + 2] = E->sptr;
+  char fname[128];
+  snprintf(fname, sizeof fname, "%s_host_body", name);
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
+  LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
+  LLVMSetLinkage(fn, LLVMInternalLinkage);
+  fn_attr(E, fn, "nounwind");
+  kernel_params(E, fn);
+  param_attr(E, fn, (unsigned)n + 2, "noalias");
+  E->fn = fn;
+  LLVMValueRef shared = LLVMGetParam(fn, (unsigned)n + 2);
+  E->smem = shared;
+  LLVMValueRef begin = LLVMGetParam(fn, (unsigned)n), end = LLVMGetParam(fn, (unsigned)n + 1);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E->c, fn, "entry");
+  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, fn, "work");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, fn, "done");
+  LLVMPositionBuilderAtEnd(E->b, entry);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, begin, end, ""), work, done);
+  LLVMPositionBuilderAtEnd(E->b, work);
+  loop cl = loop_begin(E, begin, E->i64, "cluster");
+  for (int sg = 0; sg < cl_num_segments(k); sg++) {
+    /* a segment for every thread of every block of the cluster before the
+     * next one: the loop boundary is the barrier (block's or cluster's) */
+    loop rk = loop_begin(E, c32(E, 0), E->i32, "rank");
+    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    clplace cp;
+    cp.tid = t.iv;
+    cp.rank = rk.iv;
+    cp.br = cl.iv;
+    LLVMValueRef off = LLVMBuildZExt(E->b, LLVMBuildNUWMul(E->b, rk.iv, c32(E, k->smem_words), ""), E->i64, "");
+    cp.own = LLVMBuildInBoundsGEP2(E->b, E->W, shared, &off, 1, "own");
+    cl_segment(E, sg, &cp);
+    loop_end(E, &t, c32(E, k->threads), "threads_done");
+    loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
+  }
+  loop_end(E, &cl, end, "clusters_done");
+  LLVMBuildBr(E->b, done);
+  LLVMPositionBuilderAtEnd(E->b, done);
+  LLVMBuildRetVoid(E->b);
+
+  snprintf(fname, sizeof fname, "%s_host", name);
+  LLVMTypeRef wtypes[4] = {E->gptr, E->i64, E->i64, E->sptr};
+  LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
+  fn_attr(E, w, "nounwind");
+  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, w, "entry"));
+  LLVMValueRef args[LW_MAX_ARGS + 8];
+  for (int j = 0; j < n; j++) {
+    LLVMValueRef idx = c64(E, (uint64_t)j);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(E->b, E->i64, LLVMGetParam(w, 0), &idx, 1, "");
+    args[j] = LLVMBuildLoad2(E->b, types[j], slot, "");
+    LLVMSetAlignment(args[j], 8);
+  }
+  for (int j = 0; j < 3; j++) args[n + j] = LLVMGetParam(w, (unsigned)j + 1);
+  LLVMBuildCall2(E->b, fty, fn, args, (unsigned)n + 3, "");
+  LLVMBuildRetVoid(E->b);
+}
+
+#endif

@@ -1,0 +1,295 @@
+/* test_ntt_cluster.c: the NTT's cluster schedule (lib/lower/ntt_cluster.h,
+ * docs/ntt-cluster.md) without a GPU. Its host form runs a cluster's blocks
+ * segment by segment with their slices side by side, the very IR of the
+ * GPU kernel but for the exchange's PTX (mapa, ld/st.shared::cluster,
+ * barrier.cluster), so the arithmetic, the stage grouping and every
+ * address are checked bit for bit against the reference (lib/ir/ntt_ref.c):
+ * all four transforms, both radices, N = 2^14 .. 2^17, clusters of 2, 4
+ * and 8 blocks, words and threads per block varied, rows and batches,
+ * moduli near each limit and far below, random and edge inputs. Also the
+ * plan's choices (the ntt_schedule option, sizes, targets) and the PTX
+ * (cluster instructions; the two kernels on sm_80). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ntt.h"
+#include "lower/ntt.h"
+#include "testutil.h"
+
+static void moduli_for(fhjit_radix radix, int rows, uint64_t *q) {
+  const uint64_t m18 = UINT64_C(1) << 18;
+  int near_bits = radix == FHJIT_R32 ? 30 : 60;
+  int far_bits = radix == FHJIT_R32 ? 20 : 22;
+  uint64_t p[2];
+  for (int r = 0; r < rows; r++) {
+    int which = r % 3;
+    ck_assert_int_eq(fhjit_find_primes(NULL, which == 1 ? far_bits : near_bits, m18, which == 2 ? 2 : 1, p), FHJIT_OK);
+    q[r] = which == 2 ? p[1] : p[0];
+  }
+}
+
+static uint64_t get_word(fhjit_radix radix, const void *buf, size_t i) {
+  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
+}
+
+static void put_word(fhjit_radix radix, void *buf, size_t i, uint64_t x) {
+  if (radix == FHJIT_R32) ((uint32_t *)buf)[i] = (uint32_t)x;
+  else ((uint64_t *)buf)[i] = x;
+}
+
+/* One transform on the host with plan tuning `text` (which must give a
+ * cluster plan of `want_c` blocks per cluster), against the reference. */
+static void check_cluster(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
+                          uint64_t seed, const char *text, int want_c) {
+  fhjit_context *ctx = fhjit_context_create();
+  int64_t n = INT64_C(1) << logn, brows = (int64_t)rows * batch;
+  size_t ws = radix == FHJIT_R32 ? 4 : 8;
+  uint64_t q[8];
+  moduli_for(radix, rows, q);
+  void *params = malloc(8 * ws * (size_t)rows);
+  void *tw = malloc(ws * (size_t)(rows * n));
+  void *in = malloc(ws * (size_t)(brows * n)), *out = malloc(ws * (size_t)(brows * n));
+  uint64_t *row = malloc(8 * (size_t)n), *twrow = malloc(8 * (size_t)n);
+  ck_assert(params && tw && in && out && row && twrow);
+  ck_assert_int_eq(fhjit_param_table(ctx, radix, q, rows, n, 1, 1, params, rows), FHJIT_OK);
+  int fwd = ir_ntt_is_forward(kind);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, radix, q, rows, n, fwd ? tw : NULL, fwd ? NULL : tw),
+                   FHJIT_OK);
+  for (int64_t br = 0; br < brows; br++) {
+    uint64_t qq = q[br % rows];
+    const uint64_t edges[4] = {0, qq - 1, qq, 2 * qq - 1};
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t v = tu_below(&seed, 8) == 0 ? edges[tu_below(&seed, 4)] : tu_below(&seed, 2 * qq);
+      put_word(radix, in, (size_t)(br * n + i), v);
+    }
+  }
+  memset(out, 0xA5, ws * (size_t)(brows * n));
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, text, &t), FHJIT_OK);
+  t.sched = 1; /* ntt_schedule=cluster */
+  lw_ntt_plan plan;
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, radix, kind, logn, rows, brows, &t, &plan), FHJIT_OK);
+  char desc[400];
+  lw_ntt_plan_describe(&plan, desc, sizeof desc);
+  ck_assert_msg(plan.nkernels == 1 && plan.k[0].cluster && (1 << plan.k[0].cluster) == want_c,
+                "not a cluster plan of %d: %s", want_c, desc);
+  ck_assert_int_eq(plan.k[0].blocks, brows * want_c);
+  lw_ntt_host *h = NULL;
+  fhjit_status st = lw_ntt_host_create(ctx, &plan, NULL, &h);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  st = lw_ntt_host_run(ctx, h, params, rows, tw, in, out, NULL, 2);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  lw_ntt_host_destroy(h);
+  for (int64_t br = 0; br < brows; br++) {
+    int r = (int)(br % rows);
+    ir_modulus m = ir_modulus_make(radix, q[r]);
+    uint64_t n_inv_r = get_word(radix, params, (size_t)(7 * rows + r));
+    for (int64_t i = 0; i < n; i++) {
+      row[i] = get_word(radix, in, (size_t)(br * n + i));
+      twrow[i] = get_word(radix, tw, (size_t)(r * n + i));
+    }
+    ir_ntt_row(kind, &m, n_inv_r, logn, twrow, row);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t got = get_word(radix, out, (size_t)(br * n + i));
+      if (got != row[i])
+        ck_abort_msg("%s kind %d N=2^%d rows %d batch %d: batch-row %lld index %lld is %llu, "
+                     "reference %llu (q=%llu; plan %s)",
+                     ir_radix_name(radix), (int)kind, logn, rows, batch, (long long)br,
+                     (long long)i, (unsigned long long)got, (unsigned long long)row[i],
+                     (unsigned long long)q[r], desc);
+    }
+  }
+  free(params);
+  free(tw);
+  free(in);
+  free(out);
+  free(row);
+  free(twrow);
+  fhjit_context_destroy(ctx);
+}
+
+/* _i: radix (bit 0) and log N - 14 (bits 1, 2): every kind with the
+ * default cluster size, then clusters of 2, 4 and 8 blocks. */
+START_TEST(test_cluster_vs_reference) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 14 + (_i >> 1);
+  int ws_log = radix == FHJIT_R32 ? 2 : 3;
+  int c = logn + ws_log - 16;
+  c = c < 1 ? 1 : c > 3 ? 3 : c;
+  for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++)
+    check_cluster(radix, (ir_ntt_kind)kind, logn, kind & 1 ? 3 : 1, kind == 2 && logn < 16 ? 2 : 1,
+                  500 + (uint64_t)_i * 8 + (uint64_t)kind, "", 1 << c);
+  for (int cc = 1; cc <= 3; cc++) {
+    /* the others whose slice fits a block's 227 KB (with its padding) */
+    if (cc == c || ((INT64_C(17) << (logn - cc + ws_log)) >> 4) > 227 * 1024) continue;
+    char text[64];
+    snprintf(text, sizeof text, "cluster=%d", cc);
+    check_cluster(radix, cc & 1 ? IR_NTT_STD_TO_NTT : IR_NTT_TO_STD, logn, 2, 1,
+                  600 + (uint64_t)_i * 8 + (uint64_t)cc, text, 1 << cc);
+  }
+}
+END_TEST
+
+/* Words per thread and threads per block (passes of other widths, short
+ * passes, stages in the staged copy or not, several groups and columns per
+ * thread). */
+START_TEST(test_cluster_tuned) {
+  static const char *const plans[] = {"cluster=2,e_cluster=2,t_cluster=6", "cluster=1,e_cluster=3,t_cluster=7",
+                                      "cluster=3,e_cluster=4,t_cluster=5", "cluster=2,e_cluster=4,t_cluster=8,pad_chunk=0,tail=0"};
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  const char *text = plans[_i >> 1];
+  int want = text[8] == '1' ? 2 : text[8] == '2' ? 4 : 8;
+  int logn = 14 + (_i >> 1) % 3; /* slices of at most 2^15 words */
+  /* one forward and one inverse kind each (all four over the loop) */
+  const ir_ntt_kind kinds[2] = {_i & 2 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
+                                _i & 2 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
+  for (int k = 0; k < 2; k++)
+    check_cluster(radix, kinds[k], logn, 2, 1, 900 + (uint64_t)_i * 4 + (uint64_t)k, text, want);
+}
+END_TEST
+
+/* The plan: the option's choices, sizes, the fallback kept for older
+ * targets, refusals. */
+START_TEST(test_cluster_plans) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  /* auto and two_kernel: the two kernels */
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 32, 32, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 2);
+  ck_assert_int_eq(p.k[0].cluster, 0);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "two_kernel"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 32, 32, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 2);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "bogus"), FHJIT_ERR_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "expected auto, two_kernel or cluster"));
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "cluster"), FHJIT_OK);
+  /* cluster: one kernel, blocks of about 64 KB of the row */
+  static const struct {
+    fhjit_radix radix;
+    int logn, c;
+  } want[] = {{FHJIT_R32, 14, 1}, {FHJIT_R32, 15, 1}, {FHJIT_R32, 16, 2}, {FHJIT_R32, 17, 3},
+              {FHJIT_R62, 14, 1}, {FHJIT_R62, 15, 2}, {FHJIT_R62, 16, 3}, {FHJIT_R62, 17, 3}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
+      ck_assert_int_eq(lw_ntt_plan_make(ctx, want[i].radix, (ir_ntt_kind)kind, want[i].logn, 4, 64, &p),
+                       FHJIT_OK);
+      const lw_ntt_kplan *k = &p.k[0];
+      int ws = want[i].radix == FHJIT_R32 ? 4 : 8, s = want[i].logn - want[i].c;
+      ck_assert_int_eq(p.nkernels, 1);
+      ck_assert_int_eq(k->cluster, want[i].c);
+      ck_assert_int_eq(k->blocks, 64 << want[i].c);
+      ck_assert_int_eq(k->threads, 512);
+      ck_assert(k->pdl == 0 && k->entry == 0);
+      /* the slice, padded, in dynamic shared memory within sm_90's 227 KB */
+      ck_assert_int_ge((int64_t)k->smem_words, INT64_C(1) << s);
+      ck_assert_int_le((int64_t)k->smem_words * ws, 227 * 1024);
+      int bits = 0;
+      for (int j = 0; j < k->npass; j++) bits += k->pass_e[j];
+      ck_assert_int_eq(bits + k->tail, s);
+      /* the two kernels kept for targets without clusters */
+      ck_assert_int_eq(p.two_nkernels, 2);
+      ck_assert_int_eq(p.two[0].cluster, 0);
+      lw_ntt_plan old = p;
+      lw_ntt_for_target(&old, nv_find_target(NULL, "sm_80"));
+      ck_assert_int_eq(old.nkernels, 2);
+      ck_assert_int_eq(old.k[0].cluster, 0);
+      ck_assert_int_eq(old.k[0].pdl, 0);
+      lw_ntt_plan new = p;
+      lw_ntt_for_target(&new, nv_find_target(NULL, "sm_90"));
+      ck_assert_int_eq(new.nkernels, 1);
+      lw_kernel kd;
+      memset(&kd, 0, sizeof kd);
+      lw_ntt_launch_facts(&new, 0, &kd);
+      ck_assert_uint_eq(kd.cluster[0], 1u << want[i].c);
+      ck_assert_uint_eq(kd.cluster[1] * kd.cluster[2], 1);
+      ck_assert_uint_eq(kd.shared_bytes, k->smem_words * (unsigned)ws);
+      ck_assert_uint_eq(kd.flags, 0);
+    }
+  /* other sizes keep the two kernels (or the one) */
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 13, 4, 64, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].cluster, 0);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 12, 4, 64, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].cluster, 0);
+  /* ntt_plan's cluster=0 wins over the option; cluster=k selects it alone */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=0"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 2);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", NULL), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=2"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 1);
+  ck_assert_int_eq(p.k[0].cluster, 2);
+  /* refusals: fewer words than a vector; less than a warp of work */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=1,e_cluster=1"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 4, 4, &p), FHJIT_ERR_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "16-byte vector"));
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=4"), FHJIT_ERR_ARGUMENT);
+  /* the environment variable, read when the option is not set */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", NULL), FHJIT_OK);
+  setenv("FHJIT_NTT_SCHEDULE", "cluster", 1);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 17, 1, 1, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].cluster, 3);
+  setenv("FHJIT_NTT_SCHEDULE", "clusters", 1);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 17, 1, 1, &p), FHJIT_ERR_ARGUMENT);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "FHJIT_NTT_SCHEDULE"));
+  unsetenv("FHJIT_NTT_SCHEDULE");
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
+/* The PTX of the cluster kernels: the exchange's instructions, dynamic
+ * shared memory, no local memory; on sm_80 the two kernels. */
+START_TEST(test_cluster_ptx) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  ir_ntt_kind kind = _i & 2 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT;
+  fhjit_context *ctx = fhjit_context_create();
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "cluster"), FHJIT_OK);
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, 16, 4, 8, &p), FHJIT_OK);
+  lw_program prog;
+  fhjit_status st = lw_ntt_compile_ptx(ctx, &p, "sm_90", &prog);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  ck_assert_int_eq(prog.nkernels, 1);
+  static const char *const want[] = {".extern .shared .align 16 .b8 fhjit_ntt_", "_k0_dsmem[]",
+                                     "mapa.shared::cluster", "barrier.cluster.arrive;",
+                                     "barrier.cluster.wait;", "bar.sync"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+    ck_assert_msg(strstr(prog.ptx, want[i]), "no %s", want[i]);
+  ck_assert_ptr_nonnull(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "st.shared::cluster" : "ld.shared::cluster"));
+  ck_assert_ptr_null(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "ld.shared::cluster" : "st.shared::cluster"));
+  ck_assert_ptr_null(strstr(prog.ptx, ".local"));
+  ck_assert_ptr_null(strstr(prog.ptx, "griddepcontrol"));
+  ck_assert_uint_eq(prog.kernels[0].cluster[0], 1u << p.k[0].cluster);
+  ck_assert_uint_eq(prog.kernels[0].grid[0], (uint32_t)(8 << p.k[0].cluster));
+  ck_assert_uint_eq(prog.kernels[0].block[0], 512);
+  ck_assert_uint_gt(prog.kernels[0].shared_bytes, 48 * 1024);
+  lw_program_free(&prog);
+  st = lw_ntt_compile_ptx(ctx, &p, "sm_80", &prog);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  ck_assert_int_eq(prog.nkernels, 2);
+  ck_assert_ptr_null(strstr(prog.ptx, "cluster"));
+  ck_assert_uint_eq(prog.kernels[0].cluster[0], 0);
+  ck_assert_uint_eq(prog.kernels[0].shared_bytes, 0);
+  lw_program_free(&prog);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("ntt_cluster");
+  TCase *tc = tcase_create("ntt_cluster");
+  tcase_set_timeout(tc, 900);
+  tcase_add_test(tc, test_cluster_plans);
+  tcase_add_loop_test(tc, test_cluster_ptx, 0, 4);
+  tcase_add_loop_test(tc, test_cluster_vs_reference, 0, 8);
+  tcase_add_loop_test(tc, test_cluster_tuned, 0, 8);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
