@@ -903,6 +903,16 @@ def POSITIONS(name):  # a list of chain positions: (array, count)
     return _Param(name, "positions")
 
 
+def GALOIS_LIST(name):  # a list of Galois elements: (count, int64 array)
+    return _Param(name, "i64s")
+
+
+def VALUE_LIST(name, like):  # a list of values, as long as list parameter `like`: array
+    p = _Param(name, "valuelist")
+    p.choices = like
+    return p
+
+
 def I32(name, kwonly=False):
     return _Param(name, "i32", kwonly=kwonly)
 
@@ -919,10 +929,14 @@ class Op:
     """One graph operation: its Python name, the C builder it calls
     (fhjit.h) and its parameters in the C call's order (after the graph);
     corder, when the Python order differs (keyword-only parameters come
-    last in Python), names the parameters in the C call's order."""
+    last in Python), names the parameters in the C call's order. out_like:
+    the builder makes several values (fhjit_ckks_rotate_hoisted): it
+    returns a status and writes one value per element of list parameter
+    `out_like` to a trailing array; the Python call returns them as a list."""
 
-    def __init__(self, name, cfunc, params, doc, corder=None):
+    def __init__(self, name, cfunc, params, doc, corder=None, out_like=None):
         self.name, self.cfunc, self.params, self.doc = name, cfunc, params, doc
+        self.out_like = out_like
         by_name = {p.name: p for p in params}
         self.cparams = [by_name[n] for n in corder] if corder else list(params)
         assert sorted(p.name for p in self.cparams) == sorted(by_name)
@@ -940,21 +954,28 @@ class Op:
         self.signature = inspect.Signature(ps)
 
     def __call__(self, *args, **kwargs):
+        return self.call(None, args, kwargs)
+
+    def call(self, graph, args, kwargs):
+        """The builder on `graph` (None: the graph of the first Value
+        operand); every Value operand must belong to it."""
         import ctypes
         try:
             b = self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %s" % (self.name, e)) from None
         b.apply_defaults()
-        graph = None
+        for p in self.params:  # lists once (any iterable, numpy arrays too)
+            if p.kind in ("i64s", "valuelist"):
+                b.arguments[p.name] = self._list(b.arguments[p.name], p.name)
         for p in self.params:
+            if graph is not None:
+                break
             vals = b.arguments[p.name]
-            for v in (vals if p.kind == "values" else (vals,)):
+            for v in (vals if p.kind in ("values", "valuelist") else (vals,)):
                 if isinstance(v, Value):
                     graph = v.graph
                     break
-            if graph is not None:
-                break
         if graph is None:
             raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: no fhjit.Value operand" % self.name)
         cargs = []
@@ -980,20 +1001,54 @@ class Op:
                 arr, cnt = _positions(v, "%s: %s" % (self.name, p.name))
                 keep.append(arr)
                 cargs += [arr, cnt]
+            elif p.kind == "i64s":
+                arr = (ctypes.c_int64 * max(1, len(v)))(*[self._int(x, p.name, 64) for x in v])
+                keep.append(arr)
+                cargs += [len(v), arr]
+            elif p.kind == "valuelist":
+                like = b.arguments[p.choices]
+                if len(v) != len(like):
+                    # the C builder reads one per element of `like`
+                    raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %d %s for %d %s"
+                                     % (self.name, len(v), p.name, len(like), p.choices))
+                for x in v:
+                    graph._own_value(x, self.name)
+                arr = (ctypes.c_int32 * max(1, len(v)))(*[x.id for x in v])
+                keep.append(arr)
+                cargs.append(arr)
             elif p.kind == "choice":
                 cargs.append(_choice(p.choices, "%s of %s" % (p.name, self.name), v))
             else:
-                if isinstance(v, bool) or not isinstance(v, int):
-                    try:
-                        v = int(v.__index__())
-                    except Exception:
-                        raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %s must be an integer, "
-                                         "got %r" % (self.name, p.name, v)) from None
-                cargs.append(v)
+                cargs.append(self._int(v, p.name, 64 if p.kind == "i64" else 32))
+        if self.out_like is not None:
+            count = len(b.arguments[self.out_like])
+            res = (ctypes.c_int32 * max(1, count))()
+            cargs.append(res)
         with graph._ctx.lock:
             r = getattr(lib, self.cfunc)(graph.handle(), *cargs)
             graph._changed()
-            return graph._value_or_raise(r)
+            if self.out_like is None:
+                return graph._value_or_raise(r)
+            graph._check(r)
+            return [Value(graph, res[i]) for i in range(count)]
+
+    def _int(self, v, what, bits):
+        if isinstance(v, bool) or not isinstance(v, int):
+            try:
+                v = int(v.__index__())
+            except Exception:
+                raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %s must be an integer, "
+                                 "got %r" % (self.name, what, v)) from None
+        if not -(1 << (bits - 1)) <= v < 1 << (bits - 1):
+            raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %s = %d does not fit %d bits"
+                             % (self.name, what, v, bits))
+        return v
+
+    def _list(self, v, what):
+        if isinstance(v, (str, bytes, Value)) or not hasattr(v, "__iter__"):
+            raise FhjitError("FHJIT_ERR_ARGUMENT", "%s: %s must be a sequence, got %r"
+                             % (self.name, what, v))
+        return list(v)
 
     def function(self):
         op = self
@@ -1004,6 +1059,20 @@ class Op:
         f.__signature__ = self.signature
         f.__doc__ = self.doc
         return f
+
+    def method(self):
+        """The Graph method: g.op(...) builds in g (operands of g only)."""
+        op = self
+
+        def m(graph, *args, **kwargs):
+            return op.call(graph, args, kwargs)
+        m.__name__ = self.name
+        m.__qualname__ = "Graph." + self.name
+        m.__signature__ = inspect.Signature(
+            [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)] +
+            list(self.signature.parameters.values()))
+        m.__doc__ = self.doc
+        return m
 
 
 _LAYOUTS = COMPRESSIONS
@@ -1071,6 +1140,31 @@ OPS = [
     Op("moddown", "fhjit_moddown", [V("a"), V("fwd"), V("inv"), V("table")],
        "a on Q ++ P (P the special primes, last, in order) to Q, divided by P* "
        "(floor, minus at most K - 1); table fhjit.moddown_table(moduli, Q, P)."),
+    # SPEC section 7's whole operations (docs/ckks.md): each appends the
+    # primitive ops above and the table inputs they read (fill them with
+    # g.constants() once bound); the graph states moduli, special and digits
+    Op("keyswitch", "fhjit_keyswitch", [V("d"), V("key"), V("fwd"), V("inv")],
+       "Hybrid key switch of d (one polynomial on Q, NTT domain, Montgomery form): "
+       "modup per non-empty digit, digit products with key, their add_lazy sum, "
+       "moddown: a 2-component value on Q. key: key<digits, 2, M, N>, rows by chain "
+       "position; fwd, inv: twiddle tables [M, N]."),
+    Op("ckks_relinearize", "fhjit_ckks_relinearize", [V("ct3"), V("rlk"), V("fwd"), V("inv")],
+       "(d0, d1, d2) -> pack(d0, d1) + keyswitch(d2, rlk)."),
+    Op("ckks_rescale", "fhjit_ckks_rescale", [V("ct"), V("fwd"), V("inv")],
+       "rescale of every component of ct (one rescale table input added)."),
+    Op("ckks_mul_relin_rescale", "fhjit_ckks_mul_relin_rescale",
+       [V("a"), V("b"), V("rlk"), V("fwd"), V("inv")],
+       "HMult: the tensor product (d0, d1, d2) of 2-component a, b, then "
+       "rescale(pack(d0, d1) + keyswitch(d2, rlk))."),
+    Op("ckks_rotate", "fhjit_ckks_rotate", [V("ct"), I64("k", kwonly=False), V("gk"),
+                                            V("fwd"), V("inv")],
+       "Rotation by Galois element k (odd, 1 <= k < 2N; conjugation 2N - 1): "
+       "(k0, k1) = keyswitch(automorphism(c1, k), gk); pack(automorphism(c0, k) + k0, k1)."),
+    Op("ckks_rotate_hoisted", "fhjit_ckks_rotate_hoisted",
+       [V("ct"), GALOIS_LIST("ks"), VALUE_LIST("keys", "ks"), V("fwd"), V("inv")],
+       "Hoisted rotations: one modup of c1 per digit shared by all; rotation i by "
+       "Galois element ks[i] with key keys[i] (as ckks_rotate). Returns the list "
+       "of the 2-component results, one per element of ks.", out_like="ks"),
 ]
 
 _globals = globals()
@@ -1080,6 +1174,9 @@ for _op in OPS:
     __all__.append(_op.name)
     if _op.params[0].kind == "value":
         setattr(Value, _op.name, _fn)
+    # g.keyswitch(d, ...): the same builder, on operands of g
+    assert not hasattr(Graph, _op.name), _op.name
+    setattr(Graph, _op.name, _op.method())
 del _globals, _op, _fn
 
 from . import _run  # noqa: E402 (it imports this module's names)
