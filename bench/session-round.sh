@@ -6,8 +6,9 @@
 #     Every correctness check at once (they share the GPU; nothing is
 #     timed): the GPU tests, the same under compute-sanitizer memcheck, the
 #     NTT kernels under memcheck and racecheck (bench/ntt-sanitizers.sh),
-#     the section 7 kernels under racecheck,
-#     every example through fhjit-run --backend=cuda --check, graphs that
+#     the section 7 kernels under racecheck, the cluster NTT under
+#     memcheck, racecheck and synccheck (GPU test groups include ckks and
+#     cluster), every example through fhjit-run --backend=cuda --check, graphs that
 #     differ only in name through one disk cache (issue 20), and the Python
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
@@ -24,8 +25,9 @@
 #   bench/session-round.sh bench BUILD OUT
 #     The benchmarks, one after another with the GPU to themselves:
 #     bench/device-run.sh without its test steps (fhjit_bench, compile
-#     latency, Triton), bench/ntt-run.sh (the CUDA baseline and fhjit's NTT)
-#     and bench/python_launch.py. Raw JSON: OUT/results/ (for
+#     latency, Triton), bench/ntt-run.sh (the CUDA baseline and fhjit's NTT),
+#     ntt_bench --cluster (the cluster schedule beside the two kernels) and
+#     bench/python_launch.py. Raw JSON: OUT/results/ (for
 #     bench/results/<date>-<commit>/), logs: OUT/logs.tgz.
 set -u
 MODE=${1:-}
@@ -66,6 +68,19 @@ examples_on_gpu() {
   return $rc
 }
 
+# The cluster NTT (issue 19) under the three sanitizers its barriers and
+# distributed shared memory need (docs/ntt-cluster.md).
+cluster_sanitizers() {
+  local rc=0 nb=$BUILD/bench/ntt_bench
+  timeout 300 "$SAN" --tool memcheck --error-exitcode 99 "$nb" --cluster --quick --log2 14,16,17 \
+    --rows 2 >"$LOGS/cluster-memcheck.log" 2>&1 || rc=1
+  timeout 300 "$SAN" --tool racecheck --error-exitcode 99 "$nb" --cluster --racecheck \
+    >"$LOGS/cluster-racecheck.log" 2>&1 || rc=1
+  timeout 300 "$SAN" --tool synccheck --error-exitcode 99 "$nb" --cluster --racecheck \
+    >"$LOGS/cluster-synccheck.log" 2>&1 || rc=1
+  return $rc
+}
+
 python_gpu_tests() {
   FHJIT_LIBRARY="$BUILD/libfhjit.so" PYTHONPATH="$REPO/python" PYTHONUNBUFFERED=1 \
     timeout 300 python3 -m pytest -q -p no:cacheprovider "$REPO/python/tests" -rs
@@ -81,6 +96,7 @@ run_checks() {
     start ntt_sanitizers bash "$REPO/bench/ntt-sanitizers.sh" "$BUILD" "$LOGS"
     start s7_racecheck timeout 400 "$SAN" --tool racecheck --racecheck-report all --error-exitcode 99 \
       "$BUILD/test/gpu/fhjit_gpu_test" --quick --only section7
+    start cluster_sanitizers cluster_sanitizers
   fi
   start examples examples_on_gpu
   start names names_through_cache
@@ -99,6 +115,9 @@ run_checks() {
     for tool in memcheck racecheck; do
       echo "######## NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/ntt-$tool.log" 2>/dev/null | tail -n 1)"
     done
+    for tool in memcheck racecheck synccheck; do
+      echo "######## cluster NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cluster-$tool.log" 2>/dev/null | tail -n 1)"
+    done
     echo "######## examples on the GPU: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/examples-cuda.log") clean, $(grep -c FAILED "$LOGS/examples-cuda.log") failed"
     echo "######## names through one cache: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/names/names.log" 2>/dev/null) clean, $(grep -c FAILED "$LOGS/names/names.log" 2>/dev/null) failed"
     echo "######## python: $(tail -n 1 "$LOGS/python.log")"
@@ -113,15 +132,19 @@ run_bench() {
   FHJIT_SKIP_TESTS=1 bash "$REPO/bench/device-run.sh" "$BUILD" "$LOGS/pointwise" >"$LOGS/pointwise.out" 2>&1 || status=1
   bash "$REPO/bench/ntt-run.sh" "$BUILD" "$LOGS/ntt" >"$LOGS/ntt.out" 2>&1 || status=1
   rm -f "$LOGS/ntt/ntt_cuda"
+  timeout 300 "$BUILD/bench/ntt_bench" --cluster --json "$LOGS/ntt_cluster.json" \
+    >"$LOGS/ntt_cluster.log" 2>&1 || status=1
   FHJIT_LIBRARY="$BUILD/libfhjit.so" PYTHONPATH="$REPO/python" timeout 240 python3 \
     "$REPO/bench/python_launch.py" --json "$LOGS/python_launch.json" \
     --c-bench "$BUILD/bench/fhjit_bench" >"$LOGS/python_launch.log" 2>&1 || status=1
   for f in pointwise/run.json pointwise/fhjit_bench.json pointwise/compile.json \
-           pointwise/triton.json ntt/ntt_cuda.json ntt/ntt_bench.json python_launch.json; do
+           pointwise/triton.json ntt/ntt_cuda.json ntt/ntt_bench.json python_launch.json \
+           ntt_cluster.json; do
     [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
   done
   echo "######## pointwise (bench/device-run.sh)"; tail -n 40 "$LOGS/pointwise.out"
   echo "######## NTT (bench/ntt-run.sh)"; tail -n 60 "$LOGS/ntt.out"
+  echo "######## cluster NTT beside two kernels (ntt_bench --cluster)"; tail -n 30 "$LOGS/ntt_cluster.log"
   echo "######## Python launch overhead"; tail -n 15 "$LOGS/python_launch.log"
   return $status
 }
