@@ -571,6 +571,7 @@ static an_plan *build_plan(fhjit_graph *g) {
     free(dests);
   }
   if (B.st) goto fail;
+  lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
   free(B.live);
   free(B.where);
   free(B.epi_of);
@@ -697,6 +698,9 @@ static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, 
   return FHJIT_OK;
 }
 
+static fhjit_status describe_step(fhjit_graph *g, an_plan *p, int s, const nv_target *t,
+                                  lw_program *out);
+
 /* The program of plan p for target t without its code: kernels (names,
  * launch facts, arguments) in launch order and scratch buffers. NTT plans
  * are adjusted to the target (lw_ntt_for_target) on the way. */
@@ -707,20 +711,29 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
     an_step *sp = &p->steps[s];
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
-    if (sp->is_bconv) {
-      describe_bconv(p, s, out);
-      continue;
-    }
-    if (!sp->is_ntt) {
-      fhjit_status st = describe_pointwise(g, p, s, out);
-      if (st) return st;
-      continue;
-    }
-    lw_ntt_for_target(&sp->plan, t);
-    describe_ntt(p, s, out);
+    int32_t k0 = out->nkernels;
+    fhjit_status st = describe_step(g, p, s, t, out);
+    if (st) return st;
+    for (int32_t k = k0; k < out->nkernels; k++) lw_scratch_check_kernel(p, s, &out->kernels[k]);
   }
   out->nscratch = p->nscratch;
   memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
+  memcpy(out->scratch_offset, p->scratch_offset, sizeof out->scratch_offset);
+  out->scratch_arena = p->scratch_arena;
+  return FHJIT_OK;
+}
+
+/* Appends the kernels of step s. */
+static fhjit_status describe_step(fhjit_graph *g, an_plan *p, int s, const nv_target *t,
+                                  lw_program *out) {
+  an_step *sp = &p->steps[s];
+  if (sp->is_bconv) {
+    describe_bconv(p, s, out);
+    return FHJIT_OK;
+  }
+  if (!sp->is_ntt) return describe_pointwise(g, p, s, out);
+  lw_ntt_for_target(&sp->plan, t);
+  describe_ntt(p, s, out);
   return FHJIT_OK;
 }
 
@@ -831,9 +844,10 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                                         "ntt_inv to coef-mont", "ntt_inv to coef-std"};
     int64_t total = 0;
     for (int i = 0; i < out->nscratch; i++) total += out->scratch_bytes[i];
-    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes)\n",
+    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes) in "
+                  "an arena of %lld bytes\n",
                   g->name, t->arch, p->nsteps, (int)out->nkernels, (int)out->nscratch,
-                  (long long)total);
+                  (long long)total, (long long)out->scratch_arena);
     int kk = 0;
     for (int s = 0; s < p->nsteps; s++) {
       const an_step *sp = &p->steps[s];
@@ -882,7 +896,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
       for (int j = 0; j < nk && kk < out->nkernels; j++) put_kernel(&b, &out->kernels[kk++]);
     }
     for (int i = 0; i < out->nscratch; i++)
-      sp_buf_printf(&b, "scratch %d: %lld bytes\n", i, (long long)out->scratch_bytes[i]);
+      sp_buf_printf(&b, "scratch %d: %lld bytes at %lld, steps %d..%d\n", i,
+                    (long long)out->scratch_bytes[i], (long long)out->scratch_offset[i],
+                    (int)p->scratch_first[i], (int)p->scratch_last[i]);
     if (b.failed || !b.data) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   free(out);
@@ -936,6 +952,21 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
 
 /* --------------------------------------------------------------- host */
 
+/* Debug builds: before step s, fills with a poison pattern the scratch
+ * buffers whose live range (scratch.c) starts at s, and those whose range
+ * ended at step s - 1. A buffer placed over one still in use, or read
+ * after its range ends, then reads or leaves poison, and the host tests,
+ * which compare every result with the interpreter, fail. */
+static void poison_scratch(const an_plan *p, int s, void *const *scratch) {
+#ifndef NDEBUG
+  for (int i = 0; i < p->nscratch; i++)
+    if (p->scratch_first[i] == s || p->scratch_last[i] == s - 1)
+      memset(scratch[i], 0xa5, (size_t)p->scratch_bytes[i]);
+#else
+  (void)p, (void)s, (void)scratch;
+#endif
+}
+
 static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *results,
                      void *const *scratch) {
   if (b->kind < 0) return NULL;
@@ -981,12 +1012,15 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
   int64_t ws = (int64_t)ir_word_size(g->radix);
   void *scratch[LW_MAX_KERNELS] = {0};
   fhjit_status st = FHJIT_OK;
-  for (int s = 0; s < p->nscratch && !st; s++)
-    if (!(scratch[s] = malloc((size_t)p->scratch_bytes[s])))
-      st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
-                    g->name);
+  /* one arena, the buffers at their offsets (scratch.c) */
+  char *arena = p->scratch_arena ? malloc((size_t)p->scratch_arena) : NULL;
+  if (p->scratch_arena && !arena)
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
+                  g->name);
+  for (int s = 0; s < p->nscratch && !st; s++) scratch[s] = arena + p->scratch_offset[s];
   for (int s = 0; s < p->nsteps && !st; s++) {
     an_step *sp = &p->steps[s];
+    poison_scratch(p, s, scratch);
     if (sp->is_bconv) {
       st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
                              buf_ptr(&sp->tw, inputs, results, scratch),
@@ -1019,7 +1053,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
                     g->name, fhjit_last_error(p->sctx));
   }
-  for (int s = 0; s < p->nscratch; s++) free(scratch[s]);
+  free(arena);
   return st;
 }
 
