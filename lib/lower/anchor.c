@@ -698,9 +698,6 @@ static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, 
   return FHJIT_OK;
 }
 
-static fhjit_status describe_step(fhjit_graph *g, an_plan *p, int s, const nv_target *t,
-                                  lw_program *out);
-
 /* The program of plan p for target t without its code: kernels (names,
  * launch facts, arguments) in launch order and scratch buffers. NTT plans
  * are adjusted to the target (lw_ntt_for_target) on the way. */
@@ -711,29 +708,21 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
     an_step *sp = &p->steps[s];
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
-    int32_t k0 = out->nkernels;
-    fhjit_status st = describe_step(g, p, s, t, out);
-    if (st) return st;
-    for (int32_t k = k0; k < out->nkernels; k++) lw_scratch_check_kernel(p, s, &out->kernels[k]);
+    if (sp->is_bconv) {
+      describe_bconv(p, s, out);
+      continue;
+    }
+    if (!sp->is_ntt) {
+      fhjit_status st = describe_pointwise(g, p, s, out);
+      if (st) return st;
+      continue;
+    }
+    lw_ntt_for_target(&sp->plan, t);
+    describe_ntt(p, s, out);
   }
   out->nscratch = p->nscratch;
   memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
-  memcpy(out->scratch_offset, p->scratch_offset, sizeof out->scratch_offset);
-  out->scratch_arena = p->scratch_arena;
-  return FHJIT_OK;
-}
-
-/* Appends the kernels of step s. */
-static fhjit_status describe_step(fhjit_graph *g, an_plan *p, int s, const nv_target *t,
-                                  lw_program *out) {
-  an_step *sp = &p->steps[s];
-  if (sp->is_bconv) {
-    describe_bconv(p, s, out);
-    return FHJIT_OK;
-  }
-  if (!sp->is_ntt) return describe_pointwise(g, p, s, out);
-  lw_ntt_for_target(&sp->plan, t);
-  describe_ntt(p, s, out);
+  lw_scratch_describe(p, out); /* scratch.c: offsets, arena, and a check of the arguments */
   return FHJIT_OK;
 }
 
@@ -952,21 +941,6 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
 
 /* --------------------------------------------------------------- host */
 
-/* Debug builds: before step s, fills with a poison pattern the scratch
- * buffers whose live range (scratch.c) starts at s, and those whose range
- * ended at step s - 1. A buffer placed over one still in use, or read
- * after its range ends, then reads or leaves poison, and the host tests,
- * which compare every result with the interpreter, fail. */
-static void poison_scratch(const an_plan *p, int s, void *const *scratch) {
-#ifndef NDEBUG
-  for (int i = 0; i < p->nscratch; i++)
-    if (p->scratch_first[i] == s || p->scratch_last[i] == s - 1)
-      memset(scratch[i], 0xa5, (size_t)p->scratch_bytes[i]);
-#else
-  (void)p, (void)s, (void)scratch;
-#endif
-}
-
 static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *results,
                      void *const *scratch) {
   if (b->kind < 0) return NULL;
@@ -1020,7 +994,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
   for (int s = 0; s < p->nscratch && !st; s++) scratch[s] = arena + p->scratch_offset[s];
   for (int s = 0; s < p->nsteps && !st; s++) {
     an_step *sp = &p->steps[s];
-    poison_scratch(p, s, scratch);
+    lw_scratch_poison(p, s, scratch);
     if (sp->is_bconv) {
       st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
                              buf_ptr(&sp->tw, inputs, results, scratch),

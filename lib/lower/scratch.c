@@ -151,11 +151,35 @@ void lw_scratch_assign(an_plan *p) {
   }
 }
 
-void lw_scratch_check_kernel(const an_plan *p, int32_t step, const lw_kernel *k) {
-  for (int32_t a = 0; a < k->nargs; a++)
-    if (k->args[a].kind == LW_ARG_SCRATCH) {
-      int32_t i = k->args[a].index;
-      SP_ASSERT(i >= 0 && i < p->nscratch);
-      SP_ASSERT(p->scratch_first[i] <= step && step <= p->scratch_last[i]);
+void lw_scratch_describe(const an_plan *p, lw_program *out) {
+  memcpy(out->scratch_offset, p->scratch_offset, sizeof out->scratch_offset);
+  out->scratch_arena = p->scratch_arena;
+  /* every scratch argument of a step's kernels (in launch order: an NTT
+   * step's plan.nkernels, one for the others) is live at that step: a
+   * buffer the range walk missed would be shared while in use */
+  int32_t k = 0;
+  for (int32_t s = 0; s < p->nsteps; s++) {
+    const an_step *sp = &p->steps[s];
+    for (int j = 0; j < (sp->is_ntt ? sp->plan.nkernels : 1); j++, k++) {
+      SP_ASSERT(k < out->nkernels);
+      const lw_kernel *kd = &out->kernels[k];
+      for (int32_t a = 0; a < kd->nargs; a++)
+        if (kd->args[a].kind == LW_ARG_SCRATCH) {
+          int32_t i = kd->args[a].index;
+          SP_ASSERT(i >= 0 && i < p->nscratch);
+          SP_ASSERT(p->scratch_first[i] <= s && s <= p->scratch_last[i]);
+        }
     }
+  }
+  SP_ASSERT(k == out->nkernels);
+}
+
+void lw_scratch_poison(const an_plan *p, int32_t s, void *const *scratch) {
+#ifndef NDEBUG
+  for (int i = 0; i < p->nscratch; i++)
+    if (p->scratch_first[i] == s || p->scratch_last[i] == s - 1)
+      memset(scratch[i], 0xa5, (size_t)p->scratch_bytes[i]);
+#else
+  (void)p, (void)s, (void)scratch;
+#endif
 }

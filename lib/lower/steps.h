@@ -119,9 +119,15 @@ int64_t lw_scratch_pack(int n, const int64_t *bytes, const int32_t *first, const
 /* Tests only: non-zero places every buffer at offset 0, a wrong placement
  * on purpose (test_scratch.c shows that the host tests catch it). */
 extern int lw_scratch_debug_share_all;
-/* Asserts that the scratch buffers kernel k (of step `step`) gets as
- * arguments are live at that step: a buffer the range walk missed would be
- * shared while in use. */
-void lw_scratch_check_kernel(const an_plan *p, int32_t step, const lw_kernel *k);
+/* Sets out's scratch offsets and arena from p, once out has p's kernels
+ * (anchor.c, describe_steps), and asserts that every scratch argument of
+ * a step's kernels is live at that step. */
+void lw_scratch_describe(const an_plan *p, lw_program *out);
+/* Host path, before step s (Debug builds; nothing with NDEBUG): fills with
+ * a poison pattern the buffers whose live range starts at s and those whose
+ * range ended at s - 1. A buffer placed over one still in use, or read
+ * after its range ends, then reads or leaves poison, and the host tests,
+ * which compare every result with the interpreter, fail. */
+void lw_scratch_poison(const an_plan *p, int32_t s, void *const *scratch);
 
 #endif

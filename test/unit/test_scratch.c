@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "lower/steps.h"
+#include "randgraph.h"
 #include "testutil.h"
 
 static int64_t up(int64_t x) { return (x + LW_SCRATCH_ALIGN - 1) / LW_SCRATCH_ALIGN * LW_SCRATCH_ALIGN; }
@@ -233,6 +234,60 @@ START_TEST(host_reuse) {
 }
 END_TEST
 
+/* Random graphs with NTT anchors (randgraph: epilogues, several NTTs,
+ * computed operands) on the host path against the interpreter, with the
+ * Debug build's poisoning; enough of them have buffers that share memory. */
+START_TEST(random_ntt_graphs) {
+  fhjit_context *ctx = fhjit_context_create();
+  rg_config cfg;
+  rg_default_config(&cfg);
+  cfg.ntt_percent = 100;
+  cfg.min_ops = 12;
+  cfg.max_ops = 40;
+  char err[1 << 15];
+  int graphs = 0, reused = 0;
+  for (uint64_t seed = 1; graphs < 40 && seed < 400; seed++) {
+    fhjit_graph *g = rg_random_graph(ctx, seed, &cfg, err, sizeof err);
+    ck_assert_msg(g, "seed %llu: %s", (unsigned long long)seed, err);
+    const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    long long nbuf = 0, sum = 0, arena = 0;
+    const char *h = plan ? strstr(plan, " scratch buffers (") : NULL;
+    if (h) {
+      while (h > plan && h[-1] != ' ') h--;
+      ck_assert_int_eq(sscanf(h, "%lld scratch buffers (%lld bytes) in an arena of %lld bytes",
+                              &nbuf, &sum, &arena),
+                       3);
+    }
+    if (nbuf < 2) { /* nothing to share */
+      fhjit_graph_destroy(g);
+      continue;
+    }
+    graphs++;
+    reused += arena < sum;
+    rg_case c;
+    ck_assert_msg(!rg_case_init(&c, g, NULL, seed, 10, err, sizeof err), "%s", err);
+    void **host = rg_alloc_results(&c, 0x5a5a5a5a);
+    void **itp = rg_alloc_results(&c, 0xa5a5a5a5);
+    ck_assert_int_eq(fhjit_interpret(g, c.params, c.pstride, (const void *const *)c.inputs, itp),
+                     FHJIT_OK);
+    ck_assert_msg(fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
+                                 (int)(seed % 3)) == FHJIT_OK,
+                  "seed %llu: %s", (unsigned long long)seed, fhjit_last_error(ctx));
+    ck_assert_msg(!rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err),
+                  "seed %llu: %s", (unsigned long long)seed, err);
+    rg_free_results(&c, host);
+    rg_free_results(&c, itp);
+    rg_case_free(&c);
+    fhjit_graph_destroy(g);
+  }
+  printf("random NTT graphs: %d with 2 or more scratch buffers, %d of them sharing memory\n",
+         graphs, reused);
+  ck_assert_int_eq(graphs, 40);
+  ck_assert_int_ge(reused, 10);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------- CKKS plans at the benchmark shapes */
 
 typedef struct bshape {
@@ -394,6 +449,7 @@ int main(void) {
   tcase_add_test(t, pack_random);
   tcase_add_test(t, ranges_of_steps);
   tcase_add_test(t, host_reuse);
+  tcase_add_test(t, random_ntt_graphs);
   tcase_add_test(t, ckks_benchmark_shapes);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
