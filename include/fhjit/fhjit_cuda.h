@@ -65,10 +65,12 @@ typedef struct fhjit_cuda_args {
   int32_t ninputs;
   const fhjit_cuda_ptr *results;  /* fhjit_num_results(g) pointers */
   int32_t nresults;
-  const fhjit_cuda_ptr *scratch;  /* NULL: the kernel's own scratch buffers
+  const fhjit_cuda_ptr *scratch;  /* NULL: the kernel's own scratch arena
                                      (then launches of one kernel must not
                                      overlap in time); else
-                                     fhjit_cuda_scratch_count() buffers */
+                                     fhjit_cuda_scratch_count() buffers (0 or
+                                     1: the arena, of fhjit_cuda_scratch_size
+                                     bytes) */
   fhjit_cuda_stream stream;
   const fhjit_cuda_options *options; /* NULL: defaults (used to compile) */
 } fhjit_cuda_args;
@@ -87,7 +89,7 @@ typedef struct fhjit_cuda_compile_info {
   int32_t disk_written;  /* 1: a new disk entry was written */
   char target[16];       /* the PTX target ("sm_90") */
   int32_t nkernels;
-  int64_t scratch_bytes; /* total, allocated at compile time */
+  int64_t scratch_bytes; /* the scratch arena, allocated at compile time */
   double lower_ms;       /* graph -> PTX (LLVM) */
   double link_ms;        /* PTX -> cubin (driver JIT linker) */
   double load_ms;        /* cuModuleLoadData, functions, scratch */

@@ -571,6 +571,7 @@ static an_plan *build_plan(fhjit_graph *g) {
     free(dests);
   }
   if (B.st) goto fail;
+  lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
   free(B.live);
   free(B.where);
   free(B.epi_of);
@@ -721,6 +722,7 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
   }
   out->nscratch = p->nscratch;
   memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
+  lw_scratch_describe(p, out); /* scratch.c: offsets, arena, and a check of the arguments */
   return FHJIT_OK;
 }
 
@@ -831,9 +833,10 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                                         "ntt_inv to coef-mont", "ntt_inv to coef-std"};
     int64_t total = 0;
     for (int i = 0; i < out->nscratch; i++) total += out->scratch_bytes[i];
-    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes)\n",
+    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes) in "
+                  "an arena of %lld bytes\n",
                   g->name, t->arch, p->nsteps, (int)out->nkernels, (int)out->nscratch,
-                  (long long)total);
+                  (long long)total, (long long)out->scratch_arena);
     int kk = 0;
     for (int s = 0; s < p->nsteps; s++) {
       const an_step *sp = &p->steps[s];
@@ -882,7 +885,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
       for (int j = 0; j < nk && kk < out->nkernels; j++) put_kernel(&b, &out->kernels[kk++]);
     }
     for (int i = 0; i < out->nscratch; i++)
-      sp_buf_printf(&b, "scratch %d: %lld bytes\n", i, (long long)out->scratch_bytes[i]);
+      sp_buf_printf(&b, "scratch %d: %lld bytes at %lld, steps %d..%d\n", i,
+                    (long long)out->scratch_bytes[i], (long long)out->scratch_offset[i],
+                    (int)p->scratch_first[i], (int)p->scratch_last[i]);
     if (b.failed || !b.data) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   free(out);
@@ -981,12 +986,15 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
   int64_t ws = (int64_t)ir_word_size(g->radix);
   void *scratch[LW_MAX_KERNELS] = {0};
   fhjit_status st = FHJIT_OK;
-  for (int s = 0; s < p->nscratch && !st; s++)
-    if (!(scratch[s] = malloc((size_t)p->scratch_bytes[s])))
-      st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
-                    g->name);
+  /* one arena, the buffers at their offsets (scratch.c) */
+  char *arena = p->scratch_arena ? malloc((size_t)p->scratch_arena) : NULL;
+  if (p->scratch_arena && !arena)
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
+                  g->name);
+  for (int s = 0; s < p->nscratch && !st; s++) scratch[s] = arena + p->scratch_offset[s];
   for (int s = 0; s < p->nsteps && !st; s++) {
     an_step *sp = &p->steps[s];
+    lw_scratch_poison(p, s, scratch);
     if (sp->is_bconv) {
       st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
                              buf_ptr(&sp->tw, inputs, results, scratch),
@@ -1019,7 +1027,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
                     g->name, fhjit_last_error(p->sctx));
   }
-  for (int s = 0; s < p->nscratch; s++) free(scratch[s]);
+  free(arena);
   return st;
 }
 

@@ -56,13 +56,19 @@ static inline uint32_t lw_kernel_cluster_size(const lw_kernel *k) {
 }
 
 /* A compiled GPU program: one PTX module, kernels launched in order on one
- * stream, and the scratch buffers they need (bytes each). */
+ * stream, and the scratch buffers they need (bytes each), which lie in one
+ * arena of scratch_arena bytes, buffer s at scratch_offset[s] (a multiple of
+ * 256): buffers that are never in use at one time share memory
+ * (lib/lower/scratch.c). The runtime allocates the arena, and passes a
+ * LW_ARG_SCRATCH argument as its base plus the buffer's offset. */
 typedef struct lw_program {
   char *ptx; /* malloc'd, NUL-terminated */
   int32_t nkernels;
   lw_kernel kernels[LW_MAX_KERNELS];
   int32_t nscratch;
   int64_t scratch_bytes[LW_MAX_KERNELS];
+  int64_t scratch_offset[LW_MAX_KERNELS];
+  int64_t scratch_arena; /* 0 when nscratch is 0 */
 } lw_program;
 
 /* The per-thread work of pointwise GPU kernels, chosen at run time for

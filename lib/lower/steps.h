@@ -57,6 +57,12 @@ typedef struct an_plan {
   int nsteps;
   int nscratch;
   int64_t scratch_bytes[LW_MAX_KERNELS];
+  /* scratch.c (lw_scratch_assign, after planning): each buffer's live range
+   * (steps, both included) and its offset in one arena of scratch_arena
+   * bytes, shared by buffers whose ranges are disjoint */
+  int32_t scratch_first[LW_MAX_KERNELS], scratch_last[LW_MAX_KERNELS];
+  int64_t scratch_offset[LW_MAX_KERNELS];
+  int64_t scratch_arena;
   /* column lists (bases) the plans point to, freed with the plan */
   int32_t **cols;
   int ncols;
@@ -98,5 +104,30 @@ int lw_needs_steps(const fhjit_graph *g, fhjit_value v);
  * of what reads it): a mixing op's own kernels, writing B->where[v]; a
  * re-indexing op's operands materialised into buffers. */
 void lw_steps_s7(an_build *B, fhjit_value v);
+
+/* scratch.c: scratch reuse by liveness (see there for why it is safe) */
+#define LW_SCRATCH_ALIGN 256 /* bytes: each buffer's offset in the arena */
+/* Sets p's scratch_first/last (the steps touching each buffer; -1: none). */
+void lw_scratch_ranges(an_plan *p);
+/* Live ranges, then offsets and the arena: run once the plan is complete. */
+void lw_scratch_assign(an_plan *p);
+/* Places n buffers of bytes[i] live over steps [first[i], last[i]] at
+ * align-aligned offsets (offset[i]), those whose ranges meet apart; returns
+ * the arena's size. Greedy by size. */
+int64_t lw_scratch_pack(int n, const int64_t *bytes, const int32_t *first, const int32_t *last,
+                        int64_t align, int64_t *offset);
+/* Tests only: non-zero places every buffer at offset 0, a wrong placement
+ * on purpose (test_scratch.c shows that the host tests catch it). */
+extern int lw_scratch_debug_share_all;
+/* Sets out's scratch offsets and arena from p, once out has p's kernels
+ * (anchor.c, describe_steps), and asserts that every scratch argument of
+ * a step's kernels is live at that step. */
+void lw_scratch_describe(const an_plan *p, lw_program *out);
+/* Host path, before step s (Debug builds; nothing with NDEBUG): fills with
+ * a poison pattern the buffers whose live range starts at s and those whose
+ * range ended at s - 1. A buffer placed over one still in use, or read
+ * after its range ends, then reads or leaves poison, and the host tests,
+ * which compare every result with the interpreter, fail. */
+void lw_scratch_poison(const an_plan *p, int32_t s, void *const *scratch);
 
 #endif

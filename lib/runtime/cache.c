@@ -26,7 +26,7 @@
 #include "runtime/runtime.h"
 
 #define RT_DISK_MAGIC "FHJITKC1"
-#define RT_DISK_FORMAT 3u /* 2: kernel flags; 3: cluster dimensions */
+#define RT_DISK_FORMAT 4u /* 2: kernel flags; 3: cluster dimensions; 4: the scratch arena */
 #define RT_DISK_HEADER 48
 #define RT_DISK_MAX_FILE ((uint64_t)1 << 30)
 #define RT_DESC_MAGIC 0x4450574cu /* "LWPD" */
@@ -84,6 +84,8 @@ void rt_desc_write(sp_buf *out, const lw_program *p) {
     }
   }
   for (int32_t s = 0; s < p->nscratch; s++) put64(out, (uint64_t)p->scratch_bytes[s]);
+  for (int32_t s = 0; s < p->nscratch; s++) put64(out, (uint64_t)p->scratch_offset[s]);
+  put64(out, (uint64_t)p->scratch_arena);
 }
 
 typedef struct reader {
@@ -163,6 +165,14 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
     if (bytes == 0 || bytes > (uint64_t)INT64_MAX) return 0;
     out->scratch_bytes[s] = (int64_t)bytes;
   }
+  for (uint32_t s = 0; s < ns; s++) {
+    uint64_t at = get64(&r);
+    if (at > (uint64_t)INT64_MAX) return 0;
+    out->scratch_offset[s] = (int64_t)at;
+  }
+  uint64_t arena = get64(&r);
+  if (arena > (uint64_t)INT64_MAX) return 0;
+  out->scratch_arena = (int64_t)arena;
   return !r.bad && r.left == 0;
 }
 

@@ -40,13 +40,12 @@ rt_state *rt_state_get(fhjit_context *ctx) {
 /* Unloads a kernel's module and scratch in its own context. Skipped when the
  * context is gone (its handles died with it). */
 static void kernel_free(fhjit_cuda_kernel *k, const rt_driver *d) {
-  if (d && (k->module || k->prog.nscratch)) {
+  if (d && (k->module || k->scratch_arena)) {
     unsigned long long id = 0;
     if (d->cuCtxGetId(k->cuctx, &id) == CUDA_SUCCESS && id == k->cuctx_id &&
         d->cuCtxPushCurrent(k->cuctx) == CUDA_SUCCESS) {
       if (k->module) d->cuModuleUnload(k->module);
-      for (int32_t s = 0; s < k->prog.nscratch; s++)
-        if (k->scratch[s]) d->cuMemFree(k->scratch[s]);
+      if (k->scratch_arena) d->cuMemFree(k->scratch_arena);
       CUcontext popped;
       d->cuCtxPopCurrent(&popped);
     }
@@ -290,8 +289,14 @@ static const char *program_problem(const fhjit_cuda_kernel *k, const lw_program 
       }
     }
   }
-  for (int32_t s = 0; s < p->nscratch; s++)
+  if (p->scratch_arena < 0 || (p->scratch_arena > 0) != (p->nscratch > 0))
+    return "a bad scratch arena";
+  for (int32_t s = 0; s < p->nscratch; s++) {
     if (p->scratch_bytes[s] < 1) return "an empty scratch buffer";
+    if (p->scratch_offset[s] < 0 || p->scratch_offset[s] % 256 ||
+        p->scratch_bytes[s] > p->scratch_arena - p->scratch_offset[s])
+      return "a scratch buffer outside its arena";
+  }
   return NULL;
 }
 
@@ -460,18 +465,21 @@ static fhjit_status load_module(fhjit_context *ctx, const rt_driver *d, const ch
                           kd->name, lw_kernel_cluster_size(kd));
     }
   }
-  for (int32_t i = 0; i < k->prog.nscratch && s == FHJIT_OK; i++) {
-    r = d->cuMemAlloc(&k->scratch[i], (size_t)k->prog.scratch_bytes[i]);
+  /* the scratch buffers: one arena, each buffer at its offset */
+  if (k->prog.scratch_arena && s == FHJIT_OK) {
+    r = d->cuMemAlloc(&k->scratch_arena, (size_t)k->prog.scratch_arena);
     if (r != CUDA_SUCCESS) {
-      k->scratch[i] = 0;
+      k->scratch_arena = 0;
       s = rt_cuda_error(ctx, d, r, "cuMemAlloc_v2",
-                        "%s: graph @%s: cannot allocate scratch buffer #%d of %lld bytes", what,
-                        gname, (int)i, (long long)k->prog.scratch_bytes[i]);
+                        "%s: graph @%s: cannot allocate the scratch arena of %lld bytes", what,
+                        gname, (long long)k->prog.scratch_arena);
     }
+    for (int32_t i = 0; i < k->prog.nscratch && s == FHJIT_OK; i++)
+      k->scratch[i] = k->scratch_arena + (CUdeviceptr)k->prog.scratch_offset[i];
   }
   if (s != FHJIT_OK) {
-    for (int32_t i = 0; i < k->prog.nscratch; i++)
-      if (k->scratch[i]) d->cuMemFree(k->scratch[i]), k->scratch[i] = 0;
+    if (k->scratch_arena) d->cuMemFree(k->scratch_arena), k->scratch_arena = 0;
+    memset(k->scratch, 0, sizeof k->scratch);
     d->cuModuleUnload(k->module);
     k->module = NULL;
   }
@@ -506,7 +514,9 @@ static const char *desc_difference(const lw_program *a, const lw_program *b) {
   if (a->nkernels != b->nkernels) return "its kernel count";
   if (a->nscratch != b->nscratch) return "its scratch buffer count";
   for (int32_t s = 0; s < a->nscratch; s++)
-    if (a->scratch_bytes[s] != b->scratch_bytes[s]) return "a scratch buffer's size";
+    if (a->scratch_bytes[s] != b->scratch_bytes[s] || a->scratch_offset[s] != b->scratch_offset[s])
+      return "a scratch buffer's size or offset";
+  if (a->scratch_arena != b->scratch_arena) return "its scratch arena";
   for (int32_t i = 0; i < a->nkernels; i++) {
     const lw_kernel *x = &a->kernels[i], *y = &b->kernels[i];
     if (strncmp(x->name, y->name, sizeof x->name)) return "a kernel's name";
@@ -761,7 +771,7 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   free(u.dir);
   if (s != FHJIT_OK) goto fail;
   ci.nkernels = k->prog.nkernels;
-  for (int32_t i = 0; i < k->prog.nscratch; i++) ci.scratch_bytes += k->prog.scratch_bytes[i];
+  ci.scratch_bytes = k->prog.scratch_arena;
   ci.total_ms = rt_now_ms() - t0;
   k->info = ci;
   k->next = st->kernels;
@@ -806,9 +816,13 @@ fhjit_cuda_context fhjit_cuda_kernel_context(const fhjit_cuda_kernel *k) {
   return k ? (fhjit_cuda_context)k->cuctx : NULL;
 }
 
-int32_t fhjit_cuda_scratch_count(const fhjit_cuda_kernel *k) { return k ? k->prog.nscratch : 0; }
+/* The caller's scratch is the arena (its buffers lie at the program's
+ * offsets in it): one buffer, or none. */
+int32_t fhjit_cuda_scratch_count(const fhjit_cuda_kernel *k) {
+  return k && k->prog.scratch_arena ? 1 : 0;
+}
 
 int64_t fhjit_cuda_scratch_size(const fhjit_cuda_kernel *k, int32_t index) {
-  if (!k || index < 0 || index >= k->prog.nscratch) return -1;
-  return k->prog.scratch_bytes[index];
+  if (!k || index != 0 || !k->prog.scratch_arena) return -1;
+  return k->prog.scratch_arena;
 }

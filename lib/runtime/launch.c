@@ -198,7 +198,7 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
                     "%s: graph @%s: pstride %lld must be at least the %lld columns (rows) of the "
                     "parameter table",
                     what, gname, (long long)a->pstride, (long long)k->param_rows);
-  int32_t nscratch = a->scratch ? k->prog.nscratch : 0;
+  int32_t nscratch = a->scratch ? fhjit_cuda_scratch_count(k) : 0; /* the arena */
   int32_t n = 1 + k->ninputs + k->nresults + nscratch;
   rt_ptr stack[32];
   rt_ptr *ps = n <= 32 ? stack : malloc(sizeof *ps * (size_t)n);
@@ -214,7 +214,7 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
   for (int32_t i = 0; i < k->nresults; i++)
     ps[np++] = (rt_ptr){RT_RESULT, i, a->results[i], k->results[i].lo, k->results[i].hi};
   for (int32_t i = 0; i < nscratch; i++)
-    ps[np++] = (rt_ptr){RT_SCRATCH, i, a->scratch[i], 0, (uint64_t)k->prog.scratch_bytes[i]};
+    ps[np++] = (rt_ptr){RT_SCRATCH, i, a->scratch[i], 0, (uint64_t)k->prog.scratch_arena};
   rt_namer nm = {k, g};
   char who[256], other[256];
   for (int32_t i = 0; i < np && s == FHJIT_OK; i++) {
@@ -309,7 +309,9 @@ checks:
       case LW_ARG_PSTRIDE: vals[j] = (uint64_t)a->pstride; break;
       case LW_ARG_INPUT: vals[j] = a->inputs[x]; break;
       case LW_ARG_RESULT: vals[j] = a->results[x]; break;
-      case LW_ARG_SCRATCH: vals[j] = a->scratch ? a->scratch[x] : k->scratch[x]; break;
+      case LW_ARG_SCRATCH:
+        vals[j] = a->scratch ? a->scratch[0] + (uint64_t)k->prog.scratch_offset[x] : k->scratch[x];
+        break;
       case LW_ARG_OWN: vals[j] = (uint64_t)own; break;
       }
       ptrs[j] = &vals[j];

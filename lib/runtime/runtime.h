@@ -134,7 +134,8 @@ struct fhjit_cuda_kernel {
   CUmodule module;
   lw_program prog; /* prog.ptx is NULL once loaded */
   CUfunction funcs[LW_MAX_KERNELS];
-  CUdeviceptr scratch[LW_MAX_KERNELS];
+  CUdeviceptr scratch_arena; /* prog.scratch_arena bytes, 0 when none */
+  CUdeviceptr scratch[LW_MAX_KERNELS]; /* buffer s: the arena + prog.scratch_offset[s] */
   fhjit_radix radix;
   int32_t ninputs, nresults;
   rt_buffer *inputs, *results;

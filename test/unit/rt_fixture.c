@@ -89,7 +89,7 @@ static fhjit_status hook_lower(fhjit_graph *g, const char *arch, lw_program *out
     if (hook.scratch) kd->args[kd->nargs++] = (lw_arg){LW_ARG_SCRATCH, 0};
     if (hook.bad_index) kd->args[2].index = nin + 3;
   }
-  if (hook.scratch) out->nscratch = 1, out->scratch_bytes[0] = 4096;
+  if (hook.scratch) out->nscratch = 1, out->scratch_bytes[0] = out->scratch_arena = 4096;
   out->ptx = nres ? hand_ptx(out) : NULL;
   return FHJIT_OK;
 }

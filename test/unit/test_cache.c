@@ -359,7 +359,7 @@ END_TEST
 /* Edits of a sound entry with the checksum recomputed: every field of the
  * description is checked against the graph's own program, so none loads. */
 typedef enum edit { E_GRID, E_BLOCK, E_DROP_KERNEL, E_ADD_KERNEL, E_NAME, E_ARG, E_FLAGS,
-                    E_SCRATCH, E_OTHER_GRAPH, E_CLUSTER, E_NEDITS } edit;
+                    E_SCRATCH, E_ARENA, E_OTHER_GRAPH, E_CLUSTER, E_NEDITS } edit;
 
 static void apply_edit(lw_program *p, edit what, const lw_program *other) {
   lw_kernel *k = &p->kernels[p->nkernels - 1];
@@ -371,7 +371,8 @@ static void apply_edit(lw_program *p, edit what, const lw_program *other) {
   case E_NAME: snprintf(p->kernels[0].name, sizeof p->kernels[0].name, "fhjit_ntt0_n4_k1"); break;
   case E_ARG: p->kernels[0].args[2].index ^= 1; break;
   case E_FLAGS: p->kernels[0].flags ^= LW_KERNEL_PDL; break;
-  case E_SCRATCH: p->scratch_bytes[0] *= 2; break;
+  case E_SCRATCH: p->scratch_bytes[0] /= 2; break; /* still inside the arena */
+  case E_ARENA: p->scratch_arena += 256; break;
   case E_CLUSTER: /* a valid cluster (of one block) the graph's program does not state */
     p->kernels[0].cluster[0] = p->kernels[0].cluster[1] = p->kernels[0].cluster[2] = 1;
     break;
@@ -382,8 +383,8 @@ static void apply_edit(lw_program *p, edit what, const lw_program *other) {
 START_TEST(tampered_descriptions) {
   static const char *const what[E_NEDITS] = {"grid",   "block",    "kernel count",
                                              "kernel count", "name", "arguments",
-                                             "flags",  "scratch",  "kernel count",
-                                             "cluster"};
+                                             "flags",  "scratch",  "scratch arena",
+                                             "kernel count", "cluster"};
   compile_fresh(anchored, "g");
   char path[512];
   entry_path(path, sizeof path);

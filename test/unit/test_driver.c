@@ -193,7 +193,7 @@ START_TEST(out_of_memory) {
   hook.scratch = 1;
   fhjit_graph *g = add_graph(c, "scr", FHJIT_R62, 2, 16);
   ck_assert_ptr_null(fhjit_cuda_compile(g, NULL, NULL));
-  expect(c, fhjit_last_status(c), FHJIT_ERR_MEMORY, "scratch buffer #0 of 4096 bytes",
+  expect(c, fhjit_last_status(c), FHJIT_ERR_MEMORY, "scratch arena of 4096 bytes",
          "@scr", NULL);
   ck_assert_int_eq(fake_live_modules(), 0);
   ck_assert_int_eq(fake_live_allocs(), before);

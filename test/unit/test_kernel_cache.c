@@ -354,6 +354,8 @@ START_TEST(description_roundtrip) {
   p.nscratch = 2;
   p.scratch_bytes[0] = 123456789012;
   p.scratch_bytes[1] = 16;
+  p.scratch_offset[1] = 123456789248; /* the arena: both, the second after the first */
+  p.scratch_arena = 123456789504;
   sp_buf b = {0};
   rt_desc_write(&b, &p);
   ck_assert(!b.failed);
@@ -363,6 +365,8 @@ START_TEST(description_roundtrip) {
   ck_assert_int_eq(q.nscratch, 2);
   ck_assert_mem_eq(q.kernels, p.kernels, sizeof p.kernels);
   ck_assert_mem_eq(q.scratch_bytes, p.scratch_bytes, sizeof p.scratch_bytes);
+  ck_assert_mem_eq(q.scratch_offset, p.scratch_offset, sizeof p.scratch_offset);
+  ck_assert_int_eq(q.scratch_arena, p.scratch_arena);
   ck_assert_ptr_null(q.ptx);
   for (size_t len = 0; len < b.len; len++) ck_assert(!rt_desc_read(b.data, len, &q));
   char *longer = malloc(b.len + 4);
