@@ -393,29 +393,12 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
  * shared holding a cluster's C slices; "<name>_host" as build_host_fn's. */
 static void build_cluster_host_fn(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
-  LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = num_kernel_args(E);
-  kernel_types(E, types);
-  types[n] = types[n + 1] = E->i64;
-  types[n + 2] = E->sptr;
-  char fname[128];
-  snprintf(fname, sizeof fname, "%s_host_body", name);
-  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
-  LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
-  LLVMSetLinkage(fn, LLVMInternalLinkage);
-  fn_attr(E, fn, "nounwind");
-  kernel_params(E, fn);
-  param_attr(E, fn, (unsigned)n + 2, "noalias");
-  E->fn = fn;
-  LLVMValueRef shared = LLVMGetParam(fn, (unsigned)n + 2);
-  E->smem = shared;
-  LLVMValueRef begin = LLVMGetParam(fn, (unsigned)n), end = LLVMGetParam(fn, (unsigned)n + 1);
-  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E->c, fn, "entry");
-  LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, fn, "work");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, fn, "done");
-  LLVMPositionBuilderAtEnd(E->b, entry);
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, begin, end, ""), work, done);
-  LLVMPositionBuilderAtEnd(E->b, work);
+  LLVMTypeRef types[LW_MAX_ARGS + 8], fty;
+  LLVMValueRef begin, end;
+  LLVMBasicBlockRef done;
+  int n;
+  LLVMValueRef fn = host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
+  LLVMValueRef shared = E->smem;
   loop cl = loop_begin(E, begin, E->i64, "cluster");
   for (int sg = 0; sg < cl_num_segments(k); sg++) {
     /* a segment for every thread of every block of the cluster before the
@@ -433,25 +416,7 @@ static void build_cluster_host_fn(ne *E, const char *name) {
     loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
   }
   loop_end(E, &cl, end, "clusters_done");
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, done);
-  LLVMBuildRetVoid(E->b);
-
-  snprintf(fname, sizeof fname, "%s_host", name);
-  LLVMTypeRef wtypes[4] = {E->gptr, E->i64, E->i64, E->sptr};
-  LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
-  fn_attr(E, w, "nounwind");
-  LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, w, "entry"));
-  LLVMValueRef args[LW_MAX_ARGS + 8];
-  for (int j = 0; j < n; j++) {
-    LLVMValueRef idx = c64(E, (uint64_t)j);
-    LLVMValueRef slot = LLVMBuildInBoundsGEP2(E->b, E->i64, LLVMGetParam(w, 0), &idx, 1, "");
-    args[j] = LLVMBuildLoad2(E->b, types[j], slot, "");
-    LLVMSetAlignment(args[j], 8);
-  }
-  for (int j = 0; j < 3; j++) args[n + j] = LLVMGetParam(w, (unsigned)j + 1);
-  LLVMBuildCall2(E->b, fty, fn, args, (unsigned)n + 3, "");
-  LLVMBuildRetVoid(E->b);
+  host_body_end(E, name, types, n, fty, fn, done);
 }
 
 #endif

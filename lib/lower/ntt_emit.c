@@ -1344,49 +1344,48 @@ static void loop_end(ne *E, loop *L, LLVMValueRef end, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, after);
 }
 
-static void build_host_fn(ne *E, const char *name) {
-  const lw_ntt_kplan *k = E->K;
-  /* the body: (kernel arguments..., block_begin, block_end, shared) */
-  LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = num_kernel_args(E);
+/* The host body of a kernel: (kernel arguments..., begin, end, shared),
+ * "<name>_host_body", internal; E->fn and E->smem set, the builder at its
+ * "work" block (entered when begin < end; *done is the exit). */
+static LLVMValueRef host_body_begin(ne *E, const char *name, LLVMTypeRef *types, int *nargs,
+                                    LLVMTypeRef *fty, LLVMValueRef *begin, LLVMValueRef *end,
+                                    LLVMBasicBlockRef *done) {
+  int n = *nargs = num_kernel_args(E);
   kernel_types(E, types);
   types[n] = types[n + 1] = E->i64;
   types[n + 2] = E->sptr;
   char fname[128]; /* kernel names are at most 63 characters */
   snprintf(fname, sizeof fname, "%s_host_body", name);
-  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
-  LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
+  *fty = LLVMFunctionType(E->voidt, types, (unsigned)n + 3, 0);
+  LLVMValueRef fn = LLVMAddFunction(E->m, fname, *fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   fn_attr(E, fn, "nounwind");
   kernel_params(E, fn);
   param_attr(E, fn, (unsigned)n + 2, "noalias");
   E->fn = fn;
   E->smem = LLVMGetParam(fn, (unsigned)n + 2);
-  LLVMValueRef begin = LLVMGetParam(fn, (unsigned)n), end = LLVMGetParam(fn, (unsigned)n + 1);
-  LLVMSetValueName2(begin, "block_begin", 11);
-  LLVMSetValueName2(end, "block_end", 9);
+  *begin = LLVMGetParam(fn, (unsigned)n), *end = LLVMGetParam(fn, (unsigned)n + 1);
+  LLVMSetValueName2(*begin, "block_begin", 11);
+  LLVMSetValueName2(*end, "block_end", 9);
   LLVMSetValueName2(E->smem, "shared", 6);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(E->c, fn, "entry");
   LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(E->c, fn, "work");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, fn, "done");
+  *done = LLVMAppendBasicBlockInContext(E->c, fn, "done");
   LLVMPositionBuilderAtEnd(E->b, entry);
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, begin, end, ""), work, done);
+  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntULT, *begin, *end, ""), work, *done);
   LLVMPositionBuilderAtEnd(E->b, work);
-  loop blk = loop_begin(E, begin, E->i64, "block");
-  for (int ph = 0; ph < num_phases(k); ph++) {
-    /* a phase for every thread of the block before the next phase starts:
-     * the loop boundary is the barrier */
-    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
-    emit_phase(E, ph, t.iv, blk.iv);
-    loop_end(E, &t, c32(E, k->threads), "phase_done");
-  }
-  loop_end(E, &blk, end, "blocks_done");
+  return fn;
+}
+
+/* Closes the body (branch to done, return) and adds the entry the host
+ * runtime calls, "<name>_host": (ptr slots, i64 begin, i64 end, ptr
+ * shared), slot j holding kernel argument j. */
+static void host_body_end(ne *E, const char *name, const LLVMTypeRef *types, int n,
+                          LLVMTypeRef fty, LLVMValueRef fn, LLVMBasicBlockRef done) {
   LLVMBuildBr(E->b, done);
   LLVMPositionBuilderAtEnd(E->b, done);
   LLVMBuildRetVoid(E->b);
-
-  /* the entry: (ptr slots, i64 begin, i64 end, ptr shared), slot j holding
-   * kernel argument j */
+  char fname[128];
   snprintf(fname, sizeof fname, "%s_host", name);
   LLVMTypeRef wtypes[4] = {E->gptr, E->i64, E->i64, E->sptr};
   LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
@@ -1402,6 +1401,25 @@ static void build_host_fn(ne *E, const char *name) {
   for (int j = 0; j < 3; j++) args[n + j] = LLVMGetParam(w, (unsigned)j + 1);
   LLVMBuildCall2(E->b, fty, fn, args, (unsigned)n + 3, "");
   LLVMBuildRetVoid(E->b);
+}
+
+static void build_host_fn(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMTypeRef types[LW_MAX_ARGS + 8], fty;
+  LLVMValueRef begin, end;
+  LLVMBasicBlockRef done;
+  int n;
+  LLVMValueRef fn = host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
+  loop blk = loop_begin(E, begin, E->i64, "block");
+  for (int ph = 0; ph < num_phases(k); ph++) {
+    /* a phase for every thread of the block before the next phase starts:
+     * the loop boundary is the barrier */
+    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    emit_phase(E, ph, t.iv, blk.iv);
+    loop_end(E, &t, c32(E, k->threads), "phase_done");
+  }
+  loop_end(E, &blk, end, "blocks_done");
+  host_body_end(E, name, types, n, fty, fn, done);
 }
 
 /* The epilogue targets' evaluator functions in module m (lower.c), the
