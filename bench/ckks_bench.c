@@ -109,14 +109,6 @@ static double sep_time(const set *s, fhjit_graph *g, int quick, int *kernels) {
   return time_graph(s, g, 0, quick, kernels);
 }
 
-static fhjit_graph *modup_digit_graph(const set *s, int j) {
-  fhjit_graph *g = new_graph(s, "modup");
-  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  int64_t a = digit_rows(s, j);
-  return done(g, fhjit_modup(g, x, j, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                             table(g, a + a * (s->m - a))));
-}
-
 /* The inner product of the raised digits with a key: acc (2 components). */
 static fhjit_graph *inner_product_graph(const set *s) {
   fhjit_graph *g = new_graph(s, "inner product");
@@ -131,19 +123,6 @@ static fhjit_graph *inner_product_graph(const set *s) {
   return done(g, acc);
 }
 
-static fhjit_graph *moddown_one_graph(const set *s) {
-  fhjit_graph *g = new_graph(s, "moddown");
-  fhjit_value x = poly(s, g, "x", 0, s->m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  return done(g, fhjit_moddown(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                               table(g, s->K + (int64_t)s->K * s->mq + s->mq)));
-}
-
-static fhjit_graph *rescale_one_graph(const set *s) {
-  fhjit_graph *g = new_graph(s, "rescale");
-  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  return done(g, fhjit_rescale(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                               table(g, s->mq - 1)));
-}
 
 /* a + b on `comps` components of `rows` rows. */
 static fhjit_graph *add_graph(const set *s, int comps, int rows) {
@@ -171,12 +150,12 @@ static fhjit_graph *tensor_graph(const set *s) {
 /* The inner product and the two moddowns after the modups. */
 static double sep_tail(const set *s, int quick, int *kernels) {
   return sep_time(s, inner_product_graph(s), quick, kernels) +
-         2 * sep_time(s, moddown_one_graph(s), quick, kernels);
+         2 * sep_time(s, moddown_graph(s), quick, kernels);
 }
 
 static double sep_keyswitch(const set *s, int quick, int *kernels) {
   double us = 0;
-  for (int j = 0; j < ndigits(s); j++) us += sep_time(s, modup_digit_graph(s, j), quick, kernels);
+  for (int j = 0; j < ndigits(s); j++) us += sep_time(s, modup_graph(s, j), quick, kernels);
   return us + sep_tail(s, quick, kernels);
 }
 
@@ -187,14 +166,14 @@ static double sep_graphs(const set *s, op o, int quick, int *kernels) {
   case HMULT:
     return sep_time(s, tensor_graph(s), quick, kernels) + sep_keyswitch(s, quick, kernels) +
            sep_time(s, add_graph(s, 2, s->mq), quick, kernels) +
-           2 * sep_time(s, rescale_one_graph(s), quick, kernels);
-  case RESCALE: return 2 * sep_time(s, rescale_one_graph(s), quick, kernels);
+           2 * sep_time(s, rescale_graph(s), quick, kernels);
+  case RESCALE: return 2 * sep_time(s, rescale_graph(s), quick, kernels);
   case ROTATE:
     return 2 * sep_time(s, aut_one_graph(s, s->mq, galois(s, 0)), quick, kernels) +
            sep_keyswitch(s, quick, kernels) + sep_time(s, add_graph(s, 1, s->mq), quick, kernels);
   case HOISTED_ROT: {
     double us = 0;
-    for (int j = 0; j < ndigits(s); j++) us += sep_time(s, modup_digit_graph(s, j), quick, kernels);
+    for (int j = 0; j < ndigits(s); j++) us += sep_time(s, modup_graph(s, j), quick, kernels);
     /* every rotation: the digits' automorphisms, its inner product and
      * moddowns, c0's automorphism and the addition (the same kernels for
      * each Galois element but k, so one is timed and counted HOISTED times) */

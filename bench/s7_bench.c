@@ -50,28 +50,6 @@ static fhjit_graph *bconv_graph(const set *s, const int32_t *src, int l, const i
   return done(g, fhjit_bconv(g, x, table(g, l + (int64_t)l * m), dst, m));
 }
 
-static fhjit_graph *modup_graph(const set *s) {
-  fhjit_graph *g = new_graph(s, "modup");
-  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  int64_t nd = s->alpha;
-  return done(g, fhjit_modup(g, x, 0, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                             table(g, nd + nd * (s->m - nd))));
-}
-
-static fhjit_graph *moddown_graph(const set *s) {
-  fhjit_graph *g = new_graph(s, "moddown");
-  fhjit_value x = poly(s, g, "x", 0, s->m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  return done(g, fhjit_moddown(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                               table(g, s->K + (int64_t)s->K * s->mq + s->mq)));
-}
-
-static fhjit_graph *rescale_graph(const set *s) {
-  fhjit_graph *g = new_graph(s, "rescale");
-  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  return done(g, fhjit_rescale(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
-                               table(g, s->mq - 1)));
-}
-
 /* mode 0: automorphism(x) alone; 1: mul(automorphism(x), z); 2: mul(x, z). */
 static fhjit_graph *aut_graph(const set *s, fhjit_domain d, int mode) {
   fhjit_graph *g = new_graph(s, "aut");
@@ -123,7 +101,7 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
 
   /* modup of digit 0: INTT(alpha), bconv, NTT(m - alpha), gather */
   row u = {.op = "modup(digit 0)"};
-  u.us = time_graph(&s, modup_graph(&s), 1, quick, &u.kernels);
+  u.us = time_graph(&s, modup_graph(&s, 0), 1, quick, &u.kernels);
   double intt = time_graph(&s, ntt_graph(&s, 0, a, FHJIT_NTT_TO_COEF_MONT), 0, quick, &u.sep_kernels);
   double ntt = time_graph(&s, ntt_graph(&s, a, m - a, FHJIT_NTT_COEF_MONT_TO_NTT), 0, quick, &u.sep_kernels);
   double bc = time_graph(&s, bconv_graph(&s, digit, a, rest, m - a), 0, quick, &u.sep_kernels);
@@ -281,7 +259,7 @@ static void sweep_bconv(fhjit_radix radix, int log_n, int quick, const char *lis
   for (int pass = 0; pass < 2 && best_i >= 0; pass++) {
     const char *plan = pass ? plans[best_i] : "";
     if (fhjit_context_set_option(ctx, "bconv_plan", plan)) die("bconv_plan");
-    double us = time_graph(&s, modup_graph(&s), 1, quick, NULL);
+    double us = time_graph(&s, modup_graph(&s, 0), 1, quick, NULL);
     printf("%s modup(digit 0) plan %-22s %8.2f us\n", rn, pass ? plan : "(automatic)", us);
   }
   if (fhjit_context_set_option(ctx, "bconv_plan", NULL)) die("bconv_plan");

@@ -157,6 +157,32 @@ static inline fhjit_graph *done(fhjit_graph *g, fhjit_value y) {
 }
 
 
+/* modup of digit j of one polynomial on Q (digits of alpha rows, the last
+ * one shorter). */
+static inline fhjit_graph *modup_graph(const set *s, int j) {
+  fhjit_graph *g = new_graph(s, "modup");
+  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  int64_t left = s->mq - (int64_t)j * s->alpha, nd = left < s->alpha ? left : s->alpha;
+  return done(g, fhjit_modup(g, x, j, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
+                             table(g, nd + nd * (s->m - nd))));
+}
+
+/* moddown of one polynomial on Q ++ P. */
+static inline fhjit_graph *moddown_graph(const set *s) {
+  fhjit_graph *g = new_graph(s, "moddown");
+  fhjit_value x = poly(s, g, "x", 0, s->m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  return done(g, fhjit_moddown(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
+                               table(g, s->K + (int64_t)s->K * s->mq + s->mq)));
+}
+
+/* rescale of one polynomial on Q. */
+static inline fhjit_graph *rescale_graph(const set *s) {
+  fhjit_graph *g = new_graph(s, "rescale");
+  fhjit_value x = poly(s, g, "x", 0, s->mq, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  return done(g, fhjit_rescale(g, x, twiddles(s, g, "fwd"), twiddles(s, g, "inv"),
+                               table(g, s->mq - 1)));
+}
+
 /* ------------------------------------------------------------ timing */
 
 /* Enough for 8 hoisted rotations (keys, tables, twiddles) and their results. */
