@@ -133,16 +133,57 @@ static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
   else snprintf(out, SUB_NAME_SIZE, "%s%d_%d", kind, s, t);
 }
 
+/* An input of sub of type t on chain positions cols bound to layout l
+ * (NULL: dense), or FHJIT_NO_VALUE. */
+static fhjit_value bound_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
+                               const int32_t *cols, const fhjit_layout *l) {
+  fhjit_value x = fhjit_input(sub, name, t);
+  if (x == FHJIT_NO_VALUE || (cols && fhjit_input_basis(sub, x, cols, (int32_t)t->rows)) ||
+      fhjit_bind_input(sub, x, NULL, l))
+    return FHJIT_NO_VALUE;
+  return x;
+}
+
+/* Aliased value v (B->alias[v]) in sub: concat(rows(u, 0, s0), rows(d, s0,
+ * nd), rows(u, s0, m - s0)), address chains of two inputs of sub appended
+ * to in[*nin]; the operand d is one input for every alias reading it
+ * (dmap). */
+static fhjit_value alias_expr(an_build *B, fhjit_graph *sub, fhjit_value v, fhjit_value *dmap,
+                              an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  const an_alias *al = B->alias[v];
+  char name[160];
+  if (dmap[al->d] == FHJIT_NO_VALUE) {
+    const ir_node *dn = &g->nodes[al->d];
+    fhjit_type td = dn->type;
+    if (dn->op == IR_INPUT) td.domain = dn->decl.domain, td.form = dn->decl.form;
+    snprintf(name, sizeof name, "%s.digits", dn->name);
+    dmap[al->d] = bound_input(sub, name, &td, al->dcols, &al->dview);
+    if (dmap[al->d] == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
+    in[(*nin)++] = al->dbuf;
+  }
+  snprintf(name, sizeof name, "%s.conv", g->nodes[v].name);
+  fhjit_value u = bound_input(sub, name, &al->tu, al->ucols, NULL);
+  if (u == FHJIT_NO_VALUE) return u;
+  in[(*nin)++] = al->u;
+  int64_t m = al->tu.rows;
+  fhjit_value r = fhjit_rows(sub, dmap[al->d], al->s0, al->nd);
+  if (al->s0 > 0) r = fhjit_concat(sub, fhjit_rows(sub, u, 0, al->s0), r);
+  return fhjit_concat(sub, r, fhjit_rows(sub, u, al->s0, m - al->s0));
+}
+
 /* A bound sub-graph computing `targets` (values of g), in that order of
  * outputs, whose inputs are g's inputs and the values that already have a
- * buffer (where[]); *in receives the buffer of each of its inputs. */
+ * buffer (where[]) or an alias (read through it); *in receives the buffer
+ * of each of its inputs. */
 static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *targets,
                              int ntargets, an_buf **in_out) {
   fhjit_graph *g = B->g;
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes);
+  fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes * 2);
   char *need = calloc((size_t)g->nnodes, 1);
-  an_buf *in = malloc(sizeof *in * (size_t)(g->nnodes + 1));
+  /* an alias takes two inputs (its operand's shared) */
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 1));
   *in_out = in;
   if (!sub || !map || !need || !in) {
     free(map);
@@ -154,14 +195,21 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
   for (int t = 0; t < ntargets; t++) need[targets[t]] = 1;
   /* the cone of the targets, stopping at values with a buffer */
   for (int32_t v = g->nnodes - 1; v >= 0; v--) {
-    if (!need[v] || g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) continue;
+    if (!need[v] || g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) continue;
     for (int a = 0; a < g->nodes[v].nargs; a++) need[g->nodes[v].args[a]] = 1;
   }
   int32_t nin = 0;
+  fhjit_value *dmap = map + g->nnodes;
+  for (int32_t v = 0; v < g->nnodes; v++) dmap[v] = FHJIT_NO_VALUE;
   for (int32_t v = 0; v < g->nnodes && !B->st; v++) {
     map[v] = FHJIT_NO_VALUE;
     if (!need[v]) continue;
     const ir_node *n = &g->nodes[v];
+    if (n->op != IR_INPUT && B->where[v].kind < 0 && B->alias[v]) {
+      map[v] = alias_expr(B, sub, v, dmap, in, &nin);
+      if (map[v] == FHJIT_NO_VALUE) sub_error(B, "reading a modup's rows where they lie");
+      continue;
+    }
     if (n->op == IR_INPUT || B->where[v].kind >= 0) {
       fhjit_type t = n->type;
       if (n->op == IR_INPUT) {
@@ -457,6 +505,11 @@ static fhjit_status check_plan_size(const an_build *B) {
   return FHJIT_OK;
 }
 
+static void free_aliases(an_build *B) {
+  for (int32_t v = 0; B->alias && v < B->g->nnodes; v++) free(B->alias[v]);
+  free(B->alias);
+}
+
 static an_plan *build_plan(fhjit_graph *g) {
   an_build B = {.g = g};
   B.p = calloc(1, sizeof *B.p);
@@ -464,9 +517,10 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
   B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
   if (B.p) B.p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx ||
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.p->sctx ||
       ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
@@ -575,12 +629,14 @@ static an_plan *build_plan(fhjit_graph *g) {
   free(B.where);
   free(B.epi_of);
   free(B.in_memory);
+  free_aliases(&B);
   return B.p;
 fail:
   free(B.live);
   free(B.where);
   free(B.epi_of);
   free(B.in_memory);
+  free_aliases(&B);
   plan_free(B.p);
   return NULL;
 }
@@ -1037,6 +1093,14 @@ void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout 
   set_source(p, t, l);
 }
 fhjit_status lw_step_sub_error(an_build *B, const char *what) { return sub_error(B, what); }
+int lw_step_addressable(const an_build *B, fhjit_value v) {
+  const ir_node *n = &B->g->nodes[v];
+  if (n->op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) return 1;
+  if (n->op == IR_EXTRACT || n->op == IR_ROWS) return lw_step_addressable(B, n->args[0]);
+  if (n->op == IR_CONCAT)
+    return lw_step_addressable(B, n->args[0]) && lw_step_addressable(B, n->args[1]);
+  return 0;
+}
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t) {
   sub_name(out, kind, s, t);
 }

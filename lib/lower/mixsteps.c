@@ -419,6 +419,23 @@ static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhj
   s->dst_off = dst_off;
 }
 
+/* Whether modup v is better read where its rows lie (an alias, steps.h)
+ * than gathered: it is no result, and only kernels of pointwise work read
+ * it (a limb-mixing op or an NTT would read it from memory: gathered once
+ * then, or written in place for the first digit). */
+static int read_in_place(const an_build *B, fhjit_value v) {
+  const fhjit_graph *g = B->g;
+  if (g->result_of[v] >= 0) return 0;
+  for (int32_t w = v + 1; w < g->nnodes; w++) {
+    const ir_node *n = &g->nodes[w];
+    if (!B->live[w]) continue;
+    for (int a = 0; a < n->nargs; a++)
+      if (n->args[a] == v && (n->op == IR_NTT || ir_op_class_of(n->op) == IR_CLASS_MIXING))
+        return 0;
+  }
+  return 1;
+}
+
 static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
@@ -459,6 +476,26 @@ static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_dense_layout(&t2, &dense);
+  if (read_in_place(B, v)) {
+    /* 3. forward into scratch; the kernels that read v load its rows
+     * from there and from d (an alias: no gather) */
+    an_buf s3 = scratch_for(B, &t3);
+    ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+    an_alias *al = calloc(1, sizeof *al);
+    if (!al) {
+      oom(B);
+      return;
+    }
+    if (B->st) {
+      free(al);
+      return;
+    }
+    dl.offset -= s0 * dl.row_stride; /* the whole operand */
+    *al = (an_alias){.u = s3, .tu = t3, .ucols = c2, .d = d, .dbuf = db, .dview = dl,
+                     .dcols = cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd};
+    B->alias[v] = al;
+    return;
+  }
   int64_t polys = fhjit_type_elements(td) / (td->rows * td->n);
   if (polys == 1 && (s0 == 0 || s0 + nd == n->type.rows)) {
     /* the converted rows are one run of the output: their forward NTT
@@ -493,7 +530,7 @@ void lw_steps_s7(an_build *B, fhjit_value v) {
   default:
     /* rows, concat, automorphism: loads of buffers (lower.c) */
     for (int a = 0; a < n->nargs && !B->st; a++)
-      if (!lw_addressable(B->g, n->args[a])) materialise(B, n->args[a]);
+      if (!lw_step_addressable(B, n->args[a])) materialise(B, n->args[a]);
     return;
   }
 }

@@ -65,12 +65,31 @@ typedef struct an_plan {
   lw_bconv_host *bhost[LW_MAX_KERNELS];
 } an_plan;
 
+/* A value no buffer holds whole but every pointwise kernel can read as an
+ * address chain (lower.c's remapped loads): modup's output, rows [0, s0)
+ * and [s0, m) of the converted rows (dense buffer u, m rows, chain
+ * positions ucols) around the digit's own rows, rows [s0, s0 + nd) of its
+ * operand d (buffer dbuf through view dview, the whole of d). make_sub
+ * reads it as concat(rows(u), rows(d), rows(u)); a step that needs it in
+ * memory materialises it with that expression (a gather kernel). */
+typedef struct an_alias {
+  an_buf u;
+  fhjit_type tu;
+  const int32_t *ucols;
+  fhjit_value d;
+  an_buf dbuf;
+  fhjit_layout dview;
+  const int32_t *dcols;
+  int64_t s0, nd;
+} an_alias;
+
 typedef struct an_build {
   fhjit_graph *g;
   an_plan *p;
   char *live;
   int has_where;
   an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
+  an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */
   fhjit_status st;
@@ -86,6 +105,11 @@ fhjit_status lw_step_sub_error(an_build *B, const char *what);
 /* "<kind><s>" or "<kind><s>_<t>" (t < 0: none), unique per step. */
 #define LW_STEP_NAME_SIZE 32
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
+
+/* Whether every row and index of v can be loaded from memory as the plan
+ * stands: an input, a buffer (where), an alias, or extract, rows, concat of
+ * such (lw_addressable's address chains, with buffers as inputs). */
+int lw_step_addressable(const an_build *B, fhjit_value v);
 
 /* mixsteps.c */
 /* Whether v is a live node the step planner must handle for SPEC section 7
