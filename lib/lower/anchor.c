@@ -152,24 +152,177 @@ static fhjit_value alias_expr(an_build *B, fhjit_graph *sub, fhjit_value v, fhji
                               an_buf *in, int32_t *nin) {
   const fhjit_graph *g = B->g;
   const an_alias *al = B->alias[v];
-  char name[160];
   if (dmap[al->d] == FHJIT_NO_VALUE) {
     const ir_node *dn = &g->nodes[al->d];
     fhjit_type td = dn->type;
     if (dn->op == IR_INPUT) td.domain = dn->decl.domain, td.form = dn->decl.form;
-    snprintf(name, sizeof name, "%s.digits", dn->name);
-    dmap[al->d] = bound_input(sub, name, &td, al->dcols, &al->dview);
+    dmap[al->d] = bound_input(sub, NULL, &td, al->dcols, &al->dview);
     if (dmap[al->d] == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
     in[(*nin)++] = al->dbuf;
   }
-  snprintf(name, sizeof name, "%s.conv", g->nodes[v].name);
-  fhjit_value u = bound_input(sub, name, &al->tu, al->ucols, NULL);
+  fhjit_value u = bound_input(sub, NULL, &al->tu, al->ucols, NULL);
   if (u == FHJIT_NO_VALUE) return u;
   in[(*nin)++] = al->u;
   int64_t m = al->tu.rows;
   fhjit_value r = fhjit_rows(sub, dmap[al->d], al->s0, al->nd);
   if (al->s0 > 0) r = fhjit_concat(sub, fhjit_rows(sub, u, 0, al->s0), r);
   return fhjit_concat(sub, r, fhjit_rows(sub, u, al->s0, m - al->s0));
+}
+
+/* Whether v is read from memory by the kernels of pointwise work: an
+ * input, a value with a buffer, an alias. */
+static int is_leaf(const an_build *B, fhjit_value v) {
+  return B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v];
+}
+
+/* Leaf v as a value of sub: an input bound to v's view (input, buffer) and
+ * basis, or an alias's address chain; its buffers appended to in[*nin]. */
+static fhjit_value leaf_value(an_build *B, fhjit_graph *sub, fhjit_value v, fhjit_value *dmap,
+                              an_buf *in, int32_t *nin) {
+  const ir_node *n = &B->g->nodes[v];
+  fhjit_value x;
+  if (n->op != IR_INPUT && B->where[v].kind < 0) {
+    x = alias_expr(B, sub, v, dmap, in, nin);
+    if (x == FHJIT_NO_VALUE) sub_error(B, "reading a modup's rows where they lie");
+    return x;
+  }
+  fhjit_type t = n->type;
+  if (n->op == IR_INPUT) {
+    t.domain = n->decl.domain;
+    t.form = n->decl.form;
+  }
+  /* the value's bound basis (SPEC section 7): the sub-graph's bases, so its
+   * kernels' columns, are the graph's */
+  x = bound_input(sub, n->name, &t, n->basis, n->op == IR_INPUT ? &n->layout : NULL);
+  if (x == FHJIT_NO_VALUE) {
+    sub_error(B, "an input of a pointwise step");
+    return x;
+  }
+  in[(*nin)++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+  return x;
+}
+
+/* ------------------------------------------------ row-restricted clones */
+
+/* Rows [first, first + count) of a computed value, cloned into a sub-graph
+ * from the rows of its leaves: a limb-mixing op whose operand is not in
+ * memory computes the rows each kernel reads (moddown: P's rows in the
+ * inverse NTT's prologue, Q's in the forward NTT's epilogue) instead of
+ * materialising the operand. Ops whose result row r reads row r of each
+ * operand: element-wise pointwise ops (a key operand is read whole: its
+ * row is the chain position), extract, pack, the automorphism (of a leaf:
+ * a remapped load of rows of it); rows of a leaf. Anything else (concat,
+ * compressed ops, barriers without a buffer) is not restricted. */
+
+enum { NEED_ROWS = 1, NEED_WHOLE = 2 };
+
+/* need[] for the restricted cone of target (0 when it cannot be). */
+static int restricted_cone(const an_build *B, fhjit_value target, char *need) {
+  const fhjit_graph *g = B->g;
+  memset(need, 0, (size_t)g->nnodes);
+  need[target] = NEED_ROWS;
+  for (int32_t v = target; v >= 0; v--) {
+    if (!need[v] || is_leaf(B, v)) continue;
+    const ir_node *n = &g->nodes[v];
+    if (need[v] & NEED_WHOLE) return 0;
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (n->op == IR_ROWS) {
+      if (!is_leaf(B, n->args[0])) return 0;
+      need[n->args[0]] |= NEED_WHOLE;
+      continue;
+    }
+    if (n->op == IR_AUTOMORPHISM) {
+      if (!is_leaf(B, n->args[0])) return 0;
+      need[n->args[0]] |= NEED_ROWS;
+      continue;
+    }
+    if ((cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) || n->op == IR_MUL_COMPRESSED ||
+        n->op == IR_ADD_COMPRESSED || is_barrier(g, B->live, v))
+      return 0;
+    for (int a = 0; a < n->nargs; a++) {
+      const fhjit_type *ta = &g->nodes[n->args[a]].type;
+      if (ta->kind == FHJIT_KIND_KEY) need[n->args[a]] |= NEED_WHOLE;
+      else if (ta->rows == n->type.rows) need[n->args[a]] |= NEED_ROWS;
+      else return 0;
+    }
+  }
+  return 1;
+}
+
+int lw_step_rows_ok(an_build *B, fhjit_value target) {
+  char *need = malloc((size_t)B->g->nnodes);
+  if (!need) return 0;
+  int ok = restricted_cone(B, target, need);
+  free(need);
+  return ok;
+}
+
+fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target,
+                               int64_t first, int64_t count, an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  size_t nn = (size_t)g->nnodes;
+  char *need = malloc(nn);
+  fhjit_value *map = malloc(sizeof *map * nn * 3), *whole = map ? map + nn : NULL,
+              *dmap = map ? map + 2 * nn : NULL;
+  fhjit_value r = FHJIT_NO_VALUE;
+  if (!need || !map) {
+    if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  if (!restricted_cone(B, target, need)) {
+    if (!B->st)
+      B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s: internal: rows of %%%s cannot be computed in place",
+                       g->name, g->nodes[target].name);
+    goto done;
+  }
+  for (size_t v = 0; v < nn; v++) map[v] = whole[v] = dmap[v] = FHJIT_NO_VALUE;
+  for (int32_t v = 0; v <= target && !B->st; v++) {
+    if (!need[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    if (is_leaf(B, v)) {
+      fhjit_value x = leaf_value(B, sub, v, dmap, in, nin);
+      if (x == FHJIT_NO_VALUE) goto done;
+      whole[v] = x;
+      if (!(need[v] & NEED_ROWS)) continue;
+      map[v] = first == 0 && count == n->type.rows ? x : fhjit_rows(sub, x, first, count);
+    } else if (n->op == IR_ROWS) {
+      map[v] = fhjit_rows(sub, whole[n->args[0]], n->attr[0] + first, count);
+    } else {
+      fhjit_value args[IR_MAX_ARGS];
+      for (int a = 0; a < n->nargs; a++)
+        args[a] = g->nodes[n->args[a]].type.kind == FHJIT_KIND_KEY ? whole[n->args[a]]
+                                                                   : map[n->args[a]];
+      map[v] = ir_clone_op(sub, g, n, args);
+    }
+    if (map[v] == FHJIT_NO_VALUE) sub_error(B, "copying rows of an operation into a kernel");
+  }
+  if (!B->st) r = map[target];
+done:
+  free(need);
+  free(map);
+  return r;
+}
+
+/* A bound sub-graph computing rows [first, first + count) of target (a
+ * prologue); *in receives the buffer of each of its inputs. */
+static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value target,
+                                  int64_t first, int64_t count, an_buf **in_out) {
+  fhjit_graph *g = B->g;
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 1));
+  *in_out = in;
+  if (!sub || !in) {
+    if (!sub) sub_error(B, "creating a prologue");
+    else if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return sub;
+  }
+  int32_t nin = 0;
+  fhjit_value r = lw_step_clone_rows(B, sub, target, first, count, in, &nin);
+  if (!B->st && (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL)))
+    sub_error(B, "an output of a prologue");
+  if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a prologue");
+  return sub;
 }
 
 /* A bound sub-graph computing `targets` (values of g), in that order of
@@ -205,28 +358,9 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
     map[v] = FHJIT_NO_VALUE;
     if (!need[v]) continue;
     const ir_node *n = &g->nodes[v];
-    if (n->op != IR_INPUT && B->where[v].kind < 0 && B->alias[v]) {
-      map[v] = alias_expr(B, sub, v, dmap, in, &nin);
-      if (map[v] == FHJIT_NO_VALUE) sub_error(B, "reading a modup's rows where they lie");
-      continue;
-    }
-    if (n->op == IR_INPUT || B->where[v].kind >= 0) {
-      fhjit_type t = n->type;
-      if (n->op == IR_INPUT) {
-        t.domain = n->decl.domain;
-        t.form = n->decl.form;
-      }
-      fhjit_value x = fhjit_input(sub, n->name, &t);
-      /* the value's bound basis (SPEC section 7): the sub-graph's bases, so
-       * its kernels' columns, are the graph's */
-      if (x == FHJIT_NO_VALUE ||
-          (n->basis && fhjit_input_basis(sub, x, n->basis, (int32_t)n->type.rows)) ||
-          fhjit_bind_input(sub, x, NULL, n->op == IR_INPUT ? &n->layout : NULL)) {
-        sub_error(B, "an input of a pointwise step");
-        break;
-      }
-      map[v] = x;
-      in[nin++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+    if (is_leaf(B, v)) {
+      map[v] = leaf_value(B, sub, v, dmap, in, &nin);
+      if (map[v] == FHJIT_NO_VALUE) break;
       continue;
     }
     fhjit_value args[IR_MAX_ARGS];
@@ -1093,6 +1227,10 @@ void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout 
   set_source(p, t, l);
 }
 fhjit_status lw_step_sub_error(an_build *B, const char *what) { return sub_error(B, what); }
+fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
+                              int64_t count, an_buf **in) {
+  return make_sub_rows(B, name, target, first, count, in);
+}
 int lw_step_addressable(const an_build *B, fhjit_value v) {
   const ir_node *n = &B->g->nodes[v];
   if (n->op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) return 1;

@@ -232,7 +232,8 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  an_buf *in = malloc(sizeof *in * 3);
+  /* a fused operand (xb.kind < 0) reads up to 2 nnodes + 1 buffers */
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 3));
   if (!sub || !in) {
     free(in);
     oom(B);
@@ -242,21 +243,33 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   memset(&cl, 0, sizeof cl);
   cl.offset = tn->layout.offset + skip;
   cl.row_stride = 1;
-  fhjit_value x = sub_input(sub, "x", &t, cols, xl);
-  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, "u", &t, cols, NULL);
-  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, "c", &t, cols, &cl);
+  int32_t nin = 0;
+  fhjit_value x;
+  if (xb.kind < 0) {
+    /* the operand's rows [0, t.rows) computed here (fused_operand) */
+    x = lw_step_clone_rows(B, sub, g->nodes[v].args[0], 0, t.rows, in, &nin);
+    if (B->st) {
+      free(in);
+      return;
+    }
+  } else {
+    x = sub_input(sub, NULL, &t, cols, xl);
+    in[nin++] = xb;
+  }
+  int32_t reg = nin;
+  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, NULL, &t, cols, NULL);
+  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, NULL, &t, cols, &cl);
   fhjit_value r = c == FHJIT_NO_VALUE ? c : fhjit_mul(sub, fhjit_sub(sub, x, u), c);
   if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
     free(in);
     lw_step_sub_error(B, "the epilogue of a limb-mixing op");
     return;
   }
-  in[0] = xb;
-  in[1] = s->dst;
-  in[2] = (an_buf){LW_ARG_INPUT, tn->input_index};
+  in[nin++] = s->dst;
+  in[nin++] = (an_buf){LW_ARG_INPUT, tn->input_index};
   s->epi_sub[0] = sub;
   s->epi_in[0] = in;
-  s->epi_reg[0] = 1;
+  s->epi_reg[0] = reg;
   s->epi_out[0] = out;
   s->nepi = 1;
   s->skip_store = 1;
@@ -288,22 +301,90 @@ static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
   return p;
 }
 
+/* Whether the operand x of rescale or moddown v is computed in v's
+ * kernels instead of being materialised: x is no result and not in memory,
+ * its rows can be computed from rows of its leaves (lw_step_rows_ok), and
+ * every computed node of that cone (views of inputs aside) is read only
+ * inside it (and x only by v). Then the inverse NTT's first kernel computes the rows it transforms
+ * (a prologue) and the forward NTT's last kernel the others (in its
+ * epilogue (x - u) c): the two row sets are disjoint, so every word of the
+ * leaves is read once, and x is never written. A node read elsewhere too
+ * would be computed twice (its leaves read again, e.g. a key switch's sum
+ * read as two components by two moddowns: the raised digits read once per
+ * moddown); that case keeps the materialised operand. */
+static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
+  fhjit_graph *g = B->g;
+  an_buf b;
+  fhjit_layout l;
+  if (g->result_of[x] >= 0 || lw_step_source(B, x, &b, &l) || !lw_step_rows_ok(B, x)) return 0;
+  char *cone = calloc((size_t)g->nnodes, 1);
+  if (!cone) return 0;
+  int ok = 1;
+  cone[x] = 1;
+  for (int32_t w = x; w >= 0; w--) {
+    const ir_node *n = &g->nodes[w];
+    if (!cone[w] || n->op == IR_INPUT || B->where[w].kind >= 0 || B->alias[w]) continue;
+    for (int a = 0; a < n->nargs; a++) cone[n->args[a]] = 1;
+  }
+  /* readers of the computed nodes: inside the cone, or v reading x */
+  for (int32_t w = 0; w < g->nnodes && ok; w++) {
+    const ir_node *n = &g->nodes[w];
+    if (!B->live[w] || cone[w] || w == v) continue;
+    for (int a = 0; a < n->nargs; a++) {
+      fhjit_value y = n->args[a];
+      const ir_node *ny = &g->nodes[y];
+      /* views of inputs (extract, rows) cost nothing to share */
+      if (cone[y] && ny->op != IR_INPUT && B->where[y].kind < 0 && !B->alias[y] &&
+          !lw_addressable(g, y))
+        ok = 0;
+    }
+  }
+  for (int32_t w = 0; w <= x && ok; w++)
+    if (cone[w] && w != x && g->result_of[w] >= 0 && B->where[w].kind < 0 &&
+        g->nodes[w].op != IR_INPUT)
+      ok = 0;
+  free(cone);
+  return ok;
+}
+
+/* The first NTT step of v's operand x when x is fused: rows [first, first
+ * + t->rows) of x computed in its first kernel (a prologue). */
+static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
+                                  const fhjit_type *t, const int32_t *cols, fhjit_value x,
+                                  int64_t first, fhjit_value tw, an_buf dst) {
+  fhjit_layout dense;
+  fhjit_dense_layout(t, &dense);
+  an_step *s = ntt_step(B, v, kind, t, cols, (an_buf){-1, 0}, &dense, tw, dst);
+  if (!s || B->st) return NULL;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "pro", B->p->nsteps - 1, -1);
+  s->pro_sub = lw_step_sub_rows(B, name, x, first, t->rows, &s->pro_in);
+  s->pro_comp = -1;
+  return B->st ? NULL : s;
+}
+
 static void rescale_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
   fhjit_value x = n->args[0];
   const fhjit_type *tx = &g->nodes[x].type;
   int64_t l = tx->rows - 1;
-  an_buf xb;
+  an_buf xb = {-1, 0};
   fhjit_layout xl, dense;
-  if (!view_of(B, x, &xb, &xl)) return;
+  int fused = fused_operand(B, v, x);
+  memset(&xl, 0, sizeof xl);
+  if (!fused && !view_of(B, x, &xb, &xl)) return;
   /* 1. the last row to coefficient-standard form */
   fhjit_type t1 = part(tx, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_layout l1 = xl;
-  l1.offset += l * xl.row_stride;
   int32_t *c1 = cols_of(B, x, l, 1);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+  if (fused) {
+    prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1);
+  } else {
+    fhjit_layout l1 = xl;
+    l1.offset += l * xl.row_stride;
+    ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+  }
   /* 2. lifted to the other rows, centred by q/2 */
   fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   int32_t *c2 = cols_of(B, x, 0, l);
@@ -327,16 +408,23 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   fhjit_value a = n->args[0];
   const fhjit_type *ta = &g->nodes[a].type;
   int64_t K = g->nspecial, l = ta->rows - K;
-  an_buf ab;
+  an_buf ab = {-1, 0};
   fhjit_layout al, dense;
-  if (!view_of(B, a, &ab, &al)) return;
-  /* 1. P's rows to coefficient-Montgomery form */
+  int fused = fused_operand(B, v, a);
+  memset(&al, 0, sizeof al);
+  if (!fused && !view_of(B, a, &ab, &al)) return;
+  /* 1. P's rows to coefficient-Montgomery form (a key switch: the inner
+   * product's P rows computed in the first kernel) */
   fhjit_type t1 = part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l1 = al;
-  l1.offset += l * al.row_stride;
   int32_t *c1 = cols_of(B, a, l, K);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+  if (fused) {
+    prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1);
+  } else {
+    fhjit_layout l1 = al;
+    l1.offset += l * al.row_stride;
+    ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+  }
   /* 2. converted to Q */
   fhjit_type t2 = part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c2 = cols_of(B, a, 0, l);

@@ -111,6 +111,19 @@ void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
  * such (lw_addressable's address chains, with buffers as inputs). */
 int lw_step_addressable(const an_build *B, fhjit_value v);
 
+/* Rows [first, first + count) of computed value target, cloned into sub
+ * from rows of its leaves (inputs, buffers, aliases; their buffers
+ * appended to in[*nin], which holds 2 nnodes + 1 entries);
+ * FHJIT_NO_VALUE with B->st set on failure. lw_step_rows_ok: whether the
+ * cone of target allows it (element-wise work, automorphisms and rows of
+ * leaves). lw_step_sub_rows: a bound sub-graph of those rows (a prologue),
+ * *in receiving its inputs' buffers. */
+int lw_step_rows_ok(an_build *B, fhjit_value target);
+fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target,
+                               int64_t first, int64_t count, an_buf *in, int32_t *nin);
+fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
+                              int64_t count, an_buf **in);
+
 /* mixsteps.c */
 /* Whether v is a live node the step planner must handle for SPEC section 7
  * (class ROWS, PERMUTE or MIXING). */

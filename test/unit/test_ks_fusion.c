@@ -9,7 +9,8 @@
  *    switch, relinearise, HMult + relinearise + rescale, rotation, hoisted
  *    rotations) and the fallbacks (a modup that is a result, one read by a
  *    moddown, an automorphism of a modup as a result), run on the host path
- *    (fhjit_run_host) and compared word for word with the interpreter;
+ *    (fhjit_run_host) and compared word for word with the interpreter (and
+ *    a sum read by two moddowns, as components: materialised);
  *    both radices, Q 4 + P 2, a shorter last digit, a level below the top,
  *    permuted bases, K = 1 and 3, N = 2^4 .. 2^8, random lazy words with
  *    edge words (0, 1, q-1, q, q+1, 2q-1) on some rows;
@@ -192,6 +193,12 @@ START_TEST(test_operations_host) {
     t1 = s7_table(g, "t1", dr1 * (1 + l + K - dr1));
   }
   out(&e, g, fhjit_automorphism(g, fhjit_modup(g, d, dj, fwd, inv, t1), 5), "autup");
+  /* a sum read as two components by two moddowns: materialised once */
+  fhjit_value acc = fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dig[0], fwd, inv, t0), k2, dig[0], 0);
+  if (nd > 1)
+    acc = fhjit_add_lazy(g, acc, fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dj, fwd, inv, t1), k2, dj, 0));
+  out(&e, g, fhjit_moddown(g, fhjit_extract(g, acc, 0), fwd, inv, md), "md0");
+  out(&e, g, fhjit_moddown(g, fhjit_extract(g, acc, 1), fwd, inv, md), "md1");
   check_host(&e, g);
   s7_env_free(&e);
 }
@@ -233,16 +240,16 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 }
 
 /* kernels and scratch buffers of each operation's plan (fused) */
-#define KS_KERNELS 16
-#define KS_SCRATCH 10
-#define RELIN_KERNELS 17
-#define RELIN_SCRATCH 11
-#define HM_KERNELS 23
-#define HM_SCRATCH 16
-#define ROT_KERNELS 18
-#define ROT_SCRATCH 12
-#define HOIST_KERNELS 35
-#define HOIST_SCRATCH 26
+#define KS_KERNELS 15
+#define KS_SCRATCH 9
+#define RELIN_KERNELS 16
+#define RELIN_SCRATCH 10
+#define HM_KERNELS 21
+#define HM_SCRATCH 14
+#define ROT_KERNELS 17
+#define ROT_SCRATCH 11
+#define HOIST_KERNELS 31
+#define HOIST_SCRATCH 22
 START_TEST(test_plans) {
   env e;
   s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
