@@ -202,6 +202,9 @@ static fhjit_value leaf_value(an_build *B, fhjit_graph *sub, fhjit_value v, fhji
   return x;
 }
 
+static int same_walk(const fhjit_graph *g, fhjit_value u, fhjit_value v);
+static int same_shape(const fhjit_type *a, const fhjit_type *b);
+
 /* ------------------------------------------------ row-restricted clones */
 
 /* Rows [first, first + count) of a computed value, cloned into a sub-graph
@@ -323,6 +326,110 @@ static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value tar
     sub_error(B, "an output of a prologue");
   if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a prologue");
   return sub;
+}
+
+fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
+                               fhjit_value vval, an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  size_t nn = (size_t)g->nnodes;
+  char *need = calloc(nn, 1);
+  fhjit_value *map = malloc(sizeof *map * nn * 2), *dmap = map ? map + nn : NULL;
+  fhjit_value r = FHJIT_NO_VALUE;
+  if (!need || !map) {
+    if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  need[target] = 1;
+  for (int32_t w = target; w >= 0; w--) {
+    if (!need[w] || w == v || is_leaf(B, w)) continue;
+    for (int a = 0; a < g->nodes[w].nargs; a++) need[g->nodes[w].args[a]] = 1;
+  }
+  for (size_t w = 0; w < nn; w++) map[w] = dmap[w] = FHJIT_NO_VALUE;
+  for (int32_t w = 0; w <= target && !B->st; w++) {
+    if (!need[w]) continue;
+    const ir_node *n = &g->nodes[w];
+    if (w == v) {
+      map[w] = vval;
+    } else if (is_leaf(B, w)) {
+      if ((map[w] = leaf_value(B, sub, w, dmap, in, nin)) == FHJIT_NO_VALUE) goto done;
+    } else {
+      fhjit_value args[IR_MAX_ARGS];
+      for (int a = 0; a < n->nargs; a++) args[a] = map[n->args[a]];
+      map[w] = ir_clone_op(sub, g, n, args);
+      if (map[w] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into an epilogue");
+    }
+  }
+  if (!B->st) r = map[target];
+done:
+  free(need);
+  free(map);
+  return r;
+}
+
+/* Whether component c of w reads v (where dep[]) only at component c0 and
+ * only at the element (element-wise ops, extract, pack); depth bounds the
+ * walk of a DAG. */
+static int reads_at(const an_build *B, const char *dep, fhjit_value w, int c, fhjit_value v,
+                    int c0, int depth) {
+  const fhjit_graph *g = B->g;
+  if (!dep[w]) return 1;
+  if (w == v) return c == c0;
+  if (depth > 64) return 0;
+  const ir_node *n = &g->nodes[w];
+  if (n->op == IR_EXTRACT) return reads_at(B, dep, n->args[0], (int)n->attr[0], v, c0, depth + 1);
+  if (n->op == IR_PACK) return reads_at(B, dep, n->args[c], 0, v, c0, depth + 1);
+  unsigned f = ir_op_info_of(n->op)->flags;
+  if (ir_op_class_of(n->op) != IR_CLASS_POINTWISE || !(f & IR_F_COMPONENTWISE) ||
+      (f & IR_F_REMAPS_INDEX))
+    return 0;
+  for (int a = 0; a < n->nargs; a++) {
+    const fhjit_type *ta = &g->nodes[n->args[a]].type;
+    int ca = (f & IR_F_PLAIN_OPERAND) && a == 1 ? 0 : ta->comps > 1 ? c : 0;
+    if (!reads_at(B, dep, n->args[a], ca, v, c0, depth + 1)) return 0;
+  }
+  return 1;
+}
+
+fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  if (g->result_of[v] >= 0) return FHJIT_NO_VALUE;
+  size_t nn = (size_t)g->nnodes;
+  char *cone = malloc(nn), *dep = malloc(nn);
+  fhjit_value found = FHJIT_NO_VALUE;
+  if (!cone || !dep) goto done;
+  for (int32_t k = 0; k < g->nresults && found == FHJIT_NO_VALUE; k++) {
+    fhjit_value u = g->results[k].value;
+    if (u <= v || B->where[u].kind >= 0 || is_leaf(B, u) || !same_walk(g, u, v) ||
+        !same_shape(&g->nodes[u].type, &g->nodes[v].type) ||
+        g->nodes[u].type.comps != g->nodes[v].type.comps)
+      continue;
+    /* u's cone down to leaves and v: element-wise work, no other barrier */
+    memset(cone, 0, nn);
+    memset(dep, 0, nn);
+    cone[u] = 1;
+    int ok = 1;
+    for (int32_t w = u; w >= 0 && ok; w--) {
+      if (!cone[w] || w == v || is_leaf(B, w)) continue;
+      if (is_barrier(g, B->live, w)) ok = 0;
+      for (int a = 0; a < g->nodes[w].nargs; a++) cone[g->nodes[w].args[a]] = 1;
+    }
+    if (!ok || !cone[v]) continue;
+    dep[v] = 1;
+    for (int32_t w = v + 1; w <= u; w++)
+      if (cone[w] && !is_leaf(B, w))
+        for (int a = 0; a < g->nodes[w].nargs; a++) dep[w] |= dep[g->nodes[w].args[a]];
+    /* v read by nothing else: it is never stored */
+    for (int32_t w = v + 1; w < g->nnodes && ok; w++)
+      for (int a = 0; a < g->nodes[w].nargs && ok; a++)
+        if (B->live[w] && g->nodes[w].args[a] == v && !cone[w]) ok = 0;
+    int nc = g->nodes[u].type.comps > 1 ? g->nodes[u].type.comps : 1;
+    for (int c = 0; c < nc && ok; c++) ok = reads_at(B, dep, u, c, v, c, 0);
+    if (ok) found = u;
+  }
+done:
+  free(cone);
+  free(dep);
+  return found;
 }
 
 /* A bound sub-graph computing `targets` (values of g), in that order of

@@ -220,12 +220,15 @@ static fhjit_value sub_input(fhjit_graph *sub, const char *name, const fhjit_typ
 }
 
 /* The epilogue out = mul(sub(x, u), c) of rescale and moddown in NTT step
- * s: x rows [0, l) of the operand (buffer xb through view xl), u the
- * transform in registers, c row r's constant table[skip + r] read at every
- * coefficient (a view of the table with index stride 0). */
+ * s: x rows [0, l) of the operand (buffer xb through view xl; xb.kind < 0:
+ * computed here, fused_operand), u the transform in registers, c row r's
+ * constant table[skip + r] read at every coefficient (a view of the table
+ * with index stride 0). res >= 0: the epilogue computes and writes result
+ * res from that value instead (lw_step_epilogue_result), out being res's
+ * buffer. */
 static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
                            const fhjit_layout *xl, fhjit_value table, int64_t skip,
-                           const int32_t *cols, an_buf out) {
+                           const int32_t *cols, an_buf out, fhjit_value res) {
   fhjit_graph *g = B->g;
   const ir_node *tn = &g->nodes[table];
   fhjit_type t = g->nodes[v].type;
@@ -260,13 +263,15 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, NULL, &t, cols, NULL);
   fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, NULL, &t, cols, &cl);
   fhjit_value r = c == FHJIT_NO_VALUE ? c : fhjit_mul(sub, fhjit_sub(sub, x, u), c);
-  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
+  in[nin++] = s->dst;
+  in[nin++] = (an_buf){LW_ARG_INPUT, tn->input_index};
+  /* a result computed from v's value here (relinearise's add) */
+  if (r != FHJIT_NO_VALUE && res >= 0) r = lw_step_clone_over(B, sub, res, v, r, in, &nin);
+  if (B->st || r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
     free(in);
     lw_step_sub_error(B, "the epilogue of a limb-mixing op");
     return;
   }
-  in[nin++] = s->dst;
-  in[nin++] = (an_buf){LW_ARG_INPUT, tn->input_index};
   s->epi_sub[0] = sub;
   s->epi_in[0] = in;
   s->epi_reg[0] = reg;
@@ -396,10 +401,12 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   an_buf s3 = scratch_for(B, &t3);
   fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  an_buf out = home_of(B, v);
+  /* a result read from v's value in the last kernel: v is not stored */
+  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
   if (!s || B->st) return;
-  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out);
-  if (!B->st) B->where[v] = out;
+  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out, res);
+  if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
 static void moddown_steps(an_build *B, fhjit_value v) {
@@ -436,10 +443,12 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   an_buf s3 = scratch_for(B, &t3);
   fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  an_buf out = home_of(B, v);
+  /* a result read from v's value in the last kernel: v is not stored */
+  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
   if (!s || B->st) return;
-  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out);
-  if (!B->st) B->where[v] = out;
+  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out, res);
+  if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
 /* Modup's output in chain order: rows [0, s0) and [s0, m) of the

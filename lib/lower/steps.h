@@ -124,6 +124,17 @@ fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target
 fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
                               int64_t count, an_buf **in);
 
+/* target cloned into sub down to its leaves (inputs, buffers, aliases:
+ * their buffers appended to in[*nin], 2 nnodes + 1 entries) and v, which
+ * becomes vval (its value in a kernel's registers). */
+fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
+                               fhjit_value vval, an_buf *in, int32_t *nin);
+/* A result not yet computed that the last kernel of v's steps can compute
+ * from v's value there (v read by nothing else, only at the element and
+ * component, through element-wise work, extract and pack, on v's rows and
+ * shape; no other barrier in its cone), or FHJIT_NO_VALUE. */
+fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v);
+
 /* mixsteps.c */
 /* Whether v is a live node the step planner must handle for SPEC section 7
  * (class ROWS, PERMUTE or MIXING). */

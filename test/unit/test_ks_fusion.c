@@ -2,7 +2,8 @@
  * step planner (lib/lower/mixsteps.c, anchor.c; issue 17): modup's output
  * read where its rows lie (no gather), the inner product computed in
  * moddown's kernels (no accumulator), a limb-mixing op's computed operand
- * computed in its first and last kernels.
+ * computed in its first and last kernels, a result computed from moddown's
+ * value in its last kernel (relinearise's and rotation's additions).
  *
  * Two kinds of checks:
  *  - words: one graph per chain shape holding every CKKS operation (key
@@ -242,14 +243,14 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 /* kernels and scratch buffers of each operation's plan (fused) */
 #define KS_KERNELS 15
 #define KS_SCRATCH 9
-#define RELIN_KERNELS 16
-#define RELIN_SCRATCH 10
+#define RELIN_KERNELS 15
+#define RELIN_SCRATCH 9
 #define HM_KERNELS 21
 #define HM_SCRATCH 14
-#define ROT_KERNELS 17
-#define ROT_SCRATCH 11
-#define HOIST_KERNELS 31
-#define HOIST_SCRATCH 22
+#define ROT_KERNELS 16
+#define ROT_SCRATCH 10
+#define HOIST_KERNELS 30
+#define HOIST_SCRATCH 18
 START_TEST(test_plans) {
   env e;
   s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
