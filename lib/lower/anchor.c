@@ -213,8 +213,8 @@ static int same_shape(const fhjit_type *a, const fhjit_type *b);
  * inverse NTT's prologue, Q's in the forward NTT's epilogue) instead of
  * materialising the operand. Ops whose result row r reads row r of each
  * operand: element-wise pointwise ops (a key operand is read whole: its
- * row is the chain position), extract, pack, the automorphism (of a leaf:
- * a remapped load of rows of it); rows of a leaf. Anything else (concat,
+ * row is the chain position), extract, pack, the automorphism (of an
+ * address chain: a remapped load of rows of it); rows of a leaf. Anything else (concat,
  * compressed ops, barriers without a buffer) is not restricted. */
 
 enum { NEED_ROWS = 1, NEED_WHOLE = 2 };
@@ -235,7 +235,8 @@ static int restricted_cone(const an_build *B, fhjit_value target, char *need) {
       continue;
     }
     if (n->op == IR_AUTOMORPHISM) {
-      if (!is_leaf(B, n->args[0])) return 0;
+      /* a remapped load: its operand an address chain (rows of it are) */
+      if (!lw_step_addressable(B, n->args[0])) return 0;
       need[n->args[0]] |= NEED_ROWS;
       continue;
     }
@@ -310,7 +311,8 @@ done:
 /* A bound sub-graph computing rows [first, first + count) of target (a
  * prologue); *in receives the buffer of each of its inputs. */
 static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value target,
-                                  int64_t first, int64_t count, an_buf **in_out) {
+                                  int64_t first, int64_t count, an_buf **in_out,
+                                  const fhjit_type *store_t, an_buf store) {
   fhjit_graph *g = B->g;
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
   an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 1));
@@ -324,6 +326,11 @@ static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value tar
   fhjit_value r = lw_step_clone_rows(B, sub, target, first, count, in, &nin);
   if (!B->st && (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL)))
     sub_error(B, "an output of a prologue");
+  if (!B->st && store_t) {
+    if (bound_input(sub, NULL, store_t, NULL, NULL) == FHJIT_NO_VALUE)
+      sub_error(B, "the store buffer of a prologue");
+    in[nin++] = store;
+  }
   if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a prologue");
   return sub;
 }
@@ -895,6 +902,8 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
   const fhjit_type *tv = &s->ntt_type;
   fu->ntt_comps = tv->comps > 1 ? tv->comps : 1;
   fu->skip_store = s->skip_store;
+  fu->store_rows = s->pro_store_rows;
+  fu->store_first = s->pro_store_first;
 }
 
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
@@ -1147,6 +1156,11 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);
+          if (sp->pro_store_rows > 0) {
+            sp_buf_printf(&b, ", stored (rows %lld..%lld) -> ", (long long)sp->pro_store_first,
+                          (long long)(sp->pro_store_first + sp->plan.rows - 1));
+            put_buf(&b, sp->pro_in[sp->pro_sub->ninputs - 1]);
+          }
           sp_buf_printf(&b, "\n");
         }
         for (int e = 0; e < sp->nepi; e++) {
@@ -1335,8 +1349,9 @@ void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout 
 }
 fhjit_status lw_step_sub_error(an_build *B, const char *what) { return sub_error(B, what); }
 fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
-                              int64_t count, an_buf **in) {
-  return make_sub_rows(B, name, target, first, count, in);
+                              int64_t count, an_buf **in, const fhjit_type *store_t,
+                              an_buf store) {
+  return make_sub_rows(B, name, target, first, count, in, store_t, store);
 }
 int lw_step_addressable(const an_build *B, fhjit_value v) {
   const ir_node *n = &B->g->nodes[v];

@@ -317,7 +317,12 @@ static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
  * would be computed twice (its leaves read again, e.g. a key switch's sum
  * read as two components by two moddowns: the raised digits read once per
  * moddown); that case keeps the materialised operand. */
-static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
+static int read_in_place(const an_build *B, fhjit_value v);
+
+/* fused_operand's test; modups: the readers of x may be any modups read in
+ * place (their digit rows computed in their prologues, stored for their
+ * readers: modup_steps) rather than v alone. */
+static int private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups) {
   fhjit_graph *g = B->g;
   an_buf b;
   fhjit_layout l;
@@ -335,6 +340,7 @@ static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
   for (int32_t w = 0; w < g->nnodes && ok; w++) {
     const ir_node *n = &g->nodes[w];
     if (!B->live[w] || cone[w] || w == v) continue;
+    if (modups && n->op == IR_MODUP && n->args[0] == x && read_in_place(B, w)) continue;
     for (int a = 0; a < n->nargs; a++) {
       fhjit_value y = n->args[a];
       const ir_node *ny = &g->nodes[y];
@@ -352,19 +358,27 @@ static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
   return ok;
 }
 
+static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
+  return private_operand(B, v, x, 0);
+}
+
 /* The first NTT step of v's operand x when x is fused: rows [first, first
- * + t->rows) of x computed in its first kernel (a prologue). */
+ * + t->rows) of x computed in its first kernel (a prologue); store.kind >=
+ * 0: and stored there (buffer of x's whole type, dense). */
 static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
                                   const fhjit_type *t, const int32_t *cols, fhjit_value x,
-                                  int64_t first, fhjit_value tw, an_buf dst) {
+                                  int64_t first, fhjit_value tw, an_buf dst, an_buf store) {
   fhjit_layout dense;
   fhjit_dense_layout(t, &dense);
   an_step *s = ntt_step(B, v, kind, t, cols, (an_buf){-1, 0}, &dense, tw, dst);
   if (!s || B->st) return NULL;
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "pro", B->p->nsteps - 1, -1);
-  s->pro_sub = lw_step_sub_rows(B, name, x, first, t->rows, &s->pro_in);
+  const fhjit_type *tx = &B->g->nodes[x].type;
+  s->pro_sub = lw_step_sub_rows(B, name, x, first, t->rows, &s->pro_in,
+                                store.kind >= 0 ? tx : NULL, store);
   s->pro_comp = -1;
+  if (store.kind >= 0) s->pro_store_rows = tx->rows, s->pro_store_first = first;
   return B->st ? NULL : s;
 }
 
@@ -384,7 +398,7 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   int32_t *c1 = cols_of(B, x, l, 1);
   an_buf s1 = scratch_for(B, &t1);
   if (fused) {
-    prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1);
+    prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1, (an_buf){-1, 0});
   } else {
     fhjit_layout l1 = xl;
     l1.offset += l * xl.row_stride;
@@ -426,7 +440,7 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   int32_t *c1 = cols_of(B, a, l, K);
   an_buf s1 = scratch_for(B, &t1);
   if (fused) {
-    prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1);
+    prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
   } else {
     fhjit_layout l1 = al;
     l1.offset += l * al.row_stride;
@@ -553,15 +567,28 @@ static void modup_steps(an_build *B, fhjit_value v) {
     return;
   }
   int64_t m = n->type.rows - nd;
-  an_buf db;
+  an_buf db = {-1, 0};
   fhjit_layout dl, dense;
-  if (!view_of(B, d, &db, &dl)) return;
+  /* a computed operand read only by modups read in place: each digit's
+   * inverse NTT computes its rows (a prologue) and stores them into one
+   * buffer of the operand, where the modups' readers find them; nothing
+   * computes the operand beforehand */
+  int stored = read_in_place(B, v) && private_operand(B, v, d, 1);
+  if (stored) {
+    for (int32_t w = 0; w < g->nnodes && db.kind < 0; w++)
+      if (B->alias[w] && B->alias[w]->d == d && B->alias[w]->stored) db = B->alias[w]->dbuf;
+    if (db.kind < 0) db = scratch_for(B, td);
+    fhjit_dense_layout(td, &dl);
+  } else if (!view_of(B, d, &db, &dl)) {
+    return;
+  }
   dl.offset += s0 * dl.row_stride; /* the digit's rows */
   /* 1. the digit to coefficient-Montgomery form */
   fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c1 = cols_of(B, d, s0, nd);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+  if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
+  else ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
   /* 2. converted to the other output rows, in output order */
   int32_t *c2 = new_cols(B, m);
   for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
@@ -589,7 +616,8 @@ static void modup_steps(an_build *B, fhjit_value v) {
     }
     dl.offset -= s0 * dl.row_stride; /* the whole operand */
     *al = (an_alias){.u = s3, .tu = t3, .ucols = c2, .d = d, .dbuf = db, .dview = dl,
-                     .dcols = cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd};
+                     .dcols = cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd,
+                     .stored = stored};
     B->alias[v] = al;
     return;
   }

@@ -34,6 +34,7 @@ typedef struct an_step {
   fhjit_graph *pro_sub;
   an_buf *pro_in;
   int pro_comp;
+  int64_t pro_store_rows, pro_store_first; /* lw_ntt_fusion's */
   /* a fused epilogue: results computed in the last kernel, each by a bound
    * sub-graph (inputs epi_in[t], input epi_reg[t] being the transform's
    * value) into result buffer epi_out[t] */
@@ -81,6 +82,7 @@ typedef struct an_alias {
   fhjit_layout dview;
   const int32_t *dcols;
   int64_t s0, nd;
+  int stored; /* dbuf holds d's rows only where modups' prologues stored them */
 } an_alias;
 
 typedef struct an_build {
@@ -117,12 +119,15 @@ int lw_step_addressable(const an_build *B, fhjit_value v);
  * FHJIT_NO_VALUE with B->st set on failure. lw_step_rows_ok: whether the
  * cone of target allows it (element-wise work, automorphisms and rows of
  * leaves). lw_step_sub_rows: a bound sub-graph of those rows (a prologue),
- * *in receiving its inputs' buffers. */
+ * *in receiving its inputs' buffers; store_t non-NULL: a last input of
+ * that type, unused by the sub-graph, for buffer store (the prologue's
+ * store buffer, lw_ntt_fusion.store_rows). */
 int lw_step_rows_ok(an_build *B, fhjit_value target);
 fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target,
                                int64_t first, int64_t count, an_buf *in, int32_t *nin);
 fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
-                              int64_t count, an_buf **in);
+                              int64_t count, an_buf **in, const fhjit_type *store_t,
+                              an_buf store);
 
 /* target cloned into sub down to its leaves (inputs, buffers, aliases:
  * their buffers appended to in[*nin], 2 nnodes + 1 entries) and v, which

@@ -3,7 +3,9 @@
  * read where its rows lie (no gather), the inner product computed in
  * moddown's kernels (no accumulator), a limb-mixing op's computed operand
  * computed in its first and last kernels, a result computed from moddown's
- * value in its last kernel (relinearise's and rotation's additions).
+ * value in its last kernel (relinearise's and rotation's additions), a
+ * modup's computed operand (HMult's d2 = a1 b1, rotation's automorphism of
+ * c1) computed in each digit's inverse NTT and stored there.
  *
  * Two kinds of checks:
  *  - words: one graph per chain shape holding every CKKS operation (key
@@ -194,6 +196,10 @@ START_TEST(test_operations_host) {
     t1 = s7_table(g, "t1", dr1 * (1 + l + K - dr1));
   }
   out(&e, g, fhjit_automorphism(g, fhjit_modup(g, d, dj, fwd, inv, t1), 5), "autup");
+  /* a computed operand of two components stored by the inverse NTTs'
+   * prologues, read through an automorphism */
+  out(&e, g, fhjit_automorphism(g, fhjit_modup(g, fhjit_mul(g, a, b), dig[0], fwd, inv, t0), 3),
+      "autmul");
   /* a sum read as two components by two moddowns: materialised once */
   fhjit_value acc = fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dig[0], fwd, inv, t0), k2, dig[0], 0);
   if (nd > 1)
@@ -245,9 +251,9 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 #define KS_SCRATCH 9
 #define RELIN_KERNELS 15
 #define RELIN_SCRATCH 9
-#define HM_KERNELS 21
+#define HM_KERNELS 20
 #define HM_SCRATCH 14
-#define ROT_KERNELS 16
+#define ROT_KERNELS 15
 #define ROT_SCRATCH 10
 #define HOIST_KERNELS 30
 #define HOIST_SCRATCH 18
