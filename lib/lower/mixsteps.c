@@ -358,8 +358,76 @@ static int private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups
   return ok;
 }
 
+/* The (leaf, component) pairs component c of w reads, marked in
+ * mark[leaf * 4 + comp] (components of up to 4; seen: visited (w, c)). */
+static void comp_reads(const an_build *B, fhjit_value w, int c, char *mark, char *seen) {
+  const fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[w];
+  if (c > 3 || seen[w * 4 + c]) return;
+  seen[w * 4 + c] = 1;
+  if (n->op == IR_INPUT || B->where[w].kind >= 0 || B->alias[w]) {
+    mark[w * 4 + c] = 1;
+    return;
+  }
+  unsigned f = ir_op_info_of(n->op)->flags;
+  if (n->op == IR_EXTRACT) {
+    comp_reads(B, n->args[0], (int)n->attr[0], mark, seen);
+  } else if (n->op == IR_PACK) {
+    comp_reads(B, n->args[c], 0, mark, seen);
+  } else if (n->op == IR_KS_DIGIT_PRODUCT) {
+    comp_reads(B, n->args[0], 0, mark, seen); /* the digit, for every component */
+    comp_reads(B, n->args[1], c, mark, seen); /* the key's component c */
+  } else if (n->op == IR_ROWS || n->op == IR_AUTOMORPHISM || (f & IR_F_COMPONENTWISE)) {
+    for (int a = 0; a < n->nargs; a++) {
+      const fhjit_type *ta = &g->nodes[n->args[a]].type;
+      int ca = (f & IR_F_PLAIN_OPERAND) && a == 1 ? 0 : ta->comps > 1 ? c : 0;
+      comp_reads(B, n->args[a], ca, mark, seen);
+    }
+  } else {
+    for (int a = 0; a < n->nargs; a++) /* any component of any operand */
+      for (int ca = 0; ca < (g->nodes[n->args[a]].type.comps > 1 ? g->nodes[n->args[a]].type.comps : 1); ca++)
+        comp_reads(B, n->args[a], ca, mark, seen);
+  }
+}
+
+/* Whether computing x (C components) in the kernels reads no more words
+ * than materialising it. The kernels evaluate x component by component,
+ * each from the leaf rows it reads: a leaf component that several of x's
+ * components read (a key switch's raised digit, read by both components'
+ * digit products; a0, b0 by d0 and d1) is read once per such component,
+ * where the kernel materialising x would read it once. Materialising
+ * instead writes x and reads it back: 2 C rows per row of x. So: computed
+ * when sum_c reads(c) - |union_c reads(c)| <= 2 C (in rows of x). A key
+ * switch of b digits: b extra rows against 4: computed for b <= 4 (r32's
+ * benchmark, dnum 4), materialised for r62's dnum 7 (the ntt_plan key
+ * mixfuse=1 computes it anyway: the second reads may hit L2 on a GPU). */
+static int fewer_bytes(an_build *B, fhjit_value x) {
+  const fhjit_graph *g = B->g;
+  int C = g->nodes[x].type.comps > 1 ? g->nodes[x].type.comps : 1;
+  if (C == 1) return 1;
+  size_t nn = (size_t)g->nnodes * 4;
+  char *mark = calloc(nn, 1), *seen = calloc(nn, 1), *all = calloc(nn, 1);
+  int64_t sum = 0, uni = 0;
+  int ok = mark && seen && all && C <= 4;
+  for (int c = 0; c < C && ok; c++) {
+    memset(mark, 0, nn);
+    memset(seen, 0, nn);
+    comp_reads(B, x, c, mark, seen);
+    for (size_t i = 0; i < nn; i++) sum += mark[i], all[i] |= mark[i];
+  }
+  for (size_t i = 0; ok && i < nn; i++) uni += all[i];
+  free(mark);
+  free(seen);
+  free(all);
+  return ok && sum - uni <= 2 * C;
+}
+
 static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
-  return private_operand(B, v, x, 0);
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  lw_ntt_tuning_parse(NULL, ir_option(B->g->ctx, IR_OPT_NTT_PLAN), &t);
+  if (t.mixfuse == 0 || !private_operand(B, v, x, 0)) return 0;
+  return t.mixfuse == 1 || fewer_bytes(B, x);
 }
 
 /* The first NTT step of v's operand x when x is fused: rows [first, first

@@ -164,6 +164,8 @@ typedef struct lw_ntt_tuning {
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
+  int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
+                  * materialised, 1 always computed in its kernels, default: by bytes */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
