@@ -13,13 +13,18 @@
  *             conversion P -> Q, the forward NTT of Q's rows, and in its last
  *             kernel (a - u) * P*^-1;
  *   modup     the digit's inverse NTT, the conversion to the other rows, their
- *             forward NTT, and a gather of those rows and the digit's own
- *             into the output order.
+ *             forward NTT; read only by pointwise work, no gather: an alias
+ *             (steps.h) the readers load where the rows lie; else a gather
+ *             of those rows and the digit's own into the output order.
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
- * the NTT kinds it names, the conversion's exact sums. Fusing these kernels
- * further (the conversion into the NTTs' first and last kernels) is issue
- * 16's next step. */
+ * the NTT kinds it names, the conversion's exact sums. A computed operand
+ * is not materialised where its rows can be computed in the op's kernels
+ * (fused_operand: the inverse NTT's prologue and the forward NTT's
+ * epilogue; modup: the inverse NTT's prologue, storing the digit's rows),
+ * and a result read from moddown's or rescale's value is computed in its
+ * last kernel (docs/section7.md, "Computed operands"). Fusing the
+ * conversion into the NTTs' kernels is what remains. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,8 +240,9 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  /* a fused operand (xb.kind < 0) reads up to 2 nnodes + 1 buffers */
-  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 3));
+  /* a fused operand (xb.kind < 0) and a result's cone (res) each read up
+   * to 2 nnodes + 1 buffers (leaf_value) */
+  an_buf *in = malloc(sizeof *in * (size_t)(4 * g->nnodes + 4));
   if (!sub || !in) {
     free(in);
     oom(B);
