@@ -206,6 +206,13 @@ START_TEST(test_operations_host) {
    * prologues, read through an automorphism */
   out(&e, g, fhjit_automorphism(g, fhjit_modup(g, fhjit_mul(g, a, b), dig[0], fwd, inv, t0), 3),
       "autmul");
+  /* a key switch's components crossed: no epilogue of its moddown (the
+   * thread holding component 0 would need component 1) */
+  if (_i % 2 == 0) {
+    fhjit_value k = fhjit_keyswitch(g, fhjit_extract(g, c3, 1), k2, fwd, inv);
+    fhjit_value c0 = fhjit_add(g, fhjit_extract(g, k, 1), fhjit_extract(g, a, 0));
+    out(&e, g, fhjit_pack(g, 2, (fhjit_value[]){c0, fhjit_extract(g, k, 0)}), "crossed");
+  }
   /* a sum read as two components by two moddowns: materialised once */
   fhjit_value acc = fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dig[0], fwd, inv, t0), k2, dig[0], 0);
   if (nd > 1)
