@@ -133,16 +133,324 @@ static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
   else snprintf(out, SUB_NAME_SIZE, "%s%d_%d", kind, s, t);
 }
 
+/* An input of sub of type t on chain positions cols bound to layout l
+ * (NULL: dense), or FHJIT_NO_VALUE. */
+static fhjit_value bound_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
+                               const int32_t *cols, const fhjit_layout *l) {
+  fhjit_value x = fhjit_input(sub, name, t);
+  if (x == FHJIT_NO_VALUE || (cols && fhjit_input_basis(sub, x, cols, (int32_t)t->rows)) ||
+      fhjit_bind_input(sub, x, NULL, l))
+    return FHJIT_NO_VALUE;
+  return x;
+}
+
+/* Aliased value v (B->alias[v]) in sub: concat(rows(u, 0, s0), rows(d, s0,
+ * nd), rows(u, s0, m - s0)), address chains of two inputs of sub appended
+ * to in[*nin]; the operand d is one input for every alias reading it
+ * (dmap). */
+static fhjit_value alias_expr(an_build *B, fhjit_graph *sub, fhjit_value v, fhjit_value *dmap,
+                              an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  const an_alias *al = B->alias[v];
+  if (dmap[al->d] == FHJIT_NO_VALUE) {
+    const ir_node *dn = &g->nodes[al->d];
+    fhjit_type td = dn->type;
+    if (dn->op == IR_INPUT) td.domain = dn->decl.domain, td.form = dn->decl.form;
+    dmap[al->d] = bound_input(sub, NULL, &td, al->dcols, &al->dview);
+    if (dmap[al->d] == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
+    in[(*nin)++] = al->dbuf;
+  }
+  fhjit_value u = bound_input(sub, NULL, &al->tu, al->ucols, NULL);
+  if (u == FHJIT_NO_VALUE) return u;
+  in[(*nin)++] = al->u;
+  int64_t m = al->tu.rows;
+  fhjit_value r = fhjit_rows(sub, dmap[al->d], al->s0, al->nd);
+  if (al->s0 > 0) r = fhjit_concat(sub, fhjit_rows(sub, u, 0, al->s0), r);
+  return fhjit_concat(sub, r, fhjit_rows(sub, u, al->s0, m - al->s0));
+}
+
+/* Whether v is read from memory by the kernels of pointwise work: an
+ * input, a value with a buffer, an alias. */
+static int is_leaf(const an_build *B, fhjit_value v) {
+  return B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v];
+}
+
+/* Leaf v as a value of sub: an input bound to v's view (input, buffer) and
+ * basis, or an alias's address chain; its buffers appended to in[*nin]. */
+static fhjit_value leaf_value(an_build *B, fhjit_graph *sub, fhjit_value v, fhjit_value *dmap,
+                              an_buf *in, int32_t *nin) {
+  const ir_node *n = &B->g->nodes[v];
+  fhjit_value x;
+  if (n->op != IR_INPUT && B->where[v].kind < 0) {
+    x = alias_expr(B, sub, v, dmap, in, nin);
+    if (x == FHJIT_NO_VALUE) sub_error(B, "reading a modup's rows where they lie");
+    return x;
+  }
+  fhjit_type t = n->type;
+  if (n->op == IR_INPUT) {
+    t.domain = n->decl.domain;
+    t.form = n->decl.form;
+  }
+  /* the value's bound basis (SPEC section 7): the sub-graph's bases, so its
+   * kernels' columns, are the graph's */
+  x = bound_input(sub, n->name, &t, n->basis, n->op == IR_INPUT ? &n->layout : NULL);
+  if (x == FHJIT_NO_VALUE) {
+    sub_error(B, "an input of a pointwise step");
+    return x;
+  }
+  in[(*nin)++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+  return x;
+}
+
+static int same_walk(const fhjit_graph *g, fhjit_value u, fhjit_value v);
+static int same_shape(const fhjit_type *a, const fhjit_type *b);
+
+/* ------------------------------------------------ row-restricted clones */
+
+/* Rows [first, first + count) of a computed value, cloned into a sub-graph
+ * from the rows of its leaves: a limb-mixing op whose operand is not in
+ * memory computes the rows each kernel reads (moddown: P's rows in the
+ * inverse NTT's prologue, Q's in the forward NTT's epilogue) instead of
+ * materialising the operand. Ops whose result row r reads row r of each
+ * operand: element-wise pointwise ops (a key operand is read whole: its
+ * row is the chain position), extract, pack, the automorphism (of an
+ * address chain: a remapped load of rows of it); rows of a leaf. Anything else (concat,
+ * compressed ops, barriers without a buffer) is not restricted. */
+
+enum { NEED_ROWS = 1, NEED_WHOLE = 2 };
+
+/* need[] for the restricted cone of target (0 when it cannot be). */
+static int restricted_cone(const an_build *B, fhjit_value target, char *need) {
+  const fhjit_graph *g = B->g;
+  memset(need, 0, (size_t)g->nnodes);
+  need[target] = NEED_ROWS;
+  for (int32_t v = target; v >= 0; v--) {
+    if (!need[v] || is_leaf(B, v)) continue;
+    const ir_node *n = &g->nodes[v];
+    if (need[v] & NEED_WHOLE) return 0;
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (n->op == IR_ROWS) {
+      if (!is_leaf(B, n->args[0])) return 0;
+      need[n->args[0]] |= NEED_WHOLE;
+      continue;
+    }
+    if (n->op == IR_AUTOMORPHISM) {
+      /* a remapped load: its operand an address chain (rows of it are) */
+      if (!lw_step_addressable(B, n->args[0])) return 0;
+      need[n->args[0]] |= NEED_ROWS;
+      continue;
+    }
+    if ((cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) || n->op == IR_MUL_COMPRESSED ||
+        n->op == IR_ADD_COMPRESSED || is_barrier(g, B->live, v))
+      return 0;
+    for (int a = 0; a < n->nargs; a++) {
+      const fhjit_type *ta = &g->nodes[n->args[a]].type;
+      if (ta->kind == FHJIT_KIND_KEY) need[n->args[a]] |= NEED_WHOLE;
+      else if (ta->rows == n->type.rows) need[n->args[a]] |= NEED_ROWS;
+      else return 0;
+    }
+  }
+  return 1;
+}
+
+int lw_step_rows_ok(an_build *B, fhjit_value target) {
+  char *need = malloc((size_t)B->g->nnodes);
+  if (!need) return 0;
+  int ok = restricted_cone(B, target, need);
+  free(need);
+  return ok;
+}
+
+fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target,
+                               int64_t first, int64_t count, an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  size_t nn = (size_t)g->nnodes;
+  char *need = malloc(nn);
+  fhjit_value *map = malloc(sizeof *map * nn * 3), *whole = map ? map + nn : NULL,
+              *dmap = map ? map + 2 * nn : NULL;
+  fhjit_value r = FHJIT_NO_VALUE;
+  if (!need || !map) {
+    if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  if (!restricted_cone(B, target, need)) {
+    if (!B->st)
+      B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s: internal: rows of %%%s cannot be computed in place",
+                       g->name, g->nodes[target].name);
+    goto done;
+  }
+  for (size_t v = 0; v < nn; v++) map[v] = whole[v] = dmap[v] = FHJIT_NO_VALUE;
+  for (int32_t v = 0; v <= target && !B->st; v++) {
+    if (!need[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    if (is_leaf(B, v)) {
+      fhjit_value x = leaf_value(B, sub, v, dmap, in, nin);
+      if (x == FHJIT_NO_VALUE) goto done;
+      whole[v] = x;
+      if (!(need[v] & NEED_ROWS)) continue;
+      map[v] = first == 0 && count == n->type.rows ? x : fhjit_rows(sub, x, first, count);
+    } else if (n->op == IR_ROWS) {
+      map[v] = fhjit_rows(sub, whole[n->args[0]], n->attr[0] + first, count);
+    } else {
+      fhjit_value args[IR_MAX_ARGS];
+      for (int a = 0; a < n->nargs; a++)
+        args[a] = g->nodes[n->args[a]].type.kind == FHJIT_KIND_KEY ? whole[n->args[a]]
+                                                                   : map[n->args[a]];
+      map[v] = ir_clone_op(sub, g, n, args);
+    }
+    if (map[v] == FHJIT_NO_VALUE) sub_error(B, "copying rows of an operation into a kernel");
+  }
+  if (!B->st) r = map[target];
+done:
+  free(need);
+  free(map);
+  return r;
+}
+
+/* A bound sub-graph computing rows [first, first + count) of target (a
+ * prologue); *in receives the buffer of each of its inputs. */
+static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value target,
+                                  int64_t first, int64_t count, an_buf **in_out,
+                                  const fhjit_type *store_t, an_buf store) {
+  fhjit_graph *g = B->g;
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 1));
+  *in_out = in;
+  if (!sub || !in) {
+    if (!sub) sub_error(B, "creating a prologue");
+    else if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return sub;
+  }
+  int32_t nin = 0;
+  fhjit_value r = lw_step_clone_rows(B, sub, target, first, count, in, &nin);
+  if (!B->st && (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL)))
+    sub_error(B, "an output of a prologue");
+  if (!B->st && store_t) {
+    if (bound_input(sub, NULL, store_t, NULL, NULL) == FHJIT_NO_VALUE)
+      sub_error(B, "the store buffer of a prologue");
+    in[nin++] = store;
+  }
+  if (!B->st && fhjit_bind(sub)) sub_error(B, "binding a prologue");
+  return sub;
+}
+
+fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
+                               fhjit_value vval, an_buf *in, int32_t *nin) {
+  const fhjit_graph *g = B->g;
+  size_t nn = (size_t)g->nnodes;
+  char *need = calloc(nn, 1);
+  fhjit_value *map = malloc(sizeof *map * nn * 2), *dmap = map ? map + nn : NULL;
+  fhjit_value r = FHJIT_NO_VALUE;
+  if (!need || !map) {
+    if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  need[target] = 1;
+  for (int32_t w = target; w >= 0; w--) {
+    if (!need[w] || w == v || is_leaf(B, w)) continue;
+    for (int a = 0; a < g->nodes[w].nargs; a++) need[g->nodes[w].args[a]] = 1;
+  }
+  for (size_t w = 0; w < nn; w++) map[w] = dmap[w] = FHJIT_NO_VALUE;
+  for (int32_t w = 0; w <= target && !B->st; w++) {
+    if (!need[w]) continue;
+    const ir_node *n = &g->nodes[w];
+    if (w == v) {
+      map[w] = vval;
+    } else if (is_leaf(B, w)) {
+      if ((map[w] = leaf_value(B, sub, w, dmap, in, nin)) == FHJIT_NO_VALUE) goto done;
+    } else {
+      fhjit_value args[IR_MAX_ARGS];
+      for (int a = 0; a < n->nargs; a++) args[a] = map[n->args[a]];
+      map[w] = ir_clone_op(sub, g, n, args);
+      if (map[w] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into an epilogue");
+    }
+  }
+  if (!B->st) r = map[target];
+done:
+  free(need);
+  free(map);
+  return r;
+}
+
+/* Whether component c of w reads v (where dep[]) only at component c0 and
+ * only at the element (element-wise ops, extract, pack); depth bounds the
+ * walk of a DAG. */
+static int reads_at(const an_build *B, const char *dep, fhjit_value w, int c, fhjit_value v,
+                    int c0, int depth) {
+  const fhjit_graph *g = B->g;
+  if (!dep[w]) return 1;
+  if (w == v) return c == c0;
+  if (depth > 64) return 0;
+  const ir_node *n = &g->nodes[w];
+  if (n->op == IR_EXTRACT) return reads_at(B, dep, n->args[0], (int)n->attr[0], v, c0, depth + 1);
+  if (n->op == IR_PACK) return reads_at(B, dep, n->args[c], 0, v, c0, depth + 1);
+  unsigned f = ir_op_info_of(n->op)->flags;
+  if (ir_op_class_of(n->op) != IR_CLASS_POINTWISE || !(f & IR_F_COMPONENTWISE) ||
+      (f & IR_F_REMAPS_INDEX))
+    return 0;
+  for (int a = 0; a < n->nargs; a++) {
+    const fhjit_type *ta = &g->nodes[n->args[a]].type;
+    int ca = (f & IR_F_PLAIN_OPERAND) && a == 1 ? 0 : ta->comps > 1 ? c : 0;
+    if (!reads_at(B, dep, n->args[a], ca, v, c0, depth + 1)) return 0;
+  }
+  return 1;
+}
+
+fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  if (g->result_of[v] >= 0) return FHJIT_NO_VALUE;
+  size_t nn = (size_t)g->nnodes;
+  char *cone = malloc(nn), *dep = malloc(nn);
+  fhjit_value found = FHJIT_NO_VALUE;
+  if (!cone || !dep) goto done;
+  for (int32_t k = 0; k < g->nresults && found == FHJIT_NO_VALUE; k++) {
+    fhjit_value u = g->results[k].value;
+    if (u <= v || B->where[u].kind >= 0 || is_leaf(B, u) || !same_walk(g, u, v) ||
+        !same_shape(&g->nodes[u].type, &g->nodes[v].type) ||
+        g->nodes[u].type.comps != g->nodes[v].type.comps)
+      continue;
+    /* u's cone down to leaves and v: element-wise work, no other barrier */
+    memset(cone, 0, nn);
+    memset(dep, 0, nn);
+    cone[u] = 1;
+    int ok = 1;
+    for (int32_t w = u; w >= 0 && ok; w--) {
+      if (!cone[w] || w == v || is_leaf(B, w)) continue;
+      if (is_barrier(g, B->live, w)) ok = 0;
+      for (int a = 0; a < g->nodes[w].nargs; a++) cone[g->nodes[w].args[a]] = 1;
+    }
+    if (!ok || !cone[v]) continue;
+    dep[v] = 1;
+    for (int32_t w = v + 1; w <= u; w++)
+      if (cone[w] && !is_leaf(B, w))
+        for (int a = 0; a < g->nodes[w].nargs; a++) dep[w] |= dep[g->nodes[w].args[a]];
+    /* v read by nothing else: it is never stored */
+    for (int32_t w = v + 1; w < g->nnodes && ok; w++)
+      for (int a = 0; a < g->nodes[w].nargs && ok; a++)
+        if (B->live[w] && g->nodes[w].args[a] == v && !cone[w]) ok = 0;
+    int nc = g->nodes[u].type.comps > 1 ? g->nodes[u].type.comps : 1;
+    for (int c = 0; c < nc && ok; c++) ok = reads_at(B, dep, u, c, v, c, 0);
+    if (ok) found = u;
+  }
+done:
+  free(cone);
+  free(dep);
+  return found;
+}
+
 /* A bound sub-graph computing `targets` (values of g), in that order of
  * outputs, whose inputs are g's inputs and the values that already have a
- * buffer (where[]); *in receives the buffer of each of its inputs. */
+ * buffer (where[]) or an alias (read through it); *in receives the buffer
+ * of each of its inputs. */
 static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *targets,
                              int ntargets, an_buf **in_out) {
   fhjit_graph *g = B->g;
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes);
+  fhjit_value *map = malloc(sizeof *map * (size_t)g->nnodes * 2);
   char *need = calloc((size_t)g->nnodes, 1);
-  an_buf *in = malloc(sizeof *in * (size_t)(g->nnodes + 1));
+  /* an alias takes two inputs (its operand's shared) */
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 1));
   *in_out = in;
   if (!sub || !map || !need || !in) {
     free(map);
@@ -154,31 +462,19 @@ static fhjit_graph *make_sub(an_build *B, const char *name, const fhjit_value *t
   for (int t = 0; t < ntargets; t++) need[targets[t]] = 1;
   /* the cone of the targets, stopping at values with a buffer */
   for (int32_t v = g->nnodes - 1; v >= 0; v--) {
-    if (!need[v] || g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) continue;
+    if (!need[v] || g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) continue;
     for (int a = 0; a < g->nodes[v].nargs; a++) need[g->nodes[v].args[a]] = 1;
   }
   int32_t nin = 0;
+  fhjit_value *dmap = map + g->nnodes;
+  for (int32_t v = 0; v < g->nnodes; v++) dmap[v] = FHJIT_NO_VALUE;
   for (int32_t v = 0; v < g->nnodes && !B->st; v++) {
     map[v] = FHJIT_NO_VALUE;
     if (!need[v]) continue;
     const ir_node *n = &g->nodes[v];
-    if (n->op == IR_INPUT || B->where[v].kind >= 0) {
-      fhjit_type t = n->type;
-      if (n->op == IR_INPUT) {
-        t.domain = n->decl.domain;
-        t.form = n->decl.form;
-      }
-      fhjit_value x = fhjit_input(sub, n->name, &t);
-      /* the value's bound basis (SPEC section 7): the sub-graph's bases, so
-       * its kernels' columns, are the graph's */
-      if (x == FHJIT_NO_VALUE ||
-          (n->basis && fhjit_input_basis(sub, x, n->basis, (int32_t)n->type.rows)) ||
-          fhjit_bind_input(sub, x, NULL, n->op == IR_INPUT ? &n->layout : NULL)) {
-        sub_error(B, "an input of a pointwise step");
-        break;
-      }
-      map[v] = x;
-      in[nin++] = n->op == IR_INPUT ? (an_buf){LW_ARG_INPUT, n->input_index} : B->where[v];
+    if (is_leaf(B, v)) {
+      map[v] = leaf_value(B, sub, v, dmap, in, &nin);
+      if (map[v] == FHJIT_NO_VALUE) break;
       continue;
     }
     fhjit_value args[IR_MAX_ARGS];
@@ -457,6 +753,11 @@ static fhjit_status check_plan_size(const an_build *B) {
   return FHJIT_OK;
 }
 
+static void free_aliases(an_build *B) {
+  for (int32_t v = 0; B->alias && v < B->g->nnodes; v++) free(B->alias[v]);
+  free(B->alias);
+}
+
 static an_plan *build_plan(fhjit_graph *g) {
   an_build B = {.g = g};
   B.p = calloc(1, sizeof *B.p);
@@ -464,9 +765,10 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
   B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
   if (B.p) B.p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.p->sctx ||
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.p->sctx ||
       ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
@@ -576,12 +878,14 @@ static an_plan *build_plan(fhjit_graph *g) {
   free(B.where);
   free(B.epi_of);
   free(B.in_memory);
+  free_aliases(&B);
   return B.p;
 fail:
   free(B.live);
   free(B.where);
   free(B.epi_of);
   free(B.in_memory);
+  free_aliases(&B);
   plan_free(B.p);
   return NULL;
 }
@@ -599,6 +903,8 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
   const fhjit_type *tv = &s->ntt_type;
   fu->ntt_comps = tv->comps > 1 ? tv->comps : 1;
   fu->skip_store = s->skip_store;
+  fu->store_rows = s->pro_store_rows;
+  fu->store_first = s->pro_store_first;
 }
 
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
@@ -853,6 +1159,11 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);
+          if (sp->pro_store_rows > 0) {
+            sp_buf_printf(&b, ", stored (rows %lld..%lld) -> ", (long long)sp->pro_store_first,
+                          (long long)(sp->pro_store_first + sp->plan.rows - 1));
+            put_buf(&b, sp->pro_in[sp->pro_sub->ninputs - 1]);
+          }
           sp_buf_printf(&b, "\n");
         }
         for (int e = 0; e < sp->nepi; e++) {
@@ -1045,6 +1356,19 @@ void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout 
   set_source(p, t, l);
 }
 fhjit_status lw_step_sub_error(an_build *B, const char *what) { return sub_error(B, what); }
+fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
+                              int64_t count, an_buf **in, const fhjit_type *store_t,
+                              an_buf store) {
+  return make_sub_rows(B, name, target, first, count, in, store_t, store);
+}
+int lw_step_addressable(const an_build *B, fhjit_value v) {
+  const ir_node *n = &B->g->nodes[v];
+  if (n->op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) return 1;
+  if (n->op == IR_EXTRACT || n->op == IR_ROWS) return lw_step_addressable(B, n->args[0]);
+  if (n->op == IR_CONCAT)
+    return lw_step_addressable(B, n->args[0]) && lw_step_addressable(B, n->args[1]);
+  return 0;
+}
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t) {
   sub_name(out, kind, s, t);
 }

@@ -13,13 +13,18 @@
  *             conversion P -> Q, the forward NTT of Q's rows, and in its last
  *             kernel (a - u) * P*^-1;
  *   modup     the digit's inverse NTT, the conversion to the other rows, their
- *             forward NTT, and a gather of those rows and the digit's own
- *             into the output order.
+ *             forward NTT; read only by pointwise work, no gather: an alias
+ *             (steps.h) the readers load where the rows lie; else a gather
+ *             of those rows and the digit's own into the output order.
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
- * the NTT kinds it names, the conversion's exact sums. Fusing these kernels
- * further (the conversion into the NTTs' first and last kernels) is issue
- * 16's next step. */
+ * the NTT kinds it names, the conversion's exact sums. A computed operand
+ * is not materialised where its rows can be computed in the op's kernels
+ * (fused_operand: the inverse NTT's prologue and the forward NTT's
+ * epilogue; modup: the inverse NTT's prologue, storing the digit's rows),
+ * and a result read from moddown's or rescale's value is computed in its
+ * last kernel (docs/section7.md, "Computed operands"). Fusing the
+ * conversion into the NTTs' kernels is what remains. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,19 +225,24 @@ static fhjit_value sub_input(fhjit_graph *sub, const char *name, const fhjit_typ
 }
 
 /* The epilogue out = mul(sub(x, u), c) of rescale and moddown in NTT step
- * s: x rows [0, l) of the operand (buffer xb through view xl), u the
- * transform in registers, c row r's constant table[skip + r] read at every
- * coefficient (a view of the table with index stride 0). */
+ * s: x rows [0, l) of the operand (buffer xb through view xl; xb.kind < 0:
+ * computed here, fused_operand), u the transform in registers, c row r's
+ * constant table[skip + r] read at every coefficient (a view of the table
+ * with index stride 0). res >= 0: the epilogue computes and writes result
+ * res from that value instead (lw_step_epilogue_result), out being res's
+ * buffer. */
 static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
                            const fhjit_layout *xl, fhjit_value table, int64_t skip,
-                           const int32_t *cols, an_buf out) {
+                           const int32_t *cols, an_buf out, fhjit_value res) {
   fhjit_graph *g = B->g;
   const ir_node *tn = &g->nodes[table];
   fhjit_type t = g->nodes[v].type;
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  an_buf *in = malloc(sizeof *in * 3);
+  /* a fused operand (xb.kind < 0) and a result's cone (res) each read up
+   * to 2 nnodes + 1 buffers (leaf_value) */
+  an_buf *in = malloc(sizeof *in * (size_t)(4 * g->nnodes + 4));
   if (!sub || !in) {
     free(in);
     oom(B);
@@ -242,21 +252,35 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   memset(&cl, 0, sizeof cl);
   cl.offset = tn->layout.offset + skip;
   cl.row_stride = 1;
-  fhjit_value x = sub_input(sub, "x", &t, cols, xl);
-  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, "u", &t, cols, NULL);
-  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, "c", &t, cols, &cl);
+  int32_t nin = 0;
+  fhjit_value x;
+  if (xb.kind < 0) {
+    /* the operand's rows [0, t.rows) computed here (fused_operand) */
+    x = lw_step_clone_rows(B, sub, g->nodes[v].args[0], 0, t.rows, in, &nin);
+    if (B->st) {
+      free(in);
+      return;
+    }
+  } else {
+    x = sub_input(sub, NULL, &t, cols, xl);
+    in[nin++] = xb;
+  }
+  int32_t reg = nin;
+  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, NULL, &t, cols, NULL);
+  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, NULL, &t, cols, &cl);
   fhjit_value r = c == FHJIT_NO_VALUE ? c : fhjit_mul(sub, fhjit_sub(sub, x, u), c);
-  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
+  in[nin++] = s->dst;
+  in[nin++] = (an_buf){LW_ARG_INPUT, tn->input_index};
+  /* a result computed from v's value here (relinearise's add) */
+  if (r != FHJIT_NO_VALUE && res >= 0) r = lw_step_clone_over(B, sub, res, v, r, in, &nin);
+  if (B->st || r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
     free(in);
     lw_step_sub_error(B, "the epilogue of a limb-mixing op");
     return;
   }
-  in[0] = xb;
-  in[1] = s->dst;
-  in[2] = (an_buf){LW_ARG_INPUT, tn->input_index};
   s->epi_sub[0] = sub;
   s->epi_in[0] = in;
-  s->epi_reg[0] = 1;
+  s->epi_reg[0] = reg;
   s->epi_out[0] = out;
   s->nepi = 1;
   s->skip_store = 1;
@@ -288,22 +312,172 @@ static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
   return p;
 }
 
+/* Whether the operand x of rescale or moddown v is computed in v's
+ * kernels instead of being materialised: x is no result and not in memory,
+ * its rows can be computed from rows of its leaves (lw_step_rows_ok), and
+ * every computed node of that cone (views of inputs aside) is read only
+ * inside it (and x only by v). Then the inverse NTT's first kernel computes the rows it transforms
+ * (a prologue) and the forward NTT's last kernel the others (in its
+ * epilogue (x - u) c): the two row sets are disjoint, so every word of the
+ * leaves is read once, and x is never written. A node read elsewhere too
+ * would be computed twice (its leaves read again, e.g. a key switch's sum
+ * read as two components by two moddowns: the raised digits read once per
+ * moddown); that case keeps the materialised operand. */
+static int read_in_place(const an_build *B, fhjit_value v);
+
+/* fused_operand's test; modups: the readers of x may be any modups read in
+ * place (their digit rows computed in their prologues, stored for their
+ * readers: modup_steps) rather than v alone. */
+static int private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups) {
+  fhjit_graph *g = B->g;
+  an_buf b;
+  fhjit_layout l;
+  if (g->result_of[x] >= 0 || lw_step_source(B, x, &b, &l) || !lw_step_rows_ok(B, x)) return 0;
+  char *cone = calloc((size_t)g->nnodes, 1);
+  if (!cone) return 0;
+  int ok = 1;
+  cone[x] = 1;
+  for (int32_t w = x; w >= 0; w--) {
+    const ir_node *n = &g->nodes[w];
+    if (!cone[w] || n->op == IR_INPUT || B->where[w].kind >= 0 || B->alias[w]) continue;
+    for (int a = 0; a < n->nargs; a++) cone[n->args[a]] = 1;
+  }
+  /* readers of the computed nodes: inside the cone, or v reading x */
+  for (int32_t w = 0; w < g->nnodes && ok; w++) {
+    const ir_node *n = &g->nodes[w];
+    if (!B->live[w] || cone[w] || w == v) continue;
+    if (modups && n->op == IR_MODUP && n->args[0] == x && read_in_place(B, w)) continue;
+    for (int a = 0; a < n->nargs; a++) {
+      fhjit_value y = n->args[a];
+      const ir_node *ny = &g->nodes[y];
+      /* views of inputs (extract, rows) cost nothing to share */
+      if (cone[y] && ny->op != IR_INPUT && B->where[y].kind < 0 && !B->alias[y] &&
+          !lw_addressable(g, y))
+        ok = 0;
+    }
+  }
+  for (int32_t w = 0; w <= x && ok; w++)
+    if (cone[w] && w != x && g->result_of[w] >= 0 && B->where[w].kind < 0 &&
+        g->nodes[w].op != IR_INPUT)
+      ok = 0;
+  free(cone);
+  return ok;
+}
+
+/* The (leaf, component) pairs component c of w reads, marked in
+ * mark[leaf * 4 + comp] (components of up to 4; seen: visited (w, c)). */
+static void comp_reads(const an_build *B, fhjit_value w, int c, char *mark, char *seen) {
+  const fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[w];
+  if (c > 3 || seen[w * 4 + c]) return;
+  seen[w * 4 + c] = 1;
+  if (n->op == IR_INPUT || B->where[w].kind >= 0 || B->alias[w]) {
+    mark[w * 4 + c] = 1;
+    return;
+  }
+  unsigned f = ir_op_info_of(n->op)->flags;
+  if (n->op == IR_EXTRACT) {
+    comp_reads(B, n->args[0], (int)n->attr[0], mark, seen);
+  } else if (n->op == IR_PACK) {
+    comp_reads(B, n->args[c], 0, mark, seen);
+  } else if (n->op == IR_KS_DIGIT_PRODUCT) {
+    comp_reads(B, n->args[0], 0, mark, seen); /* the digit, for every component */
+    comp_reads(B, n->args[1], c, mark, seen); /* the key's component c */
+  } else if (n->op == IR_ROWS || n->op == IR_AUTOMORPHISM || (f & IR_F_COMPONENTWISE)) {
+    for (int a = 0; a < n->nargs; a++) {
+      const fhjit_type *ta = &g->nodes[n->args[a]].type;
+      int ca = (f & IR_F_PLAIN_OPERAND) && a == 1 ? 0 : ta->comps > 1 ? c : 0;
+      comp_reads(B, n->args[a], ca, mark, seen);
+    }
+  } else {
+    for (int a = 0; a < n->nargs; a++) /* any component of any operand */
+      for (int ca = 0; ca < (g->nodes[n->args[a]].type.comps > 1 ? g->nodes[n->args[a]].type.comps : 1); ca++)
+        comp_reads(B, n->args[a], ca, mark, seen);
+  }
+}
+
+/* Whether computing x (C components) in the kernels reads no more words
+ * than materialising it. The kernels evaluate x component by component,
+ * each from the leaf rows it reads: a leaf component that several of x's
+ * components read (a key switch's raised digit, read by both components'
+ * digit products; a0, b0 by d0 and d1) is read once per such component,
+ * where the kernel materialising x would read it once. Materialising
+ * instead writes x and reads it back: 2 C rows per row of x. So: computed
+ * when sum_c reads(c) - |union_c reads(c)| <= 2 C (in rows of x). A key
+ * switch of b digits: b extra rows against 4: computed for b <= 4 (r32's
+ * benchmark, dnum 4), materialised for r62's dnum 7 (the ntt_plan key
+ * mixfuse=1 computes it anyway: the second reads may hit L2 on a GPU). */
+static int fewer_bytes(an_build *B, fhjit_value x) {
+  const fhjit_graph *g = B->g;
+  int C = g->nodes[x].type.comps > 1 ? g->nodes[x].type.comps : 1;
+  if (C == 1) return 1;
+  size_t nn = (size_t)g->nnodes * 4;
+  char *mark = calloc(nn, 1), *seen = calloc(nn, 1), *all = calloc(nn, 1);
+  int64_t sum = 0, uni = 0;
+  int ok = mark && seen && all && C <= 4;
+  for (int c = 0; c < C && ok; c++) {
+    memset(mark, 0, nn);
+    memset(seen, 0, nn);
+    comp_reads(B, x, c, mark, seen);
+    for (size_t i = 0; i < nn; i++) sum += mark[i], all[i] |= mark[i];
+  }
+  for (size_t i = 0; ok && i < nn; i++) uni += all[i];
+  free(mark);
+  free(seen);
+  free(all);
+  return ok && sum - uni <= 2 * C;
+}
+
+static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  lw_ntt_tuning_parse(NULL, ir_option(B->g->ctx, IR_OPT_NTT_PLAN), &t);
+  if (t.mixfuse == 0 || !private_operand(B, v, x, 0)) return 0;
+  return t.mixfuse == 1 || fewer_bytes(B, x);
+}
+
+/* The first NTT step of v's operand x when x is fused: rows [first, first
+ * + t->rows) of x computed in its first kernel (a prologue); store.kind >=
+ * 0: and stored there (buffer of x's whole type, dense). */
+static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
+                                  const fhjit_type *t, const int32_t *cols, fhjit_value x,
+                                  int64_t first, fhjit_value tw, an_buf dst, an_buf store) {
+  fhjit_layout dense;
+  fhjit_dense_layout(t, &dense);
+  an_step *s = ntt_step(B, v, kind, t, cols, (an_buf){-1, 0}, &dense, tw, dst);
+  if (!s || B->st) return NULL;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "pro", B->p->nsteps - 1, -1);
+  const fhjit_type *tx = &B->g->nodes[x].type;
+  s->pro_sub = lw_step_sub_rows(B, name, x, first, t->rows, &s->pro_in,
+                                store.kind >= 0 ? tx : NULL, store);
+  s->pro_comp = -1;
+  if (store.kind >= 0) s->pro_store_rows = tx->rows, s->pro_store_first = first;
+  return B->st ? NULL : s;
+}
+
 static void rescale_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
   fhjit_value x = n->args[0];
   const fhjit_type *tx = &g->nodes[x].type;
   int64_t l = tx->rows - 1;
-  an_buf xb;
+  an_buf xb = {-1, 0};
   fhjit_layout xl, dense;
-  if (!view_of(B, x, &xb, &xl)) return;
+  int fused = fused_operand(B, v, x);
+  memset(&xl, 0, sizeof xl);
+  if (!fused && !view_of(B, x, &xb, &xl)) return;
   /* 1. the last row to coefficient-standard form */
   fhjit_type t1 = part(tx, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_layout l1 = xl;
-  l1.offset += l * xl.row_stride;
   int32_t *c1 = cols_of(B, x, l, 1);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+  if (fused) {
+    prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1, (an_buf){-1, 0});
+  } else {
+    fhjit_layout l1 = xl;
+    l1.offset += l * xl.row_stride;
+    ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+  }
   /* 2. lifted to the other rows, centred by q/2 */
   fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   int32_t *c2 = cols_of(B, x, 0, l);
@@ -315,10 +489,12 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   an_buf s3 = scratch_for(B, &t3);
   fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  an_buf out = home_of(B, v);
+  /* a result read from v's value in the last kernel: v is not stored */
+  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
   if (!s || B->st) return;
-  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out);
-  if (!B->st) B->where[v] = out;
+  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out, res);
+  if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
 static void moddown_steps(an_build *B, fhjit_value v) {
@@ -327,16 +503,23 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   fhjit_value a = n->args[0];
   const fhjit_type *ta = &g->nodes[a].type;
   int64_t K = g->nspecial, l = ta->rows - K;
-  an_buf ab;
+  an_buf ab = {-1, 0};
   fhjit_layout al, dense;
-  if (!view_of(B, a, &ab, &al)) return;
-  /* 1. P's rows to coefficient-Montgomery form */
+  int fused = fused_operand(B, v, a);
+  memset(&al, 0, sizeof al);
+  if (!fused && !view_of(B, a, &ab, &al)) return;
+  /* 1. P's rows to coefficient-Montgomery form (a key switch: the inner
+   * product's P rows computed in the first kernel) */
   fhjit_type t1 = part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l1 = al;
-  l1.offset += l * al.row_stride;
   int32_t *c1 = cols_of(B, a, l, K);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+  if (fused) {
+    prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
+  } else {
+    fhjit_layout l1 = al;
+    l1.offset += l * al.row_stride;
+    ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+  }
   /* 2. converted to Q */
   fhjit_type t2 = part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c2 = cols_of(B, a, 0, l);
@@ -348,10 +531,12 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   an_buf s3 = scratch_for(B, &t3);
   fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  an_buf out = home_of(B, v);
+  /* a result read from v's value in the last kernel: v is not stored */
+  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
   if (!s || B->st) return;
-  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out);
-  if (!B->st) B->where[v] = out;
+  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out, res);
+  if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
 /* Modup's output in chain order: rows [0, s0) and [s0, m) of the
@@ -419,6 +604,23 @@ static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhj
   s->dst_off = dst_off;
 }
 
+/* Whether modup v is better read where its rows lie (an alias, steps.h)
+ * than gathered: it is no result, and only kernels of pointwise work read
+ * it (a limb-mixing op or an NTT would read it from memory: gathered once
+ * then, or written in place for the first digit). */
+static int read_in_place(const an_build *B, fhjit_value v) {
+  const fhjit_graph *g = B->g;
+  if (g->result_of[v] >= 0) return 0;
+  for (int32_t w = v + 1; w < g->nnodes; w++) {
+    const ir_node *n = &g->nodes[w];
+    if (!B->live[w]) continue;
+    for (int a = 0; a < n->nargs; a++)
+      if (n->args[a] == v && (n->op == IR_NTT || ir_op_class_of(n->op) == IR_CLASS_MIXING))
+        return 0;
+  }
+  return 1;
+}
+
 static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
@@ -439,15 +641,28 @@ static void modup_steps(an_build *B, fhjit_value v) {
     return;
   }
   int64_t m = n->type.rows - nd;
-  an_buf db;
+  an_buf db = {-1, 0};
   fhjit_layout dl, dense;
-  if (!view_of(B, d, &db, &dl)) return;
+  /* a computed operand read only by modups read in place: each digit's
+   * inverse NTT computes its rows (a prologue) and stores them into one
+   * buffer of the operand, where the modups' readers find them; nothing
+   * computes the operand beforehand */
+  int stored = read_in_place(B, v) && private_operand(B, v, d, 1);
+  if (stored) {
+    for (int32_t w = 0; w < g->nnodes && db.kind < 0; w++)
+      if (B->alias[w] && B->alias[w]->d == d && B->alias[w]->stored) db = B->alias[w]->dbuf;
+    if (db.kind < 0) db = scratch_for(B, td);
+    fhjit_dense_layout(td, &dl);
+  } else if (!view_of(B, d, &db, &dl)) {
+    return;
+  }
   dl.offset += s0 * dl.row_stride; /* the digit's rows */
   /* 1. the digit to coefficient-Montgomery form */
   fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c1 = cols_of(B, d, s0, nd);
   an_buf s1 = scratch_for(B, &t1);
-  ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+  if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
+  else ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
   /* 2. converted to the other output rows, in output order */
   int32_t *c2 = new_cols(B, m);
   for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
@@ -459,6 +674,27 @@ static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_dense_layout(&t2, &dense);
+  if (read_in_place(B, v)) {
+    /* 3. forward into scratch; the kernels that read v load its rows
+     * from there and from d (an alias: no gather) */
+    an_buf s3 = scratch_for(B, &t3);
+    ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+    an_alias *al = calloc(1, sizeof *al);
+    if (!al) {
+      oom(B);
+      return;
+    }
+    if (B->st) {
+      free(al);
+      return;
+    }
+    dl.offset -= s0 * dl.row_stride; /* the whole operand */
+    *al = (an_alias){.u = s3, .tu = t3, .ucols = c2, .d = d, .dbuf = db, .dview = dl,
+                     .dcols = cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd,
+                     .stored = stored};
+    B->alias[v] = al;
+    return;
+  }
   int64_t polys = fhjit_type_elements(td) / (td->rows * td->n);
   if (polys == 1 && (s0 == 0 || s0 + nd == n->type.rows)) {
     /* the converted rows are one run of the output: their forward NTT
@@ -493,7 +729,7 @@ void lw_steps_s7(an_build *B, fhjit_value v) {
   default:
     /* rows, concat, automorphism: loads of buffers (lower.c) */
     for (int a = 0; a < n->nargs && !B->st; a++)
-      if (!lw_addressable(B->g, n->args[a])) materialise(B, n->args[a]);
+      if (!lw_step_addressable(B, n->args[a])) materialise(B, n->args[a]);
     return;
   }
 }

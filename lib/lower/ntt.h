@@ -203,6 +203,8 @@ typedef struct lw_ntt_tuning {
    * block and words per thread */
   int sched;
   int cluster, t_cluster, e_cluster;
+  int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
+                  * materialised, 1 always computed in its kernels, default: by bytes */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -272,6 +274,12 @@ typedef struct lw_ntt_fusion {
   lw_ntt_epi epi[LW_NTT_MAX_EPI];
   int ntt_comps;
   int skip_store;
+  /* store_rows > 0: the prologue's last input is no operand of its
+   * sub-graph but a buffer receiving each source word the prologue computes
+   * (batch-row br = p * rows + r of the transform, index i) at word
+   * ((p * store_rows) + store_first + r) * N + i: a value some later kernel
+   * reads is written where it is computed (a modup's digit rows) */
+  int64_t store_rows, store_first;
 } lw_ntt_fusion;
 
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every

@@ -384,6 +384,22 @@ static LLVMValueRef sidx_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) 
   return add_const32(E, sidx(E, p, ku), c);
 }
 
+/* The prologue's word x of source element (br, i), also stored into the
+ * store buffer (lw_ntt_fusion.store_rows) when there is one. */
+static LLVMValueRef pro_store(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef x) {
+  if (E->pro->store_rows <= 0) return x;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef rows = c64(E, (uint64_t)E->P->rows);
+  LLVMValueRef poly = LLVMBuildUDiv(b, br, rows, ""), r = LLVMBuildURem(b, br, rows, "");
+  LLVMValueRef row = LLVMBuildNUWAdd(
+      b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)E->pro->store_rows), ""),
+      LLVMBuildNUWAdd(b, r, c64(E, (uint64_t)E->pro->store_first), ""), "");
+  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)E->P->log_n), ""), i, "");
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, E->W, E->extra[E->pro->sub->ninputs - 1], &off, 1, "");
+  LLVMSetAlignment(LLVMBuildStore(b, x, ptr), walign(E));
+  return x;
+}
+
 /* The source element (br, i) computed by the prologue's evaluator: the
  * component's eval function at walk offset rest * N + i. A source of several
  * components switches on the component (uniform within a block but for the
@@ -410,7 +426,7 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
   if (single) {
     int c = E->pro->comp >= 0 ? E->pro->comp : 0;
     E->inlined += E->pro_values;
-    return LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
+    return pro_store(E, br, i, LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x"));
   }
   LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
   LLVMValueRef vals[3];
@@ -428,7 +444,7 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
   LLVMPositionBuilderAtEnd(b, merge);
   LLVMValueRef phi = LLVMBuildPhi(b, E->W, "x");
   LLVMAddIncoming(phi, vals, blocks, (unsigned)E->pro_ncomp);
-  return phi;
+  return pro_store(E, br, i, phi);
 }
 
 /* Epilogue target t at the transform's element of dense offset off (i64;
@@ -1022,8 +1038,11 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
      * must not read before the wait, and LLVM may move loads of noalias
      * memory across it: its pointers are only read-only */
     int entry_wait = E->K->entry && E->K == &E->P->k[0];
+    /* the prologue's store buffer is written */
+    int store = E->pro_active && E->pro->store_rows > 0 && j == 5 + npro - 1;
     if ((j <= 2 || j >= 5 || !E->K->in_place) && !entry_wait) param_attr(E, fn, (unsigned)j, "noalias");
-    if (j <= 2 || j >= 5 || (j == 3 && !E->K->in_place)) param_attr(E, fn, (unsigned)j, "readonly");
+    if (!store && (j <= 2 || j >= 5 || (j == 3 && !E->K->in_place)))
+      param_attr(E, fn, (unsigned)j, "readonly");
   }
   E->params = LLVMGetParam(fn, 0);
   E->pstride = LLVMGetParam(fn, 1);

@@ -34,6 +34,7 @@ typedef struct an_step {
   fhjit_graph *pro_sub;
   an_buf *pro_in;
   int pro_comp;
+  int64_t pro_store_rows, pro_store_first; /* lw_ntt_fusion's */
   /* a fused epilogue: results computed in the last kernel, each by a bound
    * sub-graph (inputs epi_in[t], input epi_reg[t] being the transform's
    * value) into result buffer epi_out[t] */
@@ -71,12 +72,32 @@ typedef struct an_plan {
   lw_bconv_host *bhost[LW_MAX_KERNELS];
 } an_plan;
 
+/* A value no buffer holds whole but every pointwise kernel can read as an
+ * address chain (lower.c's remapped loads): modup's output, rows [0, s0)
+ * and [s0, m) of the converted rows (dense buffer u, m rows, chain
+ * positions ucols) around the digit's own rows, rows [s0, s0 + nd) of its
+ * operand d (buffer dbuf through view dview, the whole of d). make_sub
+ * reads it as concat(rows(u), rows(d), rows(u)); a step that needs it in
+ * memory materialises it with that expression (a gather kernel). */
+typedef struct an_alias {
+  an_buf u;
+  fhjit_type tu;
+  const int32_t *ucols;
+  fhjit_value d;
+  an_buf dbuf;
+  fhjit_layout dview;
+  const int32_t *dcols;
+  int64_t s0, nd;
+  int stored; /* dbuf holds d's rows only where modups' prologues stored them */
+} an_alias;
+
 typedef struct an_build {
   fhjit_graph *g;
   an_plan *p;
   char *live;
   int has_where;
   an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
+  an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */
   fhjit_status st;
@@ -92,6 +113,38 @@ fhjit_status lw_step_sub_error(an_build *B, const char *what);
 /* "<kind><s>" or "<kind><s>_<t>" (t < 0: none), unique per step. */
 #define LW_STEP_NAME_SIZE 32
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
+
+/* Whether every row and index of v can be loaded from memory as the plan
+ * stands: an input, a buffer (where), an alias, or extract, rows, concat of
+ * such (lw_addressable's address chains, with buffers as inputs). */
+int lw_step_addressable(const an_build *B, fhjit_value v);
+
+/* Rows [first, first + count) of computed value target, cloned into sub
+ * from rows of its leaves (inputs, buffers, aliases; their buffers
+ * appended to in[*nin], which holds 2 nnodes + 1 entries);
+ * FHJIT_NO_VALUE with B->st set on failure. lw_step_rows_ok: whether the
+ * cone of target allows it (element-wise work, automorphisms and rows of
+ * leaves). lw_step_sub_rows: a bound sub-graph of those rows (a prologue),
+ * *in receiving its inputs' buffers; store_t non-NULL: a last input of
+ * that type, unused by the sub-graph, for buffer store (the prologue's
+ * store buffer, lw_ntt_fusion.store_rows). */
+int lw_step_rows_ok(an_build *B, fhjit_value target);
+fhjit_value lw_step_clone_rows(an_build *B, fhjit_graph *sub, fhjit_value target,
+                               int64_t first, int64_t count, an_buf *in, int32_t *nin);
+fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target, int64_t first,
+                              int64_t count, an_buf **in, const fhjit_type *store_t,
+                              an_buf store);
+
+/* target cloned into sub down to its leaves (inputs, buffers, aliases:
+ * their buffers appended to in[*nin], 2 nnodes + 1 entries) and v, which
+ * becomes vval (its value in a kernel's registers). */
+fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
+                               fhjit_value vval, an_buf *in, int32_t *nin);
+/* A result not yet computed that the last kernel of v's steps can compute
+ * from v's value there (v read by nothing else, only at the element and
+ * component, through element-wise work, extract and pack, on v's rows and
+ * shape; no other barrier in its cone), or FHJIT_NO_VALUE. */
+fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v);
 
 /* mixsteps.c */
 /* Whether v is a live node the step planner must handle for SPEC section 7

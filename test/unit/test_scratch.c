@@ -414,12 +414,12 @@ START_TEST(ckks_benchmark_shapes) {
    * against the rule only. A change of the plans changes them: update
    * both. */
   static const int64_t want[2][B_NOPS][2] = {
-      {[B_KEYSWITCH] = {524288000, 188743680},
-       [B_HOIST4] = {1032847360, 372244480},
-       [B_HOIST8] = {1661992960, 519045120}},
-      {[B_KEYSWITCH] = {251658240, 94371840},
-       [B_HOIST4] = {616562688, 220200960},
-       [B_HOIST8] = {1069547520, 320864256}}};
+      {[B_KEYSWITCH] = {395837440, 170393600},
+       [B_HOIST4] = {757596160, 243793920},
+       [B_HOIST8] = {1239941120, 243793920}},
+      {[B_KEYSWITCH] = {169869312, 100663296},
+       [B_HOIST4] = {339738624, 100663296},
+       [B_HOIST8] = {566231040, 100663296}}};
   fhjit_context *c = fhjit_context_create();
   for (int r = 0; r < 2; r++) {
     bshape s;

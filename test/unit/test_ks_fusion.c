@@ -1,0 +1,356 @@
+/* test_ks_fusion.c: the fusion of SPEC section 7's whole operations in the
+ * step planner (lib/lower/mixsteps.c, anchor.c; issue 17): modup's output
+ * read where its rows lie (no gather), the inner product computed in
+ * moddown's kernels (no accumulator), a limb-mixing op's computed operand
+ * computed in its first and last kernels, a result computed from moddown's
+ * value in its last kernel (relinearise's and rotation's additions), a
+ * modup's computed operand (HMult's d2 = a1 b1, rotation's automorphism of
+ * c1) computed in each digit's inverse NTT and stored there.
+ *
+ * Two kinds of checks:
+ *  - words: one graph per chain shape holding every CKKS operation (key
+ *    switch, relinearise, HMult + relinearise + rescale, rotation, hoisted
+ *    rotations) and the fallbacks (a modup that is a result, one read by a
+ *    moddown, an automorphism of a modup as a result), run on the host path
+ *    (fhjit_run_host) and compared word for word with the interpreter (and
+ *    a sum read by two moddowns, as components: materialised);
+ *    both radices, Q 4 + P 2, a shorter last digit, a level below the top,
+ *    permuted bases, K = 1 and 3, N = 2^4 .. 2^8, random lazy words with
+ *    edge words (0, 1, q-1, q, q+1, 2q-1) on some rows;
+ *  - plans: kernel and scratch counts of each operation at one shape
+ *    (fhjit_emit's plan text), the numbers of the fused plans (each below
+ *    the plan before issue 17, stated beside it). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "s7env.h"
+#include "testutil.h"
+
+typedef s7env env;
+
+typedef struct shape {
+  fhjit_radix radix;
+  int m, special, alpha, logn, rows;
+  const int32_t *basis;
+} shape;
+
+static const int32_t perm4[] = {2, 3, 0, 1};
+static const int32_t perm5[] = {2, 3, 0, 1, 4};
+static const shape shapes[] = {
+    {FHJIT_R62, 6, 2, 2, 4, 4, NULL},  /* Q 4 + P 2, top level */
+    {FHJIT_R32, 7, 2, 2, 5, 5, NULL},  /* Q 5 + P 2: digits {0,1} {2,3} {4} */
+    {FHJIT_R62, 7, 2, 2, 6, 3, NULL},  /* level [0, 3): digit 2 empty, digit 1 short */
+    {FHJIT_R32, 6, 2, 2, 8, 4, perm4}, /* a stated basis, digits in other rows */
+    {FHJIT_R62, 8, 3, 2, 5, 5, perm5}, /* K = 3, permuted, a short last digit */
+    {FHJIT_R32, 5, 1, 3, 7, 4, NULL},  /* K = 1, digits {0,1,2} {3} */
+    {FHJIT_R62, 8, 2, 1, 4, 6, NULL},  /* 6 digits of one row: the sum materialised */
+};
+#define NSHAPES 7
+
+static fhjit_value poly(env *e, fhjit_graph *g, const shape *s, const char *name, int comps) {
+  fhjit_type t = tu_poly(comps, 0, NULL, s->rows, e->n);
+  t.domain = FHJIT_DOMAIN_NTT;
+  t.form = FHJIT_FORM_MONT;
+  fhjit_value v = fhjit_input(g, name, &t);
+  ck_assert_int_ge(v, 0);
+  if (s->basis) ck_assert_int_eq(fhjit_input_basis(g, v, s->basis, s->rows), FHJIT_OK);
+  return v;
+}
+
+static fhjit_value key(env *e, fhjit_graph *g, const shape *s, const char *name) {
+  int ndig = (s->m - s->special + s->alpha - 1) / s->alpha;
+  fhjit_type t = tu_key(ndig, s->m, e->n);
+  t.domain = FHJIT_DOMAIN_NTT;
+  t.form = FHJIT_FORM_MONT;
+  fhjit_value v = fhjit_input(g, name, &t);
+  ck_assert_int_ge(v, 0);
+  return v;
+}
+
+/* Random lazy words of input i of g (dense), edge words on some rows;
+ * tables built from the chain. */
+static void *fill(env *e, fhjit_graph *g, int32_t i) {
+  fhjit_type t;
+  ck_assert_int_eq(fhjit_input_binding(g, i, &t, NULL), FHJIT_OK);
+  if (t.kind == FHJIT_KIND_TWIDDLE) return NULL;
+  int64_t len = fhjit_type_elements(&t);
+  void *buf = malloc(e->ws * (size_t)len);
+  ck_assert_ptr_nonnull(buf);
+  if (t.kind == FHJIT_KIND_TABLE) {
+    int64_t tl;
+    ck_assert_msg(fhjit_input_table(g, i, buf, &tl) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
+    ck_assert_int_eq(tl, len);
+    return buf;
+  }
+  int32_t basis[S7_MAXM], rows = (int32_t)t.rows;
+  if (t.kind == FHJIT_KIND_POLY)
+    ck_assert_int_eq(fhjit_value_basis(g, fhjit_input_value(g, i), basis, S7_MAXM, &rows),
+                     FHJIT_OK);
+  else
+    for (int r = 0; r < S7_MAXM; r++) basis[r] = r;
+  for (int64_t k = 0; k < len; k++) {
+    int64_t r = (k / t.n) % t.rows, idx = k % t.n;
+    uint64_t q = e->q[basis[r]];
+    uint64_t edge[] = {0, 1, q - 1, q, q + 1, 2 * q - 1};
+    s7_wput(e, buf, k, idx < 6 && (k / t.n / t.rows) % 3 == 0 ? edge[idx] : tu_lazy(&e->seed, q));
+  }
+  return buf;
+}
+
+/* Binds g, fills its inputs, and checks the host path against the
+ * interpreter word for word. */
+#define MAXRES 16
+static void check_host(env *e, fhjit_graph *g) {
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e->ctx));
+  int32_t ni = fhjit_num_inputs(g), nr = fhjit_num_results(g);
+  ck_assert_int_le(ni, 64);
+  ck_assert_int_le(nr, MAXRES);
+  void *in[64], *ri[MAXRES], *rh[MAXRES];
+  int64_t len[MAXRES];
+  for (int32_t i = 0; i < ni; i++) {
+    in[i] = fill(e, g, i);
+    if (!in[i]) in[i] = strstr(fhjit_value_name(g, fhjit_input_value(g, i)), "fwd") ? e->fwd : e->inv;
+  }
+  for (int32_t k = 0; k < nr; k++) {
+    fhjit_type t;
+    ck_assert_int_eq(fhjit_result_type(g, k, &t), FHJIT_OK);
+    len[k] = fhjit_type_elements(&t);
+    ri[k] = malloc(e->ws * (size_t)len[k]);
+    rh[k] = malloc(e->ws * (size_t)len[k]);
+    memset(ri[k], 0x5a, e->ws * (size_t)len[k]);
+    memset(rh[k], 0xa5, e->ws * (size_t)len[k]);
+  }
+  ck_assert_msg(fhjit_interpret(g, e->params, e->m, (const void *const *)in, ri) == FHJIT_OK,
+                "interpret: %s", fhjit_last_error(e->ctx));
+  ck_assert_msg(fhjit_run_host(g, e->params, e->m, (const void *const *)in, rh, 2) == FHJIT_OK,
+                "run_host: %s", fhjit_last_error(e->ctx));
+  for (int32_t k = 0; k < nr; k++) {
+    for (int64_t i = 0; i < len[k]; i++)
+      ck_assert_msg(s7_wget(e, ri[k], i) == s7_wget(e, rh[k], i),
+                    "result %d word %lld: host %llu, interpreter %llu", (int)k, (long long)i,
+                    (unsigned long long)s7_wget(e, rh[k], i),
+                    (unsigned long long)s7_wget(e, ri[k], i));
+    free(ri[k]);
+    free(rh[k]);
+  }
+  for (int32_t i = 0; i < ni; i++)
+    if (in[i] != e->fwd && in[i] != e->inv) free(in[i]);
+}
+
+static void out(env *e, fhjit_graph *g, fhjit_value v, const char *name) {
+  ck_assert_msg(v >= 0, "%s", fhjit_last_error(e->ctx));
+  ck_assert_int_eq(fhjit_output(g, v, name), FHJIT_OK);
+}
+
+/* The digits of Q holding rows of the operands. */
+static int first_digits(const shape *s, int *dig) {
+  int n = 0;
+  for (int j = 0; j * s->alpha < s->m - s->special && n < 2; j++)
+    for (int r = 0; r < s->rows; r++)
+      if ((s->basis ? s->basis[r] : r) / s->alpha == j) {
+        dig[n++] = j;
+        break;
+      }
+  return n;
+}
+
+/* Every operation on one chain shape, host path against the interpreter. */
+START_TEST(test_operations_host) {
+  const shape *s = &shapes[_i];
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x170 + (uint64_t)_i);
+  fhjit_graph *g = s7_graph(&e, "ops", s->special, s->alpha);
+  fhjit_value a = poly(&e, g, s, "a", 2), b = poly(&e, g, s, "b", 2);
+  fhjit_value c3 = poly(&e, g, s, "c3", 3), d = poly(&e, g, s, "d", 0);
+  fhjit_value k1 = key(&e, g, s, "k1"), k2 = key(&e, g, s, "k2");
+  fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+  int64_t twon = 2 * e.n;
+  out(&e, g, fhjit_keyswitch(g, d, k1, fwd, inv), "ks");
+  /* half the operations per shape (the host compile dominates the time,
+   * under ASan above all); each half on shapes of both radices */
+  if (_i % 4 == 0 || _i % 4 == 3) {
+    out(&e, g, fhjit_ckks_mul_relin_rescale(g, a, b, k1, fwd, inv), "hmult");
+    out(&e, g, fhjit_ckks_rotate(g, a, 125 % twon, k2, fwd, inv), "rot");
+  } else {
+    out(&e, g, fhjit_ckks_relinearize(g, c3, k1, fwd, inv), "relin");
+    int64_t ks[2] = {5, twon - 1};
+    fhjit_value keys[2] = {k1, k2}, res[2];
+    ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, b, 2, ks, keys, fwd, inv, res), FHJIT_OK);
+    out(&e, g, res[0], "h5");
+    out(&e, g, res[1], "hconj");
+  }
+  /* fallbacks: a modup that is a result (and read by a product), one read
+   * by a moddown (from memory), an automorphism of a modup as a result */
+  int dig[2], nd = first_digits(s, dig);
+  ck_assert_int_ge(nd, 1);
+  int K = s->special, l = s->rows;
+  int64_t dr = 0;
+  for (int r = 0; r < l; r++) dr += (s->basis ? s->basis[r] : r) / s->alpha == dig[0];
+  fhjit_value t0 = s7_table(g, "t0", dr * (1 + l + K - dr));
+  fhjit_value up0 = fhjit_modup(g, d, dig[0], fwd, inv, t0);
+  out(&e, g, up0, "up0");
+  out(&e, g, fhjit_keyswitch_digit_product(g, up0, k2, dig[0], 0), "prod0");
+  fhjit_value md = s7_table(g, "md", K + K * l + l);
+  out(&e, g, fhjit_moddown(g, fhjit_modup(g, fhjit_extract(g, a, 0), dig[0], fwd, inv, t0), fwd, inv, md), "md");
+  fhjit_value t1 = t0;
+  int dj = dig[nd - 1];
+  if (nd > 1) {
+    int64_t dr1 = 0;
+    for (int r = 0; r < l; r++) dr1 += (s->basis ? s->basis[r] : r) / s->alpha == dj;
+    t1 = s7_table(g, "t1", dr1 * (1 + l + K - dr1));
+  }
+  out(&e, g, fhjit_automorphism(g, fhjit_modup(g, d, dj, fwd, inv, t1), 5), "autup");
+  /* a computed operand of two components stored by the inverse NTTs'
+   * prologues, read through an automorphism */
+  out(&e, g, fhjit_automorphism(g, fhjit_modup(g, fhjit_mul(g, a, b), dig[0], fwd, inv, t0), 3),
+      "autmul");
+  /* a key switch's components crossed: no epilogue of its moddown (the
+   * thread holding component 0 would need component 1) */
+  if (_i % 2 == 0) {
+    fhjit_value k = fhjit_keyswitch(g, fhjit_extract(g, c3, 1), k2, fwd, inv);
+    fhjit_value c0 = fhjit_add(g, fhjit_extract(g, k, 1), fhjit_extract(g, a, 0));
+    out(&e, g, fhjit_pack(g, 2, (fhjit_value[]){c0, fhjit_extract(g, k, 0)}), "crossed");
+  }
+  /* a sum read as two components by two moddowns: materialised once */
+  fhjit_value acc = fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dig[0], fwd, inv, t0), k2, dig[0], 0);
+  if (nd > 1)
+    acc = fhjit_add_lazy(g, acc, fhjit_keyswitch_digit_product(g, fhjit_modup(g, fhjit_extract(g, b, 1), dj, fwd, inv, t1), k2, dj, 0));
+  out(&e, g, fhjit_moddown(g, fhjit_extract(g, acc, 0), fwd, inv, md), "md0");
+  out(&e, g, fhjit_moddown(g, fhjit_extract(g, acc, 1), fwd, inv, md), "md1");
+  check_host(&e, g);
+  s7_env_free(&e);
+}
+END_TEST
+
+/* ----------------------------------------------------------------- plans */
+
+typedef struct counts {
+  int kernels, scratch;
+  long long bytes;
+} counts;
+
+static counts plan_counts(env *e, fhjit_graph *g) {
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e->ctx));
+  const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+  ck_assert_msg(text != NULL, "%s", fhjit_last_error(e->ctx));
+  const char *p = strstr(text, " steps, ");
+  ck_assert_ptr_nonnull(p);
+  counts c;
+  ck_assert_int_eq(sscanf(p, " steps, %d kernels, %d scratch buffers (%lld bytes)", &c.kernels,
+                          &c.scratch, &c.bytes),
+                   3);
+  return c;
+}
+
+/* The benchmark-like chain of the examples (examples/ckks): r62, Q 4 + P 2,
+ * digits of 2, N = 1024 (an NTT runs as two kernels). */
+static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_value *d,
+                               fhjit_value *k, fhjit_value *fwd, fhjit_value *inv) {
+  static const shape s = {FHJIT_R62, 6, 2, 2, 10, 4, NULL};
+  fhjit_graph *g = s7_graph(e, "plan", 2, 2);
+  *a = poly(e, g, &s, "a", 2);
+  *c3 = poly(e, g, &s, "c3", 3);
+  *d = poly(e, g, &s, "d", 0);
+  *k = key(e, g, &s, "k");
+  *fwd = s7_twiddles(e, g, "fwd");
+  *inv = s7_twiddles(e, g, "inv");
+  return g;
+}
+
+/* kernels and scratch buffers of each operation's plan (fused) */
+#define KS_KERNELS 15
+#define KS_SCRATCH 9
+#define RELIN_KERNELS 15
+#define RELIN_SCRATCH 9
+#define HM_KERNELS 20
+#define HM_SCRATCH 14
+#define ROT_KERNELS 15
+#define ROT_SCRATCH 10
+#define HOIST_KERNELS 30
+#define HOIST_SCRATCH 18
+START_TEST(test_plans) {
+  env e;
+  s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
+  fhjit_value a, c3, d, k, fwd, inv;
+  struct {
+    const char *what;
+    int kernels, scratch; /* fused */
+    int before_kernels;   /* before issue 17 */
+  } want[] = {
+      {"keyswitch", KS_KERNELS, KS_SCRATCH, 18},
+      {"relinearize", RELIN_KERNELS, RELIN_SCRATCH, 19},
+      {"hmult_relin_rescale", HM_KERNELS, HM_SCRATCH, 25},
+      {"rotate", ROT_KERNELS, ROT_SCRATCH, 20},
+      {"rotate_hoisted", HOIST_KERNELS, HOIST_SCRATCH, 37},
+  };
+  for (int w = 0; w < 5; w++) {
+    fhjit_graph *g = plan_graph(&e, &a, &c3, &d, &k, &fwd, &inv);
+    fhjit_value r = FHJIT_NO_VALUE;
+    switch (w) {
+    case 0: r = fhjit_keyswitch(g, d, k, fwd, inv); break;
+    case 1: r = fhjit_ckks_relinearize(g, c3, k, fwd, inv); break;
+    case 2: r = fhjit_ckks_mul_relin_rescale(g, a, a, k, fwd, inv); break;
+    case 3: r = fhjit_ckks_rotate(g, a, 125, k, fwd, inv); break;
+    default: {
+      int64_t ks[4] = {5, 25, 125, 2047};
+      fhjit_value keys[4] = {k, k, k, k}, res[4];
+      ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, a, 4, ks, keys, fwd, inv, res), FHJIT_OK);
+      for (int i = 1; i < 4; i++) out(&e, g, res[i], NULL);
+      r = res[0];
+    }
+    }
+    out(&e, g, r, NULL);
+    counts c = plan_counts(&e, g);
+    ck_assert_msg(c.kernels == want[w].kernels && c.scratch == want[w].scratch,
+                  "%s: %d kernels, %d scratch buffers; want %d, %d", want[w].what, c.kernels,
+                  c.scratch, want[w].kernels, want[w].scratch);
+    ck_assert_int_lt(c.kernels, want[w].before_kernels);
+  }
+  s7_env_free(&e);
+}
+END_TEST
+
+/* Six digits of one row: the fused inner product would read each raised
+ * digit once per component, 6 rows more than the accumulator's write and
+ * read (4): materialised (one kernel more), unless ntt_plan mixfuse=1. */
+START_TEST(test_plans_bytes_rule) {
+  env e;
+  s7_env_init(&e, FHJIT_R62, 8, 10, 0x190);
+  static const shape s = {FHJIT_R62, 8, 2, 1, 10, 6, NULL};
+  for (int force = 0; force < 2; force++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", force ? "mixfuse=1" : NULL),
+                     FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "plan6", 2, 1);
+    fhjit_value d = poly(&e, g, &s, "d", 0), k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
+    counts c = plan_counts(&e, g);
+    /* per digit INTT 2, bconv 1, NTT 2; moddown 5; the inner product 1 */
+    ck_assert_int_eq(c.kernels, 6 * 5 + 5 + !force);
+    ck_assert_int_eq(c.scratch, 6 * 3 + 3 + !force);
+  }
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
+Suite *ks_fusion_suite(void) {
+  Suite *s = suite_create("ks_fusion");
+  TCase *t = tcase_create("fusion");
+  tcase_set_timeout(t, 600);
+  tcase_add_loop_test(t, test_operations_host, 0, NSHAPES);
+  tcase_add_test(t, test_plans);
+  tcase_add_test(t, test_plans_bytes_rule);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(ks_fusion_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
