@@ -382,6 +382,7 @@ static const int m_list[] = {1, 2, 3, 5, 7, 12, 20, 35, 48, 34, 16, 9};
 /* The sweep: radix, form and lift, rows, sizes, views and moduli vary with
  * _i. */
 START_TEST(test_sweep) {
+  TU_SAMPLED(_i);
   tcase c = {0};
   c.radix = (_i & 1) ? FHJIT_R62 : FHJIT_R32;
   int lmax = c.radix == FHJIT_R32 ? 16 : 8;
@@ -409,6 +410,7 @@ END_TEST
 /* Every l of each radix once, with explicit vectors (aligned views) and
  * the largest m, both forms. */
 START_TEST(test_rows) {
+  TU_SAMPLED(_i);
   tcase c = {0};
   c.radix = _i < 32 ? FHJIT_R32 : FHJIT_R62;
   int k = _i < 32 ? _i : _i - 32;
@@ -480,6 +482,7 @@ END_TEST
  * the lift, moduli near the radix limit (the largest sums) and mixed,
  * edge words; each against the reference and the interpreter. */
 START_TEST(test_knobs) {
+  TU_SAMPLED(_i);
   static const struct { fhjit_radix r; int mont, lift, l, m; } shape[] = {
       {FHJIT_R32, 1, 0, 12, 48}, {FHJIT_R32, 0, 0, 12, 48}, {FHJIT_R62, 1, 0, 5, 35},
       {FHJIT_R32, 1, 0, 5, 7},   {FHJIT_R62, 0, 0, 3, 13},  {FHJIT_R32, 0, 1, 1, 11},

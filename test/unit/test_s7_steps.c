@@ -159,6 +159,7 @@ END_TEST
  * for word against the interpreter; a malformed value is refused where
  * it is read. */
 START_TEST(test_bconv_plan_option) {
+  TU_SAMPLED(_i);
   static const char *const plans[] = {"V=1", "V=2,S=2", "V=4,S=3,U=2", "T=32,U=3",
                                       "S=6,U=8", "U=1,T=1024", "V=4,T=64,S=4,U=4", "S=256"};
   fhjit_radix radix = radices[_i % 2];

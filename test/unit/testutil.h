@@ -53,4 +53,24 @@ fhjit_type tu_poly(int comps, int nbatch, const int64_t *batch, int64_t rows, in
 fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n);
 /* Does haystack contain needle? (for error-message checks; NULL-safe) */
 int tu_contains(const char *haystack, const char *needle);
+
+/* TU_SANITIZED: 1 in an AddressSanitizer build. The slowest loop tests run
+ * a third of their cases there (TU_SAMPLED): the plain build, which CI also
+ * runs, keeps every case, and the sanitizer still sees every code path. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TU_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TU_SANITIZED 1
+#endif
+#endif
+#ifndef TU_SANITIZED
+#define TU_SANITIZED 0
+#endif
+/* In a loop test: leave out cases other than every third under sanitizers. */
+#define TU_SAMPLED(i)                                                        \
+  do {                                                                       \
+    if (TU_SANITIZED && (i) % 3) return;                                     \
+  } while (0)
+
 #endif
