@@ -160,12 +160,14 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                       p->vec, ir_radix_name(p->radix));
   } else {
     /* 16-byte vectors unless the source words of a thread fill too many
-     * registers, or the grid would hold fewer than 2^17 threads (about
-     * 1000 per SM of an H200: latency hiding beats wider accesses) */
+     * registers, or the grid would hold fewer than 2^16 threads (about
+     * 500 per SM of an H200: latency hiding beats wider accesses). The
+     * H200 sweep of 2026-12-01 (bench/RESULTS.md, section 7): r32 12 -> 48
+     * at N = 2^16 ran 12.35 us with 2 words per thread, 12.84 with 1 */
     int64_t groups = p->split > 0 ? p->split : 1;
     p->vec = vmax;
     while (p->vec > 1 && (int64_t)p->l * p->vec * (ws == 4 ? 1 : 4) > 48) p->vec /= 2;
-    while (p->vec > 1 && p->polys * groups * (n / p->vec) < (INT64_C(1) << 17)) p->vec /= 2;
+    while (p->vec > 1 && p->polys * groups * (n / p->vec) < (INT64_C(1) << 16)) p->vec /= 2;
   }
   if (p->split) {
     if (p->split < 1 || p->split > p->m)
@@ -184,10 +186,12 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                       "error: bconv plan: unroll = %d target rows per iteration (1 .. 8)",
                       p->unroll);
   } else {
-    /* r32: two rows' 64-bit sums interleaved hide the multiply-add chain's
-     * latency (registers are plentiful at these grid sizes); r62's
-     * multiply-accumulate is already four independent chains */
-    p->unroll = ws == 4 ? 2 : 1;
+    /* target rows interleaved hide the multiply-add chain's latency
+     * (registers are plentiful at these grid sizes). Measured on the H200
+     * (2026-12-01 sweep): r32 12 -> 48 best at 2 rows, r62 5 -> 35 at 4
+     * (13.5 us against 14.7 with 1: its four partial-product chains alone
+     * do not hide the latency) */
+    p->unroll = ws == 4 ? 2 : 4;
   }
   int64_t items = p->polys * p->split * (n / p->vec);
   if (p->threads) {
