@@ -29,6 +29,10 @@
 #     ntt_bench --cluster (the cluster schedule beside the two kernels) and
 #     bench/python_launch.py. Raw JSON: OUT/results/ (for
 #     bench/results/<date>-<commit>/), logs: OUT/logs.tgz.
+#   bench/session-round.sh followup BUILD OUT
+#     After a change of defaults: the section 7 and CKKS GPU tests and their
+#     sanitizers, s7-run.sh, a cluster-shape sweep, mixfuse=1, and the r62
+#     key switch's kernels under ncu (run_followup).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -172,13 +176,58 @@ run_s7_bench() {
   return $status
 }
 
+# A follow-up round after defaults changed: the groups a change touches
+# (section 7, CKKS, cluster) and their sanitizers, the section 7 and CKKS
+# figures, a sweep of the cluster schedule's block shape
+# (ntt_plan t_cluster / e_cluster at N = 2^16), the r62 key switch with
+# the inner product fused regardless of bytes (ntt_plan mixfuse=1), and
+# the r62 key switch's kernels one by one under ncu (OUT/ks_kernels.csv).
+run_followup() {
+  local status=0 plan
+  mkdir -p "$OUT/results"
+  {
+    timeout 200 "$BUILD/test/gpu/fhjit_gpu_test" --only section7 || status=1
+    timeout 200 "$BUILD/test/gpu/fhjit_gpu_test" --only ckks || status=1
+    if [ -n "$SAN" ]; then
+      timeout 200 "$SAN" --tool racecheck --racecheck-report all --error-exitcode 99 \
+        "$BUILD/test/gpu/fhjit_gpu_test" --quick --only section7 || status=1
+      timeout 200 "$SAN" --tool memcheck --error-exitcode 99 \
+        "$BUILD/test/gpu/fhjit_gpu_test" --quick --only ckks || status=1
+    fi
+  } >"$LOGS/followup-tests.log" 2>&1
+  bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" >"$LOGS/s7.out" 2>&1 || status=1
+  for f in s7/run.json s7/floors.json s7/s7_bench.json s7/ckks_bench.json; do
+    [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+  done
+  for plan in t_cluster=8 t_cluster=7 t_cluster=8,e_cluster=2 t_cluster=10,e_cluster=2; do
+    echo "== ntt_plan $plan" >>"$LOGS/cluster-sweep.log"
+    FHJIT_NTT_PLAN=$plan timeout 60 "$BUILD/bench/ntt_bench" --cluster --log2 16 \
+      >>"$LOGS/cluster-sweep.log" 2>&1 || status=1
+  done
+  FHJIT_NTT_PLAN=mixfuse=1 timeout 120 "$BUILD/bench/ckks_bench" --radix r62 \
+    --floors "$LOGS/s7/floors.json" >"$LOGS/mixfuse.log" 2>&1 || status=1
+  if command -v ncu >/dev/null; then
+    timeout 150 ncu --clock-control none --launch-count 45 --csv \
+      --metrics gpu__time_duration.sum "$BUILD/bench/ckks_bench" --radix r62 \
+      >"$LOGS/ks_kernels.csv" 2>"$LOGS/ncu.err" || status=1
+    cp "$LOGS/ks_kernels.csv" "$OUT/" 2>/dev/null
+  fi
+  echo "######## tests"; grep -E '^(PASS|FAIL) |SUMMARY' "$LOGS/followup-tests.log"
+  echo "######## section 7 and CKKS"; grep -E '^r(32|62)|target|hoisted' "$LOGS/s7.out"
+  echo "######## cluster sweep"; grep -E '^==|N=2\^16' "$LOGS/cluster-sweep.log"
+  echo "######## r62 CKKS with mixfuse=1"; grep -E '^r62' "$LOGS/mixfuse.log"
+  echo "######## ncu: $(grep -c gpu__time_duration "$LOGS/ks_kernels.csv" 2>/dev/null) kernels"; tail -n 3 "$LOGS/ncu.err" 2>/dev/null
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
   s7bench) run_s7_bench; STATUS=$? ;;
   ckksbench) S7_PROGRAMS=ckks_bench run_s7_bench; STATUS=$? ;;
   s7sweep) run_s7_sweep; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep BUILD OUT" >&2; exit 2 ;;
+  followup) run_followup; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup BUILD OUT" >&2; exit 2 ;;
 esac
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"
