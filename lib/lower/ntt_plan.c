@@ -202,7 +202,8 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: %s: expected auto, two_kernel or cluster, not '%s'",
                     ir_option_label(ctx, IR_OPT_NTT_SCHEDULE), ir_option(ctx, IR_OPT_NTT_SCHEDULE));
-  /* auto: the two-kernel schedule until the cluster one is measured */
+  /* auto: the two kernels, faster on the H200 at every size measured
+   * (docs/ntt-cluster.md, "Measured") */
   t.sched = sched == LW_NTT_SCHED_CLUSTER;
   const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if (fwd) {
