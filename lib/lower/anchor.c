@@ -756,6 +756,10 @@ static fhjit_status check_plan_size(const an_build *B) {
 static void free_aliases(an_build *B) {
   for (int32_t v = 0; B->alias && v < B->g->nnodes; v++) free(B->alias[v]);
   free(B->alias);
+  /* a shared inverse NTT's record: freed once, by its first member */
+  for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
+    if (B->intt[v] && B->intt[v]->first == v) free(B->intt[v]);
+  free(B->intt);
 }
 
 static an_plan *build_plan(fhjit_graph *g) {
@@ -766,10 +770,11 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
+  B.intt = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.intt);
   if (B.p) B.p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.p->sctx ||
-      ir_options_copy(B.p->sctx, g->ctx)) {
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.intt ||
+      !B.p->sctx || ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
   }

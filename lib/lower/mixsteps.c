@@ -16,6 +16,16 @@
  *             forward NTT; read only by pointwise work, no gather: an alias
  *             (steps.h) the readers load where the rows lie; else a gather
  *             of those rows and the digit's own into the output order.
+ *             Several modups of one operand (a key switch's digits) share
+ *             one inverse NTT over the rows of all their digits, at the
+ *             first one's steps (shared_intt, an_intt): why: a digit has few
+ *             rows (r62: 5 of 35), so its inverse NTT launches few blocks
+ *             and is latency-bound; measured on the H200 (r62, N = 2^16,
+ *             dnum 7) 13.3 us per digit in its 2 kernels, 93 us for the 7,
+ *             where one over the 35 rows takes about 35 us. Each digit's
+ *             conversion reads its rows of that buffer; the digit's own NTT
+ *             rows (the alias, the copy, the gather) are still read from
+ *             the operand. One modup keeps its own inverse NTT.
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -621,21 +631,86 @@ static int read_in_place(const an_build *B, fhjit_value v) {
   return 1;
 }
 
+/* Rows [*s0, *s0 + nd) of modup w's operand are its digit; nd, or 0 when
+ * they are not consecutive (or on failure). */
+static int64_t digit_run(an_build *B, fhjit_value w, int64_t *s0) {
+  const fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[w];
+  int64_t *src = malloc(sizeof *src * (size_t)g->nodes[n->args[0]].type.rows);
+  if (!src) {
+    oom(B);
+    return 0;
+  }
+  int64_t nd = ir_digit_rows(g, n->args[0], n->attr[0], src);
+  int contiguous = nd > 0;
+  for (int64_t k = 1; k < nd; k++) contiguous &= src[k] == src[0] + k;
+  *s0 = nd > 0 ? src[0] : 0;
+  free(src);
+  return contiguous ? nd : 0;
+}
+
+static int same_shape(const fhjit_type *a, const fhjit_type *b) {
+  if (a->kind != b->kind || a->comps != b->comps || a->nbatch != b->nbatch || a->rows != b->rows ||
+      a->n != b->n || a->domain != b->domain || a->form != b->form)
+    return 0;
+  for (int k = 0; k < a->nbatch; k++)
+    if (a->batch[k] != b->batch[k]) return 0;
+  return 1;
+}
+
+/* The inverse NTT modup v shares with the other modups of its operand
+ * (an_intt, steps.h), or NULL: v transforms its digit alone. The first of
+ * them in node order (v, when none has a record yet) makes the record for
+ * all: the live modups of the same operand and twiddle table, output
+ * shape, consecutive digits, not yet planned, when there are at least two
+ * (one modup keeps its own plan). stored: v's operand is computed in the
+ * prologue and stored (modup_steps); a member that disagrees with the
+ * first transforms its digit alone. */
+static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  fhjit_value d = n->args[0];
+  an_intt *r = B->intt[v];
+  if (r) return r->stored == stored ? r : NULL;
+  int64_t lo = -1, hi = -1, count = 0;
+  for (fhjit_value w = v; w < g->nnodes && !B->st; w++) {
+    const ir_node *nw = &g->nodes[w];
+    int64_t s0, nd;
+    if (!B->live[w] || nw->op != IR_MODUP || nw->args[0] != d || nw->args[2] != n->args[2] ||
+        B->intt[w] || !same_shape(&nw->type, &n->type) || !(nd = digit_run(B, w, &s0)))
+      continue;
+    if (lo < 0 || s0 < lo) lo = s0;
+    if (s0 + nd > hi) hi = s0 + nd;
+    count++;
+  }
+  if (count < 2 || B->st) return NULL;
+  r = calloc(1, sizeof *r);
+  if (!r) {
+    oom(B);
+    return NULL;
+  }
+  *r = (an_intt){.first = v, .d = d, .tw = n->args[2], .lo = lo, .stored = stored};
+  r->t = part(&g->nodes[d].type, hi - lo, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  for (fhjit_value w = v; w < g->nnodes && !B->st; w++) {
+    const ir_node *nw = &g->nodes[w];
+    int64_t s0;
+    if (B->live[w] && nw->op == IR_MODUP && nw->args[0] == d && nw->args[2] == n->args[2] &&
+        !B->intt[w] && same_shape(&nw->type, &n->type) && digit_run(B, w, &s0))
+      B->intt[w] = r; /* r is owned (freed) by B->intt[v], its first */
+  }
+  r->cols = cols_of(B, d, lo, hi - lo);
+  r->buf = scratch_for(B, &r->t);
+  return B->st ? NULL : r;
+}
+
 static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
   fhjit_value d = n->args[0];
   const fhjit_type *td = &g->nodes[d].type;
-  int64_t *src = malloc(sizeof *src * (size_t)td->rows);
-  if (!src) {
-    oom(B);
-    return;
-  }
-  int64_t nd = ir_digit_rows(g, d, n->attr[0], src), s0 = src[0];
-  int contiguous = 1;
-  for (int64_t k = 1; k < nd; k++) contiguous &= src[k] == s0 + k;
-  free(src);
-  if (!contiguous) {
+  int64_t s0, nd = digit_run(B, v, &s0);
+  if (B->st) return;
+  if (!nd) {
     refuse(B, v, "the digit's rows are not consecutive rows of the operand; the lowering "
                  "supports consecutive digits only");
     return;
@@ -656,21 +731,43 @@ static void modup_steps(an_build *B, fhjit_value v) {
   } else if (!view_of(B, d, &db, &dl)) {
     return;
   }
+  an_intt *sh = shared_intt(B, v, stored);
+  if (B->st) return;
+  if (sh && !sh->done) {
+    /* 1. the rows of all the modups' digits to coefficient-Montgomery form
+     * at once (the first of them): one NTT of many rows instead of one of
+     * a few rows per digit, each latency-bound (few blocks) */
+    fhjit_layout lu = dl;
+    lu.offset += sh->lo * dl.row_stride;
+    if (stored)
+      prologue_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, d, sh->lo, n->args[2], sh->buf, db);
+    else ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, db, &lu, n->args[2], sh->buf);
+    sh->done = 1;
+  }
   dl.offset += s0 * dl.row_stride; /* the digit's rows */
-  /* 1. the digit to coefficient-Montgomery form */
+  /* 1. the digit to coefficient-Montgomery form: s1 through view l1 */
   fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c1 = cols_of(B, d, s0, nd);
-  an_buf s1 = scratch_for(B, &t1);
-  if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
-  else ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+  an_buf s1;
+  fhjit_layout l1;
+  if (sh) {
+    /* the digit's rows of the shared transform */
+    s1 = sh->buf;
+    fhjit_dense_layout(&sh->t, &l1);
+    l1.offset += (s0 - sh->lo) * l1.row_stride;
+  } else {
+    s1 = scratch_for(B, &t1);
+    fhjit_dense_layout(&t1, &l1);
+    if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
+    else ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+  }
   /* 2. converted to the other output rows, in output order */
   int32_t *c2 = new_cols(B, m);
   for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
     if (o < s0 || o >= s0 + nd) c2[k++] = (int32_t)ir_pos(g, v, o);
   fhjit_type t2 = part(td, m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   an_buf s2 = scratch_for(B, &t2);
-  fhjit_dense_layout(&t1, &dense);
-  bconv_step(B, v, 0, &t1, c1, s1, &dense, m, c2, n->args[3], 0, s2);
+  bconv_step(B, v, 0, &t1, c1, s1, &l1, m, c2, n->args[3], 0, s2);
   fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_dense_layout(&t2, &dense);

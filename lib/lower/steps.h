@@ -91,6 +91,23 @@ typedef struct an_alias {
   int stored; /* dbuf holds d's rows only where modups' prologues stored them */
 } an_alias;
 
+/* One inverse NTT shared by several modups of one operand d (mixsteps.c,
+ * modup_steps): the modups of d with the same twiddle table (members)
+ * transform rows [lo, lo + t.rows) of d (the union of their consecutive
+ * digits) once, at the first member's steps, into dense buffer buf (type t,
+ * chain positions cols); each member's conversion reads its digit there, at
+ * rows s0 - lo. stored: the first member's prologue computed d and stored
+ * those rows (the members must agree). done: buf has been written. */
+typedef struct an_intt {
+  fhjit_value first; /* the member that computes it (and owns the record) */
+  fhjit_value d, tw;
+  int64_t lo;
+  fhjit_type t;
+  const int32_t *cols;
+  an_buf buf;
+  int stored, done;
+} an_intt;
+
 typedef struct an_build {
   fhjit_graph *g;
   an_plan *p;
@@ -98,6 +115,7 @@ typedef struct an_build {
   int has_where;
   an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
   an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
+  an_intt **intt;   /* per modup node: NULL, or the inverse NTT it shares */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */
   fhjit_status st;

@@ -5,7 +5,8 @@
  * computed in its first and last kernels, a result computed from moddown's
  * value in its last kernel (relinearise's and rotation's additions), a
  * modup's computed operand (HMult's d2 = a1 b1, rotation's automorphism of
- * c1) computed in each digit's inverse NTT and stored there.
+ * c1) computed in the digits' inverse NTT and stored there, the modups of
+ * one operand sharing one inverse NTT over all their digits' rows.
  *
  * Two kinds of checks:
  *  - words: one graph per chain shape holding every CKKS operation (key
@@ -19,7 +20,10 @@
  *    edge words (0, 1, q-1, q, q+1, 2q-1) on some rows;
  *  - plans: kernel and scratch counts of each operation at one shape
  *    (fhjit_emit's plan text), the numbers of the fused plans (each below
- *    the plan before issue 17, stated beside it). */
+ *    the plan before issue 17, stated beside it); the modups of one
+ *    operand sharing one inverse NTT (test_shared_intt: dnum 3, both
+ *    radices, an input, a computed and an automorphism operand, plan and
+ *    host words). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,16 +264,18 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 }
 
 /* kernels and scratch buffers of each operation's plan (fused) */
-#define KS_KERNELS 15
-#define KS_SCRATCH 9
-#define RELIN_KERNELS 15
-#define RELIN_SCRATCH 9
-#define HM_KERNELS 20
-#define HM_SCRATCH 14
-#define ROT_KERNELS 15
-#define ROT_SCRATCH 10
-#define HOIST_KERNELS 30
-#define HOIST_SCRATCH 18
+/* (the digits' inverse NTTs shared: 2 kernels and 1 scratch buffer less
+ * than with one per digit, test_shared_intt) */
+#define KS_KERNELS 13
+#define KS_SCRATCH 8
+#define RELIN_KERNELS 13
+#define RELIN_SCRATCH 8
+#define HM_KERNELS 18
+#define HM_SCRATCH 13
+#define ROT_KERNELS 13
+#define ROT_SCRATCH 9
+#define HOIST_KERNELS 28
+#define HOIST_SCRATCH 17
 START_TEST(test_plans) {
   env e;
   s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
@@ -327,11 +333,76 @@ START_TEST(test_plans_bytes_rule) {
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
-    /* per digit INTT 2, bconv 1, NTT 2; moddown 5; the inner product 1 */
-    ck_assert_int_eq(c.kernels, 6 * 5 + 5 + !force);
-    ck_assert_int_eq(c.scratch, 6 * 3 + 3 + !force);
+    /* the digits' INTT 2 (one, shared: it was 2 per digit); per digit
+     * bconv 1, NTT 2; moddown 5; the inner product 1 */
+    ck_assert_int_eq(c.kernels, 2 + 6 * 3 + 5 + !force);
+    ck_assert_int_eq(c.scratch, 1 + 6 * 2 + 3 + !force);
   }
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
+/* Occurrences of needle in text. */
+static int count_of(const char *text, const char *needle) {
+  int c = 0;
+  for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) c++;
+  return c;
+}
+
+/* The modups of one operand share one inverse NTT (mixsteps.c,
+ * shared_intt): Q 6 + P 2, three digits of 2 rows, N = 1024 (an NTT runs
+ * as two kernels), both radices; an input operand (key switch), a
+ * computed one (HMult's d2, stored by the shared transform's prologue) and
+ * an automorphism of c1 (rotation). The plan holds two inverse NTTs to
+ * coefficient-Montgomery form, the modups' one over all 6 rows and
+ * moddown's, where each digit had its own (4; 2 kernels more per digit
+ * after the first), and the host path matches the interpreter word for
+ * word. */
+START_TEST(test_shared_intt) {
+  static const fhjit_radix radix[2] = {FHJIT_R62, FHJIT_R32};
+  const shape s = {radix[_i], 8, 2, 2, 10, 6, NULL};
+  env e;
+  s7_env_init(&e, s.radix, s.m, s.logn, 0x1a0 + (uint64_t)_i);
+  /* per digit before: INTT 2, bconv 1, NTT 2; moddown 5; rescale 5 */
+  struct {
+    const char *what, *stored;
+    int kernels, before;
+  } want[] = {
+      {"keyswitch", NULL, 16, 20},
+      {"hmult_relin_rescale", "stored (rows 0..5)", 21, 25},
+      {"rotate", "stored (rows 0..5)", 16, 20},
+  };
+  for (int w = 0; w < 3; w++) {
+    fhjit_graph *g = s7_graph(&e, want[w].what, s.special, s.alpha);
+    fhjit_value a = poly(&e, g, &s, "a", 2), b = poly(&e, g, &s, "b", 2);
+    fhjit_value d = poly(&e, g, &s, "d", 0), k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value r = w == 0   ? fhjit_keyswitch(g, d, k, fwd, inv)
+                    : w == 1 ? fhjit_ckks_mul_relin_rescale(g, a, b, k, fwd, inv)
+                             : fhjit_ckks_rotate(g, a, 125, k, fwd, inv);
+    out(&e, g, r, NULL);
+    counts c = plan_counts(&e, g);
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(c.kernels == want[w].kernels && c.kernels == want[w].before - 2 * 2,
+                  "%s: %d kernels, want %d (before: %d)\n%s", want[w].what, c.kernels,
+                  want[w].kernels, want[w].before, text);
+    ck_assert_msg(count_of(text, "ntt_inv to coef-mont") == 2 &&
+                      count_of(text, "ntt_inv to coef-mont, 6 rows") == 1,
+                  "%s: not one inverse NTT for the modups\n%s", want[w].what, text);
+    /* three conversions from the digits' rows of the shared buffer */
+    const char *sh = strstr(text, "ntt_inv to coef-mont, 6 rows");
+    int sc = -1;
+    ck_assert_ptr_nonnull(sh);
+    ck_assert_int_eq(sscanf(strstr(sh, "-> "), "-> scratch %d", &sc), 1);
+    char conv[96];
+    snprintf(conv, sizeof conv,
+             "bconv 2 -> 6 rows x N 1024, 1 polynomials, mont form, scratch %d ->", sc);
+    ck_assert_msg(count_of(text, conv) == 3, "%s: %s\n%s", want[w].what, conv, text);
+    if (want[w].stored) ck_assert_msg(count_of(text, want[w].stored) == 1, "%s", text);
+    check_host(&e, g);
+  }
   s7_env_free(&e);
 }
 END_TEST
@@ -343,6 +414,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_operations_host, 0, NSHAPES);
   tcase_add_test(t, test_plans);
   tcase_add_test(t, test_plans_bytes_rule);
+  tcase_add_loop_test(t, test_shared_intt, 0, 2);
   suite_add_tcase(s, t);
   return s;
 }
