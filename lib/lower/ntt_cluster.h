@@ -294,7 +294,9 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
   for (int it = 0; it < iters; it++) {
     LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
                                   c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
-    LLVMValueRef sq = padded(E, q); /* V <= 2^pad_shift: the vector stays contiguous */
+    /* word v of the vector at sq + padc(v): contiguous where V <= 2^pad_shift,
+     * r32 with pad_chunk=1 steps over a pad */
+    LLVMValueRef sq = padded(E, q);
     LLVMValueRef pos = LLVMBuildOr(b, slice0, q, "pos");
     LLVMValueRef vals[4];
     if (is_load) {
@@ -308,10 +310,11 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
       }
       if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
       for (int v = 0; v < V; v++)
-        store(E, vals[v], cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""), walign(E));
+        store(E, vals[v], cp->own, LLVMBuildZExt(b, add_const32(E, sq, cl_padc(E, (uint64_t)v)), E->i64, ""),
+              walign(E));
     } else {
       for (int v = 0; v < V; v++)
-        vals[v] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""),
+        vals[v] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, sq, cl_padc(E, (uint64_t)v)), E->i64, ""),
                        walign(E), "x");
       if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
       final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""), vals, V);
