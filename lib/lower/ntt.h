@@ -116,6 +116,16 @@ typedef struct lw_ntt_kplan {
    * time. The host runs it too, a cluster's blocks phase by phase. */
   int cluster;
   int log_u;
+  /* cluster kernels: 1 for the vector exchange: a thread's 2^log_u columns
+   * are consecutive (l = ((it T + tid) << log_u) + u), and the words bound
+   * for (forward) or coming from (inverse) one block move as 2^log_xw-word
+   * vectors (st/ld.shared::cluster.v2/.v4, at most 16 bytes), the global
+   * accesses of the columns too; 0: one word per access, columns T apart. */
+  int xvec;
+  int log_xw;
+  /* the padding's step: x + ((x >> pad_shift) << pad_w), 2^pad_w words per
+   * 2^pad_shift (0: one word; xvec: log_xw, which keeps a vector aligned) */
+  int pad_w;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -203,6 +213,10 @@ typedef struct lw_ntt_tuning {
    * block and words per thread */
   int sched;
   int cluster, t_cluster, e_cluster;
+  /* its exchange: xvec 0 scalar, 1 vectors (lw_ntt_kplan.xvec; default 1),
+   * u_cluster log2 columns per thread (default: about E words, and with
+   * xvec at least a 16-byte vector's) */
+  int xvec, u_cluster;
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
 } lw_ntt_tuning;
@@ -213,7 +227,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

@@ -8,7 +8,9 @@
  * the other log S stages run in passes in the block's own slice.
  *
  *   forward: [cross] global -> registers (pre step), the log C top stages,
- *            st.shared::cluster into the owners' slices | cluster barrier |
+ *            st.shared::cluster into the owners' slices (xvec: a thread's U
+ *            consecutive columns' words of one block as one vector of up to
+ *            16 bytes, the padding stepping by a vector) | cluster barrier |
  *            passes (bar.sync between) | bar.sync | staged store (epilogue)
  *   inverse: staged load (prologue) | bar.sync | passes | cluster barrier |
  *            [cross] ld.shared::cluster, the log C top stages, post step,
@@ -68,36 +70,91 @@ static LLVMValueRef cl_remote_base(ne *E, const clplace *cp, LLVMValueRef j) {
   return LLVMBuildPtrToInt(b, p, E->i64, "slice");
 }
 
-/* Word idx (i32, padded) of a slice from cl_remote_base. */
-static LLVMValueRef cl_remote_load(ne *E, LLVMValueRef base, LLVMValueRef idx) {
+/* The shared::cluster address of word idx (i32, padded) of a slice from
+ * cl_remote_base (GPU). */
+static LLVMValueRef cl_remote_addr(ne *E, LLVMValueRef base, LLVMValueRef idx) {
   LLVMBuilderRef b = E->b;
-  if (E->target != LW_GPU) return load(E, E->W, base, LLVMBuildZExt(b, idx, E->i64, ""), walign(E), "x");
-  LLVMValueRef addr = LLVMBuildNUWAdd(
+  return LLVMBuildNUWAdd(
       b, base, LLVMBuildShl(b, LLVMBuildZExt(b, idx, E->i64, ""), c64(E, E->wbits == 64 ? 3 : 2), ""), "");
-  const char *text = E->wbits == 64 ? "ld.shared::cluster.u64 $0, [$1];" : "ld.shared::cluster.u32 $0, [$1];";
-  const char *cons = E->wbits == 64 ? "=l,l,~{memory}" : "=r,l,~{memory}";
-  LLVMTypeRef fty = LLVMFunctionType(E->W, &E->i64, 1, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(b, fty, fn, &addr, 1, "x");
 }
 
-static void cl_remote_store(ne *E, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx) {
+/* The inline PTX of a remote access of w words (1, 2 or 4; w words are at
+ * most 16 bytes): "ld.shared::cluster.v2.u64 {$0, $1}, [$2];" and its
+ * constraints "=l,=l,l,~{memory}", or st's "[$0], {$1, $2}" with "l,l,l". */
+static void cl_remote_asm(ne *E, int is_load, int w, char *text, size_t tsize, char *cons, size_t csize) {
+  const char *ty = E->wbits == 64 ? "u64" : "u32";
+  char reg = E->wbits == 64 ? 'l' : 'r';
+  char vec[16] = "", ops[64] = "";
+  size_t used = 0;
+  if (w > 1) snprintf(vec, sizeof vec, ".v%d", w);
+  int first = is_load ? 0 : 1;
+  for (int v = 0; v < w; v++)
+    used += (size_t)snprintf(ops + used, sizeof ops - used, "%s$%d", v ? ", " : "", first + v);
+  if (is_load)
+    snprintf(text, tsize, w > 1 ? "ld.shared::cluster%s.%s {%s}, [$%d];" : "ld.shared::cluster%s.%s %s, [$%d];",
+             vec, ty, ops, w);
+  else
+    snprintf(text, tsize, w > 1 ? "st.shared::cluster%s.%s [$0], {%s};" : "st.shared::cluster%s.%s [$0], %s;",
+             vec, ty, ops);
+  used = 0;
+  if (!is_load) used += (size_t)snprintf(cons, csize, "l,");
+  for (int v = 0; v < w; v++) used += (size_t)snprintf(cons + used, csize - used, is_load ? "=%c," : "%c,", reg);
+  snprintf(cons + used, csize - used, is_load ? "l,~{memory}" : "~{memory}");
+}
+
+/* Words idx .. idx + w - 1 (idx: i32, padded; w words contiguous and, for
+ * w > 1, aligned to w words) of a slice from cl_remote_base, into x[]: one
+ * access (the host form too: an LLVM vector load of that alignment, which
+ * a misaligned index would fault on x86). */
+static void cl_remote_load(ne *E, LLVMValueRef base, LLVMValueRef idx, int w, LLVMValueRef *x) {
   LLVMBuilderRef b = E->b;
   if (E->target != LW_GPU) {
-    store(E, v, base, LLVMBuildZExt(b, idx, E->i64, ""), walign(E));
+    LLVMValueRef i = LLVMBuildZExt(b, idx, E->i64, "");
+    if (w == 1) {
+      x[0] = load(E, E->W, base, i, walign(E), "x");
+      return;
+    }
+    LLVMValueRef vec = load(E, LLVMVectorType(E->W, (unsigned)w), base, i, (unsigned)w * walign(E), "xv");
+    for (int v = 0; v < w; v++) x[v] = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x");
     return;
   }
-  LLVMValueRef addr = LLVMBuildNUWAdd(
-      b, base, LLVMBuildShl(b, LLVMBuildZExt(b, idx, E->i64, ""), c64(E, E->wbits == 64 ? 3 : 2), ""), "");
-  const char *text = E->wbits == 64 ? "st.shared::cluster.u64 [$0], $1;" : "st.shared::cluster.u32 [$0], $1;";
-  const char *cons = E->wbits == 64 ? "l,l,~{memory}" : "l,r,~{memory}";
-  LLVMTypeRef tys[2] = {E->i64, E->W};
-  LLVMTypeRef fty = LLVMFunctionType(E->voidt, tys, 2, 0);
+  LLVMValueRef addr = cl_remote_addr(E, base, idx);
+  char text[96], cons[64];
+  cl_remote_asm(E, 1, w, text, sizeof text, cons, sizeof cons);
+  LLVMTypeRef elems[4] = {E->W, E->W, E->W, E->W};
+  LLVMTypeRef rty = w == 1 ? E->W : LLVMStructTypeInContext(E->c, elems, (unsigned)w, 0);
+  LLVMTypeRef fty = LLVMFunctionType(rty, &E->i64, 1, 0);
   LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
                                      LLVMInlineAsmDialectATT, 0);
-  LLVMValueRef args[2] = {addr, v};
-  LLVMBuildCall2(b, fty, fn, args, 2, "");
+  LLVMValueRef r = LLVMBuildCall2(b, fty, fn, &addr, 1, "x");
+  if (w == 1) x[0] = r;
+  else
+    for (int v = 0; v < w; v++) x[v] = LLVMBuildExtractValue(b, r, (unsigned)v, "x");
+}
+
+/* x[0 .. w) into words idx .. idx + w - 1 of a slice (as cl_remote_load). */
+static void cl_remote_store(ne *E, const LLVMValueRef *x, LLVMValueRef base, LLVMValueRef idx, int w) {
+  LLVMBuilderRef b = E->b;
+  if (E->target != LW_GPU) {
+    LLVMValueRef i = LLVMBuildZExt(b, idx, E->i64, "");
+    if (w == 1) {
+      store(E, x[0], base, i, walign(E));
+      return;
+    }
+    LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(E->W, (unsigned)w));
+    for (int v = 0; v < w; v++) vec = LLVMBuildInsertElement(b, vec, x[v], c32(E, (uint64_t)v), "");
+    store(E, vec, base, i, (unsigned)w * walign(E));
+    return;
+  }
+  char text[96], cons[64];
+  cl_remote_asm(E, 0, w, text, sizeof text, cons, sizeof cons);
+  LLVMTypeRef tys[5] = {E->i64, E->W, E->W, E->W, E->W};
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, tys, (unsigned)w + 1, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef args[5] = {cl_remote_addr(E, base, idx)};
+  for (int v = 0; v < w; v++) args[1 + v] = x[v];
+  LLVMBuildCall2(b, fty, fn, args, (unsigned)w + 1, "");
 }
 
 /* The source word of (br, i) (i: i32 position in the row): the prologue's
@@ -145,23 +202,50 @@ static void cl_cross_stages(ne *E, const rowc *r, mconst mc[][8], LLVMValueRef x
 }
 
 /* The column position l (i32) of iteration it, column u: block rank's
- * share of the slice positions, consecutive threads on consecutive l. */
+ * share of the slice positions; consecutive threads on consecutive l
+ * (scalar exchange: the thread's U columns T apart) or on consecutive runs
+ * of U columns (xvec: the thread's U columns consecutive, so that its words
+ * of one block are one vector). */
 static LLVMValueRef cl_column(ne *E, const clplace *cp, int it, int u) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
   int s = cl_log_s(E), U = 1 << k->log_u;
   uint64_t share = UINT64_C(1) << (s - k->cluster);
   LLVMValueRef l = LLVMBuildNUWMul(b, cp->rank, c32(E, share), "");
+  if (k->xvec) {
+    LLVMValueRef g = add_const32(E, cp->tid, (uint64_t)it * k->threads);
+    l = LLVMBuildNUWAdd(b, l, LLVMBuildShl(b, g, c32(E, (uint64_t)k->log_u), ""), "");
+    return add_const32(E, l, (uint64_t)u);
+  }
   l = LLVMBuildNUWAdd(b, l, cp->tid, "");
   return add_const32(E, l, (uint64_t)(it * U + u) * k->threads);
+}
+
+/* Words per exchange access: 2^log_xw with the vector exchange, else 1. */
+static int cl_xw(ne *E) { return E->K->xvec ? 1 << E->K->log_xw : 1; }
+
+/* The source words x[0 .. w) of (br, i .. i + w - 1) (i: i32, aligned to
+ * w): one vector load where the source view is dense and on the vector
+ * grid, else word by word (cl_source). */
+static void cl_source_run(ne *E, LLVMValueRef br, LLVMValueRef i, int w, LLVMValueRef *x) {
+  LLVMBuilderRef b = E->b;
+  if (w > 1 && !E->pro_active && E->src_dense && E->P->src_offset % w == 0) {
+    LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, br, c64(E, (uint64_t)E->P->log_n), ""),
+                                       LLVMBuildZExt(b, i, E->i64, ""), "");
+    if (E->P->src_offset) off = LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)E->P->src_offset), "");
+    LLVMValueRef vec = load(E, LLVMVectorType(E->W, (unsigned)w), E->src, off,
+                            E->target == LW_GPU ? (unsigned)w * walign(E) : walign(E), "xv");
+    for (int v = 0; v < w; v++) x[v] = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x");
+    return;
+  }
+  for (int v = 0; v < w; v++) x[v] = cl_source(E, br, add_const32(E, i, (uint64_t)v));
 }
 
 /* Forward: columns from global memory, the top stages, into the owners'
  * slices (each word crosses distributed shared memory once). */
 static void cl_cross_forward(ne *E, const clplace *cp) {
   const lw_ntt_kplan *k = E->K;
-  LLVMBuilderRef b = E->b;
-  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = cl_xw(E);
   int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
   /* every block of the cluster has started (its shared memory exists)
    * before anyone stores into it: arrive now, wait before the first store
@@ -176,19 +260,28 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
   for (int j = 0; j < C; j++) base[j] = cl_remote_base(E, cp, c32(E, (uint64_t)j));
   for (int it = 0; it < iters; it++) {
     LLVMValueRef x[16][8], l[16];
-    for (int u = 0; u < U; u++) {
-      l[u] = cl_column(E, cp, it, u);
-      for (int j = 0; j < C; j++)
-        x[u][j] = pre_step(E, &r, &pre, cl_source(E, cp->br, add_const32(E, l[u], (uint64_t)j << s)));
+    /* column u's word j: runs of w columns (xvec: consecutive positions) */
+    for (int u0 = 0; u0 < U; u0 += w) {
+      for (int v = 0; v < w; v++) l[u0 + v] = cl_column(E, cp, it, u0 + v);
+      for (int j = 0; j < C; j++) {
+        LLVMValueRef run[4];
+        cl_source_run(E, cp->br, add_const32(E, l[u0], (uint64_t)j << s), w, run);
+        for (int v = 0; v < w; v++) x[u0 + v][j] = pre_step(E, &r, &pre, run[v]);
+      }
     }
     cl_cross_stages(E, &r, mc, x, U);
     if (it == 0) cl_barrier(E, "wait");
-    for (int u = 0; u < U; u++) {
-      LLVMValueRef li = padded(E, l[u]);
-      for (int j = 0; j < C; j++) cl_remote_store(E, x[u][j], base[j], li);
+    for (int u0 = 0; u0 < U; u0 += w) {
+      /* w <= 2^pad_shift, aligned, and the padding steps by w: the run
+       * stays contiguous and aligned in the padded slice */
+      LLVMValueRef li = padded(E, l[u0]);
+      for (int j = 0; j < C; j++) {
+        LLVMValueRef run[4];
+        for (int v = 0; v < w; v++) run[v] = x[u0 + v][j];
+        cl_remote_store(E, run, base[j], li, w);
+      }
     }
   }
-  (void)b;
 }
 
 /* Inverse: columns from the blocks' slices, the top stages, the post step,
@@ -196,7 +289,7 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
 static void cl_cross_inverse(ne *E, const clplace *cp) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
-  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = cl_xw(E);
   int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
   rowc r = row_consts(E, cp->br);
   mconst post = post_const(E, &r);
@@ -207,24 +300,65 @@ static void cl_cross_inverse(ne *E, const clplace *cp) {
   LLVMValueRef rowoff = LLVMBuildShl(b, cp->br, c64(E, (uint64_t)E->P->log_n), "rowoff");
   for (int it = 0; it < iters; it++) {
     LLVMValueRef x[16][8], l[16];
-    for (int u = 0; u < U; u++) {
-      l[u] = cl_column(E, cp, it, u);
-      LLVMValueRef li = padded(E, l[u]);
-      for (int j = 0; j < C; j++) x[u][j] = cl_remote_load(E, base[j], li);
+    for (int u0 = 0; u0 < U; u0 += w) {
+      for (int v = 0; v < w; v++) l[u0 + v] = cl_column(E, cp, it, u0 + v);
+      LLVMValueRef li = padded(E, l[u0]);
+      for (int j = 0; j < C; j++) {
+        LLVMValueRef run[4];
+        cl_remote_load(E, base[j], li, w, run);
+        for (int v = 0; v < w; v++) x[u0 + v][j] = run[v];
+      }
     }
     /* the last reads of the other blocks' slices: they may exit once
      * everyone has arrived here */
     if (it == iters - 1) cl_barrier(E, "arrive");
     cl_cross_stages(E, &r, mc, x, U);
-    for (int u = 0; u < U; u++)
+    for (int u0 = 0; u0 < U; u0 += w)
       for (int j = 0; j < C; j++) {
-        LLVMValueRef v = post_step(E, &r, &post, x[u][j]);
+        LLVMValueRef v[4];
+        for (int i = 0; i < w; i++) v[i] = post_step(E, &r, &post, x[u0 + i][j]);
         LLVMValueRef off = LLVMBuildNUWAdd(
-            b, rowoff, LLVMBuildZExt(b, add_const32(E, l[u], (uint64_t)j << s), E->i64, ""), "");
-        final_store(E, off, &v, 1);
+            b, rowoff, LLVMBuildZExt(b, add_const32(E, l[u0], (uint64_t)j << s), E->i64, ""), "");
+        final_store(E, off, v, w);
       }
   }
   cl_barrier(E, "wait");
+}
+
+/* Words per access of the block's own slice where a thread's words are
+ * consecutive (the staged copy, the pass over bits [0, e)): V with the
+ * vector exchange when its padding keeps V-word runs contiguous and
+ * aligned (pad_w >= log V, or no padding), else 1. The vector padding puts
+ * a warp's strided scalar accesses on 1/V of the banks; 16-byte accesses
+ * spread evenly (a warp's 512 bytes in the minimal 4 wavefronts). */
+static int cl_own_vec(ne *E) {
+  const lw_ntt_kplan *k = E->K;
+  int vlog = lw_ntt_ilog2((uint64_t)E->V);
+  if (!k->xvec || (k->pad_shift && (k->pad_shift < vlog || k->pad_w < vlog))) return 1;
+  return E->V;
+}
+
+/* n words of the own slice at padded index idx (i32; aligned to n when
+ * n > 1, contiguous): one vector access of n words, or word by word. */
+static void cl_own_load(ne *E, LLVMValueRef base, LLVMValueRef idx, int n, LLVMValueRef *x) {
+  LLVMValueRef i = LLVMBuildZExt(E->b, idx, E->i64, "");
+  if (n == 1) {
+    x[0] = load(E, E->W, base, i, walign(E), "x");
+    return;
+  }
+  LLVMValueRef vec = load(E, LLVMVectorType(E->W, (unsigned)n), base, i, (unsigned)n * walign(E), "xv");
+  for (int v = 0; v < n; v++) x[v] = LLVMBuildExtractElement(E->b, vec, c32(E, (uint64_t)v), "x");
+}
+
+static void cl_own_store(ne *E, const LLVMValueRef *x, LLVMValueRef base, LLVMValueRef idx, int n) {
+  LLVMValueRef i = LLVMBuildZExt(E->b, idx, E->i64, "");
+  if (n == 1) {
+    store(E, x[0], base, i, walign(E));
+    return;
+  }
+  LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(E->W, (unsigned)n));
+  for (int v = 0; v < n; v++) vec = LLVMBuildInsertElement(E->b, vec, x[v], c32(E, (uint64_t)v), "");
+  store(E, vec, base, i, (unsigned)n * walign(E));
 }
 
 /* Pass j over the local bits [b0, b0 + e) of the block's slice, in place:
@@ -246,9 +380,10 @@ static void cl_pass(ne *E, int j, const clplace *cp) {
                                                c32(E, (uint64_t)(b0 + e)), ""), "p0");
     LLVMValueRef si = padded(E, p0);
     LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
-    for (int i = 0; i < nr; i++)
-      x[i] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), E->i64, ""),
-                  walign(E), "x");
+    /* the pass over the bottom bits: the thread's words are consecutive */
+    int nv = b0 == 0 && nr >= cl_own_vec(E) ? cl_own_vec(E) : 1;
+    for (int i = 0; i < nr; i += nv)
+      cl_own_load(E, cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv, &x[i]);
     LLVMValueRef f0 = LLVMBuildOr(b, slice0, p0, "f0"); /* row position */
     for (int st = 0; st < e; st++) {
       int rb = fwd ? e - 1 - st : st;
@@ -268,9 +403,8 @@ static void cl_pass(ne *E, int j, const clplace *cp) {
         butterfly(E, &r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
       }
     }
-    for (int i = 0; i < nr; i++)
-      store(E, x[i], cp->own, LLVMBuildZExt(b, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), E->i64, ""),
-            walign(E));
+    for (int i = 0; i < nr; i += nv)
+      cl_own_store(E, &x[i], cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv);
   }
 }
 
@@ -286,6 +420,7 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
   LLVMValueRef rowoff = LLVMBuildShl(b, cp->br, c64(E, (uint64_t)E->P->log_n), "rowoff");
   /* the source view in whole vectors where it stays on the vector grid */
   int vector = !E->pro_active && E->src_dense && E->P->src_offset % V == 0;
+  int nv = cl_own_vec(E); /* the slice's side in vectors too */
   /* the stages of the local bits [0, tail) run on each vector here: the
    * inverse's first after the load, the forward's last before the store
    * (tail_stages: root 1, the vector's row position) */
@@ -294,7 +429,9 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
   for (int it = 0; it < iters; it++) {
     LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
                                   c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
-    LLVMValueRef sq = padded(E, q); /* V <= 2^pad_shift: the vector stays contiguous */
+    /* word v of the vector at sq + padc(v) (contiguous where V <= 2^pad_shift;
+     * r32 with pad_chunk=1 steps over a pad) */
+    LLVMValueRef sq = padded(E, q);
     LLVMValueRef pos = LLVMBuildOr(b, slice0, q, "pos");
     LLVMValueRef vals[4];
     if (is_load) {
@@ -307,12 +444,9 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
         for (int v = 0; v < V; v++) vals[v] = cl_source(E, cp->br, add_const32(E, pos, (uint64_t)v));
       }
       if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
-      for (int v = 0; v < V; v++)
-        store(E, vals[v], cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""), walign(E));
+      for (int v = 0; v < V; v += nv) cl_own_store(E, &vals[v], cp->own, add_const32(E, sq, cl_padc(E, (uint64_t)v)), nv);
     } else {
-      for (int v = 0; v < V; v++)
-        vals[v] = load(E, E->W, cp->own, LLVMBuildZExt(b, add_const32(E, sq, (uint64_t)v), E->i64, ""),
-                       walign(E), "x");
+      for (int v = 0; v < V; v += nv) cl_own_load(E, cp->own, add_const32(E, sq, cl_padc(E, (uint64_t)v)), nv, &vals[v]);
       if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
       final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""), vals, V);
     }

@@ -332,10 +332,13 @@ static LLVMValueRef soff(ne *E, const place *p, LLVMValueRef kpos) {
   return LLVMBuildNUWAdd(E->b, src_rowoff(E, p->batch_row), i, "");
 }
 
-/* x + (x >> pad_shift): padding against bank conflicts (none for 0). */
+/* x + (x >> pad_shift): padding against bank conflicts (none for 0); the
+ * cluster's vector exchange steps by 2^pad_w words (lw_ntt_kplan.pad_w). */
 static LLVMValueRef padded(ne *E, LLVMValueRef x) {
   if (!E->K->pad_shift) return x;
-  return LLVMBuildNUWAdd(E->b, x, LLVMBuildLShr(E->b, x, c32(E, (uint64_t)E->K->pad_shift), ""), "");
+  LLVMValueRef step = LLVMBuildLShr(E->b, x, c32(E, (uint64_t)E->K->pad_shift), "");
+  if (E->K->pad_w) step = LLVMBuildShl(E->b, step, c32(E, (uint64_t)E->K->pad_w), "");
+  return LLVMBuildNUWAdd(E->b, x, step, "");
 }
 
 static LLVMValueRef sidx(ne *E, const place *p, LLVMValueRef kpos) {
@@ -376,7 +379,7 @@ static LLVMValueRef soff_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) 
 }
 
 static uint64_t padded_const(ne *E, uint64_t x) {
-  return E->K->pad_shift ? x + (x >> E->K->pad_shift) : x;
+  return E->K->pad_shift ? x + ((x >> E->K->pad_shift) << E->K->pad_w) : x;
 }
 
 static LLVMValueRef sidx_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) {
@@ -502,11 +505,12 @@ static LLVMValueRef epi_offset(ne *E, int slot, LLVMValueRef off) {
 }
 
 /* The last kernel's store of n consecutive final words x[] (n = 1, or a
- * 16-byte vector's V at an aligned offset) at dense offset off: the
- * transform's result unless skipped, and every epilogue target there. */
+ * vector of n <= V words at an offset aligned to n) at dense offset off:
+ * the transform's result unless skipped, and every epilogue target there. */
 static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
   LLVMBuilderRef b = E->b;
-  unsigned align = n > 1 && E->target == LW_GPU ? 16u : walign(E);
+  unsigned align = n > 1 && E->target == LW_GPU ? (unsigned)n * walign(E) : walign(E);
+  LLVMTypeRef vty = n == E->V ? E->vecW : LLVMVectorType(E->W, (unsigned)(n > 1 ? n : 2));
   int store_ntt = !E->epi_active || !E->pro->skip_store;
   for (int t = -1; t < (E->epi_active ? E->pro->nepi : 0); t++) {
     if (t < 0 && !store_ntt) continue;
@@ -521,7 +525,7 @@ static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
       if (n == 1) {
         store(E, vals[0], base, o, walign(E));
       } else {
-        LLVMValueRef vec = LLVMGetUndef(E->vecW);
+        LLVMValueRef vec = LLVMGetUndef(vty);
         for (int v = 0; v < n; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
         store(E, vec, base, o, align);
       }

@@ -75,7 +75,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
-  t->sched = t->cluster = t->t_cluster = t->e_cluster = -1;
+  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = -1;
   t->mixfuse = -1;
 }
 
@@ -123,6 +123,8 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"cluster", {offsetof(lw_ntt_tuning, cluster)}, 1, 0, 3},
       {"t_cluster", {offsetof(lw_ntt_tuning, t_cluster)}, 1, 5, 10},
       {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
+      {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
+      {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -139,7 +141,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, mixfuse; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -239,8 +241,14 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
   k.cluster = c;
   k.log_e = pick(t->e_cluster, p->radix == FHJIT_R32 ? 4 : 3);
   if (k.log_e > s) k.log_e = s;
-  /* columns of the cross-block stages per thread: about E words at once */
+  /* columns of the cross-block stages per thread: about E words at once;
+   * with the vector exchange at least a 16-byte vector's worth (r62 2, r32
+   * 4: U grows at C = 8, r62 2^16 and 2^17, r32 2^17) */
+  int ws_log = lw_ntt_ilog2((uint64_t)ws), v_log = 4 - ws_log;
+  k.xvec = pick(t->xvec, 1);
   k.log_u = k.log_e > c ? k.log_e - c : 0;
+  if (k.xvec && k.log_u < v_log) k.log_u = v_log;
+  k.log_u = pick(t->u_cluster, k.log_u);
   int lt = pick(t->t_cluster, 9);
   /* every thread has work in each phase: columns (S / C of a block), pass
    * groups (S / E) and staged vectors (S / V) */
@@ -265,7 +273,18 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
   k.m = n;
   k.log_subs = 0;
   k.pad_shift = pick(t->pad_chunk, p->radix == FHJIT_R32 ? 5 : 4);
-  int64_t words = (INT64_C(1) << s) + (k.pad_shift ? (INT64_C(1) << s) >> k.pad_shift : 0);
+  /* the vector exchange's vectors: the thread's U consecutive columns to
+   * (from) one block, in pieces of at most 16 bytes that stay within one
+   * run of 2^pad_shift unpadded words; the padding steps by a vector
+   * (x + ((x >> pad_shift) << log_xw)), so that an aligned piece is aligned
+   * in the padded slice too (a one-word step would shift every run but the
+   * first off the vector grid) */
+  if (k.xvec) {
+    k.log_xw = k.log_u < v_log ? k.log_u : v_log;
+    if (k.pad_shift && k.log_xw > k.pad_shift) k.log_xw = k.pad_shift;
+    k.pad_w = k.log_xw;
+  }
+  int64_t words = (INT64_C(1) << s) + (k.pad_shift ? ((INT64_C(1) << s) >> k.pad_shift) << k.pad_w : 0);
   words = (words + 3) & ~INT64_C(3);
   k.smem_words = (uint32_t)words;
   k.blocks = p->batch_rows << c;
@@ -474,5 +493,7 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
     if (used < size && k->cluster)
       used += (size_t)snprintf(buf + used, size - used, " cluster %d U=%d", 1 << k->cluster,
                                1 << k->log_u);
+    if (used < size && k->cluster && k->xvec)
+      used += (size_t)snprintf(buf + used, size - used, " xvec %d", 1 << k->log_xw);
   }
 }

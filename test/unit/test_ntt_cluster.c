@@ -119,16 +119,21 @@ START_TEST(test_cluster_vs_reference) {
   int ws_log = radix == FHJIT_R32 ? 2 : 3;
   int c = logn + ws_log - 16;
   c = c < 1 ? 1 : c > 3 ? 3 : c;
-  for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++)
-    check_cluster(radix, (ir_ntt_kind)kind, logn, kind & 1 ? 3 : 1, kind == 2 && logn < 16 ? 2 : 1,
-                  500 + (uint64_t)_i * 8 + (uint64_t)kind, "", 1 << c);
-  for (int cc = 1; cc <= 3; cc++) {
-    /* the others whose slice fits a block's 227 KB (with its padding) */
-    if (cc == c || ((INT64_C(17) << (logn - cc + ws_log)) >> 4) > 227 * 1024) continue;
-    char text[64];
-    snprintf(text, sizeof text, "cluster=%d", cc);
-    check_cluster(radix, cc & 1 ? IR_NTT_STD_TO_NTT : IR_NTT_TO_STD, logn, 2, 1,
-                  600 + (uint64_t)_i * 8 + (uint64_t)cc, text, 1 << cc);
+  /* the vector exchange (the default) and the scalar one (xvec=0) */
+  for (int xv = 1; xv >= 0; xv--) {
+    const char *x0 = xv ? "" : "xvec=0";
+    for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++)
+      check_cluster(radix, (ir_ntt_kind)kind, logn, kind & 1 ? 3 : 1, kind == 2 && logn < 16 ? 2 : 1,
+                    500 + (uint64_t)_i * 8 + (uint64_t)kind + (uint64_t)xv * 100, x0, 1 << c);
+    for (int cc = 1; cc <= 3; cc++) {
+      /* the others whose slice fits a block's 227 KB (with its padding:
+       * 1/16, or 1/8 with the vector exchange's) */
+      if (cc == c || ((INT64_C(18) << (logn - cc + ws_log)) >> 4) > 227 * 1024) continue;
+      char text[64];
+      snprintf(text, sizeof text, "cluster=%d%s%s", cc, xv ? "" : ",", x0);
+      check_cluster(radix, (cc + xv) & 1 ? IR_NTT_STD_TO_NTT : IR_NTT_TO_STD, logn, 2, 1,
+                    600 + (uint64_t)_i * 8 + (uint64_t)cc + (uint64_t)xv * 100, text, 1 << cc);
+    }
   }
 }
 END_TEST
@@ -151,6 +156,33 @@ START_TEST(test_cluster_tuned) {
 }
 END_TEST
 
+/* The exchange's forms: the scalar one with several columns per thread,
+ * vectors narrower than 16 bytes (r32 .v2.u32), several vectors per
+ * column run, a padding step of 2 words every 2 (pad_chunk=1: r32's
+ * vectors clamp to 2 words, the slice's own accesses stay scalar), no
+ * padding, the pass over the bottom bits in vectors (tail=0). Each with a
+ * forward and an inverse kind. */
+START_TEST(test_cluster_xvec) {
+  static const struct {
+    const char *plan;
+    int logn, c;
+  } plans[] = {{"cluster=2,xvec=0,e_cluster=2,t_cluster=6", 14, 2},
+               {"cluster=1,u_cluster=4,t_cluster=6", 15, 1},
+               {"cluster=3,u_cluster=1", 16, 3},
+               {"cluster=2,pad_chunk=1,u_cluster=2", 14, 2},
+               {"cluster=2,pad_chunk=0,u_cluster=3,e_cluster=4", 15, 2},
+               {"cluster=3,xvec=0,u_cluster=2,t_cluster=7", 17, 3},
+               {"cluster=1,tail=0,t_cluster=8", 14, 1}};
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int j = _i >> 1;
+  const ir_ntt_kind kinds[2] = {j & 1 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
+                                j & 1 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
+  for (int k = 0; k < 2; k++)
+    check_cluster(radix, kinds[k], plans[j].logn, 2, 1, 1300 + (uint64_t)_i * 4 + (uint64_t)k, plans[j].plan,
+                  1 << plans[j].c);
+}
+END_TEST
+
 /* The plan: the option's choices, sizes, the fallback kept for older
  * targets, refusals. */
 START_TEST(test_cluster_plans) {
@@ -167,11 +199,14 @@ START_TEST(test_cluster_plans) {
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(ctx), "expected auto, two_kernel or cluster"));
   ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "cluster"), FHJIT_OK);
   /* cluster: one kernel, blocks of about 64 KB of the row */
+  /* u: log2 columns per thread, u0 that of the scalar exchange (xvec=0);
+   * the vector exchange grows it to a 16-byte vector's words */
   static const struct {
     fhjit_radix radix;
-    int logn, c;
-  } want[] = {{FHJIT_R32, 14, 1}, {FHJIT_R32, 15, 1}, {FHJIT_R32, 16, 2}, {FHJIT_R32, 17, 3},
-              {FHJIT_R62, 14, 1}, {FHJIT_R62, 15, 2}, {FHJIT_R62, 16, 3}, {FHJIT_R62, 17, 3}};
+    int logn, c, u, u0;
+  } want[] = {{FHJIT_R32, 14, 1, 3, 3}, {FHJIT_R32, 15, 1, 3, 3}, {FHJIT_R32, 16, 2, 2, 2},
+              {FHJIT_R32, 17, 3, 2, 1}, {FHJIT_R62, 14, 1, 2, 2}, {FHJIT_R62, 15, 2, 1, 1},
+              {FHJIT_R62, 16, 3, 1, 0}, {FHJIT_R62, 17, 3, 1, 0}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
       ck_assert_int_eq(lw_ntt_plan_make(ctx, want[i].radix, (ir_ntt_kind)kind, want[i].logn, 4, 64, &p),
@@ -183,6 +218,22 @@ START_TEST(test_cluster_plans) {
       ck_assert_int_eq(k->blocks, 64 << want[i].c);
       ck_assert_int_eq(k->threads, 512);
       ck_assert(k->pdl == 0 && k->entry == 0);
+      /* the vector exchange: 16-byte vectors, the padding stepping by one */
+      /* (r62 2^14 takes pad_chunk=2 from its measured two-kernel plan) */
+      int vlog = ws == 4 ? 2 : 1, ps = ws == 4 ? 5 : want[i].logn == 14 ? 2 : 4;
+      ck_assert_int_eq(k->xvec, 1);
+      ck_assert_int_eq(k->log_u, want[i].u);
+      ck_assert_int_eq(k->log_xw, vlog);
+      ck_assert_int_eq(k->pad_shift, ps);
+      ck_assert_int_eq(k->pad_w, vlog);
+      ck_assert_int_eq((int64_t)k->smem_words, (INT64_C(1) << s) + ((INT64_C(1) << s) >> ps << vlog));
+      /* an aligned run's padded index is aligned, the run contiguous */
+      for (uint32_t x = 0; x < (UINT32_C(1) << s); x += 1u << k->log_xw) {
+        uint32_t px = x + ((x >> k->pad_shift) << k->pad_w);
+        uint32_t pe = (x + (1u << k->log_xw) - 1) + (((x + (1u << k->log_xw) - 1) >> k->pad_shift) << k->pad_w);
+        ck_assert_uint_eq(px % (1u << k->log_xw), 0);
+        ck_assert_uint_eq(pe - px, (1u << k->log_xw) - 1);
+      }
       /* the slice, padded, in dynamic shared memory within sm_90's 227 KB */
       ck_assert_int_ge((int64_t)k->smem_words, INT64_C(1) << s);
       ck_assert_int_le((int64_t)k->smem_words * ws, 227 * 1024);
@@ -208,6 +259,38 @@ START_TEST(test_cluster_plans) {
       ck_assert_uint_eq(kd.shared_bytes, k->smem_words * (unsigned)ws);
       ck_assert_uint_eq(kd.flags, 0);
     }
+  /* xvec=0: the scalar exchange, its columns and padding as before */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "xvec=0"), FHJIT_OK);
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    ck_assert_int_eq(lw_ntt_plan_make(ctx, want[i].radix, IR_NTT_TO_STD, want[i].logn, 4, 64, &p), FHJIT_OK);
+    int s = want[i].logn - want[i].c;
+    ck_assert_int_eq(p.k[0].cluster, want[i].c);
+    ck_assert_int_eq(p.k[0].xvec, 0);
+    ck_assert_int_eq(p.k[0].log_u, want[i].u0);
+    ck_assert_int_eq(p.k[0].log_xw, 0);
+    ck_assert_int_eq(p.k[0].pad_w, 0);
+    ck_assert_int_eq((int64_t)p.k[0].smem_words, (INT64_C(1) << s) + ((INT64_C(1) << s) >> p.k[0].pad_shift));
+  }
+  /* u_cluster sets the columns; vectors of fewer words where U or the
+   * padding's runs are shorter */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=0"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert(p.k[0].xvec == 1 && p.k[0].log_u == 0 && p.k[0].log_xw == 0 && p.k[0].pad_w == 0);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=1"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert(p.k[0].log_u == 1 && p.k[0].log_xw == 1 && p.k[0].pad_w == 1);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=3,pad_chunk=1"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert(p.k[0].log_u == 3 && p.k[0].log_xw == 1 && p.k[0].pad_w == 1);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=3,pad_chunk=0"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
+  ck_assert(p.k[0].log_xw == 2 && p.k[0].pad_w == 2 && p.k[0].smem_words == 1u << 14);
+  char desc[400];
+  lw_ntt_plan_describe(&p, desc, sizeof desc);
+  ck_assert_msg(strstr(desc, "cluster 4 U=8 xvec 4"), "%s", desc);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "xvec=2"), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=5"), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", NULL), FHJIT_OK);
   /* other sizes keep the two kernels (or the one) */
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 13, 4, 64, &p), FHJIT_OK);
   ck_assert_int_eq(p.k[0].cluster, 0);
@@ -260,6 +343,17 @@ START_TEST(test_cluster_ptx) {
     ck_assert_msg(strstr(prog.ptx, want[i]), "no %s", want[i]);
   ck_assert_ptr_nonnull(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "st.shared::cluster" : "ld.shared::cluster"));
   ck_assert_ptr_null(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "ld.shared::cluster" : "st.shared::cluster"));
+  /* the vector exchange (16 bytes a thread per block), the slice's own
+   * side in vectors too */
+  const char *vec = radix == FHJIT_R32 ? ".shared::cluster.v4.u32" : ".shared::cluster.v2.u64";
+  const char *own = radix == FHJIT_R32 ? "shared.v4.u32" : "shared.v2.u64";
+  const char *scalar = ir_ntt_is_forward(kind) ? (radix == FHJIT_R32 ? "st.shared::cluster.u32" : "st.shared::cluster.u64")
+                                                : (radix == FHJIT_R32 ? "ld.shared::cluster.u32" : "ld.shared::cluster.u64");
+  ck_assert_msg(strstr(prog.ptx, vec), "no %s", vec);
+  ck_assert_ptr_null(strstr(prog.ptx, scalar));
+  ck_assert_msg(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "ld.shared." : "st.shared.") &&
+                    strstr(strstr(prog.ptx, ir_ntt_is_forward(kind) ? "ld.shared." : "st.shared."), own),
+                "no %s", own);
   ck_assert_ptr_null(strstr(prog.ptx, ".local"));
   ck_assert_ptr_null(strstr(prog.ptx, "griddepcontrol"));
   ck_assert_uint_eq(prog.kernels[0].cluster[0], 1u << p.k[0].cluster);
@@ -267,6 +361,16 @@ START_TEST(test_cluster_ptx) {
   ck_assert_uint_eq(prog.kernels[0].block[0], 512);
   ck_assert_uint_gt(prog.kernels[0].shared_bytes, 48 * 1024);
   lw_program_free(&prog);
+  /* xvec=0: one word per remote access */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "xvec=0"), FHJIT_OK);
+  lw_ntt_plan p0;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, radix, kind, 16, 4, 8, &p0), FHJIT_OK);
+  st = lw_ntt_compile_ptx(ctx, &p0, "sm_90", &prog);
+  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  ck_assert_ptr_nonnull(strstr(prog.ptx, scalar));
+  ck_assert_ptr_null(strstr(prog.ptx, vec));
+  lw_program_free(&prog);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", NULL), FHJIT_OK);
   st = lw_ntt_compile_ptx(ctx, &p, "sm_80", &prog);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
   ck_assert_int_eq(prog.nkernels, 2);
@@ -288,6 +392,7 @@ int main(void) {
    * is the same code, run by the plain build) */
   tcase_add_loop_test(tc, test_cluster_vs_reference, 0, TU_SANITIZED ? 4 : 8);
   tcase_add_loop_test(tc, test_cluster_tuned, 0, TU_SANITIZED ? 4 : 8);
+  tcase_add_loop_test(tc, test_cluster_xvec, 0, TU_SANITIZED ? 10 : 14);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
