@@ -160,7 +160,7 @@ static fhjit_value alias_expr(an_build *B, fhjit_graph *sub, fhjit_value v, fhji
     if (dmap[al->d] == FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
     in[(*nin)++] = al->dbuf;
   }
-  fhjit_value u = bound_input(sub, NULL, &al->tu, al->ucols, NULL);
+  fhjit_value u = bound_input(sub, NULL, &al->tu, al->ucols, al->has_uview ? &al->uview : NULL);
   if (u == FHJIT_NO_VALUE) return u;
   in[(*nin)++] = al->u;
   int64_t m = al->tu.rows;
@@ -758,7 +758,12 @@ static void free_aliases(an_build *B) {
   free(B->alias);
   /* a shared inverse NTT's record: freed once, by its first member */
   for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
-    if (B->intt[v] && B->intt[v]->first == v) free(B->intt[v]);
+    if (B->intt[v] && B->intt[v]->first == v) {
+      free(B->intt[v]->member);
+      free(B->intt[v]->urow);
+      free(B->intt[v]->ucols);
+      free(B->intt[v]);
+    }
   free(B->intt);
 }
 
@@ -1187,6 +1192,8 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         put_buf(&b, sp->src);
         sp_buf_printf(&b, " -> ");
         put_buf(&b, sp->dst);
+        if (bp->dst_offset) /* rows of a larger buffer */
+          sp_buf_printf(&b, " from row %lld", (long long)(bp->dst_offset >> bp->log_n));
         sp_buf_printf(&b, "\n");
       } else {
         sp_buf_printf(&b, "step %d: pointwise ", s);

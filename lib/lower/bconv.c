@@ -150,6 +150,14 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
   if (p->polys > INT64_MAX / n / p->m)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: bconv plan: %lld polynomials is too many",
                     (long long)p->polys);
+  if (p->dst_offset < 0 || (p->dst_poly_stride && p->dst_poly_stride < p->m * n) ||
+      (p->dst_poly_stride && p->polys > (INT64_MAX - p->dst_offset) / p->dst_poly_stride) ||
+      p->dst_offset % 4 || p->dst_poly_stride % 4)
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv plan: destination offset %lld, polynomial stride %lld (a "
+                    "multiple of 4 words, at least m N = %lld)",
+                    (long long)p->dst_offset, (long long)p->dst_poly_stride,
+                    (long long)(p->m * n));
   int ws = word_bytes(p->radix), vmax = 16 / ws;
   if (p->vec) {
     if (p->vec != 1 && p->vec != 2 && p->vec != 4)
@@ -977,8 +985,11 @@ static void phase1_compute(bc *E, p1 *S) {
       }
     }
   }
-  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, S->poly, c64(E, (uint64_t)(p->m * n)), ""),
+  /* rows of a larger buffer: dst_offset, dst_poly_stride (0: dense) */
+  int64_t pstr = p->dst_poly_stride ? p->dst_poly_stride : p->m * n;
+  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, S->poly, c64(E, (uint64_t)pstr), ""),
                                        S->i0, "dbase");
+  if (p->dst_offset) dbase = LLVMBuildNUWAdd(E->b, dbase, c64(E, (uint64_t)p->dst_offset), "dbase.at");
   LLVMValueRef jb = c64(E, 0), je = c64(E, (uint64_t)p->m);
   if (p->split > 1) {
     jb = LLVMBuildNUWMul(E->b, S->g, c64(E, (uint64_t)mc), "jb");

@@ -47,6 +47,11 @@ typedef struct lw_bconv_plan {
   int64_t src_ext[FHJIT_MAX_BATCH + 1], src_stride[FHJIT_MAX_BATCH + 1];
   int64_t src_offset, src_row_stride, src_index_stride;
   int64_t table_offset; /* first word of the table in its buffer (index stride 1) */
+  /* The destination: target row j of polynomial p at dst_offset + p *
+   * dst_poly_stride + j N (words; dst_poly_stride 0: m N, dense). Nonzero
+   * when the conversion writes rows of a larger buffer (modup's batched
+   * forward NTT, mixsteps.c); applied in the kernel on both targets. */
+  int64_t dst_offset, dst_poly_stride;
   /* parameter-table columns (chain positions) of the l source and m target
    * rows; read by lw_bconv_plan_make, lw_bconv_build and
    * lw_bconv_host_create only (not kept) */
@@ -82,7 +87,8 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p);
 
 /* Adds kernel `name` to module m for a plan lw_bconv_plan_make accepted.
  * Arguments: (ptr params, i64 pstride, ptr table, ptr src, ptr dst); dst is
- * dense [polys, m, N] words and must not overlap src. LW_GPU: a PTX kernel
+ * [polys, m, N] words (dense, or as dst_offset, dst_poly_stride say) and
+ * must not overlap src. LW_GPU: a PTX kernel
  * with launch bounds and the static shared array "<name>.smem"; LW_HOST:
  * "<name>_host"(ptr slots, i64 block_begin, i64 block_end, ptr shared),
  * slot j holding argument j as 64 bits, running every thread of blocks
@@ -101,8 +107,8 @@ typedef struct lw_bconv_host lw_bconv_host;
 
 fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
                                   lw_bconv_host **out);
-/* Runs it: src as the plan's view, dst dense [polys, m, N] (not overlapping
- * src); table may be NULL in lift mode. threads: worker threads, 0 =
+/* Runs it: src as the plan's view, dst [polys, m, N] as the plan's
+ * dst_offset and dst_poly_stride place it (not overlapping src); table may be NULL in lift mode. threads: worker threads, 0 =
  * automatic. */
 fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
                                int64_t pstride, const void *table, const void *src, void *dst,

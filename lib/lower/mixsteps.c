@@ -26,6 +26,15 @@
  *             conversion reads its rows of that buffer; the digit's own NTT
  *             rows (the alias, the copy, the gather) are still read from
  *             the operand. One modup keeps its own inverse NTT.
+ *             When every modup of such a group is read in place (aliases)
+ *             and they share the forward table, the first one also emits
+ *             every member's conversion, each writing its rows of one
+ *             buffer (digit after digit), and ONE forward NTT over all of
+ *             them (batched_fwd); each alias reads its rows there. Why:
+ *             a digit's 35-row forward NTT (r62) ran at 1.2 us a row on
+ *             the H200 (N = 2^16, 42.1 us, 295 us for the 7), a bulk one
+ *             at about 1.0; and 2 (dnum - 1) launches fewer. A group with
+ *             a gathered or copied member keeps a forward NTT per digit.
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -171,12 +180,13 @@ static an_step *ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhj
 }
 
 /* A conversion step: the l rows of src (type ts, chain positions
- * scols, through view) to the m chain positions dcols, into dense dst;
+ * scols, through view) to the m chain positions dcols, into dst at
+ * dst_offset words, polynomials dst_poly_stride words apart (0: dense);
  * the table is input `table` from word `skip` (lift: no table). */
-static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
-                           const int32_t *scols, an_buf src, const fhjit_layout *view,
-                           int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
-                           an_buf dst) {
+static an_step *bconv_step_at(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+                              const int32_t *scols, an_buf src, const fhjit_layout *view,
+                              int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
+                              an_buf dst, int64_t dst_offset, int64_t dst_poly_stride) {
   fhjit_graph *g = B->g;
   const ir_node *tn = &g->nodes[table];
   if (B->st || !scols || !dcols) return NULL;
@@ -216,11 +226,21 @@ static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
   bp->table_offset = lift ? 0 : tn->layout.offset + skip;
   bp->src_cols = scols;
   bp->dst_cols = dcols;
+  bp->dst_offset = dst_offset;
+  bp->dst_poly_stride = dst_poly_stride;
   if (lw_bconv_tuning_apply(g->ctx, bp) || lw_bconv_plan_make(g->ctx, bp)) {
     if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     return NULL;
   }
   return s;
+}
+
+/* bconv_step_at into dense dst (from its first word). */
+static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+                           const int32_t *scols, an_buf src, const fhjit_layout *view,
+                           int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
+                           an_buf dst) {
+  return bconv_step_at(B, v, lift, ts, scols, src, view, m, dcols, table, skip, dst, 0, 0);
 }
 
 /* A bound sub-graph input of type t on chain positions cols, bound to
@@ -700,7 +720,94 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
   }
   r->cols = cols_of(B, d, lo, hi - lo);
   r->buf = scratch_for(B, &r->t);
+  /* one forward NTT for all: every member read in place (an alias; a
+   * gathered or copied member keeps the per-digit transforms of all),
+   * one forward table */
+  r->fwd = 1;
+  for (fhjit_value w = v; w < g->nnodes; w++)
+    if (B->intt[w] == r) {
+      r->nmembers++;
+      r->fwd &= read_in_place(B, w) && g->nodes[w].args[1] == n->args[1];
+    }
+  if (r->fwd) {
+    r->member = malloc(sizeof *r->member * (size_t)r->nmembers);
+    r->urow = malloc(sizeof *r->urow * (size_t)r->nmembers);
+    r->ucols = calloc((size_t)r->nmembers, sizeof *r->ucols);
+    if (!r->member || !r->urow || !r->ucols) oom(B);
+    for (fhjit_value w = v, k = 0; w < g->nnodes && !B->st; w++)
+      if (B->intt[w] == r) r->member[k++] = w;
+  }
   return B->st ? NULL : r;
+}
+
+/* The members' conversions and their one forward NTT (an_intt's fwd), at
+ * the first member v's steps, after the shared inverse NTT: member k's m_k
+ * converted rows go to rows [urow[k], urow[k] + m_k) of one buffer (of
+ * every polynomial), all of them through one forward NTT into r->ubuf.
+ * Why: a digit's forward NTT has m_k rows (r62: 35), one of all the
+ * digits' (r62 dnum 7: 245) launches enough blocks to fill the GPU and
+ * costs one launch pair (measured on the H200, r62 N = 2^16: 1.2 us per
+ * row in the digit's NTT, about 1.0 in a bulk one). */
+static void batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
+  fhjit_graph *g = B->g;
+  const fhjit_type *td = &g->nodes[r->d].type;
+  int64_t rows = 0;
+  for (int k = 0; k < r->nmembers && !B->st; k++) {
+    int64_t s0, nd = digit_run(B, r->member[k], &s0);
+    r->urow[k] = rows;
+    rows += g->nodes[r->member[k]].type.rows - nd;
+  }
+  if (B->st) return;
+  fhjit_type t2 = part(td, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  r->tu = part(td, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s2 = scratch_for(B, &t2);
+  int32_t *call = new_cols(B, rows);
+  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
+    fhjit_value w = r->member[k];
+    const ir_node *nw = &g->nodes[w];
+    int64_t s0, nd = digit_run(B, w, &s0), m = nw->type.rows - nd;
+    fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    fhjit_layout l1;
+    fhjit_dense_layout(&r->t, &l1);
+    l1.offset += (s0 - r->lo) * l1.row_stride; /* the digit's rows of the shared transform */
+    int32_t *c2 = new_cols(B, m);
+    for (int64_t o = 0, j = 0; c2 && o < nw->type.rows; o++)
+      if (o < s0 || o >= s0 + nd) c2[j++] = (int32_t)ir_pos(g, w, o);
+    if (!c2) return;
+    r->ucols[k] = c2;
+    memcpy(call + r->urow[k], c2, sizeof *c2 * (size_t)m);
+    bconv_step_at(B, w, 0, &t1, cols_of(B, r->d, s0, nd), r->buf, &l1, m, c2, nw->args[3], 0,
+                  s2, r->urow[k] * td->n, rows * td->n);
+  }
+  fhjit_layout dense;
+  fhjit_dense_layout(&t2, &dense);
+  r->ubuf = scratch_for(B, &r->tu);
+  ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1], r->ubuf);
+}
+
+/* Member v's alias of the batched forward NTT: its converted rows at rows
+ * urow[k] of r->ubuf, its digit's rows in the operand. */
+static void batched_alias(an_build *B, fhjit_value v, an_intt *r) {
+  const fhjit_graph *g = B->g;
+  const fhjit_type *td = &g->nodes[r->d].type;
+  int k = 0;
+  while (k < r->nmembers && r->member[k] != v) k++;
+  SP_ASSERT(k < r->nmembers);
+  int64_t s0, nd = digit_run(B, v, &s0);
+  an_alias *al = calloc(1, sizeof *al);
+  if (!al || B->st) {
+    free(al);
+    oom(B);
+    return;
+  }
+  *al = (an_alias){.u = r->ubuf, .tu = part(td, g->nodes[v].type.rows - nd, FHJIT_DOMAIN_NTT,
+                                             FHJIT_FORM_MONT),
+                   .ucols = r->ucols[k], .has_uview = 1, .d = r->d, .dbuf = r->dbuf,
+                   .dview = r->dview, .dcols = cols_of(B, r->d, 0, td->rows), .s0 = s0,
+                   .nd = nd, .stored = r->stored};
+  fhjit_dense_layout(&r->tu, &al->uview);
+  al->uview.offset += r->urow[k] * al->uview.row_stride;
+  B->alias[v] = al;
 }
 
 static void modup_steps(an_build *B, fhjit_value v) {
@@ -713,6 +820,12 @@ static void modup_steps(an_build *B, fhjit_value v) {
   if (!nd) {
     refuse(B, v, "the digit's rows are not consecutive rows of the operand; the lowering "
                  "supports consecutive digits only");
+    return;
+  }
+  an_intt *r = B->intt[v];
+  if (r && r->fwd && r->done) {
+    /* the first member converted this digit and transformed its rows */
+    batched_alias(B, v, r);
     return;
   }
   int64_t m = n->type.rows - nd;
@@ -743,6 +856,14 @@ static void modup_steps(an_build *B, fhjit_value v) {
       prologue_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, d, sh->lo, n->args[2], sh->buf, db);
     else ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, db, &lu, n->args[2], sh->buf);
     sh->done = 1;
+    if (sh->fwd) {
+      /* 2., 3. every member's conversion, one forward NTT of them all */
+      sh->dbuf = db;
+      sh->dview = dl; /* the whole operand */
+      batched_fwd(B, v, sh);
+      if (!B->st) batched_alias(B, v, sh);
+      return;
+    }
   }
   dl.offset += s0 * dl.row_stride; /* the digit's rows */
   /* 1. the digit to coefficient-Montgomery form: s1 through view l1 */

@@ -83,6 +83,10 @@ typedef struct an_alias {
   an_buf u;
   fhjit_type tu;
   const int32_t *ucols;
+  /* has_uview: u is read through view uview (rows of the batched forward
+   * NTT's buffer, an_intt), else dense */
+  int has_uview;
+  fhjit_layout uview;
   fhjit_value d;
   an_buf dbuf;
   fhjit_layout dview;
@@ -106,6 +110,21 @@ typedef struct an_intt {
   const int32_t *cols;
   an_buf buf;
   int stored, done;
+  /* fwd: every member is read in place (an alias) and they share the
+   * forward table: the first member also converts every member's digit,
+   * member k's m_k rows into rows [urow[k], urow[k] + m_k) of one buffer,
+   * and runs one forward NTT over all of them into ubuf (type tu, chain
+   * positions the members' ucols[k] one after the other); member k's
+   * alias reads its rows there (has_uview). The members' aliases read the
+   * operand's rows through dbuf, dview (the first member's view of d). */
+  int fwd;
+  int nmembers;
+  fhjit_value *member;
+  int64_t *urow;
+  const int32_t **ucols;
+  an_buf ubuf, dbuf;
+  fhjit_type tu;
+  fhjit_layout dview;
 } an_intt;
 
 typedef struct an_build {

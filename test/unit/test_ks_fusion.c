@@ -6,7 +6,9 @@
  * value in its last kernel (relinearise's and rotation's additions), a
  * modup's computed operand (HMult's d2 = a1 b1, rotation's automorphism of
  * c1) computed in the digits' inverse NTT and stored there, the modups of
- * one operand sharing one inverse NTT over all their digits' rows.
+ * one operand sharing one inverse NTT over all their digits' rows and,
+ * when all are read in place, one forward NTT over all their converted
+ * rows.
  *
  * Two kinds of checks:
  *  - words: one graph per chain shape holding every CKKS operation (key
@@ -21,9 +23,10 @@
  *  - plans: kernel and scratch counts of each operation at one shape
  *    (fhjit_emit's plan text), the numbers of the fused plans (each below
  *    the plan before issue 17, stated beside it); the modups of one
- *    operand sharing one inverse NTT (test_shared_intt: dnum 3, both
- *    radices, an input, a computed and an automorphism operand, plan and
- *    host words). */
+ *    operand sharing one inverse NTT and one forward NTT (test_shared_intt:
+ *    dnum 3, both radices, an input, a computed and an automorphism
+ *    operand, a group with a gathered member (per-digit forward NTTs), a
+ *    two-component operand; plan and host words). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,17 +268,18 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 
 /* kernels and scratch buffers of each operation's plan (fused) */
 /* (the digits' inverse NTTs shared: 2 kernels and 1 scratch buffer less
- * than with one per digit, test_shared_intt) */
-#define KS_KERNELS 13
-#define KS_SCRATCH 8
-#define RELIN_KERNELS 13
-#define RELIN_SCRATCH 8
-#define HM_KERNELS 18
-#define HM_SCRATCH 13
-#define ROT_KERNELS 13
-#define ROT_SCRATCH 9
-#define HOIST_KERNELS 28
-#define HOIST_SCRATCH 17
+ * than with one per digit; their forward NTTs batched: 2 kernels and 2
+ * scratch buffers less again, test_shared_intt) */
+#define KS_KERNELS 11
+#define KS_SCRATCH 6
+#define RELIN_KERNELS 11
+#define RELIN_SCRATCH 6
+#define HM_KERNELS 16
+#define HM_SCRATCH 11
+#define ROT_KERNELS 11
+#define ROT_SCRATCH 7
+#define HOIST_KERNELS 26
+#define HOIST_SCRATCH 15
 START_TEST(test_plans) {
   env e;
   s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
@@ -334,9 +338,10 @@ START_TEST(test_plans_bytes_rule) {
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
     /* the digits' INTT 2 (one, shared: it was 2 per digit); per digit
-     * bconv 1, NTT 2; moddown 5; the inner product 1 */
-    ck_assert_int_eq(c.kernels, 2 + 6 * 3 + 5 + !force);
-    ck_assert_int_eq(c.scratch, 1 + 6 * 2 + 3 + !force);
+     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit);
+     * moddown 5; the inner product 1 */
+    ck_assert_int_eq(c.kernels, 2 + 6 * 1 + 2 + 5 + !force);
+    ck_assert_int_eq(c.scratch, 1 + 2 + 3 + !force);
   }
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
@@ -351,14 +356,20 @@ static int count_of(const char *text, const char *needle) {
 }
 
 /* The modups of one operand share one inverse NTT (mixsteps.c,
- * shared_intt): Q 6 + P 2, three digits of 2 rows, N = 1024 (an NTT runs
+ * shared_intt) and, when all are read in place, one forward NTT
+ * (batched_fwd): Q 6 + P 2, three digits of 2 rows, N = 1024 (an NTT runs
  * as two kernels), both radices; an input operand (key switch), a
- * computed one (HMult's d2, stored by the shared transform's prologue) and
- * an automorphism of c1 (rotation). The plan holds two inverse NTTs to
+ * computed one (HMult's d2, stored by the shared transform's prologue), an
+ * automorphism of c1 (rotation), a group with a member that is a result
+ * (gathered: every digit keeps its own forward NTT) and the modups of a
+ * two-component operand added up (the conversions write every polynomial's
+ * rows at a stride). The plan holds two inverse NTTs to
  * coefficient-Montgomery form, the modups' one over all 6 rows and
  * moddown's, where each digit had its own (4; 2 kernels more per digit
- * after the first), and the host path matches the interpreter word for
- * word. */
+ * after the first); the three conversions read it and write rows 0, 6, 12
+ * of one buffer, whose one forward NTT of 18 rows replaces the digits'
+ * three of 6 (2 kernels fewer per digit after the first); and the host
+ * path matches the interpreter word for word. */
 START_TEST(test_shared_intt) {
   static const fhjit_radix radix[2] = {FHJIT_R62, FHJIT_R32};
   const shape s = {radix[_i], 8, 2, 2, 10, 6, NULL};
@@ -367,39 +378,81 @@ START_TEST(test_shared_intt) {
   /* per digit before: INTT 2, bconv 1, NTT 2; moddown 5; rescale 5 */
   struct {
     const char *what, *stored;
-    int kernels, before;
+    int kernels, before, batched, polys, members;
   } want[] = {
-      {"keyswitch", NULL, 16, 20},
-      {"hmult_relin_rescale", "stored (rows 0..5)", 21, 25},
-      {"rotate", "stored (rows 0..5)", 16, 20},
+      {"keyswitch", NULL, 12, 20, 1, 1, 3},
+      {"hmult_relin_rescale", "stored (rows 0..5)", 17, 25, 1, 1, 3},
+      {"rotate", "stored (rows 0..5)", 12, 20, 1, 1, 3},
+      /* a fourth modup of d, digit 1, that is a result: gathered (its
+       * bconv, forward NTT, gather: 4 kernels more) */
+      {"mixed", NULL, 20, 26, 0, 1, 4},
+      /* three modups; the add of them one kernel */
+      {"sum2", NULL, 8, 16, 1, 2, 3},
   };
-  for (int w = 0; w < 3; w++) {
+  for (int w = 0; w < 5; w++) {
     fhjit_graph *g = s7_graph(&e, want[w].what, s.special, s.alpha);
     fhjit_value a = poly(&e, g, &s, "a", 2), b = poly(&e, g, &s, "b", 2);
     fhjit_value d = poly(&e, g, &s, "d", 0), k = key(&e, g, &s, "k");
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
-    fhjit_value r = w == 0   ? fhjit_keyswitch(g, d, k, fwd, inv)
-                    : w == 1 ? fhjit_ckks_mul_relin_rescale(g, a, b, k, fwd, inv)
-                             : fhjit_ckks_rotate(g, a, 125, k, fwd, inv);
+    fhjit_value r = FHJIT_NO_VALUE;
+    switch (w) {
+    case 0: r = fhjit_keyswitch(g, d, k, fwd, inv); break;
+    case 1: r = fhjit_ckks_mul_relin_rescale(g, a, b, k, fwd, inv); break;
+    case 2: r = fhjit_ckks_rotate(g, a, 125, k, fwd, inv); break;
+    case 3:
+      r = fhjit_keyswitch(g, d, k, fwd, inv);
+      out(&e, g, fhjit_modup(g, d, 1, fwd, inv, s7_table(g, "t1", 2 * (1 + 6 + 2 - 2))), "up1");
+      break;
+    default:
+      for (int j = 0; j < 3; j++) {
+        char tn[8];
+        snprintf(tn, sizeof tn, "t%d", j);
+        fhjit_value up = fhjit_modup(g, a, j, fwd, inv, s7_table(g, tn, 2 * (1 + 6 + 2 - 2)));
+        r = j ? fhjit_add(g, r, up) : up;
+      }
+    }
     out(&e, g, r, NULL);
     counts c = plan_counts(&e, g);
     const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     ck_assert_ptr_nonnull(text);
-    ck_assert_msg(c.kernels == want[w].kernels && c.kernels == want[w].before - 2 * 2,
+    int nm = want[w].members;
+    int after = want[w].before - 2 * (nm - 1) - (want[w].batched ? 2 * (nm - 1) : 0);
+    ck_assert_msg(c.kernels == want[w].kernels && c.kernels == after,
                   "%s: %d kernels, want %d (before: %d)\n%s", want[w].what, c.kernels,
                   want[w].kernels, want[w].before, text);
-    ck_assert_msg(count_of(text, "ntt_inv to coef-mont") == 2 &&
+    int moddowns = w < 4; /* its inverse NTT and forward NTT */
+    ck_assert_msg(count_of(text, "ntt_inv to coef-mont") == 1 + moddowns &&
                       count_of(text, "ntt_inv to coef-mont, 6 rows") == 1,
                   "%s: not one inverse NTT for the modups\n%s", want[w].what, text);
-    /* three conversions from the digits' rows of the shared buffer */
+    /* a conversion per member from the digits' rows of the shared buffer */
     const char *sh = strstr(text, "ntt_inv to coef-mont, 6 rows");
     int sc = -1;
     ck_assert_ptr_nonnull(sh);
     ck_assert_int_eq(sscanf(strstr(sh, "-> "), "-> scratch %d", &sc), 1);
-    char conv[96];
+    char conv[160], fw[160];
     snprintf(conv, sizeof conv,
-             "bconv 2 -> 6 rows x N 1024, 1 polynomials, mont form, scratch %d ->", sc);
-    ck_assert_msg(count_of(text, conv) == 3, "%s: %s\n%s", want[w].what, conv, text);
+             "bconv 2 -> 6 rows x N 1024, %d polynomials, mont form, scratch %d ->",
+             want[w].polys, sc);
+    ck_assert_msg(count_of(text, conv) == nm, "%s: %s\n%s", want[w].what, conv, text);
+    /* one forward NTT of the 18 converted rows, from the conversions'
+     * buffer, exactly when batched; else one of 6 rows per digit */
+    snprintf(fw, sizeof fw, "ntt_fwd from coef-mont, 18 rows x N 1024 (%d polynomial rows), scratch ",
+             18 * want[w].polys);
+    ck_assert_msg(count_of(text, "ntt_fwd from coef-mont") == moddowns + (want[w].batched ? 1 : nm) &&
+                      count_of(text, fw) == want[w].batched &&
+                      count_of(text, "ntt_fwd from coef-mont, 6 rows x N 1024 (6 polynomial rows)") ==
+                          (want[w].batched ? 0 : nm),
+                  "%s: forward NTTs\n%s", want[w].what, text);
+    if (want[w].batched) {
+      int s2 = -1;
+      ck_assert_int_eq(sscanf(strstr(text, fw) + strlen(fw), "%d", &s2), 1);
+      for (int j = 0; j < 3; j++) {
+        char at[200];
+        if (j) snprintf(at, sizeof at, "%s scratch %d from row %d\n", conv, s2, 6 * j);
+        else snprintf(at, sizeof at, "%s scratch %d\n", conv, s2);
+        ck_assert_msg(count_of(text, at) == 1, "%s: %s\n%s", want[w].what, at, text);
+      }
+    }
     if (want[w].stored) ck_assert_msg(count_of(text, want[w].stored) == 1, "%s", text);
     check_host(&e, g);
   }
