@@ -722,8 +722,12 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
   r->buf = scratch_for(B, &r->t);
   /* one forward NTT for all: every member read in place (an alias; a
    * gathered or copied member keeps the per-digit transforms of all),
-   * one forward table */
-  r->fwd = 1;
+   * one forward table; ntt_plan digitfwd=0 keeps them per digit (to time
+   * both: the batch costs the r62 key switch 86 MB more scratch) */
+  lw_ntt_tuning tu;
+  lw_ntt_tuning_default(&tu);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  r->fwd = tu.digitfwd != 0;
   for (fhjit_value w = v; w < g->nnodes; w++)
     if (B->intt[w] == r) {
       r->nmembers++;

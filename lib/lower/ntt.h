@@ -219,6 +219,8 @@ typedef struct lw_ntt_tuning {
   int xvec, u_cluster;
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
+  int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per
+                  * digit, 1 (default) one forward NTT of all their converted rows */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */

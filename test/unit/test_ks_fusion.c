@@ -348,6 +348,39 @@ START_TEST(test_plans_bytes_rule) {
 }
 END_TEST
 
+/* ntt_plan digitfwd=0 keeps the digits' forward NTTs one per digit
+ * (their inverse NTT still shared): 2 kernels per digit instead of 2 in
+ * all, and the same words as the interpreter either way, both radices. */
+START_TEST(test_plans_digitfwd) {
+  env e;
+  fhjit_radix radix = _i ? FHJIT_R32 : FHJIT_R62;
+  s7_env_init(&e, radix, 8, 10, 0x191 + _i);
+  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
+  int kernels[2];
+  for (int batched = 0; batched < 2; batched++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", batched ? NULL : "digitfwd=0"),
+                     FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "plan6fwd", 2, 1);
+    fhjit_value d = poly(&e, g, &s, "d", 0), k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
+    counts c = plan_counts(&e, g);
+    kernels[batched] = c.kernels;
+    check_host(&e, g);
+  }
+  /* six forward NTTs of 2 kernels against one */
+  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2);
+  /* the inverse NTT, 6 conversions, the forward NTT(s), moddown's 5, and
+   * the inner product's own kernel where the bytes rule keeps it */
+  ck_assert_int_ge(kernels[1], 2 + 6 + 2 + 5);
+  ck_assert_int_le(kernels[1], 2 + 6 + 2 + 5 + 1);
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "digitfwd=2"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "digitfwd"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
 /* Occurrences of needle in text. */
 static int count_of(const char *text, const char *needle) {
   int c = 0;
@@ -467,6 +500,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_operations_host, 0, NSHAPES);
   tcase_add_test(t, test_plans);
   tcase_add_test(t, test_plans_bytes_rule);
+  tcase_add_loop_test(t, test_plans_digitfwd, 0, 2);
   tcase_add_loop_test(t, test_shared_intt, 0, 2);
   suite_add_tcase(s, t);
   return s;
