@@ -756,9 +756,13 @@ static fhjit_status check_plan_size(const an_build *B) {
 static void free_aliases(an_build *B) {
   for (int32_t v = 0; B->alias && v < B->g->nnodes; v++) free(B->alias[v]);
   free(B->alias);
-  /* a shared inverse NTT's record: freed once, by its first member */
+  /* a shared inverse NTT's record: freed once, by its first member; the
+   * other members' pointers are dropped first (the record is read to tell
+   * them apart, so before anything is freed) */
   for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
-    if (B->intt[v] && B->intt[v]->first == v) {
+    if (B->intt[v] && B->intt[v]->first != v) B->intt[v] = NULL;
+  for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
+    if (B->intt[v]) {
       free(B->intt[v]->member);
       free(B->intt[v]->urow);
       free(B->intt[v]->ucols);
