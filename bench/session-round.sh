@@ -33,6 +33,10 @@
 #     After a change of defaults: the section 7 and CKKS GPU tests and their
 #     sanitizers, s7-run.sh, a cluster-shape sweep, mixfuse=1, and the r62
 #     key switch's kernels under ncu (run_followup).
+#   bench/session-round.sh ksab BUILD OUT
+#     The key switch with its batched NTTs against ntt_plan digitfwd=0,
+#     both radices, its kernels under ncu, and the cluster NTT's exchange
+#     plans (run_ksab).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -220,6 +224,42 @@ run_followup() {
   return $status
 }
 
+# The key switch's batched NTTs (shared inverse, one forward for all digits)
+# against digitfwd=0, both radices, the key switch's kernels one by one
+# under ncu (OUT/ks_r62.csv, OUT/ks_r32.csv) and the cluster NTT's exchange
+# plans at N = 2^16 (OUT/cluster_plans.log).
+run_ksab() {
+  local status=0 r
+  mkdir -p "$OUT/results"
+  S7_PROGRAMS=ckks_bench bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/s7" >"$LOGS/s7.out" 2>&1 || status=1
+  for f in s7/run.json s7/floors.json s7/ckks_bench.json; do
+    [ -f "$LOGS/$f" ] && cp "$LOGS/$f" "$OUT/results/"
+  done
+  for r in r62 r32; do
+    FHJIT_NTT_PLAN=digitfwd=0 timeout 120 "$BUILD/bench/ckks_bench" --radix $r \
+      --floors "$LOGS/s7/floors.json" --json "$OUT/results/ckks_digitfwd0_$r.json" \
+      >"$LOGS/digitfwd0_$r.log" 2>&1 || status=1
+  done
+  if command -v ncu >/dev/null; then
+    timeout 90 ncu --clock-control none --launch-count 17 --kill yes --csv \
+      --metrics gpu__time_duration.sum "$BUILD/bench/ckks_bench" --radix r62 \
+      >"$OUT/ks_r62.csv" 2>"$LOGS/ncu62.err"
+    timeout 90 ncu --clock-control none --launch-count 13 --kill yes --csv \
+      --metrics gpu__time_duration.sum "$BUILD/bench/ckks_bench" --radix r32 \
+      >"$OUT/ks_r32.csv" 2>"$LOGS/ncu32.err"
+  fi
+  FHJIT_NTT_SCHEDULE=cluster timeout 150 "$BUILD/bench/ntt_bench" --sweep \
+    --plans ';xvec=0;u_cluster=0;cluster=1;cluster=2;cluster=3' --log2 16 \
+    >"$OUT/cluster_plans.log" 2>&1 || status=1
+  echo "######## CKKS, defaults"; grep -E '^r(32|62)|target|hoisted' "$LOGS/s7.out"
+  for r in r62 r32; do
+    echo "######## CKKS $r, digitfwd=0"; grep -E '^r(32|62)|hoisted' "$LOGS/digitfwd0_$r.log"
+  done
+  echo "######## ncu r62: $(grep -c gpu__time_duration "$OUT/ks_r62.csv" 2>/dev/null) kernels, r32: $(grep -c gpu__time_duration "$OUT/ks_r32.csv" 2>/dev/null)"
+  echo "######## cluster plans"; tail -n 30 "$OUT/cluster_plans.log"
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
@@ -227,7 +267,8 @@ case $MODE in
   ckksbench) S7_PROGRAMS=ckks_bench run_s7_bench; STATUS=$? ;;
   s7sweep) run_s7_sweep; STATUS=$? ;;
   followup) run_followup; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup BUILD OUT" >&2; exit 2 ;;
+  ksab) run_ksab; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab BUILD OUT" >&2; exit 2 ;;
 esac
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"
