@@ -154,8 +154,8 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
     printf("     %s fused into mul: %.1f us against mul alone %.1f us: +%.1f%% (target < 5%%)\n",
            dom ? "coefficient-domain automorphism" : "NTT-domain automorphism", fused, plain,
            (fused / plain - 1) * 100);
-    bu_json_item("{\"kind\": \"s7_aut_fused\", \"radix\": \"%s\", \"domain\": \"%s\", "
-                 "\"fused_us\": %.3f, \"plain_us\": %.3f}",
+    bu_json_item("\"kind\": \"s7_aut_fused\", \"radix\": \"%s\", \"domain\": \"%s\", "
+                 "\"fused_us\": %.3f, \"plain_us\": %.3f",
                  radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", fused, plain);
   }
   set_free(&s);
@@ -243,8 +243,8 @@ static void sweep_bconv(fhjit_radix radix, int log_n, int quick, const char *lis
     printf("%s bconv %2d -> %2d plan %-22s %8.2f us  floor %6.2f us  ratio %5.2fx  %s\n", rn, a,
            m - a, i < 0 ? "(automatic)" : plan, us, floor, floor > 0 ? us / floor : 0,
            ok ? "checked" : "MISMATCH against the interpreter");
-    bu_json_item("{\"kind\": \"s7_bconv_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
-                 "\"plan\": \"%s\", \"us\": %.3f, \"floor_us\": %.3f, \"checked\": %d}",
+    bu_json_item("\"kind\": \"s7_bconv_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
+                 "\"plan\": \"%s\", \"us\": %.3f, \"floor_us\": %.3f, \"checked\": %d",
                  rn, log_n, plan, us, floor, ok);
     if (i < 0) auto_us = us;
     else if (ok && (best_i < 0 || us < best)) best = us, best_i = i;
@@ -292,9 +292,9 @@ static void sweep_aut(fhjit_radix radix, int log_n, int quick, const char *list)
     printf("%s automorphism (coef, k = 125) pw_plan %-16s alone %7.2f us, in mul %7.2f us, mul "
            "alone %7.2f us: +%.1f%% (target < 5%%)\n",
            rn, plan, alone, fused, plain, (fused / plain - 1) * 100);
-    bu_json_item("{\"kind\": \"s7_aut_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
+    bu_json_item("\"kind\": \"s7_aut_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
                  "\"pw_plan\": \"%s\", \"alone_us\": %.3f, \"fused_us\": %.3f, "
-                 "\"plain_us\": %.3f}",
+                 "\"plain_us\": %.3f",
                  rn, log_n, plan, alone, fused, plain);
   }
   if (fhjit_context_set_option(ctx, "pw_plan", NULL)) die("pw_plan");

@@ -394,11 +394,11 @@ static inline void report(const set *s, row *r) {
          fl > 0 ? r->us / fl : 0);
   if (r->sep_us > 0) printf(" | separate %8.1f us (%d kernels): %5.2fx", r->sep_us, r->sep_kernels, r->sep_us / r->us);
   printf("\n");
-  bu_json_item("{\"kind\": \"%s\", \"radix\": \"%s\", \"log_n\": %d, \"op\": \"%s\", \"us\": %.3f, "
+  bu_json_item("\"kind\": \"%s\", \"radix\": \"%s\", \"log_n\": %d, \"op\": \"%s\", \"us\": %.3f, "
                "\"kernels\": %d, \"bytes\": %.0f, \"products\": %.0f, \"macs\": %.0f, "
                "\"memory_floor_us\": %.3f, "
                "\"product_floor_us\": %.3f, \"separate_us\": %.3f, \"separate_kernels\": %d, "
-               "\"copy_GBps\": %.2f, \"products_Gps\": %.2f}",
+               "\"copy_GBps\": %.2f, \"products_Gps\": %.2f",
                report_kind, s->radix == FHJIT_R62 ? "r62" : "r32", s->log_n, r->op, r->us, r->kernels, r->bytes,
                r->prods, r->macs, r->mem_us, r->prod_us, r->sep_us, r->sep_kernels, copy_gbps,
                rate_gps[s->radix == FHJIT_R62]);

@@ -270,6 +270,9 @@ case $MODE in
   ksab) run_ksab; STATUS=$? ;;
   *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab BUILD OUT" >&2; exit 2 ;;
 esac
+if [ -d "$OUT/results" ]; then
+  python3 "$REPO/bench/check-results.py" "$OUT/results" || STATUS=1
+fi
 tar czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null
 echo "round status: $STATUS"
 exit $STATUS
