@@ -244,6 +244,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * cannot take). */
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *out);
+/* log2 of the cluster schedule's blocks per cluster when ntt_plan does
+ * not set `cluster` (1..3; measured rule in ntt_plan.c). */
+int lw_ntt_cluster_log_default(fhjit_radix radix, int log_n);
 /* The same with explicit tuning (NULL: defaults; the environment is not
  * read). */
 fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,

@@ -225,17 +225,27 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
 
 static int pick(int tuned, int dflt) { return tuned >= 0 ? tuned : dflt; }
 
+int lw_ntt_cluster_log_default(fhjit_radix radix, int log_n) {
+  int ws_log = radix == FHJIT_R32 ? 2 : 3;
+  int c = log_n + ws_log - 16;
+  c = c < 1 ? 1 : c > 3 ? 3 : c;
+  /* C = 4 lost to both its neighbours on the H200 (N = 2^16, d572449):
+   * r32 C = 2 34.0 us, C = 4 45.2, C = 8 35.6; r62 C = 8 66.1, C = 4 84.0
+   * (C = 2 does not fit). So 2 blocks where half a row fits 128 KB, else 8. */
+  if (c == 2) c = log_n + ws_log - 1 <= 17 ? 1 : 3;
+  return c;
+}
+
 /* The cluster schedule (lw_ntt_kplan.cluster; ntt_cluster.h) of the
  * transform p plans, replacing its kernels, which stay in p->two. C blocks
- * per cluster by default so that a block's slice of the row is about 64 KB
- * (r32 2^14: 2 x 32 KB; r32 2^16, 4 x 64 KB; r62 2^16, 8 x 64 KB; r62
- * 2^17, 8 x 128 KB): several blocks per SM where the row allows, and at most
- * the 8 of a portable cluster. */
+ * per cluster by default (lw_ntt_cluster_log_default): a block's slice of
+ * the row of 64 or 128 KB (r32 2^14: 2 x 32 KB; r32 2^16: 2 x 128 KB; r62
+ * 2^16: 8 x 64 KB; r62 2^17: 8 x 128 KB), at most the 8 of a portable
+ * cluster. */
 static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_ntt_tuning *t) {
   int ws = p->radix == FHJIT_R32 ? 4 : 8, n = p->log_n;
   int fwd = ir_ntt_is_forward(p->kind);
-  int c = n + lw_ntt_ilog2((uint64_t)ws) - 16;
-  c = pick(t->cluster, c < 1 ? 1 : c > 3 ? 3 : c);
+  int c = pick(t->cluster, lw_ntt_cluster_log_default(p->radix, n));
   int s = n - c;
   lw_ntt_kplan k;
   memset(&k, 0, sizeof k);

@@ -117,8 +117,7 @@ START_TEST(test_cluster_vs_reference) {
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = 14 + (_i >> 1);
   int ws_log = radix == FHJIT_R32 ? 2 : 3;
-  int c = logn + ws_log - 16;
-  c = c < 1 ? 1 : c > 3 ? 3 : c;
+  int c = lw_ntt_cluster_log_default(radix, logn);
   /* the vector exchange (the default) and the scalar one (xvec=0) */
   for (int xv = 1; xv >= 0; xv--) {
     const char *x0 = xv ? "" : "xvec=0";
@@ -204,8 +203,8 @@ START_TEST(test_cluster_plans) {
   static const struct {
     fhjit_radix radix;
     int logn, c, u, u0;
-  } want[] = {{FHJIT_R32, 14, 1, 3, 3}, {FHJIT_R32, 15, 1, 3, 3}, {FHJIT_R32, 16, 2, 2, 2},
-              {FHJIT_R32, 17, 3, 2, 1}, {FHJIT_R62, 14, 1, 2, 2}, {FHJIT_R62, 15, 2, 1, 1},
+  } want[] = {{FHJIT_R32, 14, 1, 3, 3}, {FHJIT_R32, 15, 1, 3, 3}, {FHJIT_R32, 16, 1, 3, 3},
+              {FHJIT_R32, 17, 3, 2, 1}, {FHJIT_R62, 14, 1, 2, 2}, {FHJIT_R62, 15, 1, 2, 2},
               {FHJIT_R62, 16, 3, 1, 0}, {FHJIT_R62, 17, 3, 1, 0}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++)
     for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
@@ -271,18 +270,18 @@ START_TEST(test_cluster_plans) {
     ck_assert_int_eq(p.k[0].pad_w, 0);
     ck_assert_int_eq((int64_t)p.k[0].smem_words, (INT64_C(1) << s) + ((INT64_C(1) << s) >> p.k[0].pad_shift));
   }
-  /* u_cluster sets the columns; vectors of fewer words where U or the
+  /* u_cluster sets the columns (at C = 4); vectors of fewer words where U or the
    * padding's runs are shorter */
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=0"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=2,u_cluster=0"), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
   ck_assert(p.k[0].xvec == 1 && p.k[0].log_u == 0 && p.k[0].log_xw == 0 && p.k[0].pad_w == 0);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=1"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=2,u_cluster=1"), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
   ck_assert(p.k[0].log_u == 1 && p.k[0].log_xw == 1 && p.k[0].pad_w == 1);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=3,pad_chunk=1"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=2,u_cluster=3,pad_chunk=1"), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
   ck_assert(p.k[0].log_u == 3 && p.k[0].log_xw == 1 && p.k[0].pad_w == 1);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "u_cluster=3,pad_chunk=0"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster=2,u_cluster=3,pad_chunk=0"), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 4, 4, &p), FHJIT_OK);
   ck_assert(p.k[0].log_xw == 2 && p.k[0].pad_w == 2 && p.k[0].smem_words == 1u << 14);
   char desc[400];
