@@ -8,7 +8,8 @@
 #
 #   bench/s7-run.sh BUILD OUT [s7_bench options...]
 #
-# S7_PROGRAMS (environment): which of "s7_bench ckks_bench" to run (default both).
+# S7_PROGRAMS (environment): which of "s7_bench ckks_bench" to run (unset: both;
+# empty: neither, the floors only).
 # BUILD: a build tree with bench/s7_bench and libfhjit (scripts/build-device.sh);
 # OUT: floors.json, s7_bench.json, ckks_bench.json, run.json and the logs. Options after OUT
 # go to s7_bench (e.g. --sweep-bconv: the conversion kernel under each
@@ -34,7 +35,7 @@ else
   STATUS=1
 fi
 cat "$OUT/floors.log"
-for prog in ${S7_PROGRAMS:-s7_bench ckks_bench}; do
+for prog in ${S7_PROGRAMS-s7_bench ckks_bench}; do
   opts=()
   [ "$prog" = s7_bench ] && opts=("$@")
   LD_LIBRARY_PATH=$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 400 \

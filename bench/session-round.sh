@@ -37,6 +37,10 @@
 #     The key switch with its batched NTTs against ntt_plan digitfwd=0,
 #     both radices, its kernels under ncu, and the cluster NTT's exchange
 #     plans (run_ksab).
+#   AB_PLAN=... bench/session-round.sh ab BUILD OUT
+#     ckks_bench and s7_bench with the defaults and under that ntt_plan
+#     (the old path), both radices, and the r62 key switch under ncu
+#     (run_ab).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -260,6 +264,35 @@ run_ksab() {
   return $status
 }
 
+# A change of defaults against the old path in one round: the floors, then
+# ckks_bench and s7_bench with the defaults (both radices) and under
+# FHJIT_NTT_PLAN=$AB_PLAN (r62 and r32), and the r62 key switch's kernels
+# under ncu (OUT/ncu_keyswitch_r62.csv). AB_PLAN (environment) is required.
+run_ab() {
+  local status=0 r prog
+  [ -n "${AB_PLAN:-}" ] || { echo "ab: set AB_PLAN to the ntt_plan of the old path" >&2; return 2; }
+  mkdir -p "$OUT/results" "$LOGS/ab"
+  S7_PROGRAMS= bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/ab" >"$LOGS/ab/floors.out" 2>&1 || status=1
+  cp "$LOGS/ab/floors.json" "$LOGS/ab/run.json" "$OUT/results/" 2>/dev/null
+  for prog in ckks_bench s7_bench; do
+    for r in r62 r32; do
+      timeout 150 "$BUILD/bench/$prog" --radix $r --floors "$LOGS/ab/floors.json" \
+        --json "$OUT/results/${prog}_$r.json" >"$LOGS/ab/${prog}_$r.log" 2>&1 || status=1
+      FHJIT_NTT_PLAN=$AB_PLAN timeout 150 "$BUILD/bench/$prog" --radix $r --floors "$LOGS/ab/floors.json" \
+        --json "$OUT/results/${prog}_${r}_old.json" >"$LOGS/ab/${prog}_${r}_old.log" 2>&1 || status=1
+      echo "######## $prog $r: defaults, then $AB_PLAN"
+      grep -E '^r(32|62)' "$LOGS/ab/${prog}_$r.log"; grep -E '^r(32|62)' "$LOGS/ab/${prog}_${r}_old.log"
+    done
+  done
+  if command -v ncu >/dev/null; then
+    timeout 90 ncu --clock-control none --launch-count 16 --kill yes --csv \
+      --metrics gpu__time_duration.sum,dram__bytes.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+      "$BUILD/bench/ckks_bench" --radix r62 >"$OUT/ncu_keyswitch_r62.csv" 2>"$LOGS/ab/ncu.err"
+    echo "######## ncu r62: $(grep -c gpu__time_duration "$OUT/ncu_keyswitch_r62.csv") rows"
+  fi
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
@@ -268,7 +301,8 @@ case $MODE in
   s7sweep) run_s7_sweep; STATUS=$? ;;
   followup) run_followup; STATUS=$? ;;
   ksab) run_ksab; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab BUILD OUT" >&2; exit 2 ;;
+  ab) run_ab; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab BUILD OUT" >&2; exit 2 ;;
 esac
 if [ -d "$OUT/results" ]; then
   python3 "$REPO/bench/check-results.py" "$OUT/results" || STATUS=1
