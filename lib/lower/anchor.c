@@ -1170,6 +1170,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         if (sp->skip_store) sp_buf_printf(&b, "(not stored)");
         else put_buf(&b, sp->dst);
         sp_buf_printf(&b, "\n");
+        if (sp->plan.lift)
+          sp_buf_printf(&b, "  load: lift (rescale) of the source's one row (chain position %d) "
+                        "to each row\n", (int)sp->plan.lift_col);
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);

@@ -6,9 +6,11 @@
  * materialised here first. Limb-mixing ops run as kernels of their own:
  *   bconv     one conversion kernel (bconv.c);
  *   rescale   the last row's inverse NTT to coefficient-standard form, the
- *             lift of it to the other rows (a one-row conversion, centred
- *             by q/2), their forward NTT, and in that NTT's last kernel the
- *             epilogue (x - u) * q^-1;
+ *             lift of it to the other rows (centred by q/2) computed in
+ *             their forward NTT's first kernel as it loads that one row
+ *             (ntt_plan liftfuse; 0: a one-row conversion kernel writing
+ *             them), and in that NTT's last kernel the epilogue
+ *             (x - u) * q^-1;
  *   moddown   the P rows' inverse NTT (coefficient-Montgomery), the
  *             conversion P -> Q, the forward NTT of Q's rows, and in its last
  *             kernel (a - u) * P*^-1;
@@ -508,17 +510,33 @@ static void rescale_steps(an_build *B, fhjit_value v) {
     l1.offset += l * xl.row_stride;
     ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
   }
-  /* 2. lifted to the other rows, centred by q/2 */
+  /* 2. lifted to the other rows, centred by q/2: in step 3's loads
+   * (liftfuse, the default), which read s1's one row at every row (row
+   * stride 0: the l loads of a word hit the L2) and reduce it per row
+   * (lw_ntt_plan.lift); else a conversion kernel writing the l rows */
   fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   int32_t *c2 = cols_of(B, x, 0, l);
-  an_buf s2 = scratch_for(B, &t2);
+  lw_ntt_tuning tu;
+  lw_ntt_tuning_default(&tu);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  int liftfuse = tu.liftfuse != 0;
+  an_buf s2 = s1;
   fhjit_dense_layout(&t1, &dense);
-  bconv_step(B, v, 1, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+  if (liftfuse) {
+    dense.row_stride = 0;
+  } else {
+    s2 = scratch_for(B, &t2);
+    bconv_step(B, v, 1, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+    fhjit_dense_layout(&t2, &dense);
+  }
   /* 3. their forward transform, and (x - u) q^-1 in its last kernel */
   fhjit_type t3 = part(tx, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   an_buf s3 = scratch_for(B, &t3);
-  fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  if (s && liftfuse && c1) {
+    s->plan.lift = 1;
+    s->plan.lift_col = c1[0];
+  }
   /* a result read from v's value in the last kernel: v is not stored */
   fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
   an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);

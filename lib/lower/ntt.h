@@ -156,6 +156,16 @@ typedef struct lw_ntt_plan {
    * buffer (modup, mixsteps.c). The host path is passed an offset pointer
    * instead (0 from lw_ntt_plan_make) */
   int64_t dst_offset;
+  /* Rescale's lift in the first kernel's load (mixsteps.c, ntt_plan key
+   * liftfuse): 1 when every source word x is a coefficient-standard word
+   * of the modulus q at params column lift_col (x < q: the source view
+   * repeats that one row, row stride 0), and row r transforms
+   * lift_r(x) = (x >= q - floor(q/2) ? x - q : x) mod t_r (t_r its own
+   * modulus; SPEC section 7, the interpreter's op_rescale) in place of x.
+   * Only a forward from coefficient-standard form: its pre step's to_mont
+   * is the reduction (ntt_emit.c, lift_step). 0 from lw_ntt_plan_make. */
+  int lift;
+  int32_t lift_col;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -221,6 +231,8 @@ typedef struct lw_ntt_tuning {
                   * materialised, 1 always computed in its kernels, default: by bytes */
   int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per
                   * digit, 1 (default) one forward NTT of all their converted rows */
+  int liftfuse;  /* rescale (mixsteps.c): 1 (default) its lift computed in its forward NTT's
+                  * loads (lw_ntt_plan.lift), 0 a lift kernel writing the lifted rows */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -229,7 +241,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

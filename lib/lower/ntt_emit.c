@@ -70,6 +70,10 @@ typedef struct rowc {
   LLVMValueRef q, q2, k4;      /* words; k4 = 4k mod 2^64 (r62) or k (r32) */
   LLVMValueRef nq;             /* r62: 2^64 - q (Shoup's form) */
   LLVMValueRef twrow;          /* pointer to the row's twiddles */
+  /* the first kernel of a plan with lift (lw_ntt_plan.lift): the lift
+   * column's modulus q and q - floor(q/2), where its negative side starts;
+   * NULL otherwise */
+  LLVMValueRef lq, lneg;
 } rowc;
 
 /* A constant multiplier w with its precomputed Montgomery constant. */
@@ -161,12 +165,38 @@ static rowc row_consts(ne *E, LLVMValueRef batch_row) {
   LLVMValueRef off = LLVMBuildNUWMul(E->b, r.row, c64(E, (uint64_t)E->P->tw_row_stride), "");
   if (E->P->tw_offset) off = LLVMBuildNUWAdd(E->b, off, c64(E, (uint64_t)E->P->tw_offset), "");
   r.twrow = LLVMBuildInBoundsGEP2(E->b, E->W, E->tw, &off, 1, "twrow");
+  r.lq = r.lneg = NULL;
+  if (E->P->lift && E->src_view) {
+    r.lq = LLVMBuildLShr(E->b, param_word(E, 0, c64(E, (uint64_t)E->P->lift_col), "lq2"), cw(E, 1), "lq");
+    r.lneg = LLVMBuildSub(E->b, r.lq, LLVMBuildLShr(E->b, r.lq, cw(E, 1), ""), "lneg");
+  }
   return r;
+}
+
+/* Rescale's lift (lw_ntt_plan.lift) with the pre step's to_mont, on a
+ * source word x < q (q the lift column's modulus): x stands for the integer
+ * x, or x - q from q - floor(q/2) on (the interpreter's (x + h) mod q - h,
+ * h = floor(q/2)). With d = |that| < q, REDC(d * (R^2 mod t)) = d R mod t
+ * (any d < 2^64 reduces: t may be far below q), below 2t (r32: canonical);
+ * made canonical, then negated mod t on the negative side: the canonical
+ * Montgomery form of lift(x) mod t. The plain pre step on the canonical
+ * lift gives the same residue below 2t, which the transform's lazy bounds
+ * take alike, and the transform's results do not depend on which
+ * representative below 2t it was given (the tests check it bit for bit). */
+static LLVMValueRef lift_step(ne *E, const rowc *r, const mconst *r2, LLVMValueRef x) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntUGE, x, r->lneg, "lift.neg");
+  LLVMValueRef d = LLVMBuildSelect(b, neg, LLVMBuildSub(b, r->lq, x, ""), x, "lift.d");
+  LLVMValueRef z = redc_const(E, r, r2, d, 0);
+  if (E->wbits == 64) z = csub(E, z, r->q);
+  LLVMValueRef nz = csub(E, LLVMBuildSub(b, r->q, z, ""), r->q);
+  return LLVMBuildSelect(b, neg, nz, z, "lift");
 }
 
 /* The kind's pre step on a loaded word (coef-std: to_mont). */
 static LLVMValueRef pre_step(ne *E, const rowc *r, const mconst *r2, LLVMValueRef x) {
   if (E->P->kind != IR_NTT_STD_TO_NTT) return x;
+  if (r->lq) return lift_step(E, r, r2, x);
   return redc_const(E, r, r2, x, 0);
 }
 

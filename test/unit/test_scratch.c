@@ -430,7 +430,11 @@ START_TEST(ckks_benchmark_shapes) {
     for (int o = 0; o < B_NOPS; o++) {
       int64_t sum, arena;
       plan_scratch(&s, (bop)o, &sum, &arena);
-      ck_assert_int_lt(arena, sum);
+      /* rescale's two buffers (the inverse NTT's row, the forward NTT's
+       * rows, which its loads lift from that row: liftfuse) are both live
+       * at the forward NTT's step: nothing to share */
+      if (o == B_RESCALE) ck_assert_int_eq(arena, sum);
+      else ck_assert_int_lt(arena, sum);
       if (want[r][o][0]) {
         ck_assert_int_eq(sum, want[r][o][0]);
         ck_assert_int_eq(arena, want[r][o][1]);
