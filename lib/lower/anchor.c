@@ -337,6 +337,19 @@ static fhjit_graph *make_sub_rows(an_build *B, const char *name, fhjit_value tar
 
 fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
                                fhjit_value vval, an_buf *in, int32_t *nin) {
+  return lw_step_clone_over_n(B, sub, target, &v, &vval, 1, in, nin);
+}
+
+/* The index of w in vs[0..nv), or -1. */
+static int index_in(const fhjit_value *vs, int nv, fhjit_value w) {
+  for (int k = 0; k < nv; k++)
+    if (vs[k] == w) return k;
+  return -1;
+}
+
+fhjit_value lw_step_clone_over_n(an_build *B, fhjit_graph *sub, fhjit_value target,
+                                 const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
+                                 int32_t *nin) {
   const fhjit_graph *g = B->g;
   size_t nn = (size_t)g->nnodes;
   char *need = calloc(nn, 1);
@@ -348,15 +361,16 @@ fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target
   }
   need[target] = 1;
   for (int32_t w = target; w >= 0; w--) {
-    if (!need[w] || w == v || is_leaf(B, w)) continue;
+    if (!need[w] || index_in(vs, nv, w) >= 0 || is_leaf(B, w)) continue;
     for (int a = 0; a < g->nodes[w].nargs; a++) need[g->nodes[w].args[a]] = 1;
   }
   for (size_t w = 0; w < nn; w++) map[w] = dmap[w] = FHJIT_NO_VALUE;
   for (int32_t w = 0; w <= target && !B->st; w++) {
     if (!need[w]) continue;
     const ir_node *n = &g->nodes[w];
-    if (w == v) {
-      map[w] = vval;
+    int k = index_in(vs, nv, w);
+    if (k >= 0) {
+      map[w] = vvals[k];
     } else if (is_leaf(B, w)) {
       if ((map[w] = leaf_value(B, sub, w, dmap, in, nin)) == FHJIT_NO_VALUE) goto done;
     } else {
@@ -919,6 +933,7 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
   fu->skip_store = s->skip_store;
   fu->store_rows = s->pro_store_rows;
   fu->store_first = s->pro_store_first;
+  fu->red = s->red;
 }
 
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
@@ -1185,6 +1200,10 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         }
         for (int e = 0; e < sp->nepi; e++) {
           sp_buf_printf(&b, "  epilogue: ");
+          /* ipfuse: the last kernel's grid runs over the output rows */
+          if (e == 0 && sp->red.members > 0)
+            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows: ",
+                          sp->red.members, (long long)sp->red.out_rows);
           put_ops(&b, sp->epi_sub[e]);
           sp_buf_printf(&b, " -> ");
           put_buf(&b, sp->epi_out[e]);

@@ -329,8 +329,12 @@ typedef struct lw {
   int64_t nvalues, max_values;
   fhjit_status st;
   int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
-  int32_t reg_input;      /* >= 0: this input's value is the eval function's last argument */
-  LLVMValueRef reg_value; /* (lw_build_eval_reg, NTT epilogues: no load) */
+  /* register inputs (lw_build_eval_regs, NTT epilogues: no load): input
+   * reg_input[j]'s value is the eval function's argument after the group,
+   * j-th of nreg (an ipfuse epilogue: one per member digit) */
+  int nreg;
+  int32_t reg_input[LW_MAX_REG];
+  LLVMValueRef reg_value[LW_MAX_REG];
   LLVMValueRef group;     /* the body's group argument */
   /* automorphisms read from shared memory (emit_stage): node, component,
    * the block's staged words */
@@ -654,13 +658,21 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   }
 }
 
+/* The register value of input index i, or NULL (not a register input). */
+static LLVMValueRef reg_of(const lw *L, int32_t i) {
+  for (int j = 0; j < L->nreg; j++)
+    if (L->reg_value[j] && L->reg_input[j] == i) return L->reg_value[j];
+  return NULL;
+}
+
 static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out) {
-  if (L->reg_value && in->input_index == L->reg_input) {
+  LLVMValueRef rv = reg_of(L, in->input_index);
+  if (rv) {
     /* only at the walk's own element (the caller holds that one) */
     if (x != 0 && !L->st)
       L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
                        "internal: graph @%s: a register input read at another index", L->g->name);
-    for (int l = 0; l < L->p->vec; l++) out[l] = L->reg_value;
+    for (int l = 0; l < L->p->vec; l++) out[l] = rv;
     return;
   }
   const fhjit_layout *l = &in->layout;
@@ -701,7 +713,7 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
   memset(a, 0, sizeof *a);
   switch (n->op) {
   case IR_INPUT: {
-    if (L->reg_value && n->input_index == L->reg_input && !L->st)
+    if (reg_of(L, n->input_index) && !L->st)
       L->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                        "internal: graph @%s: a register input read through a remapped load",
                        g->name);
@@ -1419,7 +1431,7 @@ static int name_taken(lw *L, const char *suffix) {
 static LLVMValueRef build_body(lw *L) {
   fhjit_graph *g = L->g;
   int32_t n = lw_num_args(g);
-  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 2)); /* + group, + a register input */
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1 + LW_MAX_REG)); /* + group, + registers */
   L->inputs = malloc(sizeof *L->inputs * (size_t)(g->ninputs + 1));
   L->results = malloc(sizeof *L->results * (size_t)(g->nresults + 1));
   if (!types || !L->inputs || !L->results) {
@@ -1429,8 +1441,8 @@ static LLVMValueRef build_body(lw *L) {
   }
   arg_types(L, types);
   types[n] = L->idxt;
-  int reg = L->eval_comp >= 0 && L->reg_input >= 0;
-  if (reg) types[n + 1] = L->word;
+  int reg = L->eval_comp >= 0 ? L->nreg : 0;
+  for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
   char suffix[16]; /* ".body", or ".eval" and a component (< 4) */
   if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
   else snprintf(suffix, sizeof suffix, ".body");
@@ -1449,9 +1461,9 @@ static LLVMValueRef build_body(lw *L) {
   set_arg_attrs(L, fn);
   name_args(L, fn);
   LLVMSetValueName2(LLVMGetParam(fn, (unsigned)n), "group", 5);
-  if (reg) {
-    L->reg_value = LLVMGetParam(fn, (unsigned)n + 1);
-    LLVMSetValueName2(L->reg_value, "reg", 3);
+  for (int j = 0; j < reg; j++) {
+    L->reg_value[j] = LLVMGetParam(fn, (unsigned)(n + 1 + j));
+    LLVMSetValueName2(L->reg_value[j], "reg", 3);
   }
   L->fn = fn;
   L->params = LLVMGetParam(fn, 0);
@@ -1643,7 +1655,7 @@ static void build_host(lw *L, LLVMValueRef body) {
 
 static void init_lw(lw *Lp, fhjit_graph *g, const lw_plan *plan, lw_target target,
                     LLVMContextRef c, LLVMModuleRef m) {
-  lw L = {.g = g, .p = plan, .target = target, .c = c, .m = m, .eval_comp = -1, .reg_input = -1};
+  lw L = {.g = g, .p = plan, .target = target, .c = c, .m = m, .eval_comp = -1};
   L.b = LLVMCreateBuilderInContext(c);
   L.wbits = g->radix == FHJIT_R32 ? 32 : 62;
   L.word = g->radix == FHJIT_R32 ? LLVMInt32TypeInContext(c) : LLVMInt64TypeInContext(c);
@@ -1682,7 +1694,15 @@ fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target
 fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                LLVMContextRef c, LLVMModuleRef m, int32_t reg_input,
                                int64_t *values) {
+  return lw_build_eval_regs(g, plan, target, c, m, &reg_input, reg_input >= 0, values);
+}
+
+fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                                LLVMContextRef c, LLVMModuleRef m, const int32_t *reg_input,
+                                int nreg, int64_t *values) {
   *values = 0;
+  if (nreg < 0 || nreg > LW_MAX_REG)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_regs: %d registers", nreg);
   if (plan->vec != 1 || g->nresults < 1)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
   fhjit_value v = g->results[0].value;
@@ -1690,7 +1710,8 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
     lw L;
     init_lw(&L, g, plan, target, c, m);
     L.eval_comp = comp;
-    L.reg_input = reg_input;
+    L.nreg = nreg;
+    for (int j = 0; j < nreg; j++) L.reg_input[j] = reg_input[j];
     build_body(&L);
     fhjit_status st = L.st;
     if (L.nvalues > *values) *values = L.nvalues;

@@ -125,6 +125,14 @@ fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target
 fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                LLVMContextRef c, LLVMModuleRef m, int32_t reg_input,
                                int64_t *values);
+/* The same with nreg (<= LW_MAX_REG) register inputs: input reg_input[j]'s
+ * value is the functions' argument j after the index offset (an ipfuse
+ * epilogue: the key switch's inner product over the digits of one batched
+ * forward NTT, each digit's value in registers). */
+#define LW_MAX_REG 16
+fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                                LLVMContextRef c, LLVMModuleRef m, const int32_t *reg_input,
+                                int nreg, int64_t *values);
 
 /* The compile-time bound (docs/limits.md): one kernel body evaluates at most
  * this many values, a value being one component of one node in one index

@@ -37,6 +37,23 @@
  *             the H200 (N = 2^16, 42.1 us, 295 us for the 7), a bulk one
  *             at about 1.0; and 2 (dnum - 1) launches fewer. A group with
  *             a gathered or copied member keeps a forward NTT per digit.
+ *             ipfuse: when the digits' only readers are element-wise
+ *             work summing them (a key switch's digit products and
+ *             add_lazy chain S: ipfuse_target), that NTT's kernel 0
+ *             transforms the conversions' buffer in place and its last
+ *             kernel is a reduce kernel (lw_ntt_plan_reduce, ntt_emit.c):
+ *             a grid over S's output rows, each block transforming its
+ *             row of every digit in turn (the digit's own rows loaded from
+ *             the operand), the words kept in registers, then S's cone
+ *             (lw_step_clone_over_n, the digits as register inputs,
+ *             lw_build_eval_regs) into S's buffer; the digits get no
+ *             alias and are never stored, moddown reads S. Why: the
+ *             stored digits (r62 147 MB) were read back once by the inner
+ *             product's pointwise kernel, which ran at copy bandwidth
+ *             (H200, ncu: 113.7 us, 479 MB); r32's moddown recomputed S
+ *             in its kernels, reading each digit once per component.
+ *             Hoisted rotations (digits read under automorphisms) keep
+ *             the stored digits; ntt_plan ipfuse=0 too.
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -727,7 +744,7 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
     oom(B);
     return NULL;
   }
-  *r = (an_intt){.first = v, .d = d, .tw = n->args[2], .lo = lo, .stored = stored};
+  *r = (an_intt){.first = v, .d = d, .tw = n->args[2], .lo = lo, .stored = stored, .sum = -1};
   r->t = part(&g->nodes[d].type, hi - lo, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   for (fhjit_value w = v; w < g->nnodes && !B->st; w++) {
     const ir_node *nw = &g->nodes[w];
@@ -760,6 +777,154 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
       if (B->intt[w] == r) r->member[k++] = w;
   }
   return B->st ? NULL : r;
+}
+
+
+/* ipfuse: the sum S the members of batched group r feed, computed in the
+ * last kernel of their forward NTT from the members' values in registers
+ * (a reduce plan, lw_ntt_reduce), or -1. S is the first live node whose
+ * cone (down to inputs, buffers and the members) holds every member and
+ * every reader of a member, all of it element-wise work that reads the
+ * members only at the element (a key switch: the add_lazy chain of the
+ * digit products), no other alias, no result but S, and no node read from
+ * outside the cone but S: then nothing else reads a member, and the
+ * members are never stored (their readers read S). S walks the members'
+ * rows and basis, one polynomial. Hoisted rotations read the digits under
+ * automorphisms (not at the element): they keep the stored transform.
+ * ntt_plan ipfuse=0 turns it off. */
+static fhjit_value ipfuse_target(an_build *B, an_intt *r) {
+  fhjit_graph *g = B->g;
+  lw_ntt_tuning tu;
+  lw_ntt_tuning_default(&tu);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  if (tu.ipfuse == 0 || !r->fwd || r->nmembers > LW_MAX_REG) return -1;
+  const fhjit_type *td = &g->nodes[r->d].type;
+  if (fhjit_type_elements(td) != td->rows * td->n || td->comps > 1) return -1;
+  size_t nn = (size_t)g->nnodes;
+  char *cone = malloc(nn), *mem = calloc(nn, 1);
+  fhjit_value found = -1, last = 0;
+  if (!cone || !mem) {
+    free(cone);
+    free(mem);
+    oom(B);
+    return -1;
+  }
+  for (int k = 0; k < r->nmembers; k++) {
+    mem[r->member[k]] = 1;
+    if (r->member[k] > last) last = r->member[k];
+    if (g->nodes[r->member[k]].type.comps > 1) last = g->nnodes; /* read as one word */
+  }
+  const fhjit_value m0 = r->member[0];
+  for (fhjit_value S = last + 1; S < g->nnodes && found < 0; S++) {
+    const ir_node *ns = &g->nodes[S];
+    if (!B->live[S] || ns->op == IR_INPUT || B->where[S].kind >= 0 || B->alias[S] ||
+        !ir_op_is_elementwise(ns->op) || ns->type.rows != g->nodes[m0].type.rows ||
+        ns->type.n != td->n || ns->type.nbatch > 0 || ns->type.comps > 3)
+      continue;
+    int ok = 1;
+    for (int64_t row = 0; row < ns->type.rows && ok; row++)
+      ok = ir_pos(g, S, row) == ir_pos(g, m0, row);
+    if (!ok) continue;
+    memset(cone, 0, nn);
+    cone[S] = 1;
+    for (fhjit_value w = S; w >= 0 && ok; w--) {
+      const ir_node *n = &g->nodes[w];
+      if (!cone[w] || mem[w] || n->op == IR_INPUT || B->where[w].kind >= 0) continue;
+      if (B->alias[w]) { /* another modup read in place */
+        ok = 0;
+        break;
+      }
+      unsigned f = ir_op_info_of(n->op)->flags;
+      if (!ir_op_is_elementwise(n->op) || (f & IR_F_REMAPS_INDEX) || n->op == IR_MUL_COMPRESSED ||
+          n->op == IR_ADD_COMPRESSED || (w != S && g->result_of[w] >= 0))
+        ok = 0;
+      for (int a = 0; a < n->nargs; a++) cone[n->args[a]] = 1;
+    }
+    for (int k = 0; k < r->nmembers && ok; k++) ok = cone[r->member[k]];
+    /* readers: of a member or a computed node of the cone (S aside), only
+     * inside the cone */
+    for (fhjit_value w = 0; w < g->nnodes && ok; w++) {
+      const ir_node *n = &g->nodes[w];
+      if (!B->live[w] || (cone[w] && w <= S && !mem[w] && n->op != IR_INPUT && B->where[w].kind < 0))
+        continue;
+      for (int a = 0; a < n->nargs && ok; a++) {
+        fhjit_value y = n->args[a];
+        int inner = cone[y] && y != S && g->nodes[y].op != IR_INPUT && B->where[y].kind < 0;
+        if (inner) ok = 0;
+      }
+    }
+    if (ok) found = S;
+  }
+  free(cone);
+  free(mem);
+  return found;
+}
+
+/* The reduce form of batched forward NTT step s (ipfuse): member values in
+ * registers, r->sum computed in the last kernel into out. */
+static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
+  fhjit_graph *g = B->g;
+  fhjit_value S = r->sum;
+  int D = r->nmembers;
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "epi", B->p->nsteps - 1, 0);
+  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 2 + D));
+  if (!sub || !in) {
+    free(in);
+    oom(B);
+    return;
+  }
+  lw_ntt_reduce *red = &s->red;
+  memset(red, 0, sizeof *red);
+  int32_t nin = 0;
+  fhjit_value mv[LW_MAX_REG];
+  int made = 1;
+  for (int k = 0; k < D && !B->st && made; k++) {
+    fhjit_value w = r->member[k];
+    const fhjit_type *tw = &g->nodes[w].type;
+    mv[k] = sub_input(sub, NULL, tw, cols_of(B, w, 0, tw->rows), NULL);
+    if (mv[k] == FHJIT_NO_VALUE) {
+      made = 0;
+      break;
+    }
+    red->reg[k] = nin;
+    in[nin++] = s->dst; /* a register input: an unused pointer */
+    int64_t s0, nd = digit_run(B, w, &s0);
+    red->s0[k] = s0;
+    red->nd[k] = nd;
+    red->urow[k] = r->urow[k];
+  }
+  fhjit_value res = B->st || !made
+                        ? FHJIT_NO_VALUE
+                        : lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
+  /* the operand (its own rows of each member), unused by the sub-graph */
+  const ir_node *dn = &g->nodes[r->d];
+  fhjit_type tdd = dn->type;
+  if (dn->op == IR_INPUT) tdd.domain = dn->decl.domain, tdd.form = dn->decl.form;
+  fhjit_value dx = res == FHJIT_NO_VALUE
+                       ? res
+                       : sub_input(sub, NULL, &tdd, cols_of(B, r->d, 0, tdd.rows), &r->dview);
+  if (B->st || dx == FHJIT_NO_VALUE || fhjit_output(sub, res, NULL) || fhjit_bind(sub)) {
+    free(in);
+    lw_step_sub_error(B, "the inner product of a batched forward NTT (ipfuse)");
+    return;
+  }
+  red->d_input = nin;
+  in[nin++] = r->dbuf;
+  red->members = D;
+  red->out_rows = g->nodes[r->member[0]].type.rows;
+  red->d_offset = r->dview.offset;
+  red->d_row_stride = r->dview.row_stride;
+  red->d_index_stride = r->dview.index_stride;
+  lw_ntt_plan_reduce(&s->plan, D, red->out_rows);
+  s->epi_sub[0] = sub;
+  s->epi_in[0] = in;
+  s->epi_reg[0] = -1;
+  s->epi_out[0] = out;
+  s->nepi = 1;
+  s->skip_store = 1;
+  B->where[S] = out;
 }
 
 /* The members' conversions and their one forward NTT (an_intt's fwd), at
@@ -803,6 +968,23 @@ static void batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
   }
   fhjit_layout dense;
   fhjit_dense_layout(&t2, &dense);
+  if (r->sum >= 0) {
+    /* ipfuse: the sum in the last kernel; the transform is stored only
+     * between two kernels, kernel 0 writing it in place over the converted
+     * rows (each block reads and writes its own columns: r62 dnum 7, N =
+     * 2^16, 86 MB of arena less); a one-kernel plan's dst is unused (the
+     * sum's buffer stands in) */
+    an_buf out = home_of(B, r->sum);
+    r->ubuf = s2;
+    an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1],
+                          r->ubuf);
+    if (s && !B->st) ipfuse_step(B, s, r, out);
+    if (s && !B->st) {
+      if (s->plan.nkernels == 2) s->plan.k[0].in_place = 1;
+      else s->dst = out; /* unused (never stored), but not the source */
+    }
+    return;
+  }
   r->ubuf = scratch_for(B, &r->tu);
   ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1], r->ubuf);
 }
@@ -846,8 +1028,9 @@ static void modup_steps(an_build *B, fhjit_value v) {
   }
   an_intt *r = B->intt[v];
   if (r && r->fwd && r->done) {
-    /* the first member converted this digit and transformed its rows */
-    batched_alias(B, v, r);
+    /* the first member converted this digit and transformed its rows (and
+     * with ipfuse read it in registers: no alias, nothing else reads it) */
+    if (r->sum < 0) batched_alias(B, v, r);
     return;
   }
   int64_t m = n->type.rows - nd;
@@ -882,8 +1065,9 @@ static void modup_steps(an_build *B, fhjit_value v) {
       /* 2., 3. every member's conversion, one forward NTT of them all */
       sh->dbuf = db;
       sh->dview = dl; /* the whole operand */
+      sh->sum = ipfuse_target(B, sh);
       batched_fwd(B, v, sh);
-      if (!B->st) batched_alias(B, v, sh);
+      if (!B->st && sh->sum < 0) batched_alias(B, v, sh);
       return;
     }
   }

@@ -173,7 +173,19 @@ typedef struct lw_ntt_plan {
    * swaps it in); unused otherwise. */
   int two_nkernels;
   lw_ntt_kplan two[2];
+  /* ipfuse (lw_ntt_plan_reduce): > 0, the last kernel's grid runs over the
+   * reduce_rows output rows (of every polynomial), each block transforming
+   * its row of each of the reduce_members members in turn (lw_ntt_reduce);
+   * 0: the plain transform */
+  int reduce_members;
+  int64_t reduce_rows;
 } lw_ntt_plan;
+
+/* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
+ * `members` members and out_rows output rows: one row per block, no
+ * per-row counters (pdl 2 becomes 1), no early loads, a cluster plan
+ * replaced by its two-kernel schedule, the grid over the output rows. */
+void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -233,6 +245,9 @@ typedef struct lw_ntt_tuning {
                   * digit, 1 (default) one forward NTT of all their converted rows */
   int liftfuse;  /* rescale (mixsteps.c): 1 (default) its lift computed in its forward NTT's
                   * loads (lw_ntt_plan.lift), 0 a lift kernel writing the lifted rows */
+  int ipfuse;    /* that batched forward NTT: 1 (default) its last kernel computes the
+                  * sum the digits feed (a key switch's inner product) where the
+                  * digits' values are in registers (mixsteps.c), 0 it stores them */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -298,6 +313,25 @@ typedef struct lw_ntt_epi {
   int32_t reg;
 } lw_ntt_epi;
 
+/* ipfuse (the plan's reduce_members > 0): the members of a batched forward
+ * NTT, member k's converted rows at batch rows [urow[k], urow[k] + m_k) of
+ * each polynomial (rows per polynomial: the plan's rows), its output row o
+ * (of out_rows) being converted row o (o < s0[k]) or o - nd[k] (o >= s0[k]
+ * + nd[k]), and rows [s0[k], s0[k] + nd[k]) the operand's own rows (NTT
+ * domain, read from epilogue 0's input d_input at d_offset + o *
+ * d_row_stride + i * d_index_stride). The last kernel's block of output
+ * row o transforms that row of every member in turn, keeps each member's
+ * final words, and evaluates epilogue 0 with member k's word as register
+ * input reg[k] (nothing else is stored). One polynomial only. */
+typedef struct lw_ntt_reduce {
+  int members;
+  int64_t out_rows;
+  int64_t s0[LW_MAX_REG], nd[LW_MAX_REG], urow[LW_MAX_REG];
+  int32_t reg[LW_MAX_REG];
+  int32_t d_input;
+  int64_t d_offset, d_row_stride, d_index_stride;
+} lw_ntt_reduce;
+
 typedef struct lw_ntt_fusion {
   fhjit_graph *sub; /* prologue */
   int comp;
@@ -311,6 +345,7 @@ typedef struct lw_ntt_fusion {
    * ((p * store_rows) + store_first + r) * N + i: a value some later kernel
    * reads is written where it is computed (a modup's digit rows) */
   int64_t store_rows, store_first;
+  lw_ntt_reduce red; /* ipfuse: members > 0 with the plan's reduce_members */
 } lw_ntt_fusion;
 
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every

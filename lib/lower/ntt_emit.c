@@ -62,6 +62,12 @@ typedef struct ne {
   LLVMValueRef own;   /* pdl 2: the LW_ARG_OWN argument */
   int preloaded;
   LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
+  /* ipfuse (lw_ntt_reduce), the last kernel: red_active; red_k >= 0 while
+   * member red_k's body is emitted (its final words go to its slots);
+   * red_slots: the GPU's per-thread slots (an alloca that becomes
+   * registers: every index is a constant) */
+  int red_active, red_k;
+  LLVMValueRef red_slots;
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -484,19 +490,20 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
  * br = off >> logN), whose final value is x: the value of the target's
  * component slot `slot` (ntt_comps <= 1: component slot; else the
  * element's own component, selected by a switch). */
-static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValueRef x) {
+static LLVMValueRef epi_value_regs(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
+                                   int nx) {
   LLVMBuilderRef b = E->b;
   const fhjit_graph *sub = E->pro->epi[t].sub;
-  int nargs = 2 + sub->ninputs + sub->nresults + 2;
-  LLVMValueRef args[LW_MAX_ARGS + 4];
+  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
+  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG];
   args[0] = E->params;
   args[1] = E->pstride;
   for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[t][j];
   for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
-  args[nargs - 1] = x;
+  for (int j = 0; j < nx; j++) args[nargs - nx + j] = x[j];
   int ncomp = E->epi_ncomp[t];
   if (E->pro->ntt_comps <= 1 || ncomp == 1) {
-    args[nargs - 2] = E->epi_idx64[t] ? off : LLVMBuildTrunc(b, off, E->i32, "");
+    args[nargs - nx - 1] = E->epi_idx64[t] ? off : LLVMBuildTrunc(b, off, E->i32, "");
     int c = E->pro->ntt_comps <= 1 ? slot : 0;
     E->inlined += E->epi_values[t];
     return LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
@@ -505,7 +512,7 @@ static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValu
   int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
   LLVMValueRef comp = LLVMBuildUDiv(b, off, c64(E, (uint64_t)per_comp), "epi.comp");
   LLVMValueRef walk = LLVMBuildURem(b, off, c64(E, (uint64_t)per_comp), "");
-  args[nargs - 2] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
+  args[nargs - nx - 1] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
   LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.merge");
   LLVMValueRef vals[3];
   for (int c = 0; c < ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.comp");
@@ -523,6 +530,10 @@ static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValu
   LLVMValueRef phi = LLVMBuildPhi(b, E->W, "epi");
   LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
   return phi;
+}
+
+static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValueRef x) {
+  return epi_value_regs(E, t, slot, off, &x, 1);
 }
 
 /* Component slots of target t per element, and the dense offset of slot
@@ -559,6 +570,137 @@ static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
         for (int v = 0; v < n; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
         store(E, vec, base, o, align);
       }
+    }
+  }
+}
+
+/* ------------------------------------------------- ipfuse: reduce mode */
+
+/* The last kernel of a reduce plan (lw_ntt_reduce): block blk of the grid
+ * is output row orow = blk / bpr (bpr blocks per row), and every member's
+ * body runs on a block of the batch in turn, its final words kept in slots
+ * (red_keep), or, for the rows that are the operand's own, loaded from the
+ * operand into them (red_own); the epilogue then reads all of them
+ * (red_epilogue). A thread's slots hold the words of its staged store: word
+ * e = (tid + g T) V + v of the block (g < E / V, v < V), the same in every
+ * member's body, so each thread reads back only what it wrote. */
+static int red_words(const ne *E) { return 1 << E->K->log_e; }
+
+static LLVMValueRef red_slot(ne *E, int k, int g, int v, LLVMValueRef tid) {
+  const lw_ntt_kplan *K = E->K;
+  LLVMBuilderRef b = E->b;
+  if (E->target == LW_GPU) {
+    LLVMValueRef idx = c64(E, (uint64_t)(k * red_words(E) + g * E->V + v));
+    return LLVMBuildInBoundsGEP2(b, E->W, E->red_slots, &idx, 1, "slot");
+  }
+  /* host: the shared buffer after the body's words, [member][word of block] */
+  LLVMValueRef e = LLVMBuildNUWAdd(b, LLVMBuildZExt(b, tid, E->i64, ""), c64(E, (uint64_t)g * K->threads), "");
+  e = LLVMBuildNUWAdd(b, LLVMBuildShl(b, e, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), ""),
+                      c64(E, (uint64_t)v + K->smem_words + ((uint64_t)k << (K->log_c + K->m))), "");
+  return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
+}
+
+/* Member red_k's final words vals[0..V) of staged group g. */
+static void red_keep(ne *E, LLVMValueRef tid, int g, const LLVMValueRef *vals) {
+  for (int v = 0; v < E->V; v++)
+    LLVMSetAlignment(LLVMBuildStore(E->b, vals[v], red_slot(E, E->red_k, g, v, tid)), walign(E));
+}
+
+/* Dense offset (output row * N + index) of word (g, v) of the thread in
+ * output block blk. */
+static LLVMValueRef red_out_off(ne *E, LLVMValueRef tid, LLVMValueRef blk, int g, int v) {
+  const lw_ntt_kplan *K = E->K;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef e = LLVMBuildNUWAdd(b, LLVMBuildZExt(b, tid, E->i64, ""), c64(E, (uint64_t)g * K->threads), "");
+  e = LLVMBuildShl(b, e, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
+  if (v) e = LLVMBuildNUWAdd(b, e, c64(E, (uint64_t)v), "");
+  return LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)(K->log_c + K->m)), ""), e, "out");
+}
+
+/* The output row o (within its polynomial) of output block blk, the
+ * polynomial, and the block within the row. */
+static void red_place(ne *E, LLVMValueRef blk, LLVMValueRef *o, LLVMValueRef *poly, LLVMValueRef *inblk) {
+  const lw_ntt_kplan *K = E->K;
+  LLVMBuilderRef b = E->b;
+  int log_bpr = K->log_subs - K->log_c;
+  LLVMValueRef orow = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "orow");
+  LLVMValueRef rows = c64(E, (uint64_t)E->pro->red.out_rows);
+  *o = LLVMBuildURem(b, orow, rows, "o");
+  *poly = LLVMBuildUDiv(b, orow, rows, "poly");
+  *inblk = LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), "");
+}
+
+/* Whether output block blk's row is member k's own (uniform per block). */
+static LLVMValueRef red_is_own(ne *E, int k, LLVMValueRef blk) {
+  LLVMValueRef o, poly, inblk;
+  red_place(E, blk, &o, &poly, &inblk);
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMValueRef rel = LLVMBuildSub(E->b, o, c64(E, (uint64_t)R->s0[k]), "");
+  return LLVMBuildICmp(E->b, LLVMIntULT, rel, c64(E, (uint64_t)R->nd[k]), "own");
+}
+
+/* The batch block member k's body runs for output block blk (a row that is
+ * not k's own): converted row o (o < s0) or o - nd of the member, at
+ * batch rows urow[k] + .. of the polynomial. */
+static LLVMValueRef red_member_blk(ne *E, int k, LLVMValueRef blk) {
+  const lw_ntt_kplan *K = E->K;
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef o, poly, inblk;
+  red_place(E, blk, &o, &poly, &inblk);
+  LLVMValueRef hi = LLVMBuildICmp(b, LLVMIntUGE, o, c64(E, (uint64_t)R->s0[k]), "");
+  LLVMValueRef c = LLVMBuildSelect(b, hi, LLVMBuildSub(b, o, c64(E, (uint64_t)R->nd[k]), ""), o, "");
+  LLVMValueRef row = LLVMBuildNUWAdd(
+      b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)E->P->rows), ""),
+      LLVMBuildNUWAdd(b, c, c64(E, (uint64_t)R->urow[k]), ""), "mrow");
+  return LLVMBuildOr(b, LLVMBuildShl(b, row, c64(E, (uint64_t)(K->log_subs - K->log_c)), ""), inblk, "mblk");
+}
+
+/* Member k's slots from the operand's own rows (NTT domain already). */
+static void red_own(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMBuilderRef b = E->b;
+  int64_t n = INT64_C(1) << E->P->log_n;
+  LLVMValueRef dptr = E->epi_in[0][R->d_input];
+  for (int g = 0; g < red_words(E) / E->V; g++)
+    for (int v = 0; v < E->V; v++) {
+      LLVMValueRef off = red_out_off(E, tid, blk, g, v);
+      LLVMValueRef o = LLVMBuildURem(b, LLVMBuildLShr(b, off, c64(E, (uint64_t)E->P->log_n), ""),
+                                     c64(E, (uint64_t)R->out_rows), "");
+      LLVMValueRef i = LLVMBuildAnd(b, off, c64(E, (uint64_t)n - 1), "");
+      LLVMValueRef doff = LLVMBuildNUWAdd(
+          b, c64(E, (uint64_t)R->d_offset),
+          LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, o, c64(E, (uint64_t)R->d_row_stride), ""),
+                          LLVMBuildNUWMul(b, i, c64(E, (uint64_t)R->d_index_stride), ""), ""), "");
+      LLVMValueRef x = load(E, E->W, dptr, doff, walign(E), "own");
+      LLVMSetAlignment(LLVMBuildStore(b, x, red_slot(E, k, g, v, tid)), walign(E));
+    }
+}
+
+/* Epilogue 0 at every word of the thread, the members' words as its
+ * register inputs, stored at its component slots of the output rows. */
+static void red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMBuilderRef b = E->b;
+  int V = E->V;
+  int64_t polys = E->P->batch_rows / E->P->rows;
+  unsigned align = E->target == LW_GPU ? (unsigned)V * walign(E) : walign(E);
+  for (int g = 0; g < red_words(E) / V; g++) {
+    LLVMValueRef off0 = red_out_off(E, tid, blk, g, 0);
+    LLVMValueRef xs[4][LW_MAX_REG];
+    for (int v = 0; v < V; v++)
+      for (int k = 0; k < R->members; k++)
+        xs[v][k] = LLVMBuildLoad2(b, E->W, red_slot(E, k, g, v, tid), "m"), LLVMSetAlignment(xs[v][k], walign(E));
+    for (int slot = 0; slot < epi_slots(E, 0); slot++) {
+      LLVMValueRef vec = LLVMGetUndef(E->vecW);
+      for (int v = 0; v < V; v++) {
+        LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)v), "") : off0;
+        LLVMValueRef x = epi_value_regs(E, 0, slot, o, xs[v], R->members);
+        vec = LLVMBuildInsertElement(b, vec, x, c32(E, (uint64_t)v), "");
+      }
+      LLVMValueRef o = slot ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)((polys * R->out_rows * slot) << E->P->log_n)), "")
+                            : off0;
+      store(E, vec, E->epi_out[0], o, align);
     }
   }
 }
@@ -965,7 +1107,9 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       }
       if (k->tail) tail_stages(E, &r, tw_base, kpos, vals);
       for (int v = 0; v < V && step; v++) vals[v] = post_step(E, &r, &mc, vals[v]);
-      if (step) {
+      if (step && E->red_k >= 0) {
+        red_keep(E, tid, g, vals);
+      } else if (step) {
         final_store(E, gi, vals, V);
       } else {
         LLVMValueRef vec = LLVMGetUndef(E->vecW);
@@ -1101,6 +1245,9 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
       LLVMSetValueName2(E->epi_in[t][i], nm, strlen(nm));
       /* the register input's slot carries an unused pointer (dst) */
       if (i == ep->reg) continue;
+      int is_reg = 0;
+      for (int r = 0; E->red_active && t == 0 && r < E->pro->red.members; r++) is_reg |= i == E->pro->red.reg[r];
+      if (is_reg) continue;
       param_attr(E, fn, (unsigned)j, "nocapture");
       param_attr(E, fn, (unsigned)j, "noalias");
       param_attr(E, fn, (unsigned)j, "readonly");
@@ -1311,6 +1458,8 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  if (E->red_active) /* the members' final words: registers once promoted */
+    E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(E->pro->red.members * red_words(E))), "slots");
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
   E->preloaded = 0;
@@ -1328,7 +1477,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
    * block of kernel 0 has triggered it, and with k->entry a block of
    * kernel 0 triggers only after its own wait for the stream's previous
    * kernel has returned. */
-  int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load;
+  int wait_after_tws = !first && k->pdl && k->tws && !k->staged_load && !E->red_active;
   /* k->entry: kernel 0 is a dependent launch of the stream's previous
    * kernel too (its wait comes before its trigger: see above), and kernel 1
    * lets the stream's next kernel launch early */
@@ -1341,7 +1490,30 @@ static void build_gpu_kernel(ne *E, const char *name) {
     preload_pass0(E, tid, blk);
     E->preloaded = 1;
   }
-  for (int ph = 0; ph < num_phases(k); ph++) {
+  for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
+    /* member mk: its own rows loaded, or its body on its block (a branch
+     * uniform per block: the body's barriers stay uniform) */
+    LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
+    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
+    LLVMBuildCondBr(E->b, red_is_own(E, mk, blk), ownb, bodyb);
+    LLVMPositionBuilderAtEnd(E->b, ownb);
+    red_own(E, mk, tid, blk);
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, bodyb);
+    LLVMValueRef mblk = red_member_blk(E, mk, blk);
+    E->red_k = mk;
+    for (int ph = 0; ph < num_phases(k); ph++) {
+      /* the previous member's last phase read shared memory */
+      if (ph || mk) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+      emit_phase(E, ph, tid, mblk);
+    }
+    E->red_k = -1;
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, join);
+  }
+  if (E->red_active) red_epilogue(E, tid, blk);
+  for (int ph = 0; !E->red_active && ph < num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     emit_phase(E, ph, tid, blk);
     if (ph == 0 && wait_after_tws) {
@@ -1464,7 +1636,35 @@ static void build_host_fn(ne *E, const char *name) {
   int n;
   LLVMValueRef fn = host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
   loop blk = loop_begin(E, begin, E->i64, "block");
-  for (int ph = 0; ph < num_phases(k); ph++) {
+  for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
+    /* reduce mode (see build_gpu_kernel): member mk's own rows or body */
+    LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
+    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
+    LLVMBuildCondBr(E->b, red_is_own(E, mk, blk.iv), ownb, bodyb);
+    LLVMPositionBuilderAtEnd(E->b, ownb);
+    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    red_own(E, mk, t.iv, blk.iv);
+    loop_end(E, &t, c32(E, k->threads), "own_done");
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, bodyb);
+    LLVMValueRef mblk = red_member_blk(E, mk, blk.iv);
+    E->red_k = mk;
+    for (int ph = 0; ph < num_phases(k); ph++) {
+      loop t2 = loop_begin(E, c32(E, 0), E->i32, "thread");
+      emit_phase(E, ph, t2.iv, mblk);
+      loop_end(E, &t2, c32(E, k->threads), "phase_done");
+    }
+    E->red_k = -1;
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, join);
+  }
+  if (E->red_active) {
+    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    red_epilogue(E, t.iv, blk.iv);
+    loop_end(E, &t, c32(E, k->threads), "epi_done");
+  }
+  for (int ph = 0; !E->red_active && ph < num_phases(k); ph++) {
     /* a phase for every thread of the block before the next phase starts:
      * the loop boundary is the barrier */
     loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
@@ -1485,8 +1685,12 @@ static fhjit_status build_epilogue(ne *E) {
     if (st) return st;
     pl.vec = 1;
     pl.groups = pl.work;
-    st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
-                           &E->epi_values[t]);
+    if (t == 0 && E->pro->red.members > 0)
+      st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, E->pro->red.reg,
+                              E->pro->red.members, &E->epi_values[t]);
+    else
+      st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
+                             &E->epi_values[t]);
     if (st) return st;
     const ir_node *res = &sub->nodes[sub->results[0].value];
     E->epi_ncomp[t] = res->type.comps > 1 ? res->type.comps : 1;
@@ -1601,6 +1805,14 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
       st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: NTT with fused work of too many inputs (%d kernel arguments, at most %d)",
                     nargs, LW_MAX_ARGS);
+    const lw_ntt_kplan *lk = &p->k[p->nkernels - 1];
+    if (!st && (pro->red.members > 0 || p->reduce_members > 0) &&
+        (pro->red.members != p->reduce_members || pro->red.out_rows != p->reduce_rows ||
+         pro->red.members > LW_MAX_REG || pro->nepi != 1 || pro->ntt_comps > 1 || lk->cols ||
+         lk->cluster || !lk->staged_store || !lk->post || lk->log_c > lk->log_subs ||
+         !ir_ntt_is_forward(p->kind)))
+      st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "internal: an NTT reduce plan (ipfuse) the emitter cannot build");
     if (!st && pro->sub) st = build_prologue(&E);
     if (!st && pro->nepi) st = build_epilogue(&E);
     if (st) {
@@ -1614,6 +1826,8 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     E.src_view = j == 0;
     E.pro_active = pro && pro->sub && j == 0;
     E.epi_active = pro && pro->nepi > 0 && j == p->nkernels - 1;
+    E.red_active = E.epi_active && pro->red.members > 0;
+    E.red_k = -1;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
     if ((st = kernel_names_free(&E, name))) break;
@@ -1793,7 +2007,7 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
   if (!h || !params || !twiddles || !out || (!in && !pro) ||
       ((h->nextra > 0 || h->nepi_args > 0) && !extra))
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: NTT host run: null argument");
-  if (in == out)
+  if (in == out && !h->plan.k[0].in_place)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: NTT host run: in and out must be distinct buffers");
   const lw_ntt_plan *p = &h->plan;
@@ -1820,6 +2034,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
      * slices side by side */
     int64_t units = k->cluster ? k->blocks >> k->cluster : k->blocks;
     size_t shared = ((size_t)k->smem_words << k->cluster) * ws;
+    if (p->reduce_members > 0 && j == p->nkernels - 1) /* the members' slots (red_slot) */
+      shared += ((size_t)p->reduce_members << (k->log_c + k->m)) * ws;
     fhjit_status st = jit_split(&ctx->err, host_range, &job, units, threads, shared, "NTT host run");
     if (st) return st;
   }

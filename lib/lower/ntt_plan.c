@@ -76,7 +76,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = -1;
 }
 
 int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out) {
@@ -113,6 +113,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
       {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
       {"liftfuse", {offsetof(lw_ntt_tuning, liftfuse)}, 1, 0, 1},
+      {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
@@ -143,7 +144,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -476,6 +477,45 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   if (cluster && log_n >= LW_NTT_CLUSTER_MIN_LOG && log_n <= LW_NTT_CLUSTER_MAX_LOG)
     return make_cluster(ctx, p, &t);
   return FHJIT_OK;
+}
+
+void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows) {
+  /* a cluster plan's two-kernel schedule (the reduce loop runs the
+   * two-kernel body) */
+  if (p->nkernels && p->k[0].cluster) {
+    p->nkernels = p->two_nkernels;
+    memcpy(p->k, p->two, sizeof p->k);
+  }
+  lw_ntt_kplan *k = &p->k[p->nkernels - 1];
+  /* one row per block: a block's rows are the same output row of every
+   * member (whole-row blocks of one-kernel plans keep one row) */
+  if (k->log_c > k->log_subs) {
+    int d = k->log_c - k->log_subs;
+    k->log_c = k->log_subs;
+    k->threads >>= d;
+    k->blocks <<= d;
+    if (!k->cols) {
+      uint32_t body = (uint32_t)lw_ntt_chunk_stride(k);
+      if (k->tws) {
+        /* the shared twiddles after the (smaller) body, as planned */
+        int lg = k->tws_log;
+        uint32_t at = (body + 3u) & ~3u;
+        k->tws_word = at;
+        body = at + (uint32_t)(2u << lg);
+      }
+      k->smem_words = body;
+    }
+  }
+  k->early = 0; /* the first pass's words of each member are loaded in its pass */
+  /* per-row completion counters count batch rows, which the reduce loop
+   * visits out of order: the grid-wide wait instead */
+  for (int j = 0; j < p->nkernels; j++)
+    if (p->k[j].pdl == 2) p->k[j].pdl = 1;
+  int64_t bpr = INT64_C(1) << (k->log_subs - k->log_c);
+  int64_t polys = p->batch_rows / p->rows;
+  k->blocks = polys * out_rows * bpr;
+  p->reduce_members = members;
+  p->reduce_rows = out_rows;
 }
 
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {

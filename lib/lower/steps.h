@@ -44,6 +44,9 @@ typedef struct an_step {
   int32_t epi_reg[LW_NTT_MAX_EPI];
   an_buf epi_out[LW_NTT_MAX_EPI];
   int skip_store; /* the transform's own result is read by nothing */
+  /* ipfuse: the last kernel reduces over a batched forward NTT's members
+   * (lw_ntt_reduce; members 0: not) */
+  lw_ntt_reduce red;
   /* bconv: src (plan's view) and the table (tw) into dst */
   lw_bconv_plan bconv;
   /* words from the start of the destination buffer (NTT: dst, set with
@@ -125,6 +128,10 @@ typedef struct an_intt {
   an_buf ubuf, dbuf;
   fhjit_type tu;
   fhjit_layout dview;
+  /* ipfuse: >= 0, the sum the members feed (the key switch's inner
+   * product), computed in the forward NTT's last kernel (mixsteps.c,
+   * ipfuse_target); the members then have no alias */
+  fhjit_value sum;
 } an_intt;
 
 typedef struct an_build {
@@ -177,6 +184,10 @@ fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target,
  * becomes vval (its value in a kernel's registers). */
 fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target, fhjit_value v,
                                fhjit_value vval, an_buf *in, int32_t *nin);
+/* The same with values vs[k] becoming vvals[k] (k < nv). */
+fhjit_value lw_step_clone_over_n(an_build *B, fhjit_graph *sub, fhjit_value target,
+                                 const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
+                                 int32_t *nin);
 /* A result not yet computed that the last kernel of v's steps can compute
  * from v's value there (v read by nothing else, only at the element and
  * component, through element-wise work, extract and pack, on v's rows and

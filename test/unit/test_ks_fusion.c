@@ -326,7 +326,10 @@ END_TEST
 
 /* Six digits of one row: the fused inner product would read each raised
  * digit once per component, 6 rows more than the accumulator's write and
- * read (4): materialised (one kernel more), unless ntt_plan mixfuse=1. */
+ * read (4): materialised (one kernel more), unless ntt_plan mixfuse=1;
+ * with ipfuse (default) the batched forward NTT's last kernel writes it
+ * either way (no kernel of its own; the converted rows transformed in
+ * place: the INTT's buffer, the conversions' and the sum, moddown's 3). */
 START_TEST(test_plans_bytes_rule) {
   env e;
   s7_env_init(&e, FHJIT_R62, 8, 10, 0x190);
@@ -340,10 +343,11 @@ START_TEST(test_plans_bytes_rule) {
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
     /* the digits' INTT 2 (one, shared: it was 2 per digit); per digit
-     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit);
-     * moddown 5; the inner product 1 */
-    ck_assert_int_eq(c.kernels, 2 + 6 * 1 + 2 + 5 + !force);
-    ck_assert_int_eq(c.scratch, 1 + 2 + 3 + !force);
+     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit),
+     * whose last kernel computes the inner product (ipfuse: it was a
+     * pointwise kernel of its own without mixfuse=1); moddown 5 */
+    ck_assert_int_eq(c.kernels, 2 + 6 * 1 + 2 + 5);
+    ck_assert_int_eq(c.scratch, 1 + 1 + 1 + 3);
   }
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
@@ -370,14 +374,114 @@ START_TEST(test_plans_digitfwd) {
     kernels[batched] = c.kernels;
     check_host(&e, g);
   }
-  /* six forward NTTs of 2 kernels against one */
-  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2);
-  /* the inverse NTT, 6 conversions, the forward NTT(s), moddown's 5, and
-   * the inner product's own kernel where the bytes rule keeps it */
-  ck_assert_int_ge(kernels[1], 2 + 6 + 2 + 5);
-  ck_assert_int_le(kernels[1], 2 + 6 + 2 + 5 + 1);
+  /* six forward NTTs of 2 kernels against one, which with ipfuse also
+   * computes the inner product (the bytes rule gave it a kernel of its
+   * own without) */
+  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + 1);
+  /* the inverse NTT, 6 conversions, the forward NTT, moddown's 5 */
+  ck_assert_int_eq(kernels[1], 2 + 6 + 2 + 5);
   ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "digitfwd=2"), FHJIT_OK);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "digitfwd"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
+
+/* ------------------------------------------------------------ ipfuse */
+
+/* ipfuse (mixsteps.c, ipfuse_target; ntt_emit.c's reduce mode): the key
+ * switch's inner product computed in the last kernel of the digits'
+ * batched forward NTT, every digit's value in registers, the raised digits
+ * never stored. Per case: one operation (key switch, relinearise, rotate)
+ * on one chain, host path against the interpreter word for word with
+ * ipfuse on (default) and off (ntt_plan ipfuse=0,mixfuse=0, which
+ * materialises the sum in a pointwise kernel of its own): the plan with
+ * ipfuse has exactly one kernel fewer and names the inner product in the
+ * forward NTT's epilogue, over every digit. dnum 2, 3 (a short last
+ * digit), 4 and 7, K = 1..3, a level below the top, a permuted basis, N =
+ * 2^4 .. 2^10 (one-kernel plans, whose blocks then hold one row, and
+ * two-kernel ones, kernel 0 in place), both radices, edge words on the
+ * inputs and keys (fill). */
+static const struct ipcase {
+  shape s;
+  int op; /* 0 key switch, 1 relinearise, 2 rotate */
+  int dnum;
+} ipcases[] = {
+    {{FHJIT_R62, 6, 2, 2, 4, 4, NULL}, 0, 2},   /* dnum 2, N = 2^4 */
+    {{FHJIT_R32, 7, 2, 2, 5, 5, NULL}, 1, 3},   /* digits {0,1} {2,3} {4} */
+    {{FHJIT_R62, 10, 2, 2, 10, 8, NULL}, 2, 4}, /* dnum 4, two kernels */
+    {{FHJIT_R32, 8, 1, 1, 10, 7, NULL}, 0, 7},  /* dnum 7, K = 1, two kernels */
+    {{FHJIT_R62, 8, 1, 1, 6, 7, NULL}, 1, 7},   /* dnum 7, one kernel */
+    {{FHJIT_R32, 6, 2, 2, 8, 4, perm4}, 0, 2},  /* a stated basis */
+    {{FHJIT_R62, 8, 3, 2, 10, 5, perm5}, 1, 3}, /* K = 3, permuted, a short digit */
+    {{FHJIT_R32, 7, 2, 2, 7, 3, NULL}, 2, 2},   /* level [0, 3) of Q 5: a short digit */
+    {{FHJIT_R62, 12, 2, 3, 9, 10, NULL}, 0, 4}, /* digits of 3: {0..2} .. {9} */
+    {{FHJIT_R32, 9, 2, 1, 10, 7, NULL}, 2, 7},  /* rotate, dnum 7, two kernels */
+};
+#define NIPCASES 10
+
+START_TEST(test_ipfuse) {
+  const struct ipcase *c = &ipcases[_i];
+  const shape *s = &c->s;
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1a0 + (uint64_t)_i);
+  int kernels[2];
+  for (int on = 0; on < 2; on++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", on ? NULL : "ipfuse=0,mixfuse=0"),
+                     FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "ipfuse", s->special, s->alpha);
+    fhjit_value k = key(&e, g, s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value r;
+    if (c->op == 0) r = fhjit_keyswitch(g, poly(&e, g, s, "d", 0), k, fwd, inv);
+    else if (c->op == 1) r = fhjit_ckks_relinearize(g, poly(&e, g, s, "c3", 3), k, fwd, inv);
+    else r = fhjit_ckks_rotate(g, poly(&e, g, s, "a", 2), 5, k, fwd, inv);
+    out(&e, g, r, "r");
+    counts n = plan_counts(&e, g);
+    kernels[on] = n.kernels;
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    char want[64];
+    snprintf(want, sizeof want, "inner product of %d digits", c->dnum);
+    ck_assert_msg((strstr(text, want) != NULL) == on, "ipfuse=%d, dnum %d:\n%s", on, c->dnum, text);
+    check_host(&e, g);
+  }
+  ck_assert_int_eq(kernels[0] - kernels[1], 1);
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
+/* Where ipfuse does not apply, the plan and the words are those of
+ * ipfuse=0: hoisted rotations (each raised digit read under several
+ * automorphisms), a raised digit that is also a result, a sum read by a
+ * second reader of a digit (the digit product kept as a result). */
+START_TEST(test_ipfuse_not) {
+  const shape *s = &ipcases[_i ? 3 : 2].s;
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1b0 + (uint64_t)_i);
+  int kernels[2];
+  for (int on = 0; on < 2; on++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", on ? NULL : "ipfuse=0"), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "noipfuse", s->special, s->alpha);
+    fhjit_value a = poly(&e, g, s, "a", 2), k = key(&e, g, s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    int64_t ks[2] = {5, 2 * e.n - 1};
+    fhjit_value keys[2] = {k, k}, res[2];
+    ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, a, 2, ks, keys, fwd, inv, res), FHJIT_OK);
+    out(&e, g, res[0], "h5");
+    out(&e, g, res[1], "hconj");
+    counts n = plan_counts(&e, g);
+    kernels[on] = n.kernels;
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_null(strstr(text, "inner product"));
+    check_host(&e, g);
+  }
+  ck_assert_int_eq(kernels[0], kernels[1]);
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "ipfuse=2"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "ipfuse"));
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
 }
@@ -505,6 +609,8 @@ Suite *ks_fusion_suite(void) {
   tcase_add_test(t, test_plans_bytes_rule);
   tcase_add_loop_test(t, test_plans_digitfwd, 0, 2);
   tcase_add_loop_test(t, test_shared_intt, 0, 2);
+  tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
+  tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   suite_add_tcase(s, t);
   return s;
 }
