@@ -267,14 +267,15 @@ run_ksab() {
 # A change of defaults against the old path in one round: the floors, then
 # ckks_bench and s7_bench with the defaults (both radices) and under
 # FHJIT_NTT_PLAN=$AB_PLAN (r62 and r32), and the r62 key switch's kernels
-# under ncu (OUT/ncu_keyswitch_r62.csv). AB_PLAN (environment) is required.
+# under ncu (OUT/ncu_keyswitch_r62.csv). AB_PLAN (environment) is required;
+# AB_PROGRAMS picks the programs (default "ckks_bench s7_bench").
 run_ab() {
   local status=0 r prog
   [ -n "${AB_PLAN:-}" ] || { echo "ab: set AB_PLAN to the ntt_plan of the old path" >&2; return 2; }
   mkdir -p "$OUT/results" "$LOGS/ab"
   S7_PROGRAMS= bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/ab" >"$LOGS/ab/floors.out" 2>&1 || status=1
   cp "$LOGS/ab/floors.json" "$LOGS/ab/run.json" "$OUT/results/" 2>/dev/null
-  for prog in ckks_bench s7_bench; do
+  for prog in ${AB_PROGRAMS:-ckks_bench s7_bench}; do
     for r in r62 r32; do
       timeout 150 "$BUILD/bench/$prog" --radix $r --floors "$LOGS/ab/floors.json" \
         --json "$OUT/results/${prog}_$r.json" >"$LOGS/ab/${prog}_$r.log" 2>&1 || status=1
