@@ -53,7 +53,10 @@
  *             (H200, ncu: 113.7 us, 479 MB); r32's moddown recomputed S
  *             in its kernels, reading each digit once per component.
  *             Hoisted rotations (digits read under automorphisms) keep
- *             the stored digits; ntt_plan ipfuse=0 too.
+ *             the stored digits; ntt_plan ipfuse=0 too. By default only
+ *             for at most 32 bytes of member words a position (r32 up to
+ *             8 digits, r62 up to 4): measured r32 dnum 4 281 us against
+ *             322, r62 dnum 7 1155 against 600 (ipfuse_target).
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -798,6 +801,12 @@ static fhjit_value ipfuse_target(an_build *B, an_intt *r) {
   lw_ntt_tuning_default(&tu);
   lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
   if (tu.ipfuse == 0 || !r->fwd || r->nmembers > LW_MAX_REG) return -1;
+  /* by default only where a thread's words of all the members fit 32
+   * bytes a position: on the H200 (N = 2^16, 263a381) r32 dnum 4 (16
+   * bytes) ran its key switch in 281 us against 322 stored, but r62 dnum
+   * 7 (56 bytes) in 1155 against 600 (the reduce kernel at 168 registers,
+   * 64 threads a block); ipfuse=1 forces it */
+  if (tu.ipfuse < 0 && r->nmembers * (g->radix == FHJIT_R32 ? 4 : 8) > 32) return -1;
   const fhjit_type *td = &g->nodes[r->d].type;
   if (fhjit_type_elements(td) != td->rows * td->n || td->comps > 1) return -1;
   size_t nn = (size_t)g->nnodes;

@@ -326,10 +326,9 @@ END_TEST
 
 /* Six digits of one row: the fused inner product would read each raised
  * digit once per component, 6 rows more than the accumulator's write and
- * read (4): materialised (one kernel more), unless ntt_plan mixfuse=1;
- * with ipfuse (default) the batched forward NTT's last kernel writes it
- * either way (no kernel of its own; the converted rows transformed in
- * place: the INTT's buffer, the conversions' and the sum, moddown's 3). */
+ * read (4): materialised (one kernel more), unless ntt_plan mixfuse=1.
+ * (r62: 6 digits of 8-byte words are past ipfuse's default 32 bytes, so
+ * the batched forward NTT stores the digits: test_ipfuse has the rest.) */
 START_TEST(test_plans_bytes_rule) {
   env e;
   s7_env_init(&e, FHJIT_R62, 8, 10, 0x190);
@@ -343,11 +342,10 @@ START_TEST(test_plans_bytes_rule) {
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
     /* the digits' INTT 2 (one, shared: it was 2 per digit); per digit
-     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit),
-     * whose last kernel computes the inner product (ipfuse: it was a
-     * pointwise kernel of its own without mixfuse=1); moddown 5 */
-    ck_assert_int_eq(c.kernels, 2 + 6 * 1 + 2 + 5);
-    ck_assert_int_eq(c.scratch, 1 + 1 + 1 + 3);
+     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit);
+     * moddown 5; the inner product 1 */
+    ck_assert_int_eq(c.kernels, 2 + 6 * 1 + 2 + 5 + !force);
+    ck_assert_int_eq(c.scratch, 1 + 2 + 3 + !force);
   }
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
@@ -374,12 +372,15 @@ START_TEST(test_plans_digitfwd) {
     kernels[batched] = c.kernels;
     check_host(&e, g);
   }
-  /* six forward NTTs of 2 kernels against one, which with ipfuse also
-   * computes the inner product (the bytes rule gave it a kernel of its
-   * own without) */
-  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + 1);
-  /* the inverse NTT, 6 conversions, the forward NTT, moddown's 5 */
-  ck_assert_int_eq(kernels[1], 2 + 6 + 2 + 5);
+  /* six forward NTTs of 2 kernels against one, which with ipfuse (r32's
+   * default for 6 digits: 24 bytes of words a position) also computes the
+   * inner product (the bytes rule gives it a kernel of its own without;
+   * r62's 48 bytes keep that kernel) */
+  int ip = radix == FHJIT_R32;
+  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + ip);
+  /* the inverse NTT, 6 conversions, the forward NTT, moddown's 5, and the
+   * inner product's own kernel without ipfuse */
+  ck_assert_int_eq(kernels[1], 2 + 6 + 2 + 5 + !ip);
   ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "digitfwd=2"), FHJIT_OK);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "digitfwd"));
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
@@ -395,14 +396,15 @@ END_TEST
  * batched forward NTT, every digit's value in registers, the raised digits
  * never stored. Per case: one operation (key switch, relinearise, rotate)
  * on one chain, host path against the interpreter word for word with
- * ipfuse on (default) and off (ntt_plan ipfuse=0,mixfuse=0, which
+ * ipfuse on (ipfuse=1) and off (ntt_plan ipfuse=0,mixfuse=0, which
  * materialises the sum in a pointwise kernel of its own): the plan with
  * ipfuse has exactly one kernel fewer and names the inner product in the
  * forward NTT's epilogue, over every digit. dnum 2, 3 (a short last
  * digit), 4 and 7, K = 1..3, a level below the top, a permuted basis, N =
  * 2^4 .. 2^10 (one-kernel plans, whose blocks then hold one row, and
  * two-kernel ones, kernel 0 in place), both radices, edge words on the
- * inputs and keys (fill). */
+ * inputs and keys (fill). The default plan is one of the two: fused for
+ * at most 32 bytes of digit words a position (r62 dnum 7 is not). */
 static const struct ipcase {
   shape s;
   int op; /* 0 key switch, 1 relinearise, 2 rotate */
@@ -427,9 +429,13 @@ START_TEST(test_ipfuse) {
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1a0 + (uint64_t)_i);
   int kernels[2];
-  for (int on = 0; on < 2; on++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", on ? NULL : "ipfuse=0,mixfuse=0"),
-                     FHJIT_OK);
+  /* 0: off, 1: forced, 2: the default, fused up to 32 bytes of digit
+   * words a position (ipfuse_target; its words are one of the two) */
+  static const char *const plans[3] = {"ipfuse=0,mixfuse=0", "ipfuse=1", NULL};
+  int by_default = c->dnum * (s->radix == FHJIT_R32 ? 4 : 8) <= 32;
+  for (int mode = 0; mode < 3; mode++) {
+    int on = mode == 2 ? by_default : mode;
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
     fhjit_graph *g = s7_graph(&e, "ipfuse", s->special, s->alpha);
     fhjit_value k = key(&e, g, s, "k");
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
@@ -439,13 +445,14 @@ START_TEST(test_ipfuse) {
     else r = fhjit_ckks_rotate(g, poly(&e, g, s, "a", 2), 5, k, fwd, inv);
     out(&e, g, r, "r");
     counts n = plan_counts(&e, g);
-    kernels[on] = n.kernels;
+    if (mode < 2) kernels[on] = n.kernels;
+    else ck_assert_int_eq(n.kernels, kernels[on]);
     const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     ck_assert_ptr_nonnull(text);
     char want[64];
     snprintf(want, sizeof want, "inner product of %d digits", c->dnum);
     ck_assert_msg((strstr(text, want) != NULL) == on, "ipfuse=%d, dnum %d:\n%s", on, c->dnum, text);
-    check_host(&e, g);
+    if (mode < 2) check_host(&e, g);
   }
   ck_assert_int_eq(kernels[0] - kernels[1], 1);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
@@ -463,7 +470,7 @@ START_TEST(test_ipfuse_not) {
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1b0 + (uint64_t)_i);
   int kernels[2];
   for (int on = 0; on < 2; on++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", on ? NULL : "ipfuse=0"), FHJIT_OK);
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", on ? "ipfuse=1" : "ipfuse=0"), FHJIT_OK);
     fhjit_graph *g = s7_graph(&e, "noipfuse", s->special, s->alpha);
     fhjit_value a = poly(&e, g, s, "a", 2), k = key(&e, g, s, "k");
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
