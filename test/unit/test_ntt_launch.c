@@ -195,11 +195,11 @@ START_TEST(ntt_cluster_launch) {
       ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - ex, 0);
       ck_assert(l.cluster[0] == 1 && l.cluster[1] == 1 && l.cluster[2] == 1);
     } else {
-      /* r32 2^16: 4 blocks of 2^14 words (64 KB + 8 KB padding: 4 words
-       * every 32, the vector exchange's, docs/ntt-cluster.md); r62: 8 of
-       * 2^13 (64 KB + 8 KB: 2 words every 16) */
-      unsigned C = radix == FHJIT_R32 ? 4 : 8;
-      unsigned bytes = radix == FHJIT_R32 ? (16384 + (512 << 2)) * 4 : (8192 + (512 << 1)) * 8;
+      /* r32 2^16: 2 blocks of 2^15 words (128 KB + 16 KB padding: 4
+       * words every 32, the vector exchange's, docs/ntt-cluster.md); r62:
+       * 8 of 2^13 (64 KB + 8 KB: 2 words every 16) */
+      unsigned C = radix == FHJIT_R32 ? 2 : 8;
+      unsigned bytes = radix == FHJIT_R32 ? (32768 + (1024 << 2)) * 4 : (8192 + (512 << 1)) * 8;
       ck_assert_int_eq(fake_calls("cuLaunchKernelEx") - ex, 1);
       ck_assert_int_eq(fake_calls("cuLaunchKernel") - plain, 0);
       ck_assert_uint_eq(l.cluster[0], C);
