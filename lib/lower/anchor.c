@@ -803,14 +803,12 @@ static an_plan *build_plan(fhjit_graph *g) {
   }
   for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
   if (check_plan_size(&B)) goto fail;
-  {
-    /* ntt_plan (FHJIT_NTT_PLAN) epi=0 turns epilogues off (comparisons); a
-     * malformed value is reported when the first plan is made */
-    lw_ntt_tuning t;
-    lw_ntt_tuning_default(&t);
-    lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &t);
-    if (t.epi != 0) choose_epilogues(&B);
-  }
+  /* ntt_plan (FHJIT_NTT_PLAN), read once for the steps' choices (a
+   * malformed value is reported when the first plan is made); epi=0 turns
+   * epilogues off (comparisons) */
+  lw_ntt_tuning_default(&B.tune);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B.tune);
+  if (B.tune.epi != 0) choose_epilogues(&B);
 
   for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
     if (B.live[v] && lw_is_s7(g, v)) {

@@ -481,11 +481,9 @@ static int fewer_bytes(an_build *B, fhjit_value x) {
 }
 
 static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
-  lw_ntt_tuning t;
-  lw_ntt_tuning_default(&t);
-  lw_ntt_tuning_parse(NULL, ir_option(B->g->ctx, IR_OPT_NTT_PLAN), &t);
-  if (t.mixfuse == 0 || !private_operand(B, v, x, 0)) return 0;
-  return t.mixfuse == 1 || fewer_bytes(B, x);
+  const lw_ntt_tuning *t = &B->tune;
+  if (t->mixfuse == 0 || !private_operand(B, v, x, 0)) return 0;
+  return t->mixfuse == 1 || fewer_bytes(B, x);
 }
 
 /* The first NTT step of v's operand x when x is fused: rows [first, first
@@ -536,9 +534,7 @@ static void rescale_steps(an_build *B, fhjit_value v) {
    * (lw_ntt_plan.lift); else a conversion kernel writing the l rows */
   fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   int32_t *c2 = cols_of(B, x, 0, l);
-  lw_ntt_tuning tu;
-  lw_ntt_tuning_default(&tu);
-  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  const lw_ntt_tuning tu = B->tune;
   int liftfuse = tu.liftfuse != 0;
   an_buf s2 = s1;
   fhjit_dense_layout(&t1, &dense);
@@ -762,9 +758,7 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
    * gathered or copied member keeps the per-digit transforms of all),
    * one forward table; ntt_plan digitfwd=0 keeps them per digit (to time
    * both: the batch costs the r62 key switch 86 MB more scratch) */
-  lw_ntt_tuning tu;
-  lw_ntt_tuning_default(&tu);
-  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  const lw_ntt_tuning tu = B->tune;
   r->fwd = tu.digitfwd != 0;
   for (fhjit_value w = v; w < g->nnodes; w++)
     if (B->intt[w] == r) {
@@ -797,9 +791,7 @@ static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
  * ntt_plan ipfuse=0 turns it off. */
 static fhjit_value ipfuse_target(an_build *B, an_intt *r) {
   fhjit_graph *g = B->g;
-  lw_ntt_tuning tu;
-  lw_ntt_tuning_default(&tu);
-  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &tu);
+  const lw_ntt_tuning tu = B->tune;
   if (tu.ipfuse == 0 || !r->fwd || r->nmembers > LW_MAX_REG) return -1;
   /* by default only where a thread's words of all the members fit 32
    * bytes a position: on the H200 (N = 2^16, 263a381) r32 dnum 4 (16

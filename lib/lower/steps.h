@@ -144,6 +144,7 @@ typedef struct an_build {
   an_intt **intt;   /* per modup node: NULL, or the inverse NTT it shares */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */
+  lw_ntt_tuning tune;  /* ntt_plan, parsed once (lw_ntt_tuning_parse) */
   fhjit_status st;
 } an_build;
 
