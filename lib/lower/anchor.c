@@ -350,22 +350,34 @@ static int index_in(const fhjit_value *vs, int nv, fhjit_value w) {
 fhjit_value lw_step_clone_over_n(an_build *B, fhjit_graph *sub, fhjit_value target,
                                  const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
                                  int32_t *nin) {
+  fhjit_value r = FHJIT_NO_VALUE;
+  lw_step_clone_multi(B, sub, &target, 1, vs, vvals, nv, in, nin, &r);
+  return r;
+}
+
+void lw_step_clone_multi(an_build *B, fhjit_graph *sub, const fhjit_value *targets, int nt,
+                         const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
+                         int32_t *nin, fhjit_value *out) {
   const fhjit_graph *g = B->g;
   size_t nn = (size_t)g->nnodes;
   char *need = calloc(nn, 1);
   fhjit_value *map = malloc(sizeof *map * nn * 2), *dmap = map ? map + nn : NULL;
-  fhjit_value r = FHJIT_NO_VALUE;
+  fhjit_value top = -1;
+  for (int t = 0; t < nt; t++) out[t] = FHJIT_NO_VALUE;
   if (!need || !map) {
     if (!B->st) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto done;
   }
-  need[target] = 1;
-  for (int32_t w = target; w >= 0; w--) {
+  for (int t = 0; t < nt; t++) {
+    need[targets[t]] = 1;
+    if (targets[t] > top) top = targets[t];
+  }
+  for (int32_t w = top; w >= 0; w--) {
     if (!need[w] || index_in(vs, nv, w) >= 0 || is_leaf(B, w)) continue;
     for (int a = 0; a < g->nodes[w].nargs; a++) need[g->nodes[w].args[a]] = 1;
   }
   for (size_t w = 0; w < nn; w++) map[w] = dmap[w] = FHJIT_NO_VALUE;
-  for (int32_t w = 0; w <= target && !B->st; w++) {
+  for (int32_t w = 0; w <= top && !B->st; w++) {
     if (!need[w]) continue;
     const ir_node *n = &g->nodes[w];
     int k = index_in(vs, nv, w);
@@ -380,11 +392,10 @@ fhjit_value lw_step_clone_over_n(an_build *B, fhjit_graph *sub, fhjit_value targ
       if (map[w] == FHJIT_NO_VALUE) sub_error(B, "copying an operation into an epilogue");
     }
   }
-  if (!B->st) r = map[target];
+  for (int t = 0; t < nt && !B->st; t++) out[t] = map[targets[t]];
 done:
   free(need);
   free(map);
-  return r;
 }
 
 /* Whether component c of w reads v (where dep[]) only at component c0 and
@@ -1200,8 +1211,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
           sp_buf_printf(&b, "  epilogue: ");
           /* ipfuse: the last kernel's grid runs over the output rows */
           if (e == 0 && sp->red.members > 0)
-            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows: ",
-                          sp->red.members, (long long)sp->red.out_rows);
+            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows, %s: ",
+                          sp->red.members, (long long)sp->red.out_rows,
+                          sp->red.acc > 0 ? "accumulated" : "slots");
           put_ops(&b, sp->epi_sub[e]);
           sp_buf_printf(&b, " -> ");
           put_buf(&b, sp->epi_out[e]);

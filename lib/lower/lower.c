@@ -328,7 +328,8 @@ typedef struct lw {
    * the body in the kernel (the GPU's per_thread groups) */
   int64_t nvalues, max_values;
   fhjit_status st;
-  int eval_comp; /* >= 0: the body returns this component of result 0 (lw_build_eval) */
+  int eval_comp; /* >= 0: the body returns this component of result eval_result (lw_build_eval) */
+  int eval_result;
   /* register inputs (lw_build_eval_regs, NTT epilogues: no load): input
    * reg_input[j]'s value is the eval function's argument after the group,
    * j-th of nreg (an ipfuse epilogue: one per member digit) */
@@ -672,6 +673,11 @@ static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out
     if (x != 0 && !L->st)
       L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
                        "internal: graph @%s: a register input read at another index", L->g->name);
+    /* one word a call: that of the component being evaluated */
+    if (in->type.comps > 1 && c != L->eval_comp && !L->st)
+      L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "internal: graph @%s: a register input read at another component",
+                       L->g->name);
     for (int l = 0; l < L->p->vec; l++) out[l] = rv;
     return;
   }
@@ -1214,7 +1220,7 @@ static void mark_body(lw *L) {
   for (int32_t r = 0; r < g->nresults; r++) {
     fhjit_value v = g->results[r].value;
     for (int c = 0; c < nc_of(&g->nodes[v]); c++)
-      if (L->eval_comp < 0 || (r == 0 && c == L->eval_comp)) need(L, 0, v, c);
+      if (L->eval_comp < 0 || (r == L->eval_result && c == L->eval_comp)) need(L, 0, v, c);
   }
   for (fhjit_value v = g->nnodes - 1; v >= 0 && !L->st; v--) {
     sort_uses(L, v);
@@ -1421,7 +1427,7 @@ static void name_args(lw *L, LLVMValueRef fn) {
 /* 1 (the internal error recorded) when module m already has the symbol
  * "<plan name><suffix>": see lw_symbol_taken. */
 static int name_taken(lw *L, const char *suffix) {
-  char name[LW_NAME_MAX + 16];
+  char name[LW_NAME_MAX + 24];
   snprintf(name, sizeof name, "%s%s", L->p->name, suffix);
   if (!lw_symbol_taken(L->m, name)) return 0;
   if (!L->st) L->st = lw_duplicate_symbol(L->g->ctx, name);
@@ -1443,14 +1449,16 @@ static LLVMValueRef build_body(lw *L) {
   types[n] = L->idxt;
   int reg = L->eval_comp >= 0 ? L->nreg : 0;
   for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
-  char suffix[16]; /* ".body", or ".eval" and a component (< 4) */
-  if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
+  char suffix[24]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
+  if (L->eval_comp >= 0 && L->eval_result > 0)
+    snprintf(suffix, sizeof suffix, ".r%d.eval%d", (int)L->eval_result, L->eval_comp);
+  else if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
   else snprintf(suffix, sizeof suffix, ".body");
   if (name_taken(L, suffix)) {
     free(types);
     return NULL;
   }
-  char fname[LW_NAME_MAX + 16];
+  char fname[LW_NAME_MAX + 24];
   snprintf(fname, sizeof fname, "%s%s", L->p->name, suffix);
   LLVMTypeRef ret = L->eval_comp >= 0 ? L->word : L->voidt;
   LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg), 0));
@@ -1477,7 +1485,7 @@ static LLVMValueRef build_body(lw *L) {
   if (L->eval_comp < 0) {
     LLVMBuildRetVoid(L->b);
   } else {
-    fhjit_value v = g->results[0].value;
+    fhjit_value v = g->results[L->eval_result].value;
     int c = nc_of(&g->nodes[v]) > 1 ? L->eval_comp : 0;
     LLVMBuildRet(L->b, L->st ? LLVMGetUndef(L->word) : slot(L, 0, v, c)[0]);
   }
@@ -1700,16 +1708,23 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
 fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                 LLVMContextRef c, LLVMModuleRef m, const int32_t *reg_input,
                                 int nreg, int64_t *values) {
+  return lw_build_eval_result(g, plan, target, c, m, 0, reg_input, nreg, values);
+}
+
+fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                                  LLVMContextRef c, LLVMModuleRef m, int32_t result,
+                                  const int32_t *reg_input, int nreg, int64_t *values) {
   *values = 0;
   if (nreg < 0 || nreg > LW_MAX_REG)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_regs: %d registers", nreg);
-  if (plan->vec != 1 || g->nresults < 1)
+  if (plan->vec != 1 || result < 0 || g->nresults <= result)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
-  fhjit_value v = g->results[0].value;
+  fhjit_value v = g->results[result].value;
   for (int comp = 0; comp < nc_of(&g->nodes[v]); comp++) {
     lw L;
     init_lw(&L, g, plan, target, c, m);
     L.eval_comp = comp;
+    L.eval_result = result;
     L.nreg = nreg;
     for (int j = 0; j < nreg; j++) L.reg_input[j] = reg_input[j];
     build_body(&L);

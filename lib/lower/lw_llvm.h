@@ -133,6 +133,14 @@ fhjit_status lw_build_eval_reg(fhjit_graph *g, const lw_plan *plan, lw_target ta
 fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                 LLVMContextRef c, LLVMModuleRef m, const int32_t *reg_input,
                                 int nreg, int64_t *values);
+/* The same for result `result` of g (>= 0), its functions named
+ * "<plan->name>.r<result>.eval<c>" for result > 0 (an ipfuse epilogue that
+ * accumulates member by member: result k folds member k into the sum). A
+ * register input of several components is read at the component being
+ * evaluated: the caller passes that component's word. */
+fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target target,
+                                  LLVMContextRef c, LLVMModuleRef m, int32_t result,
+                                  const int32_t *reg_input, int nreg, int64_t *values);
 
 /* The compile-time bound (docs/limits.md): one kernel body evaluates at most
  * this many values, a value being one component of one node in one index

@@ -57,6 +57,11 @@
  *             for at most 32 bytes of member words a position (r32 up to
  *             8 digits, r62 up to 4): measured r32 dnum 4 281 us against
  *             322, r62 dnum 7 1155 against 600 (ipfuse_target).
+ *             Where S is a left fold over the digits in their order
+ *             (ipacc_fold; ntt_plan ipacc=0: not), each digit is folded
+ *             into S as its body produces its words (one result of the
+ *             epilogue per digit), so a thread keeps S's components, not
+ *             every digit's words (r62 dnum 7: 104 registers against 168).
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -861,6 +866,73 @@ static fhjit_value ipfuse_target(an_build *B, an_intt *r) {
   return found;
 }
 
+static int same_type(const fhjit_type *a, const fhjit_type *b) {
+  if (a->kind != b->kind || a->comps != b->comps || a->nbatch != b->nbatch || a->rows != b->rows ||
+      a->n != b->n || a->domain != b->domain || a->form != b->form)
+    return 0;
+  for (int j = 0; j < a->nbatch; j++)
+    if (a->batch[j] != b->batch[j]) return 0;
+  return 1;
+}
+
+/* ipacc: whether the sum S (ipfuse_target) is a left fold over r's members
+ * in their order, S = op(...op(op(T_0, T_1), T_2)..., T_{D-1}) with op add
+ * or add_lazy (any mix), T_k reading member k and no other (plus leaves),
+ * T_0 not a member itself, and every partial sum of one type (S's): then
+ * chain[k] (k >= 1) is the fold step adding T_k = term[k], at argument
+ * 1 - at[k] (the partial sum at argument at[k]), and term[0] = T_0. Only
+ * such a fold may be accumulated member by member with the same bits as
+ * the interpreter whatever the ops and operands: SPEC's "any order gives
+ * the same word" holds for add_lazy of words in [0, 2q) only, not for add
+ * mixed in or other words, so the reduce kernel keeps the graph's own
+ * association and argument order. */
+static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain,
+                      fhjit_value *term, int *at) {
+  fhjit_graph *g = B->g;
+  int D = r->nmembers;
+  if (D < 1 || D > 30) return 0;
+  uint32_t *mask = calloc((size_t)S + 1, sizeof *mask);
+  if (!mask) {
+    oom(B);
+    return 0;
+  }
+  for (fhjit_value w = 0; w <= S; w++) {
+    const ir_node *n = &g->nodes[w];
+    int k = -1;
+    for (int j = 0; j < D; j++)
+      if (r->member[j] == w) k = j;
+    if (k >= 0) mask[w] = UINT32_C(1) << k;
+    else if (n->op != IR_INPUT && B->where[w].kind < 0)
+      for (int a = 0; a < n->nargs; a++) mask[w] |= mask[n->args[a]];
+  }
+  const fhjit_type *ts = &g->nodes[S].type;
+  fhjit_value cur = S;
+  int ok = 1;
+  for (int k = D - 1; k >= 1 && ok; k--) {
+    const ir_node *n = &g->nodes[cur];
+    ok = (n->op == IR_ADD || n->op == IR_ADD_LAZY) && n->nargs == 2 &&
+         same_type(&n->type, ts);
+    int a = -1;
+    for (int j = 0; j < 2 && ok; j++)
+      if (mask[n->args[j]] == (UINT32_C(1) << k) - 1 && mask[n->args[1 - j]] == UINT32_C(1) << k)
+        a = j;
+    ok = ok && a >= 0;
+    if (!ok) break;
+    chain[k] = cur;
+    at[k] = a;
+    term[k] = n->args[1 - a];
+    cur = n->args[a];
+  }
+  if (ok) {
+    term[0] = cur;
+    chain[0] = -1;
+    at[0] = -1;
+    ok = mask[cur] == 1 && cur != r->member[0] && same_type(&g->nodes[cur].type, ts);
+  }
+  free(mask);
+  return ok;
+}
+
 /* The reduce form of batched forward NTT step s (ipfuse): member values in
  * registers, r->sum computed in the last kernel into out. */
 static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
@@ -870,7 +942,7 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 2 + D));
+  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 3 + D));
   if (!sub || !in) {
     free(in);
     oom(B);
@@ -878,8 +950,13 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   }
   lw_ntt_reduce *red = &s->red;
   memset(red, 0, sizeof *red);
+  /* ipacc (default on): a left fold is accumulated member by member */
+  const lw_ntt_tuning tu = B->tune;
+  fhjit_value chain[LW_MAX_REG], term[LW_MAX_REG];
+  int at[LW_MAX_REG];
+  int acc = tu.ipacc != 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r, S, chain, term, at);
   int32_t nin = 0;
-  fhjit_value mv[LW_MAX_REG];
+  fhjit_value mv[LW_MAX_REG], av = FHJIT_NO_VALUE;
   int made = 1;
   for (int k = 0; k < D && !B->st && made; k++) {
     fhjit_value w = r->member[k];
@@ -896,9 +973,37 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
     red->nd[k] = nd;
     red->urow[k] = r->urow[k];
   }
-  fhjit_value res = B->st || !made
-                        ? FHJIT_NO_VALUE
-                        : lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
+  fhjit_value res = FHJIT_NO_VALUE;
+  if (acc && !B->st && made) {
+    /* the partial sum in registers (S's type: every partial sum's), then
+     * the terms' cones at once (their leaves shared), then result k: T_0,
+     * or the graph's fold step k over (acc, T_k) in its argument order */
+    const fhjit_type *ts = &g->nodes[S].type;
+    av = sub_input(sub, NULL, ts, cols_of(B, S, 0, ts->rows), NULL);
+    fhjit_value tv[LW_MAX_REG];
+    if (av != FHJIT_NO_VALUE) {
+      red->acc_reg = nin;
+      in[nin++] = s->dst;
+      lw_step_clone_multi(B, sub, term, D, r->member, mv, D, in, &nin, tv);
+    }
+    made = av != FHJIT_NO_VALUE && !B->st;
+    for (int k = 0; k < D && made; k++) {
+      fhjit_value f = tv[k];
+      if (k > 0) {
+        fhjit_value args[2];
+        args[at[k]] = av;
+        args[1 - at[k]] = tv[k];
+        f = ir_clone_op(sub, g, &g->nodes[chain[k]], args);
+      }
+      made = f != FHJIT_NO_VALUE && !fhjit_output(sub, f, NULL);
+      if (k == 0) res = f;
+    }
+    if (!made) res = FHJIT_NO_VALUE;
+    red->acc = ts->comps > 1 ? ts->comps : 1;
+  } else if (!B->st && made) {
+    res = lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
+    if (res != FHJIT_NO_VALUE && fhjit_output(sub, res, NULL)) res = FHJIT_NO_VALUE;
+  }
   /* the operand (its own rows of each member), unused by the sub-graph */
   const ir_node *dn = &g->nodes[r->d];
   fhjit_type tdd = dn->type;
@@ -906,7 +1011,7 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   fhjit_value dx = res == FHJIT_NO_VALUE
                        ? res
                        : sub_input(sub, NULL, &tdd, cols_of(B, r->d, 0, tdd.rows), &r->dview);
-  if (B->st || dx == FHJIT_NO_VALUE || fhjit_output(sub, res, NULL) || fhjit_bind(sub)) {
+  if (B->st || dx == FHJIT_NO_VALUE || fhjit_bind(sub)) {
     free(in);
     lw_step_sub_error(B, "the inner product of a batched forward NTT (ipfuse)");
     return;
@@ -918,7 +1023,7 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   red->d_offset = r->dview.offset;
   red->d_row_stride = r->dview.row_stride;
   red->d_index_stride = r->dview.index_stride;
-  lw_ntt_plan_reduce(&s->plan, D, red->out_rows);
+  lw_ntt_plan_reduce(&s->plan, D, red->out_rows, red->acc);
   s->epi_sub[0] = sub;
   s->epi_in[0] = in;
   s->epi_reg[0] = -1;

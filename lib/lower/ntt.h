@@ -179,13 +179,18 @@ typedef struct lw_ntt_plan {
    * 0: the plain transform */
   int reduce_members;
   int64_t reduce_rows;
+  /* > 0: the reduce kernel accumulates (lw_ntt_reduce.acc): per thread the
+   * current member's words and reduce_acc components of the sum (the
+   * host's shared slots: 1 + reduce_acc blocks of words); 0: every
+   * member's words (reduce_members blocks) */
+  int reduce_acc;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
  * `members` members and out_rows output rows: one row per block, no
  * per-row counters (pdl 2 becomes 1), no early loads, a cluster plan
  * replaced by its two-kernel schedule, the grid over the output rows. */
-void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows);
+void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -248,6 +253,10 @@ typedef struct lw_ntt_tuning {
   int ipfuse;    /* that batched forward NTT: 1 (default) its last kernel computes the
                   * sum the digits feed (a key switch's inner product) where the
                   * digits' values are in registers (mixsteps.c), 0 it stores them */
+  int ipacc;     /* that last kernel: 1 (default) folds each digit into the sum as its
+                  * body ends where the sum is a left fold over the digits in their
+                  * order (2 components x E words live), 0 keeps every digit's words
+                  * until all are transformed (D x E words) */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -330,6 +339,17 @@ typedef struct lw_ntt_reduce {
   int32_t reg[LW_MAX_REG];
   int32_t d_input;
   int64_t d_offset, d_row_stride, d_index_stride;
+  /* acc > 0 (ipacc): the sum is a left fold over the members in their order
+   * and the epilogue's sub-graph has one result per member: result 0 is
+   * T_0 (member 0's term), result k > 0 op_k(acc, T_k), the graph's own
+   * fold step with the previous partial sum as register input acc_reg (of
+   * acc components, read at the component evaluated); each result is
+   * evaluated right after member k's body, with member k's word and the
+   * accumulator's as registers, into the accumulator (acc components x E
+   * words a thread); the last one is the sum. 0: result 0 is the sum of
+   * every member's words (the slots). */
+  int acc;
+  int32_t acc_reg;
 } lw_ntt_reduce;
 
 typedef struct lw_ntt_fusion {

@@ -68,6 +68,12 @@ typedef struct ne {
    * registers: every index is a constant) */
   int red_active, red_k;
   LLVMValueRef red_slots;
+  LLVMValueRef red_blk; /* the output block (i64), while members are emitted */
+  /* red.acc > 0 (ipacc): result k's eval functions (fold member k into the
+   * accumulator), per component */
+  LLVMValueRef acc_fn[LW_MAX_REG][3];
+  LLVMTypeRef acc_ty[LW_MAX_REG][3];
+  int64_t acc_values[LW_MAX_REG];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -586,6 +592,16 @@ static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
  * member's body, so each thread reads back only what it wrote. */
 static int red_words(const ne *E) { return 1 << E->K->log_e; }
 
+/* Slots a thread keeps per word of its block: every member's (D), or
+ * accumulating (red.acc > 0, ipacc) the current member's and the sum's
+ * red.acc components (slot 0 the member, 1 + c component c). */
+static int red_nslots(const ne *E) {
+  return E->pro->red.acc > 0 ? 1 + E->pro->red.acc : E->pro->red.members;
+}
+
+/* The slot of member k's words. */
+static int red_mslot(const ne *E, int k) { return E->pro->red.acc > 0 ? 0 : k; }
+
 static LLVMValueRef red_slot(ne *E, int k, int g, int v, LLVMValueRef tid) {
   const lw_ntt_kplan *K = E->K;
   LLVMBuilderRef b = E->b;
@@ -600,10 +616,16 @@ static LLVMValueRef red_slot(ne *E, int k, int g, int v, LLVMValueRef tid) {
   return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
 }
 
-/* Member red_k's final words vals[0..V) of staged group g. */
+static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g);
+
+/* Member red_k's final words vals[0..V) of staged group g (accumulating:
+ * folded into the sum at once, so a thread holds one group's words of the
+ * member, not all E). */
 static void red_keep(ne *E, LLVMValueRef tid, int g, const LLVMValueRef *vals) {
   for (int v = 0; v < E->V; v++)
-    LLVMSetAlignment(LLVMBuildStore(E->b, vals[v], red_slot(E, E->red_k, g, v, tid)), walign(E));
+    LLVMSetAlignment(LLVMBuildStore(E->b, vals[v], red_slot(E, red_mslot(E, E->red_k), g, v, tid)),
+                     walign(E));
+  if (E->pro->red.acc) red_fold(E, E->red_k, tid, E->red_blk, g);
 }
 
 /* Dense offset (output row * N + index) of word (g, v) of the thread in
@@ -673,12 +695,72 @@ static void red_own(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk) {
           LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, o, c64(E, (uint64_t)R->d_row_stride), ""),
                           LLVMBuildNUWMul(b, i, c64(E, (uint64_t)R->d_index_stride), ""), ""), "");
       LLVMValueRef x = load(E, E->W, dptr, doff, walign(E), "own");
-      LLVMSetAlignment(LLVMBuildStore(b, x, red_slot(E, k, g, v, tid)), walign(E));
+      LLVMSetAlignment(LLVMBuildStore(b, x, red_slot(E, red_mslot(E, k), g, v, tid)), walign(E));
+      if (E->pro->red.acc && v == E->V - 1) red_fold(E, k, tid, blk, g);
     }
 }
 
+static LLVMValueRef asm_call(ne *E, LLVMTypeRef ret, const char *text, const char *cons,
+                             LLVMValueRef *args, unsigned n);
+
+/* GPU: x through a side-effecting move (an opaque copy the optimisers
+ * keep in place and cannot prove equal to x). */
+static LLVMValueRef red_pin(ne *E, LLVMValueRef x) {
+  int w64 = LLVMGetIntTypeWidth(LLVMTypeOf(x)) == 64;
+  return asm_call(E, LLVMTypeOf(x), w64 ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;",
+                  w64 ? "=l,l" : "=r,r", &x, 1);
+}
+
+/* ipacc: member k's words of staged group g (slot 0) folded into the
+ * accumulator's components (slots 1 + c): result k of epilogue 0, member
+ * k's word and (k > 0) the accumulator's component c as its registers. As
+ * member k's body (red_keep) or own rows (red_own) produce the group, so
+ * only the accumulator and one group of a member's words are live. */
+static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMBuilderRef b = E->b;
+  /* GPU: each fold's addresses and row constants from copies of tid and
+   * blk: without them one fold's (the keys' offsets, the row's modulus
+   * and Montgomery constant: about 20 values at r62) were shared by all
+   * the later ones, live across every body */
+  if (E->target == LW_GPU) tid = red_pin(E, tid), blk = red_pin(E, blk);
+  const fhjit_graph *sub = E->pro->epi[0].sub;
+  int nx = k ? 2 : 1;
+  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
+  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[0][j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  for (int v = 0; v < E->V; v++) {
+    LLVMValueRef off = red_out_off(E, tid, blk, g, v);
+    LLVMValueRef x = LLVMBuildLoad2(b, E->W, red_slot(E, 0, g, v, tid), "m");
+    LLVMSetAlignment(x, walign(E));
+    args[nargs - nx - 1] = E->epi_idx64[0] ? off : LLVMBuildTrunc(b, off, E->i32, "");
+    args[nargs - nx] = x;
+    for (int c = 0; c < R->acc; c++) {
+      LLVMValueRef at = red_slot(E, 1 + c, g, v, tid);
+      if (k) {
+        LLVMValueRef a = LLVMBuildLoad2(b, E->W, at, "acc");
+        LLVMSetAlignment(a, walign(E));
+        args[nargs - 1] = a;
+      }
+      E->inlined += E->acc_values[k];
+      LLVMValueRef y = LLVMBuildCall2(b, E->acc_ty[k][c], E->acc_fn[k][c], args, (unsigned)nargs, "fold");
+      /* GPU: the fold computed here, not sunk to where the next fold
+       * reads it (LLVM's O3 sank every fold to the last one, keeping
+       * all members' words and keys live: r62 dnum 7 at 255 registers
+       * and spills): a side-effecting move pins it before the next
+       * member's body */
+      if (E->target == LW_GPU) y = red_pin(E, y);
+      LLVMSetAlignment(LLVMBuildStore(b, y, at), walign(E));
+    }
+  }
+}
+
 /* Epilogue 0 at every word of the thread, the members' words as its
- * register inputs, stored at its component slots of the output rows. */
+ * register inputs (or, accumulating, the accumulator's components),
+ * stored at its component slots of the output rows. */
 static void red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_reduce *R = &E->pro->red;
   LLVMBuilderRef b = E->b;
@@ -688,14 +770,20 @@ static void red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   for (int g = 0; g < red_words(E) / V; g++) {
     LLVMValueRef off0 = red_out_off(E, tid, blk, g, 0);
     LLVMValueRef xs[4][LW_MAX_REG];
-    for (int v = 0; v < V; v++)
+    for (int v = 0; v < V && !R->acc; v++)
       for (int k = 0; k < R->members; k++)
         xs[v][k] = LLVMBuildLoad2(b, E->W, red_slot(E, k, g, v, tid), "m"), LLVMSetAlignment(xs[v][k], walign(E));
     for (int slot = 0; slot < epi_slots(E, 0); slot++) {
       LLVMValueRef vec = LLVMGetUndef(E->vecW);
       for (int v = 0; v < V; v++) {
         LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)v), "") : off0;
-        LLVMValueRef x = epi_value_regs(E, 0, slot, o, xs[v], R->members);
+        LLVMValueRef x;
+        if (R->acc) {
+          x = LLVMBuildLoad2(b, E->W, red_slot(E, 1 + slot, g, v, tid), "sum");
+          LLVMSetAlignment(x, walign(E));
+        } else {
+          x = epi_value_regs(E, 0, slot, o, xs[v], R->members);
+        }
         vec = LLVMBuildInsertElement(b, vec, x, c32(E, (uint64_t)v), "");
       }
       LLVMValueRef o = slot ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)((polys * R->out_rows * slot) << E->P->log_n)), "")
@@ -1247,6 +1335,7 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
       if (i == ep->reg) continue;
       int is_reg = 0;
       for (int r = 0; E->red_active && t == 0 && r < E->pro->red.members; r++) is_reg |= i == E->pro->red.reg[r];
+      is_reg |= E->red_active && t == 0 && E->pro->red.acc > 0 && i == E->pro->red.acc_reg;
       if (is_reg) continue;
       param_attr(E, fn, (unsigned)j, "nocapture");
       param_attr(E, fn, (unsigned)j, "noalias");
@@ -1459,7 +1548,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   if (E->red_active) /* the members' final words: registers once promoted */
-    E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(E->pro->red.members * red_words(E))), "slots");
+    E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(red_nslots(E) * red_words(E))), "slots");
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
   E->preloaded = 0;
@@ -1490,6 +1579,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     preload_pass0(E, tid, blk);
     E->preloaded = 1;
   }
+  E->red_blk = blk;
   for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
     /* member mk: its own rows loaded, or its body on its block (a branch
      * uniform per block: the body's barriers stay uniform) */
@@ -1636,6 +1726,7 @@ static void build_host_fn(ne *E, const char *name) {
   int n;
   LLVMValueRef fn = host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
   loop blk = loop_begin(E, begin, E->i64, "block");
+  E->red_blk = blk.iv;
   for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
     /* reduce mode (see build_gpu_kernel): member mk's own rows or body */
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
@@ -1685,9 +1776,27 @@ static fhjit_status build_epilogue(ne *E) {
     if (st) return st;
     pl.vec = 1;
     pl.groups = pl.work;
-    if (t == 0 && E->pro->red.members > 0)
-      st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, E->pro->red.reg,
-                              E->pro->red.members, &E->epi_values[t]);
+    const lw_ntt_reduce *R = &E->pro->red;
+    if (t == 0 && R->acc > 0) {
+      /* ipacc: result k folds member k (register 0) into the accumulator
+       * (register 1, k > 0) */
+      for (int k = 0; k < R->members && !st; k++) {
+        int32_t regs[2] = {R->reg[k], R->acc_reg};
+        st = lw_build_eval_result(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1,
+                                  &E->acc_values[k]);
+        for (int comp = 0; comp < R->acc && !st; comp++) {
+          char name[128];
+          if (k) snprintf(name, sizeof name, "%s.r%d.eval%d", pl.name, k, comp);
+          else snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
+          E->acc_fn[k][comp] = LLVMGetNamedFunction(E->m, name);
+          if (!E->acc_fn[k][comp])
+            return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", name);
+          E->acc_ty[k][comp] = LLVMGlobalGetValueType(E->acc_fn[k][comp]);
+        }
+      }
+    } else if (t == 0 && R->members > 0)
+      st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members,
+                              &E->epi_values[t]);
     else
       st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
                              &E->epi_values[t]);
@@ -1808,6 +1917,8 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     const lw_ntt_kplan *lk = &p->k[p->nkernels - 1];
     if (!st && (pro->red.members > 0 || p->reduce_members > 0) &&
         (pro->red.members != p->reduce_members || pro->red.out_rows != p->reduce_rows ||
+         pro->red.acc != p->reduce_acc || pro->red.acc > 3 ||
+         (pro->red.acc > 0 && pro->epi[0].sub->nresults != pro->red.members) ||
          pro->red.members > LW_MAX_REG || pro->nepi != 1 || pro->ntt_comps > 1 || lk->cols ||
          lk->cluster || !lk->staged_store || !lk->post || lk->log_c > lk->log_subs ||
          !ir_ntt_is_forward(p->kind)))
@@ -2035,7 +2146,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     int64_t units = k->cluster ? k->blocks >> k->cluster : k->blocks;
     size_t shared = ((size_t)k->smem_words << k->cluster) * ws;
     if (p->reduce_members > 0 && j == p->nkernels - 1) /* the members' slots (red_slot) */
-      shared += ((size_t)p->reduce_members << (k->log_c + k->m)) * ws;
+      shared += ((size_t)(p->reduce_acc > 0 ? 1 + p->reduce_acc : p->reduce_members)
+                 << (k->log_c + k->m)) * ws;
     fhjit_status st = jit_split(&ctx->err, host_range, &job, units, threads, shared, "NTT host run");
     if (st) return st;
   }

@@ -189,6 +189,11 @@ fhjit_value lw_step_clone_over(an_build *B, fhjit_graph *sub, fhjit_value target
 fhjit_value lw_step_clone_over_n(an_build *B, fhjit_graph *sub, fhjit_value target,
                                  const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
                                  int32_t *nin);
+/* The cones of targets[0..nt) cloned into sub at once (leaves shared:
+ * each buffer appended to in[] once), out[t] the clone of targets[t]. */
+void lw_step_clone_multi(an_build *B, fhjit_graph *sub, const fhjit_value *targets, int nt,
+                         const fhjit_value *vs, const fhjit_value *vvals, int nv, an_buf *in,
+                         int32_t *nin, fhjit_value *out);
 /* A result not yet computed that the last kernel of v's steps can compute
  * from v's value there (v read by nothing else, only at the element and
  * component, through element-wise work, extract and pack, on v's rows and

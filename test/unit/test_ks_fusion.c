@@ -404,7 +404,12 @@ END_TEST
  * 2^4 .. 2^10 (one-kernel plans, whose blocks then hold one row, and
  * two-kernel ones, kernel 0 in place), both radices, edge words on the
  * inputs and keys (fill). The default plan is one of the two: fused for
- * at most 32 bytes of digit words a position (r62 dnum 7 is not). */
+ * at most 32 bytes of digit words a position (r62 dnum 7 is not). The
+ * fused plan runs in both reduce modes, the words checked in each: the
+ * digits folded into the sum as each one's body ends (ipacc, the default:
+ * every builder's sum is a left fold over the digits in their order; the
+ * plan says "accumulated") and every digit's words kept until the sum
+ * (ipacc=0: "slots"). */
 static const struct ipcase {
   shape s;
   int op; /* 0 key switch, 1 relinearise, 2 rotate */
@@ -423,18 +428,22 @@ static const struct ipcase {
 };
 #define NIPCASES 10
 
+static int count_of(const char *text, const char *needle);
+
 START_TEST(test_ipfuse) {
   const struct ipcase *c = &ipcases[_i];
   const shape *s = &c->s;
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1a0 + (uint64_t)_i);
   int kernels[2];
-  /* 0: off, 1: forced, 2: the default, fused up to 32 bytes of digit
-   * words a position (ipfuse_target; its words are one of the two) */
-  static const char *const plans[3] = {"ipfuse=0,mixfuse=0", "ipfuse=1", NULL};
+  /* 0: off, 1: forced (accumulating), 2: forced with every digit's words
+   * kept, 3: the default, fused up to 32 bytes of digit words a position
+   * (ipfuse_target; its words are one of the two) */
+  static const char *const plans[4] = {"ipfuse=0,mixfuse=0", "ipfuse=1", "ipfuse=1,ipacc=0",
+                                       NULL};
   int by_default = c->dnum * (s->radix == FHJIT_R32 ? 4 : 8) <= 32;
-  for (int mode = 0; mode < 3; mode++) {
-    int on = mode == 2 ? by_default : mode;
+  for (int mode = 0; mode < 4; mode++) {
+    int on = mode == 3 ? by_default : mode > 0;
     ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
     fhjit_graph *g = s7_graph(&e, "ipfuse", s->special, s->alpha);
     fhjit_value k = key(&e, g, s, "k");
@@ -452,7 +461,10 @@ START_TEST(test_ipfuse) {
     char want[64];
     snprintf(want, sizeof want, "inner product of %d digits", c->dnum);
     ck_assert_msg((strstr(text, want) != NULL) == on, "ipfuse=%d, dnum %d:\n%s", on, c->dnum, text);
-    if (mode < 2) check_host(&e, g);
+    /* the mode that ran: accumulated unless ipacc=0 */
+    ck_assert_msg(count_of(text, ", accumulated: ") == (on && mode != 2), "mode %d:\n%s", mode, text);
+    ck_assert_msg(count_of(text, ", slots: ") == (mode == 2), "mode %d:\n%s", mode, text);
+    if (mode < 3) check_host(&e, g);
   }
   ck_assert_int_eq(kernels[0] - kernels[1], 1);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
@@ -607,6 +619,80 @@ START_TEST(test_shared_intt) {
 }
 END_TEST
 
+/* ipacc only for a left fold over the digits in their order: a key switch
+ * built by hand (modup per digit, digit products against the key, moddown
+ * of both components of their sum) with the sum in another association
+ * keeps every digit's words ("slots") and is exact; a left fold in digit
+ * order with the partial sum as either argument and add mixed with
+ * add_lazy is accumulated (both modes exact). Variants (_i % 4): 0 the
+ * digits summed in reverse order, 1 a right fold, 2 a balanced tree, 3
+ * add_lazy(p_k, acc) and add(acc, p_k) alternating. Shapes (_i / 4): r62
+ * dnum 4 (digits of 2), r32 dnum 7 (K = 1, digits of 1). */
+START_TEST(test_ipacc_shapes) {
+  static const shape sh[2] = {{FHJIT_R62, 10, 2, 2, 6, 8, NULL}, {FHJIT_R32, 8, 1, 1, 5, 7, NULL}};
+  const shape *s = &sh[_i / 4];
+  int variant = _i % 4;
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1c0 + (uint64_t)_i);
+  int K = s->special, l = s->rows, D = (l + s->alpha - 1) / s->alpha;
+  for (int acc = 1; acc >= (variant == 3 ? 0 : 1); acc--) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", acc ? "ipfuse=1" : "ipfuse=1,ipacc=0"),
+                     FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "ipacc", K, s->alpha);
+    fhjit_value d = poly(&e, g, s, "d", 0), k = key(&e, g, s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value p[8];
+    ck_assert_int_le(D, 8);
+    for (int j = 0; j < D; j++) {
+      int64_t dr = l - j * s->alpha < s->alpha ? l - j * s->alpha : s->alpha;
+      char tn[16];
+      snprintf(tn, sizeof tn, "uptab%d", j);
+      fhjit_value tab = s7_table(g, tn, dr * (1 + l + K - dr));
+      ck_assert_msg(tab >= 0, "%s", fhjit_last_error(e.ctx));
+      fhjit_value u = fhjit_modup(g, d, j, fwd, inv, tab);
+      ck_assert_msg(u >= 0, "%s", fhjit_last_error(e.ctx));
+      p[j] = fhjit_keyswitch_digit_product(g, u, k, j, 0);
+      ck_assert_msg(p[j] >= 0, "%s", fhjit_last_error(e.ctx));
+    }
+    fhjit_value sum = FHJIT_NO_VALUE;
+    if (variant == 0) { /* ((p[D-1] + p[D-2]) + ...) + p[0] */
+      sum = p[D - 1];
+      for (int j = D - 2; j >= 0; j--) sum = fhjit_add_lazy(g, sum, p[j]);
+    } else if (variant == 1) { /* p[0] + (p[1] + (... + p[D-1])) */
+      sum = p[D - 1];
+      for (int j = D - 2; j >= 0; j--) sum = fhjit_add_lazy(g, p[j], sum);
+    } else if (variant == 2) { /* pairs, then pairs of pairs */
+      fhjit_value lv[8];
+      int n = D;
+      for (int j = 0; j < n; j++) lv[j] = p[j];
+      while (n > 1) {
+        int m = 0;
+        for (int j = 0; j < n; j += 2) lv[m++] = j + 1 < n ? fhjit_add_lazy(g, lv[j], lv[j + 1]) : lv[j];
+        n = m;
+      }
+      sum = lv[0];
+    } else { /* a left fold in digit order, the partial sum either argument */
+      sum = p[0];
+      for (int j = 1; j < D; j++) sum = j % 2 ? fhjit_add_lazy(g, p[j], sum) : fhjit_add(g, sum, p[j]);
+    }
+    fhjit_value md = s7_table(g, "md", K + K * l + l);
+    out(&e, g, fhjit_moddown(g, sum, fwd, inv, md), "r");
+    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
+    char want[64];
+    snprintf(want, sizeof want, "inner product of %d digits", D);
+    ck_assert_msg(count_of(text, want) == 1, "variant %d:\n%s", variant, text);
+    int accumulated = variant == 3 && acc;
+    ck_assert_msg(count_of(text, ", accumulated: ") == accumulated, "variant %d:\n%s", variant, text);
+    ck_assert_msg(count_of(text, ", slots: ") == !accumulated, "variant %d:\n%s", variant, text);
+    check_host(&e, g);
+  }
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
 Suite *ks_fusion_suite(void) {
   Suite *s = suite_create("ks_fusion");
   TCase *t = tcase_create("fusion");
@@ -618,6 +704,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_shared_intt, 0, 2);
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
+  tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   suite_add_tcase(s, t);
   return s;
 }
