@@ -19,7 +19,10 @@
  * (bench/ckks-run.sh runs it first).
  *
  *   ckks_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
- * --quick: N = 2^12 (a check of this program). */
+ *              [--fused-only] [--ops I,J,...]
+ * --quick: N = 2^12 (a check of this program); --fused-only: not the
+ * separate graphs (an A/B of plans in half the time); --ops: only the
+ * operations of those indices (0 key switch ... 5 hoisted rotations). */
 #include "s7_harness.h"
 
 #define HOISTED 8
@@ -235,18 +238,29 @@ static void floors_of(const set *s, op o, row *r) {
   }
 }
 
+static int fused_only;
+static const char *ops_wanted; /* NULL: every operation */
+
+static int op_wanted(int o) {
+  if (!ops_wanted) return 1;
+  for (const char *c = ops_wanted; *c; c++)
+    if (*c - '0' == o && (c == ops_wanted || c[-1] == ',') && (c[1] == ',' || !c[1])) return 1;
+  return 0;
+}
+
 static void bench_set(fhjit_radix radix, int log_n, int quick) {
   set s;
   set_init(&s, radix, log_n);
   double rotate_us = 0;
   for (int o = 0; o < NUM_OPS; o++) {
+    if (!op_wanted(o)) continue;
     row r = {.op = op_name[o]};
     floors_of(&s, (op)o, &r);
     r.us = time_graph(&s, fused_graph(&s, (op)o), 1, quick, &r.kernels);
-    r.sep_us = sep_graphs(&s, (op)o, quick, &r.sep_kernels);
+    if (!fused_only) r.sep_us = sep_graphs(&s, (op)o, quick, &r.sep_kernels);
     report(&s, &r);
     if (o == ROTATE) rotate_us = r.us;
-    if (o == HOISTED_ROT)
+    if (o == HOISTED_ROT && rotate_us > 0)
       printf("     %d hoisted rotations / one rotation: %.2fx (target at most 4x)\n", HOISTED,
              r.us / rotate_us);
   }
@@ -261,8 +275,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--radix") && i + 1 < argc) radices = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--fused-only")) fused_only = 1;
+    else if (!strcmp(argv[i], "--ops") && i + 1 < argc) ops_wanted = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n",
+      fprintf(stderr,
+              "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick] "
+              "[--fused-only] [--ops I,J,...]\n",
               argv[0]);
       return 2;
     }

@@ -41,6 +41,9 @@
 #     ckks_bench and s7_bench with the defaults and under that ntt_plan
 #     (the old path), both radices, and the r62 key switch under ncu
 #     (run_ab).
+#   CKKS_AB="r62:PLAN r32:PLAN ..." bench/session-round.sh ckksab BUILD OUT
+#     ckks_bench --fused-only per radix named: the defaults, then under each
+#     PLAN given for it (run_ckksab; CKKS_OPS: --ops, default every op).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -294,6 +297,29 @@ run_ab() {
   return $status
 }
 
+run_ckksab() {
+  local status=0 r pair plan tag
+  [ -n "${CKKS_AB:-}" ] || { echo "ckksab: set CKKS_AB to radix:plan pairs" >&2; return 2; }
+  mkdir -p "$OUT/results" "$LOGS/ckksab"
+  S7_PROGRAMS= bash "$REPO/bench/s7-run.sh" "$BUILD" "$LOGS/ckksab" >"$LOGS/ckksab/floors.out" 2>&1 || status=1
+  cp "$LOGS/ckksab/floors.json" "$LOGS/ckksab/run.json" "$OUT/results/" 2>/dev/null
+  local ops=(); [ -n "${CKKS_OPS:-}" ] && ops=(--ops "$CKKS_OPS")
+  for r in r62 r32; do
+    case " $CKKS_AB" in *" $r:"*) ;; *) continue ;; esac
+    for pair in "$r:" $CKKS_AB; do
+      [ "${pair%%:*}" = "$r" ] || continue
+      plan=${pair#*:}
+      tag=${plan:-default}; tag=${tag//[^a-z0-9_]/_}
+      FHJIT_NTT_PLAN=$plan timeout 200 "$BUILD/bench/ckks_bench" --radix $r --fused-only "${ops[@]}" \
+        --floors "$LOGS/ckksab/floors.json" --json "$OUT/results/ckks_bench_${r}_$tag.json" \
+        >"$LOGS/ckksab/${r}_$tag.log" 2>&1 || status=1
+      echo "######## ckks_bench $r ${plan:-(defaults)}"
+      grep -E '^r(32|62)|FAILED' "$LOGS/ckksab/${r}_$tag.log"
+    done
+  done
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
@@ -303,7 +329,8 @@ case $MODE in
   followup) run_followup; STATUS=$? ;;
   ksab) run_ksab; STATUS=$? ;;
   ab) run_ab; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab BUILD OUT" >&2; exit 2 ;;
+  ckksab) run_ckksab; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab|ckksab BUILD OUT" >&2; exit 2 ;;
 esac
 if [ -d "$OUT/results" ]; then
   python3 "$REPO/bench/check-results.py" "$OUT/results" || STATUS=1
