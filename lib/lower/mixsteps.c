@@ -57,11 +57,14 @@
  *             for at most 32 bytes of member words a position (r32 up to
  *             8 digits, r62 up to 4): measured r32 dnum 4 281 us against
  *             322, r62 dnum 7 1155 against 600 (ipfuse_target).
- *             Where S is a left fold over the digits in their order
- *             (ipacc_fold; ntt_plan ipacc=0: not), each digit is folded
- *             into S as its body produces its words (one result of the
- *             epilogue per digit), so a thread keeps S's components, not
- *             every digit's words (r62 dnum 7: 104 registers against 168).
+ *             With ntt_plan ipacc=1 (off by default: slower on the
+ *             H200, r32 dnum 4 299 us against 281.5, r62 dnum 7 with
+ *             ipfuse=1 1006 against 600 unfused), where S is a left fold
+ *             over the digits in their order (ipacc_fold), each digit is
+ *             folded into S as its body produces its words (one result of
+ *             the epilogue per digit), so a thread keeps S's components,
+ *             not every digit's words (r62 dnum 7: 104 registers against
+ *             168).
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -950,11 +953,13 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   }
   lw_ntt_reduce *red = &s->red;
   memset(red, 0, sizeof *red);
-  /* ipacc (default on): a left fold is accumulated member by member */
+  /* ipacc (ntt_plan ipacc=1; off by default: measured slower, r32
+   * 299 us against 281.5, r62 1006 against 600 with ipfuse=0): a left
+   * fold is accumulated member by member */
   const lw_ntt_tuning tu = B->tune;
   fhjit_value chain[LW_MAX_REG], term[LW_MAX_REG];
   int at[LW_MAX_REG];
-  int acc = tu.ipacc != 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r, S, chain, term, at);
+  int acc = tu.ipacc > 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r, S, chain, term, at);
   int32_t nin = 0;
   fhjit_value mv[LW_MAX_REG], av = FHJIT_NO_VALUE;
   int made = 1;

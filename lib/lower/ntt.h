@@ -253,10 +253,10 @@ typedef struct lw_ntt_tuning {
   int ipfuse;    /* that batched forward NTT: 1 (default) its last kernel computes the
                   * sum the digits feed (a key switch's inner product) where the
                   * digits' values are in registers (mixsteps.c), 0 it stores them */
-  int ipacc;     /* that last kernel: 1 (default) folds each digit into the sum as its
-                  * body ends where the sum is a left fold over the digits in their
-                  * order (2 components x E words live), 0 keeps every digit's words
-                  * until all are transformed (D x E words) */
+  int ipacc;     /* that last kernel: 1 folds each digit into the sum as its body ends
+                  * where the sum is a left fold over the digits in their order (2
+                  * components x E words live), 0 (default: measured faster) keeps
+                  * every digit's words until all are transformed (D x E words) */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */

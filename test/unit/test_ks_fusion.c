@@ -406,10 +406,10 @@ END_TEST
  * inputs and keys (fill). The default plan is one of the two: fused for
  * at most 32 bytes of digit words a position (r62 dnum 7 is not). The
  * fused plan runs in both reduce modes, the words checked in each: the
- * digits folded into the sum as each one's body ends (ipacc, the default:
- * every builder's sum is a left fold over the digits in their order; the
- * plan says "accumulated") and every digit's words kept until the sum
- * (ipacc=0: "slots"). */
+ * digits folded into the sum as each one's body ends (ipacc=1: every
+ * builder's sum is a left fold over the digits in their order; the plan
+ * says "accumulated") and every digit's words kept until the sum (the
+ * default, ipacc=0: "slots"). */
 static const struct ipcase {
   shape s;
   int op; /* 0 key switch, 1 relinearise, 2 rotate */
@@ -438,8 +438,8 @@ START_TEST(test_ipfuse) {
   int kernels[2];
   /* 0: off, 1: forced (accumulating), 2: forced with every digit's words
    * kept, 3: the default, fused up to 32 bytes of digit words a position
-   * (ipfuse_target; its words are one of the two) */
-  static const char *const plans[4] = {"ipfuse=0,mixfuse=0", "ipfuse=1", "ipfuse=1,ipacc=0",
+   * (ipfuse_target) with every digit's words kept */
+  static const char *const plans[4] = {"ipfuse=0,mixfuse=0", "ipfuse=1,ipacc=1", "ipfuse=1",
                                        NULL};
   int by_default = c->dnum * (s->radix == FHJIT_R32 ? 4 : 8) <= 32;
   for (int mode = 0; mode < 4; mode++) {
@@ -461,9 +461,9 @@ START_TEST(test_ipfuse) {
     char want[64];
     snprintf(want, sizeof want, "inner product of %d digits", c->dnum);
     ck_assert_msg((strstr(text, want) != NULL) == on, "ipfuse=%d, dnum %d:\n%s", on, c->dnum, text);
-    /* the mode that ran: accumulated unless ipacc=0 */
-    ck_assert_msg(count_of(text, ", accumulated: ") == (on && mode != 2), "mode %d:\n%s", mode, text);
-    ck_assert_msg(count_of(text, ", slots: ") == (mode == 2), "mode %d:\n%s", mode, text);
+    /* the mode that ran: accumulated only with ipacc=1 */
+    ck_assert_msg(count_of(text, ", accumulated: ") == (mode == 1), "mode %d:\n%s", mode, text);
+    ck_assert_msg(count_of(text, ", slots: ") == (on && mode != 1), "mode %d:\n%s", mode, text);
     if (mode < 3) check_host(&e, g);
   }
   ck_assert_int_eq(kernels[0] - kernels[1], 1);
@@ -636,7 +636,7 @@ START_TEST(test_ipacc_shapes) {
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1c0 + (uint64_t)_i);
   int K = s->special, l = s->rows, D = (l + s->alpha - 1) / s->alpha;
   for (int acc = 1; acc >= (variant == 3 ? 0 : 1); acc--) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", acc ? "ipfuse=1" : "ipfuse=1,ipacc=0"),
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", acc ? "ipfuse=1,ipacc=1" : "ipfuse=1"),
                      FHJIT_OK);
     fhjit_graph *g = s7_graph(&e, "ipacc", K, s->alpha);
     fhjit_value d = poly(&e, g, s, "d", 0), k = key(&e, g, s, "k");
