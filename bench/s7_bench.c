@@ -12,8 +12,10 @@
  * read from the CUDA baseline's --floors output (bench/s7-run.sh runs it
  * first, in the same script), and the same work as separate graphs (each
  * NTT, the conversion, the pointwise rest as their own kernels, every value
- * through memory), timed the same way. The automorphism is timed alone and
- * fused into a product (mul(automorphism(x), z) against mul(x, z)).
+ * through memory), timed the same way. The automorphism is timed alone,
+ * fused into a product (mul(automorphism(x), z) against mul(x, z)) and
+ * fused into the NTT that reads it (coefficient domain: the forward NTT's
+ * loads; NTT domain: the inverse NTT's), against the NTT alone.
  *
  *   s7_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
  *            [--sweep-bconv] [--bconv-plans "P1;P2;..."]
@@ -59,6 +61,19 @@ static fhjit_graph *aut_graph(const set *s, fhjit_domain d, int mode) {
   return done(g, fhjit_mul(g, a, poly(s, g, "z", 0, s->mq, d, FHJIT_FORM_MONT)));
 }
 
+
+/* The NTT that reads an automorphism: a forward NTT of automorphism(x) in
+ * the coefficient domain, an inverse one in the NTT domain (aut = 0: of x
+ * itself), over Q's rows. */
+static fhjit_graph *aut_ntt_graph(const set *s, fhjit_domain d, int aut) {
+  fhjit_graph *g = new_graph(s, "autntt");
+  int fwd = d == FHJIT_DOMAIN_COEF;
+  fhjit_value x = poly(s, g, "x", 0, s->mq, d, FHJIT_FORM_MONT);
+  fhjit_value a = aut ? fhjit_automorphism(g, x, 5 * 5 * 5 % (2 * s->n)) : x;
+  fhjit_type tt = {.kind = FHJIT_KIND_TWIDDLE, .rows = s->mq, .n = s->n};
+  fhjit_value tw = fhjit_input(g, fwd ? "fwd" : "inv", &tt);
+  return done(g, fhjit_ntt(g, a, tw, fwd ? FHJIT_NTT_COEF_MONT_TO_NTT : FHJIT_NTT_TO_COEF_MONT));
+}
 
 /* The pointwise rest of moddown and rescale as a graph of its own:
  * mul(sub(x, u), c) with c a full polynomial of constants. */
@@ -157,6 +172,16 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
     bu_json_item("\"kind\": \"s7_aut_fused\", \"radix\": \"%s\", \"domain\": \"%s\", "
                  "\"fused_us\": %.3f, \"plain_us\": %.3f",
                  radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", fused, plain);
+    double nfused = time_graph(&s, aut_ntt_graph(&s, D, 1), 1, quick, &k1);
+    double nplain = time_graph(&s, aut_ntt_graph(&s, D, 0), 1, quick, &k2);
+    printf("     %s fused into the %s NTT: %.1f us (%d kernels) against the NTT alone %.1f us (%d): "
+           "+%.1f%% (target < 5%%)\n",
+           dom ? "coefficient-domain automorphism" : "NTT-domain automorphism",
+           dom ? "forward" : "inverse", nfused, k1, nplain, k2, (nfused / nplain - 1) * 100);
+    bu_json_item("\"kind\": \"s7_aut_ntt\", \"radix\": \"%s\", \"domain\": \"%s\", "
+                 "\"fused_us\": %.3f, \"plain_us\": %.3f, \"fused_kernels\": %d, "
+                 "\"plain_kernels\": %d",
+                 radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", nfused, nplain, k1, k2);
   }
   set_free(&s);
 }
