@@ -630,6 +630,50 @@ static void mark_cone(const an_build *B, fhjit_value root, char *mark, int enter
   }
 }
 
+/* Whether the cone a prologue of x would compute holds a coefficient-domain
+ * automorphism not already in memory. Its per-lane loads put every lane of
+ * a warp in a sector of its own (sources k^-1 apart), and an NTT's first
+ * kernel loads a whole column of each row at once: fused there they cost
+ * more than a pointwise pass writing the operand (H200, N = 2^16, Q's rows:
+ * the forward NTT r62 35.2 -> 58.8 us, r32 20.2 -> 51.3 us, against 13.8
+ * and 11.1 us for the automorphism alone). */
+static int scattered_cone(const an_build *B, fhjit_value x, char *cone) {
+  const fhjit_graph *g = B->g;
+  mark_cone(B, x, cone, 0);
+  for (fhjit_value w = 0; w <= x; w++)
+    if (cone[w] && g->nodes[w].op == IR_AUTOMORPHISM && B->where[w].kind < 0 &&
+        g->nodes[w].type.domain == FHJIT_DOMAIN_COEF)
+      return 1;
+  return 0;
+}
+
+/* The operand x of an NTT computed by a pointwise step into its result
+ * buffer or scratch (the whole value an extract reads), for the NTT to
+ * read in place, when its prologue would hold scattered loads (ntt_plan
+ * autpro=1: fused anyway). 1 when it was. */
+static int materialise_scattered(an_build *B, fhjit_value x) {
+  const fhjit_graph *g = B->g;
+  if (B->tune.autpro > 0) return 0;
+  char *cone = malloc((size_t)g->nnodes);
+  if (!cone) {
+    B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return 0;
+  }
+  int scattered = scattered_cone(B, x, cone);
+  free(cone);
+  if (!scattered) return 0;
+  fhjit_value m = g->nodes[x].op == IR_EXTRACT ? g->nodes[x].args[0] : x;
+  an_buf dst = {LW_ARG_RESULT, g->result_of[m]};
+  if (g->result_of[m] < 0) {
+    int sc = lw_step_scratch(B, &g->nodes[m].type);
+    dst = (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
+  }
+  if (B->st) return 0;
+  lw_step_pointwise(B, &m, &dst, 1);
+  if (!B->st) B->where[m] = dst;
+  return !B->st;
+}
+
 static int same_shape(const fhjit_type *a, const fhjit_type *b) {
   if (a->n != b->n || a->rows != b->rows || a->nbatch != b->nbatch || a->digits != b->digits) return 0;
   for (int i = 0; i < a->nbatch; i++)
@@ -837,7 +881,10 @@ static an_plan *build_plan(fhjit_graph *g) {
     fhjit_graph *pro_sub = NULL;
     an_buf *pro_in = NULL;
     int pro_comp = -1;
-    if (!source_view(&B, x, &src, &view)) {
+    int in_memory = source_view(&B, x, &src, &view);
+    if (!in_memory && materialise_scattered(&B, x)) in_memory = source_view(&B, x, &src, &view);
+    if (B.st) break;
+    if (!in_memory) {
       /* computed: fused into the NTT's first kernel (prologue) */
       fhjit_value m = x;
       if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];

@@ -396,6 +396,62 @@ START_TEST(test_ntt_roundtrip_bases) {
 }
 END_TEST
 
+/* An NTT whose operand reads a coefficient-domain automorphism: by default
+ * the operand is computed by a pointwise step first (its scattered loads
+ * cost more in the NTT's first kernel than a pass of their own), with
+ * ntt_plan autpro=1 in the NTT's prologue; an NTT-domain automorphism
+ * stays in the inverse NTT's prologue either way. Both plans give the
+ * interpreter's words. Operands (_i % 3): automorphism(x); add(
+ * automorphism(c_1), y) of a 2-component ciphertext; the same, its sum also
+ * a result (materialised into its result buffer). _i / 3: radix, then k. */
+static int count_in(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+START_TEST(test_ntt_scattered_prologue) {
+  int shape = _i % 3;
+  fhjit_radix radix = (_i / 3) % 2 ? FHJIT_R62 : FHJIT_R32;
+  env e;
+  env_init(&e, radix, 5 + _i % 4, 90 + (uint64_t)_i);
+  int64_t k = (_i / 6) % 2 ? 2 * e.n - 1 : 5;
+  for (int fused = 0; fused < 2; fused++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", fused ? "autpro=1" : NULL), FHJIT_OK);
+    fhjit_graph *g = new_graph(&e, "scat");
+    fhjit_value fw = twiddles(&e, g, "fw"), iv = twiddles(&e, g, "iv");
+    fhjit_value op;
+    if (shape == 0) {
+      op = fhjit_automorphism(g, poly(&e, g, "x", 0, 0, NULL, e.m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT), k);
+    } else {
+      fhjit_value c = poly(&e, g, "c", 2, 0, NULL, e.m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+      fhjit_value y = poly(&e, g, "y", 0, 0, NULL, e.m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+      op = fhjit_add(g, fhjit_automorphism(g, fhjit_extract(g, c, 1), k), y);
+      if (shape == 2) fhjit_output(g, op, "sum");
+    }
+    fhjit_value f = fhjit_ntt(g, op, fw, FHJIT_NTT_COEF_MONT_TO_NTT);
+    fhjit_output(g, f, "f");
+    /* the NTT-domain automorphism of f in the inverse NTT's prologue */
+    fhjit_output(g, fhjit_ntt(g, fhjit_automorphism(g, f, k), iv, FHJIT_NTT_TO_COEF_MONT), "b");
+    char what[96];
+    snprintf(what, sizeof what, "scattered prologue r%d shape %d k %lld autpro=%d",
+             radix == FHJIT_R32 ? 32 : 62, shape, (long long)k, fused);
+    check_graph(&e, g, what, _i < 3);
+    const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(plan);
+    /* the forward NTT's prologue only when fused; the inverse's always */
+    ck_assert_msg(count_in(plan, "prologue: ") == 1 + fused, "%s:\n%s", what, plan);
+    ck_assert_msg((strstr(plan, "step 0: pointwise ") != NULL) == !fused, "%s:\n%s", what, plan);
+    /* the sum as a result: written by that step (read in place by the
+     * NTT), or (fused) by a pointwise step of its own after the NTTs */
+    ck_assert_msg(count_in(plan, ": pointwise ") == (!fused || shape == 2), "%s:\n%s", what, plan);
+    ck_assert_msg((strstr(plan, "result 0 -> result 1") != NULL) == (shape == 2 && !fused),
+                  "%s:\n%s", what, plan);
+  }
+  env_free(&e);
+}
+END_TEST
+
 /* ---------------------------------------------------- rows and concat */
 
 /* A basis of `rows` distinct positions of the chain, random. */
@@ -705,6 +761,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_two_bases_refused);
   tcase_add_loop_test(tc, test_ntt_bases, 0, 32);
   tcase_add_loop_test(tc, test_ntt_roundtrip_bases, 0, 6);
+  tcase_add_loop_test(tc, test_ntt_scattered_prologue, 0, 12);
   tcase_add_loop_test(tc, test_rows_concat, 0, 42);
   tcase_add_loop_test(tc, test_automorphism, 0, 64);
   tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
