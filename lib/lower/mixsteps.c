@@ -463,10 +463,12 @@ static void comp_reads(const an_build *B, fhjit_value w, int c, char *mark, char
  * digit products; a0, b0 by d0 and d1) is read once per such component,
  * where the kernel materialising x would read it once. Materialising
  * instead writes x and reads it back: 2 C rows per row of x. So: computed
- * when sum_c reads(c) - |union_c reads(c)| <= 2 C (in rows of x). A key
- * switch of b digits: b extra rows against 4: computed for b <= 4 (r32's
- * benchmark, dnum 4), materialised for r62's dnum 7 (the ntt_plan key
- * mixfuse=1 computes it anyway: the second reads may hit L2 on a GPU). */
+ * when sum_c reads(c) - |union_c reads(c)| < 2 C (in rows of x). A key
+ * switch of b digits: b extra rows against 4: computed for b <= 3,
+ * materialised for r32's dnum 4 (the tie: fused, the r32 hoisted
+ * rotations' moddown read the digits at 2.4 TB/s, 121 us a rotation, on
+ * the H200) and r62's dnum 7 (the ntt_plan key mixfuse=1 computes it
+ * anyway). */
 static int fewer_bytes(an_build *B, fhjit_value x) {
   const fhjit_graph *g = B->g;
   int C = g->nodes[x].type.comps > 1 ? g->nodes[x].type.comps : 1;
@@ -485,7 +487,7 @@ static int fewer_bytes(an_build *B, fhjit_value x) {
   free(mark);
   free(seen);
   free(all);
-  return ok && sum - uni <= 2 * C;
+  return ok && sum - uni < 2 * C;
 }
 
 static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
