@@ -257,6 +257,8 @@ typedef struct lw_ntt_tuning {
                   * where the sum is a left fold over the digits in their order (2
                   * components x E words live), 0 (default: measured faster) keeps
                   * every digit's words until all are transformed (D x E words) */
+  int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
+                   * one kernel for all digits of one shape, 0 one kernel per digit */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -265,7 +267,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, bconvbatch) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
