@@ -999,10 +999,12 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   k->nargs = 0;
   k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
   k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
-  if (st->is_bconv) { /* (params, pstride, table, src, dst) */
+  if (st->is_bconv) { /* (params, pstride, table, src, dst, the other digits' tables in[]) */
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->src.kind, st->src.index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    for (int d = 1; d < st->bconv.digits; d++)
+      k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[d - 1].kind, st->in[d - 1].index};
     return;
   }
   if (st->is_ntt) {
@@ -1275,7 +1277,24 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         put_buf(&b, sp->src);
         sp_buf_printf(&b, " -> ");
         put_buf(&b, sp->dst);
-        if (bp->dst_offset) /* rows of a larger buffer */
+        if (bp->digits > 1) {
+          /* batched digits (mixsteps.c, batched_fwd): each one's source
+           * row, table and destination row */
+          sp_buf_printf(&b, ", %d digits:", bp->digits);
+          for (int d = 0; d < bp->digits; d++) {
+            const an_buf *tb = d ? &sp->in[d - 1] : &sp->tw;
+            int64_t so = d ? bp->more[d - 1].src_offset : bp->src_offset;
+            int64_t dof = d ? bp->more[d - 1].dst_offset : bp->dst_offset;
+            sp_buf_printf(&b, "%s row %lld (", d ? ";" : "",
+                          (long long)(bp->src_row_stride ? so / bp->src_row_stride : 0));
+            put_buf(&b, *tb);
+            const char *tname = tb->kind == LW_ARG_INPUT
+                                    ? fhjit_value_name(g, fhjit_input_value(g, tb->index))
+                                    : NULL;
+            if (tname && *tname) sp_buf_printf(&b, " %%%s", tname); /* the digit's modup's table */
+            sp_buf_printf(&b, ") -> row %lld", (long long)(dof >> bp->log_n));
+          }
+        } else if (bp->dst_offset) /* rows of a larger buffer */
           sp_buf_printf(&b, " from row %lld", (long long)(bp->dst_offset >> bp->log_n));
         sp_buf_printf(&b, "\n");
       } else {
@@ -1402,8 +1421,11 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     an_step *sp = &p->steps[s];
     lw_scratch_poison(p, s, scratch);
     if (sp->is_bconv) {
+      const void *more[LW_BCONV_MAX_DIGITS];
+      for (int d = 1; d < sp->bconv.digits; d++)
+        more[d - 1] = buf_ptr(&sp->in[d - 1], inputs, results, scratch);
       st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
-                             buf_ptr(&sp->tw, inputs, results, scratch),
+                             buf_ptr(&sp->tw, inputs, results, scratch), more,
                              buf_ptr(&sp->src, inputs, results, scratch),
                              buf_ptr(&sp->dst, inputs, results, scratch), threads);
       continue;

@@ -140,24 +140,35 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: bconv plan: the source view's extents hold %lld polynomials, not %lld",
                     (long long)prod, (long long)p->polys);
-  if (p->table_offset < 0)
-    return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: table offset %lld",
-                    (long long)p->table_offset);
-  fhjit_status st = check_cols(ctx, "source", p->src_cols, p->l);
-  if (!st) st = check_cols(ctx, "target", p->dst_cols, p->m);
-  if (st) return st;
+  if (p->digits < 0 || p->digits > LW_BCONV_MAX_DIGITS || (p->digits > 1 && p->lift))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv plan: %d digits (0 .. %d, and no lift with several)", p->digits,
+                    LW_BCONV_MAX_DIGITS);
+  if (!p->digits) p->digits = 1;
   int64_t n = INT64_C(1) << p->log_n;
   if (p->polys > INT64_MAX / n / p->m)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: bconv plan: %lld polynomials is too many",
                     (long long)p->polys);
-  if (p->dst_offset < 0 || (p->dst_poly_stride && p->dst_poly_stride < p->m * n) ||
-      (p->dst_poly_stride && p->polys > (INT64_MAX - p->dst_offset) / p->dst_poly_stride) ||
-      p->dst_offset % 4 || p->dst_poly_stride % 4)
-    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                    "error: bconv plan: destination offset %lld, polynomial stride %lld (a "
-                    "multiple of 4 words, at least m N = %lld)",
-                    (long long)p->dst_offset, (long long)p->dst_poly_stride,
-                    (long long)(p->m * n));
+  for (int k = 0; k < p->digits; k++) {
+    lw_bconv_digit d = k ? p->more[k - 1]
+                         : (lw_bconv_digit){p->src_offset, p->table_offset, p->dst_offset,
+                                            p->src_cols, p->dst_cols};
+    if (d.table_offset < 0 || d.src_offset < 0)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: digit %d: table offset %lld, source offset %lld", k,
+                      (long long)d.table_offset, (long long)d.src_offset);
+    fhjit_status st = check_cols(ctx, "source", d.src_cols, p->l);
+    if (!st) st = check_cols(ctx, "target", d.dst_cols, p->m);
+    if (st) return st;
+    if (d.dst_offset < 0 || (p->dst_poly_stride && p->dst_poly_stride < p->m * n) ||
+        (p->dst_poly_stride && p->polys > (INT64_MAX - d.dst_offset) / p->dst_poly_stride) ||
+        d.dst_offset % 4 || p->dst_poly_stride % 4)
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                      "error: bconv plan: destination offset %lld, polynomial stride %lld (a "
+                      "multiple of 4 words, at least m N = %lld)",
+                      (long long)d.dst_offset, (long long)p->dst_poly_stride,
+                      (long long)(p->m * n));
+  }
   int ws = word_bytes(p->radix), vmax = 16 / ws;
   if (p->vec) {
     if (p->vec != 1 && p->vec != 2 && p->vec != 4)
@@ -212,6 +223,8 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
     while (p->threads > 32 && (int64_t)p->threads / 2 >= items) p->threads /= 2;
   }
   int64_t blocks = (items + p->threads - 1) / p->threads;
+  p->digit_blocks = blocks <= INT32_MAX ? (uint32_t)blocks : 0;
+  blocks *= p->digits;
   if (blocks > INT32_MAX)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: bconv plan: %lld blocks, more than one launch grid holds",
@@ -295,9 +308,14 @@ typedef struct bc {
   int wbits; /* 32 or 64 */
   int V;     /* words of a 16-byte vector */
   LLVMValueRef fn, params, pstride, table, src, dst, smem;
-  LLVMValueRef scols, dcols; /* constant i32 arrays: the columns */
-  int32_t scol0, dcol0;      /* the first column when they are consecutive, else -1 */
+  LLVMValueRef scols, dcols; /* constant i32 arrays: the columns ([digits][l], [digits][m]) */
+  int32_t scol0, dcol0;      /* >= 0 when every digit's columns are consecutive, else -1 */
   LLVMTypeRef scols_ty, dcols_ty;
+  /* the block's digit's values (digits > 1: selected by the digit, set at
+   * the block's start; else constants): its index, table argument, source
+   * and table and destination offsets, first columns (scol0 / dcol0 >= 0) */
+  LLVMValueRef dig, dtable, dsrc_off, dtab_off, ddst_off, dscol0, ddcol0;
+  LLVMValueRef more_tables[LW_BCONV_MAX_DIGITS - 1];
   LLVMValueRef barrier_fn;
   LLVMTypeRef barrier_ty;
 } bc;
@@ -675,7 +693,10 @@ static LLVMValueRef param(bc *E, int row, LLVMValueRef col) {
  * constant array. */
 static LLVMValueRef column(bc *E, int dst, LLVMValueRef i) {
   int32_t first = dst ? E->dcol0 : E->scol0;
-  if (first >= 0) return LLVMBuildNUWAdd(E->b, i, c64(E, (uint64_t)first), "col");
+  if (first >= 0) return LLVMBuildNUWAdd(E->b, i, dst ? E->ddcol0 : E->dscol0, "col");
+  if (E->P->digits > 1) /* the digit's row of the array */
+    i = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, E->dig, c64(E, (uint64_t)(dst ? E->P->m : E->P->l)), ""),
+                        i, "");
   LLVMValueRef idx[2] = {c64(E, 0), i};
   LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, dst ? E->dcols_ty : E->scols_ty,
                                          dst ? E->dcols : E->scols, idx, 2, "");
@@ -715,8 +736,8 @@ static void src_item(bc *E, LLVMValueRef idx, item_out *o) {
   modulus(E, column(E, 0, idx), &s, &k);
   LLVMValueRef a = cw(E, 0), ak = cw(E, 0);
   if (!p->lift) {
-    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, idx, c64(E, (uint64_t)p->table_offset), "");
-    a = load_at(E, E->W, E->table, ti, walign(E), "a");
+    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, idx, E->dtab_off, "");
+    a = load_at(E, E->W, E->dtable, ti, walign(E), "a");
     /* Montgomery input: a' = canon(REDC(a * 1)) = h^-1 mod s */
     if (p->mont) a = csub(E, redc_mul(E, a, cw(E, 1), s, k), s);
     if (E->wbits == 64) {
@@ -769,8 +790,9 @@ static void c_item(bc *E, LLVMValueRef idx, item_out *o) {
      * reduces to c' mod t */
     cv = LLVMBuildURem(E->b, LLVMBuildNeg(E->b, t, ""), t, "rt");
   } else {
-    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, idx, c64(E, (uint64_t)(p->table_offset + l)), "");
-    cv = load_at(E, E->W, E->table, ti, walign(E), "c");
+    LLVMValueRef ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWAdd(E->b, idx, E->dtab_off, ""),
+                                      c64(E, (uint64_t)l), "");
+    cv = load_at(E, E->W, E->dtable, ti, walign(E), "c");
     /* Montgomery output: c' = canon(REDC(c R^2)) = c R mod t */
     if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, col), t, k), t);
     /* r62: c'' = 4c' mod t (the reduction divides by 2^64, not R) */
@@ -845,6 +867,8 @@ static void sload_words(bc *E, LLVMValueRef idx, int n, LLVMValueRef *out) {
 static int src_vectorizable(const lw_bconv_plan *p) {
   if (p->vec == 1 || p->src_index_stride != 1) return 0;
   if (p->src_offset % p->vec || p->src_row_stride % p->vec) return 0;
+  for (int k = 1; k < p->digits; k++)
+    if (p->more[k - 1].src_offset % p->vec) return 0;
   for (int a = 0; a < p->src_nax; a++)
     if (p->src_ext[a] > 1 && p->src_stride[a] % p->vec) return 0;
   return 1;
@@ -879,7 +903,7 @@ static void phase1_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1 *S) {
     S->poly = rest;
   }
   /* the polynomial's source offset: coordinates in the view's index space */
-  LLVMValueRef off = c64(E, (uint64_t)p->src_offset);
+  LLVMValueRef off = E->dsrc_off;
   rest = S->poly;
   for (int a = p->src_nax - 1; a >= 0; a--) {
     LLVMValueRef ext = c64(E, (uint64_t)p->src_ext[a]);
@@ -989,7 +1013,8 @@ static void phase1_compute(bc *E, p1 *S) {
   int64_t pstr = p->dst_poly_stride ? p->dst_poly_stride : p->m * n;
   LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, S->poly, c64(E, (uint64_t)pstr), ""),
                                        S->i0, "dbase");
-  if (p->dst_offset) dbase = LLVMBuildNUWAdd(E->b, dbase, c64(E, (uint64_t)p->dst_offset), "dbase.at");
+  if (p->digits > 1 || p->dst_offset)
+    dbase = LLVMBuildNUWAdd(E->b, dbase, E->ddst_off, "dbase.at");
   LLVMValueRef jb = c64(E, 0), je = c64(E, (uint64_t)p->m);
   if (p->split > 1) {
     jb = LLVMBuildNUWMul(E->b, S->g, c64(E, (uint64_t)mc), "jb");
@@ -1021,14 +1046,24 @@ static void phase1_compute(bc *E, p1 *S) {
 
 /* ------------------------------------------------------------ functions */
 
+/* The kernel's arguments: 5, and digits - 1 more tables. */
+static unsigned kernel_nargs(const lw_bconv_plan *p) {
+  return 5 + (unsigned)(p->digits > 1 ? p->digits - 1 : 0);
+}
+
 static void kernel_params(bc *E, LLVMValueRef fn) {
   static const char *const names[5] = {"params", "pstride", "table", "src", "dst"};
-  for (unsigned j = 0; j < 5; j++) {
-    LLVMSetValueName2(LLVMGetParam(fn, j), names[j], strlen(names[j]));
+  for (unsigned j = 0; j < kernel_nargs(E->P); j++) {
+    char tname[24];
+    const char *nm = j < 5 ? names[j] : tname;
+    if (j >= 5) snprintf(tname, sizeof tname, "table%u", j - 4);
+    LLVMSetValueName2(LLVMGetParam(fn, j), nm, strlen(nm));
     if (j == 1) continue;
     param_attr(E, fn, j, "nocapture");
-    param_attr(E, fn, j, "noalias");
+    /* digits' tables may be one buffer: readonly, not noalias */
+    if (j < 5) param_attr(E, fn, j, "noalias");
     param_attr(E, fn, j, j == 4 ? "writeonly" : "readonly");
+    if (j >= 5) E->more_tables[j - 5] = LLVMGetParam(fn, j);
   }
   E->params = LLVMGetParam(fn, 0);
   E->pstride = LLVMGetParam(fn, 1);
@@ -1038,15 +1073,79 @@ static void kernel_params(bc *E, LLVMValueRef fn) {
 }
 
 static void kernel_types(bc *E, LLVMTypeRef *types) {
-  for (int j = 0; j < 5; j++) types[j] = j == 1 ? E->i64 : E->gptr;
+  for (unsigned j = 0; j < kernel_nargs(E->P); j++) types[j] = j == 1 ? E->i64 : E->gptr;
 }
 
-static LLVMValueRef col_array(bc *E, const char *name, const char *suffix, const int32_t *cols,
-                              int32_t n, LLVMTypeRef *ty) {
+/* The block's digit's value among vals[0 .. digits) (i64): a constant
+ * when they agree, affine in the digit when evenly spaced (a key
+ * switch's offsets), else a chain of selects (uniform: once a block). */
+static LLVMValueRef per_digit(bc *E, const int64_t *vals) {
+  int D = E->P->digits, same = 1, even = 1;
+  for (int k = 1; k < D; k++) {
+    same &= vals[k] == vals[0];
+    even &= vals[k] - vals[0] == (int64_t)k * (vals[1] - vals[0]);
+  }
+  if (D <= 1 || same) return c64(E, (uint64_t)vals[0]);
+  if (even) /* wrapping arithmetic: a negative step too */
+    return LLVMBuildAdd(E->b, LLVMBuildMul(E->b, E->dig, c64(E, (uint64_t)(vals[1] - vals[0])), ""),
+                        c64(E, (uint64_t)vals[0]), "dv");
+  LLVMValueRef v = c64(E, (uint64_t)vals[0]);
+  for (int k = 1; k < D; k++)
+    v = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, E->dig, c64(E, (uint64_t)k), ""),
+                        c64(E, (uint64_t)vals[k]), v, "dv");
+  return v;
+}
+
+/* Digit k's facts (k = 0: the plan's own). */
+static lw_bconv_digit digit_of(const lw_bconv_plan *p, int k) {
+  return k ? p->more[k - 1]
+           : (lw_bconv_digit){p->src_offset, p->table_offset, p->dst_offset, p->src_cols,
+                              p->dst_cols};
+}
+
+/* Sets the block's digit and its values from the flat block index blk
+ * (i64); returns the block's index within its digit's grid. */
+static LLVMValueRef set_digit(bc *E, LLVMValueRef blk) {
+  const lw_bconv_plan *p = E->P;
+  int D = p->digits > 1 ? p->digits : 1;
+  E->dig = c64(E, 0);
+  if (D > 1) {
+    LLVMValueRef per = c64(E, p->digit_blocks);
+    E->dig = LLVMBuildUDiv(E->b, blk, per, "digit");
+    blk = LLVMBuildURem(E->b, blk, per, "dblk");
+  }
+  int64_t so[LW_BCONV_MAX_DIGITS], to[LW_BCONV_MAX_DIGITS], dso[LW_BCONV_MAX_DIGITS],
+      sc[LW_BCONV_MAX_DIGITS], dc[LW_BCONV_MAX_DIGITS];
+  for (int k = 0; k < D; k++) {
+    lw_bconv_digit d = digit_of(p, k);
+    so[k] = d.src_offset, to[k] = d.table_offset, dso[k] = d.dst_offset;
+    sc[k] = d.src_cols[0], dc[k] = d.dst_cols[0];
+  }
+  E->dsrc_off = per_digit(E, so);
+  E->dtab_off = p->lift ? c64(E, 0) : per_digit(E, to);
+  E->ddst_off = per_digit(E, dso);
+  E->dscol0 = per_digit(E, sc);
+  E->ddcol0 = per_digit(E, dc);
+  E->dtable = E->table;
+  for (int k = 1; k < D; k++)
+    E->dtable = LLVMBuildSelect(E->b, LLVMBuildICmp(E->b, LLVMIntEQ, E->dig, c64(E, (uint64_t)k), ""),
+                                E->more_tables[k - 1], E->dtable, "dtable");
+  return blk;
+}
+
+/* The columns (dst: target) of every digit, [digits][n]. */
+static LLVMValueRef col_array(bc *E, const char *name, const char *suffix, int dst, int32_t n,
+                              LLVMTypeRef *ty) {
   char sym[128];
   snprintf(sym, sizeof sym, "%s%s", name, suffix);
-  LLVMValueRef vals[LW_BCONV_MAX_M];
-  for (int32_t i = 0; i < n; i++) vals[i] = c32(E, (uint64_t)(uint32_t)cols[i]);
+  LLVMValueRef vals[LW_BCONV_MAX_M * LW_BCONV_MAX_DIGITS];
+  int D = E->P->digits > 1 ? E->P->digits : 1;
+  for (int k = 0; k < D; k++) {
+    lw_bconv_digit d = digit_of(E->P, k);
+    for (int32_t i = 0; i < n; i++)
+      vals[k * n + i] = c32(E, (uint64_t)(uint32_t)(dst ? d.dst_cols : d.src_cols)[i]);
+  }
+  n *= D;
   *ty = LLVMArrayType2(E->i32, (uint64_t)n);
   LLVMValueRef g = LLVMAddGlobalInAddressSpace(E->m, *ty, sym, E->target == LW_GPU ? 4 : 0);
   LLVMSetInitializer(g, LLVMConstArray2(E->i32, vals, (uint64_t)n));
@@ -1062,10 +1161,22 @@ static int32_t consecutive(const int32_t *cols, int32_t n) {
   return cols[0];
 }
 
+/* >= 0 when every digit's columns (dst: target) are consecutive. */
+static int32_t all_consecutive(const lw_bconv_plan *p, int dst) {
+  int32_t first = -1;
+  for (int k = 0; k < (p->digits > 1 ? p->digits : 1); k++) {
+    lw_bconv_digit d = digit_of(p, k);
+    first = consecutive(dst ? d.dst_cols : d.src_cols, dst ? p->m : p->l);
+    if (first < 0) return -1;
+  }
+  return first;
+}
+
 static void build_gpu(bc *E, const char *name) {
-  LLVMTypeRef types[5];
+  LLVMTypeRef types[5 + LW_BCONV_MAX_DIGITS];
   kernel_types(E, types);
-  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, 5, 0));
+  LLVMValueRef fn =
+      LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, kernel_nargs(E->P), 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   fn_attr(E, fn, "nounwind");
   kernel_params(E, fn);
@@ -1081,6 +1192,7 @@ static void build_gpu(bc *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
+  blk = set_digit(E, blk);
   p1 S;
   phase1_load(E, tid, blk, &S);
   emit_phase0(E, tid);
@@ -1094,23 +1206,26 @@ static void build_gpu(bc *E, const char *name) {
 }
 
 static void build_host(bc *E, const char *name) {
-  LLVMTypeRef types[8];
+  /* the kernel's arguments, then (i64 begin, i64 end, ptr shared) */
+  unsigned na = kernel_nargs(E->P);
+  LLVMTypeRef types[8 + LW_BCONV_MAX_DIGITS];
   kernel_types(E, types);
-  types[5] = types[6] = E->i64;
-  types[7] = E->sptr;
+  types[na] = types[na + 1] = E->i64;
+  types[na + 2] = E->sptr;
   char fname[128];
   snprintf(fname, sizeof fname, "%s_host_body", name);
-  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, 8, 0);
+  LLVMTypeRef fty = LLVMFunctionType(E->voidt, types, na + 3, 0);
   LLVMValueRef fn = LLVMAddFunction(E->m, fname, fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   fn_attr(E, fn, "nounwind");
   kernel_params(E, fn);
-  param_attr(E, fn, 7, "noalias");
+  param_attr(E, fn, na + 2, "noalias");
   E->fn = fn;
-  E->smem = LLVMGetParam(fn, 7);
-  LLVMValueRef begin = LLVMGetParam(fn, 5), end = LLVMGetParam(fn, 6);
+  E->smem = LLVMGetParam(fn, na + 2);
+  LLVMValueRef begin = LLVMGetParam(fn, na), end = LLVMGetParam(fn, na + 1);
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   loop B = loop_begin(E, begin, end, "block");
+  LLVMValueRef blk = set_digit(E, B.iv); /* before both phases: dominates them */
   /* each phase for every thread of the block before the next: the loop
    * boundary is the barrier */
   loop T = loop_begin(E, c32(E, 0), c32(E, E->P->threads), "thread0");
@@ -1118,7 +1233,7 @@ static void build_host(bc *E, const char *name) {
   loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
   T = loop_begin(E, c32(E, 0), c32(E, E->P->threads), "thread1");
   p1 S;
-  phase1_load(E, T.iv, B.iv, &S);
+  phase1_load(E, T.iv, blk, &S);
   phase1_compute(E, &S);
   loop_end(E, &T, c32(E, 1), c32(E, E->P->threads));
   loop_end(E, &B, c64(E, 1), end);
@@ -1130,14 +1245,14 @@ static void build_host(bc *E, const char *name) {
   LLVMValueRef w = LLVMAddFunction(E->m, fname, LLVMFunctionType(E->voidt, wtypes, 4, 0));
   fn_attr(E, w, "nounwind");
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, w, "entry"));
-  LLVMValueRef args[8];
-  for (int j = 0; j < 5; j++) {
+  LLVMValueRef args[8 + LW_BCONV_MAX_DIGITS];
+  for (unsigned j = 0; j < na; j++) {
     LLVMValueRef slot = gep(E, E->i64, LLVMGetParam(w, 0), c64(E, (uint64_t)j));
     args[j] = LLVMBuildLoad2(E->b, types[j], slot, "");
     LLVMSetAlignment(args[j], 8);
   }
-  for (int j = 0; j < 3; j++) args[5 + j] = LLVMGetParam(w, (unsigned)j + 1);
-  LLVMBuildCall2(E->b, fty, fn, args, 8, "");
+  for (unsigned j = 0; j < 3; j++) args[na + j] = LLVMGetParam(w, j + 1);
+  LLVMBuildCall2(E->b, fty, fn, args, na + 3, "");
   LLVMBuildRetVoid(E->b);
 }
 
@@ -1163,10 +1278,10 @@ fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_targe
   E.voidt = LLVMVoidTypeInContext(c);
   E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
   E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
-  E.scol0 = consecutive(p->src_cols, p->l);
-  E.dcol0 = consecutive(p->dst_cols, p->m);
-  E.scols = col_array(&E, name, ".scols", p->src_cols, p->l, &E.scols_ty);
-  E.dcols = col_array(&E, name, ".dcols", p->dst_cols, p->m, &E.dcols_ty);
+  E.scol0 = all_consecutive(p, 0);
+  E.dcol0 = all_consecutive(p, 1);
+  E.scols = col_array(&E, name, ".scols", 0, p->l, &E.scols_ty);
+  E.dcols = col_array(&E, name, ".dcols", 1, p->m, &E.dcols_ty);
   if (target == LW_GPU) {
     unsigned id = LLVMLookupIntrinsicID("llvm.nvvm.barrier0", 18);
     E.barrier_fn = LLVMGetIntrinsicDeclaration(m, id, NULL, 0);
@@ -1230,6 +1345,7 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
   }
   h->plan = *p;
   h->plan.src_cols = h->plan.dst_cols = NULL;
+  for (int k = 0; k < LW_BCONV_MAX_DIGITS - 1; k++) h->plan.more[k].src_cols = h->plan.more[k].dst_cols = NULL;
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, jit_llvm_context(h->jit));
   nv_prepare_module(m, tm);
   fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, jit_llvm_context(h->jit), m);
@@ -1259,17 +1375,25 @@ static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
 }
 
 fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
-                               int64_t pstride, const void *table, const void *src, void *dst,
+                               int64_t pstride, const void *table,
+                               const void *const *more_tables, const void *src, void *dst,
                                int threads) {
-  if (!h || !params || !src || !dst || (!table && !h->plan.lift))
+  if (!h || !params || !src || !dst || (!table && !h->plan.lift) ||
+      (h->plan.digits > 1 && !more_tables))
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv host run: null argument");
   if (src == dst)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: bconv host run: src and dst must be distinct buffers");
   const lw_bconv_plan *p = &h->plan;
-  uint64_t slots[5] = {(uint64_t)(uintptr_t)params, (uint64_t)pstride,
-                       (uint64_t)(uintptr_t)(table ? table : params), (uint64_t)(uintptr_t)src,
-                       (uint64_t)(uintptr_t)dst};
+  uint64_t slots[5 + LW_BCONV_MAX_DIGITS] = {
+      (uint64_t)(uintptr_t)params, (uint64_t)pstride,
+      (uint64_t)(uintptr_t)(table ? table : params), (uint64_t)(uintptr_t)src,
+      (uint64_t)(uintptr_t)dst};
+  for (int k = 1; k < p->digits; k++) {
+    if (!more_tables[k - 1])
+      return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv host run: digit %d's table is null", k);
+    slots[4 + k] = (uint64_t)(uintptr_t)more_tables[k - 1];
+  }
   host_job job = {h->fn, slots};
   /* every block needs its shared array, even an empty one */
   size_t shared = p->shared_bytes ? ((size_t)p->shared_bytes + 15) / 16 * 16 : 16;

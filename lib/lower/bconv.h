@@ -31,6 +31,16 @@
 #define LW_BCONV_MAX_L 32   /* source rows (the exact sums' bounds: bconv.c) */
 #define LW_BCONV_MAX_M 256  /* target rows */
 #define LW_BCONV_MAX_SHARED 49152 /* bytes of static shared memory */
+#define LW_BCONV_MAX_DIGITS 16 /* conversions of one launch (lw_bconv_plan.digits) */
+
+/* What differs between the conversions of one launch (digit k >= 1 of a
+ * plan with digits > 1; digit 0 is the plan's own fields): the source
+ * view's offset, the table's first word (in the digit's own table
+ * argument), the destination offset and the columns. */
+typedef struct lw_bconv_digit {
+  int64_t src_offset, table_offset, dst_offset;
+  const int32_t *src_cols, *dst_cols;
+} lw_bconv_digit;
 
 typedef struct lw_bconv_plan {
   fhjit_radix radix;
@@ -56,6 +66,17 @@ typedef struct lw_bconv_plan {
    * rows; read by lw_bconv_plan_make, lw_bconv_build and
    * lw_bconv_host_create only (not kept) */
   const int32_t *src_cols, *dst_cols;
+  /* digits (0 or 1: one conversion): that many conversions of this one
+   * shape (l, m, N, polys, strides, form) in one launch, digit k >= 1 as
+   * more[k - 1] says, each with its own table argument. Why: a key
+   * switch's digits (mixsteps.c, batched_fwd) each fill one under-occupied
+   * wave at N = 2^16 (r32 12 -> 48: 256 blocks); together the blocks of
+   * all of them hide each other's latencies and the launches drop. The
+   * grid is digits x the one-digit grid (digit_blocks each), block b
+   * converting digit b / digit_blocks with its block b % digit_blocks;
+   * phase 0 computes that digit's constants. */
+  int digits;
+  lw_bconv_digit more[LW_BCONV_MAX_DIGITS - 1];
   /* Tuning, 0 = automatic (lw_bconv_plan_make fills them): coefficients per
    * thread (1, 2 or 4, at most 16 bytes of words), threads per block (a
    * power of two, 32..1024), target-row groups (split: a thread converts
@@ -67,9 +88,9 @@ typedef struct lw_bconv_plan {
   uint32_t threads;
   int split, unroll;
   /* launch facts, set by lw_bconv_plan_make: a 1-D grid of `blocks` blocks
-   * of `threads` threads; shared_bytes of static shared memory (the kernel
-   * declares it: launch with 0 dynamic bytes) */
-  uint32_t blocks, shared_bytes;
+   * (digit_blocks per digit) of `threads` threads; shared_bytes of static
+   * shared memory (the kernel declares it: launch with 0 dynamic bytes) */
+  uint32_t blocks, shared_bytes, digit_blocks;
 } lw_bconv_plan;
 
 /* Applies the context's tuning (bconv_plan, lower.h's lw_bconv_tuning)
@@ -86,7 +107,8 @@ fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p);
 fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p);
 
 /* Adds kernel `name` to module m for a plan lw_bconv_plan_make accepted.
- * Arguments: (ptr params, i64 pstride, ptr table, ptr src, ptr dst); dst is
+ * Arguments: (ptr params, i64 pstride, ptr table, ptr src, ptr dst, then
+ * with digits > 1 ptr table_1 .. table_{digits-1}); dst is
  * [polys, m, N] words (dense, or as dst_offset, dst_poly_stride say) and
  * must not overlap src. LW_GPU: a PTX kernel
  * with launch bounds and the static shared array "<name>.smem"; LW_HOST:
@@ -108,10 +130,12 @@ typedef struct lw_bconv_host lw_bconv_host;
 fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
                                   lw_bconv_host **out);
 /* Runs it: src as the plan's view, dst [polys, m, N] as the plan's
- * dst_offset and dst_poly_stride place it (not overlapping src); table may be NULL in lift mode. threads: worker threads, 0 =
- * automatic. */
+ * dst_offset and dst_poly_stride place it (not overlapping src); table may be NULL in lift mode;
+ * more_tables[k - 1] digit k's table (digits > 1; else unused, may be
+ * NULL). threads: worker threads, 0 = automatic. */
 fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
-                               int64_t pstride, const void *table, const void *src, void *dst,
+                               int64_t pstride, const void *table,
+                               const void *const *more_tables, const void *src, void *dst,
                                int threads);
 void lw_bconv_host_destroy(lw_bconv_host *h);
 

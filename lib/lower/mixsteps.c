@@ -37,6 +37,14 @@
  *             the H200 (N = 2^16, 42.1 us, 295 us for the 7), a bulk one
  *             at about 1.0; and 2 (dnum - 1) launches fewer. A group with
  *             a gathered or copied member keeps a forward NTT per digit.
+ *             The members' conversions of one shape (nd -> m rows) are
+ *             one kernel (ntt_plan bconvbatch, default 1; 0: one per
+ *             digit): a block converts one digit with its own table (an
+ *             argument of its own, the step's in[]), rows and columns
+ *             (lw_bconv_plan.digits). Why: at N = 2^16 one digit's kernel
+ *             is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62
+ *             5 -> 35 13.5 us, floors 7.6 and 11.4); all the digits'
+ *             blocks together fill the GPU, and dnum - 1 launches fewer.
  *             ipfuse: when the digits' only readers are element-wise
  *             work summing them (a key switch's digit products and
  *             add_lazy chain S: ipfuse_target), that NTT's kernel 0
@@ -209,21 +217,43 @@ static an_step *ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhj
   return s;
 }
 
+/* Whether conversion table `table` is an input with index stride 1 (the
+ * kernel's table argument); else refuses v. */
+static int table_ok(an_build *B, fhjit_value v, fhjit_value table) {
+  const ir_node *tn = &B->g->nodes[table];
+  if (tn->op != IR_INPUT || (tn->type.n > 1 && tn->layout.index_stride != 1)) {
+    refuse(B, v, "its constant table must be an input with index stride 1");
+    return 0;
+  }
+  return 1;
+}
+
+/* More digits of one conversion step (bconv_step_digits): digit k's
+ * source view offset, table (from its first word), destination offset
+ * and columns. */
+typedef struct bconv_more {
+  int64_t src_offset, dst_offset;
+  const int32_t *scols, *dcols;
+  fhjit_value table;
+} bconv_more;
+
 /* A conversion step: the l rows of src (type ts, chain positions
  * scols, through view) to the m chain positions dcols, into dst at
  * dst_offset words, polynomials dst_poly_stride words apart (0: dense);
- * the table is input `table` from word `skip` (lift: no table). */
-static an_step *bconv_step_at(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
-                              const int32_t *scols, an_buf src, const fhjit_layout *view,
-                              int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
-                              an_buf dst, int64_t dst_offset, int64_t dst_poly_stride) {
+ * the table is input `table` from word `skip` (lift: no table). With
+ * nmore > 0 the same kernel also converts more[0 .. nmore) of the same
+ * shape (lw_bconv_plan.digits; their tables' buffers in the step's in[]). */
+static an_step *bconv_step_digits(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+                                  const int32_t *scols, an_buf src, const fhjit_layout *view,
+                                  int64_t m, const int32_t *dcols, fhjit_value table,
+                                  int64_t skip, an_buf dst, int64_t dst_offset,
+                                  int64_t dst_poly_stride, const bconv_more *more, int nmore) {
   fhjit_graph *g = B->g;
   const ir_node *tn = &g->nodes[table];
-  if (B->st || !scols || !dcols) return NULL;
-  if (tn->op != IR_INPUT || (tn->type.n > 1 && tn->layout.index_stride != 1)) {
-    refuse(B, v, "its constant table must be an input with index stride 1");
-    return NULL;
-  }
+  if (B->st || !scols || !dcols || !table_ok(B, v, table)) return NULL;
+  for (int k = 0; k < nmore; k++)
+    if (!more[k].scols || !more[k].dcols || !table_ok(B, v, more[k].table)) return NULL;
+  SP_ASSERT(nmore < LW_BCONV_MAX_DIGITS && (!nmore || !lift));
   an_step *s = lw_step_new(B);
   if (!s) return NULL;
   s->is_bconv = 1;
@@ -258,11 +288,34 @@ static an_step *bconv_step_at(an_build *B, fhjit_value v, int lift, const fhjit_
   bp->dst_cols = dcols;
   bp->dst_offset = dst_offset;
   bp->dst_poly_stride = dst_poly_stride;
+  if (nmore) {
+    bp->digits = 1 + nmore;
+    s->in = malloc(sizeof *s->in * (size_t)nmore); /* freed with the plan */
+    if (!s->in) {
+      oom(B);
+      return NULL;
+    }
+    for (int k = 0; k < nmore; k++) {
+      const ir_node *mn = &g->nodes[more[k].table];
+      s->in[k] = (an_buf){LW_ARG_INPUT, mn->input_index};
+      bp->more[k] = (lw_bconv_digit){more[k].src_offset, mn->layout.offset, more[k].dst_offset,
+                                     more[k].scols, more[k].dcols};
+    }
+  }
   if (lw_bconv_tuning_apply(g->ctx, bp) || lw_bconv_plan_make(g->ctx, bp)) {
     if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     return NULL;
   }
   return s;
+}
+
+/* One digit's conversion step (bconv_step_digits). */
+static an_step *bconv_step_at(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+                              const int32_t *scols, an_buf src, const fhjit_layout *view,
+                              int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
+                              an_buf dst, int64_t dst_offset, int64_t dst_poly_stride) {
+  return bconv_step_digits(B, v, lift, ts, scols, src, view, m, dcols, table, skip, dst,
+                           dst_offset, dst_poly_stride, NULL, 0);
 }
 
 /* bconv_step_at into dense dst (from its first word). */
@@ -1066,19 +1119,49 @@ static void batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
     fhjit_value w = r->member[k];
     const ir_node *nw = &g->nodes[w];
     int64_t s0, nd = digit_run(B, w, &s0), m = nw->type.rows - nd;
-    fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-    fhjit_layout l1;
-    fhjit_dense_layout(&r->t, &l1);
-    l1.offset += (s0 - r->lo) * l1.row_stride; /* the digit's rows of the shared transform */
     int32_t *c2 = new_cols(B, m);
     for (int64_t o = 0, j = 0; c2 && o < nw->type.rows; o++)
       if (o < s0 || o >= s0 + nd) c2[j++] = (int32_t)ir_pos(g, w, o);
     if (!c2) return;
     r->ucols[k] = c2;
     memcpy(call + r->urow[k], c2, sizeof *c2 * (size_t)m);
-    bconv_step_at(B, w, 0, &t1, cols_of(B, r->d, s0, nd), r->buf, &l1, m, c2, nw->args[3], 0,
-                  s2, r->urow[k] * td->n, rows * td->n);
   }
+  /* the conversions: with ntt_plan bconvbatch (default 1) the members of
+   * one shape (nd -> m rows; a short last digit has its own) in one
+   * kernel, up to LW_BCONV_MAX_DIGITS a kernel, in member order; each
+   * digit reads its rows of the shared transform (its own offset, table,
+   * columns) and writes its rows of s2. Why: at N = 2^16 one digit's
+   * kernel is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62
+   * 5 -> 35 13.5 us, against multiply-accumulate floors of 7.6 and 11.4);
+   * the digits' blocks together fill the GPU, and dnum - 1 launches fewer */
+  const lw_ntt_tuning tu = B->tune;
+  int batch = tu.bconvbatch != 0;
+  char *done = calloc((size_t)r->nmembers, 1);
+  if (!done) oom(B);
+  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
+    if (done[k]) continue;
+    fhjit_value w = r->member[k];
+    const ir_node *nw = &g->nodes[w];
+    int64_t s0, nd = digit_run(B, w, &s0), m = nw->type.rows - nd;
+    fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    fhjit_layout l1;
+    fhjit_dense_layout(&r->t, &l1);
+    l1.offset += (s0 - r->lo) * l1.row_stride; /* the digit's rows of the shared transform */
+    bconv_more more[LW_BCONV_MAX_DIGITS - 1];
+    int nmore = 0;
+    for (int j = k + 1; batch && j < r->nmembers && nmore < LW_BCONV_MAX_DIGITS - 1; j++) {
+      fhjit_value x = r->member[j];
+      int64_t xs0, xnd = digit_run(B, x, &xs0), xm = g->nodes[x].type.rows - xnd;
+      if (done[j] || xnd != nd || xm != m) continue;
+      done[j] = 1;
+      more[nmore++] = (bconv_more){l1.offset - (s0 - xs0) * l1.row_stride, r->urow[j] * td->n,
+                                   cols_of(B, r->d, xs0, nd), r->ucols[j], g->nodes[x].args[3]};
+    }
+    bconv_step_digits(B, w, 0, &t1, cols_of(B, r->d, s0, nd), r->buf, &l1, m, r->ucols[k],
+                      nw->args[3], 0, s2, r->urow[k] * td->n, rows * td->n, more, nmore);
+  }
+  free(done);
+  if (B->st || !call) return;
   fhjit_layout dense;
   fhjit_dense_layout(&t2, &dense);
   if (r->sum >= 0) {

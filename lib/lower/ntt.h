@@ -261,6 +261,8 @@ typedef struct lw_ntt_tuning {
                   * 0 (default) the operand computed by a pointwise kernel first, 1 in
                   * the NTT's first kernel (a prologue of scattered loads: measured
                   * r62 +67%, r32 +154% over the NTT, against one pass of its own) */
+  int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
+                   * one kernel for all digits of one shape, 0 one kernel per digit */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -269,7 +271,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

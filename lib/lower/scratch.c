@@ -51,6 +51,8 @@ static void step_refs(const an_step *s, void (*f)(void *, an_buf), void *arg) {
     for (int32_t i = 0; i < s->sub->ninputs; i++) f(arg, s->in[i]);
     for (int32_t r = 0; r < s->sub->nresults; r++) f(arg, s->out[r]);
   }
+  if (s->is_bconv) /* the other digits' tables */
+    for (int d = 1; d < s->bconv.digits; d++) f(arg, s->in[d - 1]);
   if (s->pro_sub)
     for (int32_t i = 0; i < s->pro_sub->ninputs; i++) f(arg, s->pro_in[i]);
   for (int t = 0; t < s->nepi; t++) {

@@ -12,7 +12,8 @@
  * q-1, q, 2q-1. The GPU's inline PTX (the r62 multiply-accumulate, REDC and
  * conditional subtraction) runs through a small PTX interpreter; the GPU
  * kernel compiles to PTX for sm_90 and passes ptxas (skipped with a note
- * when ptxas is missing). Plan errors are recorded, never aborts. */
+ * when ptxas is missing). Several digits' conversions in one launch
+ * (test_digits). Plan errors are recorded, never aborts. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,7 +268,7 @@ static void *run_kernel(env *e) {
   int64_t len = e->polys * e->c.m * e->n;
   void *dst = malloc(e->ws * (size_t)len);
   memset(dst, 0xa5, e->ws * (size_t)len);
-  ck_assert_msg(lw_bconv_host_run(e->ctx, h, e->params, e->pstride, e->c.lift ? NULL : e->table,
+  ck_assert_msg(lw_bconv_host_run(e->ctx, h, e->params, e->pstride, e->c.lift ? NULL : e->table, NULL,
                                   e->src, dst, 1 + (int)(e->c.seed % 3)) == FHJIT_OK,
                 "%s", fhjit_last_error(e->ctx));
   lw_bconv_host_destroy(h);
@@ -451,6 +452,98 @@ START_TEST(test_bench_shapes) {
   c.moduli = 1;
   c.seed = 9000 + (uint64_t)_i;
   check_case(&c);
+}
+END_TEST
+
+/* Several digits in one launch (lw_bconv_plan.digits; a key switch's
+ * conversions, lib/lower/mixsteps.c batched_fwd): D conversions of one
+ * shape, each with its own columns (a random permutation of the chain:
+ * not consecutive), table (its own buffer) and words; the sources placed
+ * in one buffer and the results in the rows of one larger one, both in
+ * an order that is not affine in the digit for D > 2 (the kernel's select
+ * chains), every word against the reference of its digit. Both radices
+ * and forms, D = 2, 3, 4, 16, 1 to 2 polynomials, vectors or not. */
+START_TEST(test_digits) {
+  static const int dl[] = {2, 3, 4, 16};
+  int D = dl[_i % 4];
+  tcase c = {0};
+  c.radix = (_i / 4) % 2 ? FHJIT_R62 : FHJIT_R32;
+  c.mont = (_i / 8) % 2;
+  c.l = c.radix == FHJIT_R32 ? 3 + _i % 5 : 2 + _i % 4;
+  c.m = 5 + _i % 7;
+  c.logn = 4 + _i % 4;
+  c.nax = _i % 2;
+  c.ext[0] = c.nax ? 2 : 1;
+  c.istride = 1;
+  c.vec = _i % 3 == 0 ? 0 : 1;
+  c.moduli = _i % 3;
+  env e[16];
+  for (int k = 0; k < D; k++) {
+    c.seed = 7000 + (uint64_t)(_i * 16 + k); /* each digit its own columns and words */
+    env_init(&e[k], &c);
+  }
+  /* slot of digit k: source block and destination rows, reversed with a
+   * swap (not affine for D > 2) */
+  int slot[16], dslot[16];
+  for (int k = 0; k < D; k++) slot[k] = D - 1 - k, dslot[k] = (k + 1) % D;
+  int64_t blk = (e[0].src_len + 3) / 4 * 4, mn = c.m * e[0].n;
+  void *src = malloc(e[0].ws * (size_t)(blk * D));
+  for (int k = 0; k < D; k++)
+    memcpy((char *)src + e[0].ws * (size_t)(slot[k] * blk), e[k].src, e[0].ws * (size_t)e[k].src_len);
+  lw_bconv_plan p = e[0].plan;
+  p.digits = D;
+  p.src_offset += slot[0] * blk;
+  p.dst_offset = dslot[0] * mn;
+  p.dst_poly_stride = D * mn;
+  const void *more[16];
+  for (int k = 1; k < D; k++) {
+    p.more[k - 1] = (lw_bconv_digit){e[k].plan.src_offset + slot[k] * blk, e[k].plan.table_offset,
+                                     dslot[k] * mn, e[k].scols, e[k].dcols};
+    more[k - 1] = e[k].table;
+  }
+  ck_assert_msg(lw_bconv_plan_make(e[0].ctx, &p) == FHJIT_OK, "%s", fhjit_last_error(e[0].ctx));
+  ck_assert_int_eq(p.blocks, p.digit_blocks * (uint32_t)D);
+  lw_bconv_host *h = NULL;
+  ck_assert_msg(lw_bconv_host_create(e[0].ctx, &p, &h) == FHJIT_OK, "%s", fhjit_last_error(e[0].ctx));
+  int64_t len = e[0].polys * D * mn;
+  void *dst = malloc(e[0].ws * (size_t)len);
+  memset(dst, 0xa5, e[0].ws * (size_t)len);
+  ck_assert_msg(lw_bconv_host_run(e[0].ctx, h, e[0].params, e[0].pstride, e[0].table, more, src,
+                                  dst, 1 + _i % 3) == FHJIT_OK,
+                "%s", fhjit_last_error(e[0].ctx));
+  /* a null table of a digit is an argument error */
+  if (D > 2) {
+    more[1] = NULL;
+    ck_assert_int_eq(lw_bconv_host_run(e[0].ctx, h, e[0].params, e[0].pstride, e[0].table, more,
+                                       src, dst, 1),
+                     FHJIT_ERR_ARGUMENT);
+  }
+  lw_bconv_host_destroy(h);
+  for (int k = 0; k < D; k++)
+    for (int64_t poly = 0; poly < e[k].polys; poly++)
+      for (int64_t i = 0; i < e[k].n; i++) {
+        uint64_t w[64];
+        for (int r = 0; r < c.l; r++) w[r] = e[k].words[(poly * c.l + r) * e[k].n + i];
+        for (int j = 0; j < c.m; j++) {
+          uint64_t got = wget(&e[0], dst, poly * D * mn + dslot[k] * mn + j * e[k].n + i);
+          uint64_t want = ref_out(&e[k], w, j);
+          ck_assert_msg(got == want,
+                        "D %d digit %d %s l %d m %d poly %lld row %d index %lld: kernel %llu, "
+                        "reference %llu",
+                        D, k, c.radix == FHJIT_R32 ? "r32" : "r62", c.l, c.m, (long long)poly, j,
+                        (long long)i, (unsigned long long)got, (unsigned long long)want);
+        }
+      }
+  /* plan errors: too many digits, the lift with several */
+  lw_bconv_plan bad = p;
+  bad.digits = LW_BCONV_MAX_DIGITS + 1;
+  ck_assert_int_eq(lw_bconv_plan_make(e[0].ctx, &bad), FHJIT_ERR_ARGUMENT);
+  bad = p;
+  bad.more[0].dst_cols = NULL;
+  ck_assert_int_eq(lw_bconv_plan_make(e[0].ctx, &bad), FHJIT_ERR_ARGUMENT);
+  free(src);
+  free(dst);
+  for (int k = 0; k < D; k++) env_free(&e[k]);
 }
 END_TEST
 
@@ -841,6 +934,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_many_rows, 0, 22);
   tcase_add_loop_test(tc, test_knobs, 0, 70);
   tcase_add_loop_test(tc, test_ptx, 0, 8);
+  tcase_add_loop_test(tc, test_digits, 0, 24);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

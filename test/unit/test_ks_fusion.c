@@ -269,18 +269,20 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 /* kernels and scratch buffers of each operation's plan (fused) */
 /* (the digits' inverse NTTs shared: 2 kernels and 1 scratch buffer less
  * than with one per digit; their forward NTTs batched: 2 kernels and 2
- * scratch buffers less again, test_shared_intt) */
-#define KS_KERNELS 11
+ * scratch buffers less again, test_shared_intt; their two conversions one
+ * kernel (bconvbatch): 1 kernel less again, 11 before) */
+#define KS_KERNELS 10
 #define KS_SCRATCH 6
-#define RELIN_KERNELS 11
+#define RELIN_KERNELS 10
 #define RELIN_SCRATCH 6
 /* rescale's lift in its forward NTT's loads (liftfuse): 1 kernel and
- * 1 scratch buffer fewer than the lift kernel's 16 and 11 */
-#define HM_KERNELS 15
+ * 1 scratch buffer fewer than the lift kernel's 16 and 11 (15 with
+ * bconvbatch's kernel less) */
+#define HM_KERNELS 14
 #define HM_SCRATCH 10
-#define ROT_KERNELS 11
+#define ROT_KERNELS 10
 #define ROT_SCRATCH 7
-#define HOIST_KERNELS 26
+#define HOIST_KERNELS 25
 #define HOIST_SCRATCH 15
 START_TEST(test_plans) {
   env e;
@@ -346,10 +348,10 @@ START_TEST(test_plans_bytes_rule) {
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
-    /* the digits' INTT 2 (one, shared: it was 2 per digit); per digit
-     * bconv 1; their forward NTT 2 (one, batched: it was 2 per digit);
-     * moddown 5; the inner product 1 */
-    ck_assert_int_eq(c.kernels, 2 + D * 1 + 2 + 5 + !force);
+    /* the digits' INTT 2 (one, shared: it was 2 per digit); the digits'
+     * bconv 1 (one, bconvbatch: it was 1 per digit); their forward NTT 2
+     * (one, batched: it was 2 per digit); moddown 5; the inner product 1 */
+    ck_assert_int_eq(c.kernels, 2 + 1 + 2 + 5 + !force);
     ck_assert_int_eq(c.scratch, 1 + 2 + 3 + !force);
     check_host(&e, g);
   }
@@ -381,12 +383,13 @@ START_TEST(test_plans_digitfwd) {
   /* six forward NTTs of 2 kernels against one, which with ipfuse (r32's
    * default for 6 digits: 24 bytes of words a position) also computes the
    * inner product (the bytes rule gives it a kernel of its own without;
-   * r62's 48 bytes keep that kernel) */
+   * r62's 48 bytes keep that kernel); six conversion kernels against one
+   * (bconvbatch applies to the batched forward NTT only) */
   int ip = radix == FHJIT_R32;
-  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + ip);
-  /* the inverse NTT, 6 conversions, the forward NTT, moddown's 5, and the
-   * inner product's own kernel without ipfuse */
-  ck_assert_int_eq(kernels[1], 2 + 6 + 2 + 5 + !ip);
+  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + ip + 5);
+  /* the inverse NTT, the 6 conversions' one kernel, the forward NTT,
+   * moddown's 5, and the inner product's own kernel without ipfuse */
+  ck_assert_int_eq(kernels[1], 2 + 1 + 2 + 5 + !ip);
   ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "digitfwd=2"), FHJIT_OK);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "digitfwd"));
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
@@ -531,7 +534,8 @@ static int count_of(const char *text, const char *needle) {
  * coefficient-Montgomery form, the modups' one over all 6 rows and
  * moddown's, where each digit had its own (4; 2 kernels more per digit
  * after the first); the three conversions read it and write rows 0, 6, 12
- * of one buffer, whose one forward NTT of 18 rows replaces the digits'
+ * of one buffer, in one kernel (bconvbatch: 1 kernel fewer per digit
+ * after the first), whose one forward NTT of 18 rows replaces the digits'
  * three of 6 (2 kernels fewer per digit after the first); and the host
  * path matches the interpreter word for word. */
 START_TEST(test_shared_intt) {
@@ -545,14 +549,14 @@ START_TEST(test_shared_intt) {
     const char *what, *stored;
     int kernels, before, batched, polys, members;
   } want[] = {
-      {"keyswitch", NULL, 12, 20, 1, 1, 3},
-      {"hmult_relin_rescale", "stored (rows 0..5)", 16, 24, 1, 1, 3},
-      {"rotate", "stored (rows 0..5)", 12, 20, 1, 1, 3},
+      {"keyswitch", NULL, 10, 20, 1, 1, 3},
+      {"hmult_relin_rescale", "stored (rows 0..5)", 14, 24, 1, 1, 3},
+      {"rotate", "stored (rows 0..5)", 10, 20, 1, 1, 3},
       /* a fourth modup of d, digit 1, that is a result: gathered (its
        * bconv, forward NTT, gather: 4 kernels more) */
       {"mixed", NULL, 20, 26, 0, 1, 4},
       /* three modups; the add of them one kernel */
-      {"sum2", NULL, 8, 16, 1, 2, 3},
+      {"sum2", NULL, 6, 16, 1, 2, 3},
   };
   for (int w = 0; w < 5; w++) {
     fhjit_graph *g = s7_graph(&e, want[w].what, s.special, s.alpha);
@@ -581,7 +585,7 @@ START_TEST(test_shared_intt) {
     const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     ck_assert_ptr_nonnull(text);
     int nm = want[w].members;
-    int after = want[w].before - 2 * (nm - 1) - (want[w].batched ? 2 * (nm - 1) : 0);
+    int after = want[w].before - 2 * (nm - 1) - (want[w].batched ? 3 * (nm - 1) : 0);
     ck_assert_msg(c.kernels == want[w].kernels && c.kernels == after,
                   "%s: %d kernels, want %d (before: %d)\n%s", want[w].what, c.kernels,
                   want[w].kernels, want[w].before, text);
@@ -598,7 +602,8 @@ START_TEST(test_shared_intt) {
     snprintf(conv, sizeof conv,
              "bconv 2 -> 6 rows x N 1024, %d polynomials, mont form, scratch %d ->",
              want[w].polys, sc);
-    ck_assert_msg(count_of(text, conv) == nm, "%s: %s\n%s", want[w].what, conv, text);
+    ck_assert_msg(count_of(text, conv) == (want[w].batched ? 1 : nm), "%s: %s\n%s", want[w].what,
+                  conv, text);
     /* one forward NTT of the 18 converted rows, from the conversions'
      * buffer, exactly when batched; else one of 6 rows per digit */
     snprintf(fw, sizeof fw, "ntt_fwd from coef-mont, 18 rows x N 1024 (%d polynomial rows), scratch ",
@@ -609,18 +614,103 @@ START_TEST(test_shared_intt) {
                           (want[w].batched ? 0 : nm),
                   "%s: forward NTTs\n%s", want[w].what, text);
     if (want[w].batched) {
+      /* one kernel converting the three digits (rows 0, 2, 4 of the
+       * shared transform, each with its own table) to rows 0, 6, 12 */
       int s2 = -1;
       ck_assert_int_eq(sscanf(strstr(text, fw) + strlen(fw), "%d", &s2), 1);
-      for (int j = 0; j < 3; j++) {
-        char at[200];
-        if (j) snprintf(at, sizeof at, "%s scratch %d from row %d\n", conv, s2, 6 * j);
-        else snprintf(at, sizeof at, "%s scratch %d\n", conv, s2);
-        ck_assert_msg(count_of(text, at) == 1, "%s: %s\n%s", want[w].what, at, text);
-      }
+      char at[200];
+      snprintf(at, sizeof at, "%s scratch %d, 3 digits: row 0 (input ", conv, s2);
+      const char *line = strstr(text, at);
+      ck_assert_msg(line != NULL, "%s: %s\n%s", want[w].what, at, text);
+      int t[3];
+      ck_assert_int_eq(sscanf(line + strlen(conv),
+                              " scratch %*d, 3 digits: row 0 (input %d %*s -> row 0; row 2 (input %d "
+                              "%*s -> row 6; row 4 (input %d %*s -> row 12\n",
+                              &t[0], &t[1], &t[2]),
+                       3);
+      ck_assert(t[0] != t[1] && t[1] != t[2] && t[0] != t[2]); /* each digit's own table */
     }
     if (want[w].stored) ck_assert_msg(count_of(text, want[w].stored) == 1, "%s", text);
     check_host(&e, g);
   }
+  s7_env_free(&e);
+}
+END_TEST
+
+/* ------------------------------------------------------------ bconvbatch */
+
+/* bconvbatch (mixsteps.c, batched_fwd; lw_bconv_plan.digits): the
+ * conversions of a batched forward NTT's digits of one shape (nd -> m
+ * rows) run as one kernel, each block converting one digit with that
+ * digit's table, rows and columns; a digit of another shape (a short last
+ * one) keeps its own kernel. Per case: one operation on one chain (the
+ * ipfuse cases' shapes: dnum 2, 3, 4, 7, a short last digit, K = 1..3, a
+ * level below the top, permuted bases, N = 2^4 .. 2^10, both radices),
+ * run on the host with bconvbatch=1 (the default) and bconvbatch=0 and
+ * compared word for word with the interpreter (random and edge words,
+ * fill); the plan with it has exactly sum over the shapes of (digits of
+ * that shape - 1) kernels fewer, and its conversion lines name the
+ * digits ("<n> digits: row <source row> (input <table>) -> row <row>;
+ * ..."), none without. Operations (op, two per case): key switch,
+ * relinearise, rotate, hoisted rotations (2 keys), HMult + relinearise +
+ * rescale. */
+static int batch_drop(const shape *s, int *largest) {
+  int count[S7_MAXM + 1] = {0}, per[S7_MAXM] = {0}, drop = 0;
+  for (int r = 0; r < s->rows; r++) per[(s->basis ? s->basis[r] : r) / s->alpha]++;
+  for (int j = 0; j < S7_MAXM; j++)
+    if (per[j]) count[per[j]]++;
+  *largest = 1;
+  for (int nd = 1; nd <= S7_MAXM; nd++)
+    if (count[nd] > 1) {
+      drop += count[nd] - 1;
+      if (count[nd] > *largest) *largest = count[nd];
+    }
+  return drop;
+}
+
+START_TEST(test_bconv_batch) {
+  const struct ipcase *c = &ipcases[_i % NIPCASES];
+  const shape *s = &c->s;
+  int op = (_i + _i / NIPCASES * 2) % 5; /* each case with two operations */
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1e0 + (uint64_t)_i);
+  int largest, drop = batch_drop(s, &largest), kernels[2];
+  for (int bb = 0; bb < 2; bb++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", bb ? NULL : "bconvbatch=0"),
+                     FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "bconvbatch", s->special, s->alpha);
+    fhjit_value k = key(&e, g, s, "k"), k2 = key(&e, g, s, "k2");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value a = poly(&e, g, s, "a", 2);
+    if (op == 0) out(&e, g, fhjit_keyswitch(g, poly(&e, g, s, "d", 0), k, fwd, inv), "r");
+    else if (op == 1) out(&e, g, fhjit_ckks_relinearize(g, poly(&e, g, s, "c3", 3), k, fwd, inv), "r");
+    else if (op == 2) out(&e, g, fhjit_ckks_rotate(g, a, 5, k, fwd, inv), "r");
+    else if (op == 3) {
+      int64_t ks[2] = {5, 2 * e.n - 1};
+      fhjit_value keys[2] = {k, k2}, res[2];
+      ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, a, 2, ks, keys, fwd, inv, res), FHJIT_OK);
+      out(&e, g, res[0], "h5");
+      out(&e, g, res[1], "hconj");
+    } else {
+      out(&e, g, fhjit_ckks_mul_relin_rescale(g, a, poly(&e, g, s, "b", 2), k, fwd, inv), "r");
+    }
+    counts n = plan_counts(&e, g);
+    kernels[bb] = n.kernels;
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    char want[32];
+    snprintf(want, sizeof want, ", %d digits: row ", largest);
+    ck_assert_msg(count_of(text, " digits: row ") == (bb ? drop > 0 : 0) &&
+                      (!bb || !drop || count_of(text, want) >= 1),
+                  "case %d op %d bconvbatch=%d drop %d:\n%s", _i, op, bb, drop, text);
+    check_host(&e, g);
+  }
+  ck_assert_msg(kernels[0] - kernels[1] == drop,
+                "case %d op %d: %d kernels against %d, want %d fewer", _i, op, kernels[1],
+                kernels[0], drop);
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "bconvbatch=2"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "bconvbatch"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
 }
 END_TEST
@@ -711,6 +801,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
+  tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
   return s;
 }
