@@ -423,10 +423,13 @@ START_TEST(ckks_benchmark_shapes) {
       {[B_KEYSWITCH] = {395837440, 256901120},
        [B_HOIST4] = {757596160, 256901120},
        [B_HOIST8] = {1239941120, 256901120}},
-      /* r32 key switch: 169869312 and 100663296 without ipfuse */
+      /* r32 key switch: 169869312 and 100663296 without ipfuse; the
+       * hoisted rotations' inner products (4 digits: the byte rule's
+       * tie) each in a buffer of its own, 2 x 60 rows (339738624 /
+       * 566231040 and arena 100663296 when they were fused) */
       {[B_KEYSWITCH] = {150994944, 81788928},
-       [B_HOIST4] = {339738624, 100663296},
-       [B_HOIST8] = {566231040, 100663296}}};
+       [B_HOIST4] = {465567744, 150994944},
+       [B_HOIST8] = {817889280, 150994944}}};
   fhjit_context *c = fhjit_context_create();
   for (int r = 0; r < 2; r++) {
     bshape s;
