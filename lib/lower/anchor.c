@@ -662,15 +662,7 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
   int scattered = scattered_cone(B, x, cone);
   free(cone);
   if (!scattered) return 0;
-  fhjit_value m = g->nodes[x].op == IR_EXTRACT ? g->nodes[x].args[0] : x;
-  an_buf dst = {LW_ARG_RESULT, g->result_of[m]};
-  if (g->result_of[m] < 0) {
-    int sc = lw_step_scratch(B, &g->nodes[m].type);
-    dst = (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
-  }
-  if (B->st) return 0;
-  lw_step_pointwise(B, &m, &dst, 1);
-  if (!B->st) B->where[m] = dst;
+  lw_step_materialise(B, g->nodes[x].op == IR_EXTRACT ? g->nodes[x].args[0] : x);
   return !B->st;
 }
 
@@ -1463,6 +1455,20 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
 
 an_step *lw_step_new(an_build *B) { return new_step(B); }
 int lw_step_scratch(an_build *B, const fhjit_type *t) { return new_scratch(B, t); }
+
+an_buf lw_step_home(an_build *B, fhjit_value v) {
+  if (B->g->result_of[v] >= 0) return (an_buf){LW_ARG_RESULT, B->g->result_of[v]};
+  int sc = new_scratch(B, &B->g->nodes[v].type);
+  return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
+}
+
+void lw_step_materialise(an_build *B, fhjit_value v) {
+  if (B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) return;
+  an_buf dst = lw_step_home(B, v);
+  if (B->st) return;
+  lw_step_pointwise(B, &v, &dst, 1);
+  if (!B->st) B->where[v] = dst;
+}
 void lw_step_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests, int n) {
   add_pointwise(B, targets, dests, n);
 }

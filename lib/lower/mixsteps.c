@@ -130,27 +130,9 @@ static int32_t *cols_of(an_build *B, fhjit_value v, int64_t first, int64_t n) {
   return c;
 }
 
-/* The buffer that will hold v: its result buffer when it is a result,
- * else new scratch (kind -1 on failure). */
-static an_buf home_of(an_build *B, fhjit_value v) {
-  if (B->g->result_of[v] >= 0) return (an_buf){LW_ARG_RESULT, B->g->result_of[v]};
-  int sc = lw_step_scratch(B, &B->g->nodes[v].type);
-  return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
-}
-
 static an_buf scratch_for(an_build *B, const fhjit_type *t) {
   int sc = lw_step_scratch(B, t);
   return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
-}
-
-/* Puts v into a buffer: an input is one already; otherwise a pointwise
- * step computes it, unless a step already has. */
-static void materialise(an_build *B, fhjit_value v) {
-  if (B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) return;
-  an_buf dst = home_of(B, v);
-  if (B->st) return;
-  lw_step_pointwise(B, &v, &dst, 1);
-  if (!B->st) B->where[v] = dst;
 }
 
 /* The buffer and view holding v (through rows views and extracts),
@@ -170,7 +152,7 @@ static int view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
     return 1;
   }
   if (B->st) return 0;
-  materialise(B, v);
+  lw_step_materialise(B, v);
   return !B->st && lw_step_source(B, v, buf, l);
 }
 
@@ -409,7 +391,7 @@ static void bconv_steps(an_build *B, fhjit_value v) {
   an_buf xb;
   fhjit_layout xl;
   if (!view_of(B, x, &xb, &xl)) return;
-  an_buf out = home_of(B, v);
+  an_buf out = lw_step_home(B, v);
   if (B->st) return;
   bconv_step(B, v, 0, tx, cols_of(B, x, 0, tx->rows), xb, &xl, n->type.rows,
              cols_of(B, v, 0, n->type.rows), n->args[1], 0, out);
@@ -618,7 +600,7 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   }
   /* a result read from v's value in the last kernel: v is not stored */
   fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
-  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
   if (!s || B->st) return;
   scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out, res);
   if (!B->st) B->where[res >= 0 ? res : v] = out;
@@ -660,7 +642,7 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* a result read from v's value in the last kernel: v is not stored */
   fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
-  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : home_of(B, v);
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
   if (!s || B->st) return;
   scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out, res);
   if (!B->st) B->where[res >= 0 ? res : v] = out;
@@ -1170,7 +1152,7 @@ static void batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
      * rows (each block reads and writes its own columns: r62 dnum 7, N =
      * 2^16, 86 MB of arena less); a one-kernel plan's dst is unused (the
      * sum's buffer stands in) */
-    an_buf out = home_of(B, r->sum);
+    an_buf out = lw_step_home(B, r->sum);
     r->ubuf = s2;
     an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1],
                           r->ubuf);
@@ -1320,7 +1302,7 @@ static void modup_steps(an_build *B, fhjit_value v) {
     /* the converted rows are one run of the output: their forward NTT
      * writes there, and only the digit's rows are copied (no gather of
      * the whole output) */
-    an_buf out = home_of(B, v);
+    an_buf out = lw_step_home(B, v);
     if (B->st) return;
     an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], out);
     if (!s || B->st) return;
@@ -1333,7 +1315,7 @@ static void modup_steps(an_build *B, fhjit_value v) {
   an_buf s3 = scratch_for(B, &t3);
   ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* 4. in output order */
-  an_buf out = home_of(B, v);
+  an_buf out = lw_step_home(B, v);
   if (B->st) return;
   modup_gather(B, v, s3, &t3, c2, db, &dl, &tdig, c1, s0, out);
   if (!B->st) B->where[v] = out;
@@ -1349,7 +1331,7 @@ void lw_steps_s7(an_build *B, fhjit_value v) {
   default:
     /* rows, concat, automorphism: loads of buffers (lower.c) */
     for (int a = 0; a < n->nargs && !B->st; a++)
-      if (!lw_step_addressable(B, n->args[a])) materialise(B, n->args[a]);
+      if (!lw_step_addressable(B, n->args[a])) lw_step_materialise(B, n->args[a]);
     return;
   }
 }

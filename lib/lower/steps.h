@@ -151,6 +151,12 @@ typedef struct an_build {
 /* anchor.c's step builders, for mixsteps.c */
 an_step *lw_step_new(an_build *B);
 int lw_step_scratch(an_build *B, const fhjit_type *t);
+/* The buffer that will hold v: its result buffer when it is a result,
+ * else new scratch (kind -1 on failure). */
+an_buf lw_step_home(an_build *B, fhjit_value v);
+/* Puts v into a buffer: an input is one already; otherwise a pointwise
+ * step computes it, unless a step already has. */
+void lw_step_materialise(an_build *B, fhjit_value v);
 void lw_step_pointwise(an_build *B, const fhjit_value *targets, const an_buf *dests, int n);
 int lw_step_source(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l);
 void lw_step_set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *l);
