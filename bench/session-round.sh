@@ -44,6 +44,11 @@
 #   CKKS_AB="r62:PLAN r32:PLAN ..." bench/session-round.sh ckksab BUILD OUT
 #     ckks_bench --fused-only per radix named: the defaults, then under each
 #     PLAN given for it (run_ckksab; CKKS_OPS: --ops, default every op).
+#   PROFILE="r32:0:10:full r32:5:53 ..." bench/session-round.sh profile BUILD OUT
+#     ckks_bench --fused-only --ops OP --radix R under ncu, the first COUNT
+#     launches (one execution of the graph), kernel times (OUT/ncu_R_OP.csv)
+#     or with `full` every ncu section (OUT/ncu_R_OP_full.csv, --page
+#     details): where a CKKS operation's time goes (run_profile).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -320,6 +325,29 @@ run_ckksab() {
   return $status
 }
 
+# ckks_bench under ncu, one entry of PROFILE (R:OP:COUNT[:full]) at a time.
+run_profile() {
+  local status=0 e r op n set f
+  command -v ncu >/dev/null || { echo "no ncu"; return 1; }
+  for e in ${PROFILE:?PROFILE=R:OP:COUNT[:full] ...}; do
+    IFS=: read -r r op n set <<<"$e"
+    if [ "$set" = full ]; then
+      f=$OUT/ncu_${r}_${op}_full.csv
+      timeout 240 ncu --clock-control none --launch-count "$n" --kill yes --set full \
+        --csv --page details "$BUILD/bench/ckks_bench" --radix "$r" --fused-only --ops "$op" \
+        >"$f" 2>"$LOGS/ncu_${r}_$op.err" || status=1
+    else
+      f=$OUT/ncu_${r}_${op}.csv
+      timeout 150 ncu --clock-control none --launch-count "$n" --kill yes --csv \
+        --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread,dram__bytes.sum \
+        "$BUILD/bench/ckks_bench" --radix "$r" --fused-only --ops "$op" \
+        >"$f" 2>"$LOGS/ncu_${r}_$op.err" || status=1
+    fi
+    echo "######## ncu $e: $(grep -c '"' "$f") rows"; tail -n 2 "$LOGS/ncu_${r}_$op.err"
+  done
+  return $status
+}
+
 case $MODE in
   checks) run_checks; STATUS=$? ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
@@ -330,7 +358,8 @@ case $MODE in
   ksab) run_ksab; STATUS=$? ;;
   ab) run_ab; STATUS=$? ;;
   ckksab) run_ckksab; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab|ckksab BUILD OUT" >&2; exit 2 ;;
+  profile) run_profile; STATUS=$? ;;
+  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab|ckksab|profile BUILD OUT" >&2; exit 2 ;;
 esac
 if [ -d "$OUT/results" ]; then
   python3 "$REPO/bench/check-results.py" "$OUT/results" || STATUS=1
