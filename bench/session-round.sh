@@ -48,7 +48,9 @@
 #     ckks_bench --fused-only --ops OP --radix R under ncu, the first COUNT
 #     launches (one execution of the graph), kernel times (OUT/ncu_R_OP.csv)
 #     or with `full` every ncu section (OUT/ncu_R_OP_full.csv, --page
-#     details): where a CKKS operation's time goes (run_profile).
+#     details): where a CKKS operation's time goes (run_profile). An entry
+#     ntt:RADIX:LOG2:ROWS:SCHEDULE profiles ntt_bench's transforms (every
+#     section) under FHJIT_NTT_SCHEDULE=SCHEDULE (cluster, two_kernel).
 set -u
 MODE=${1:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -331,7 +333,13 @@ run_profile() {
   command -v ncu >/dev/null || { echo "no ncu"; return 1; }
   for e in ${PROFILE:?PROFILE=R:OP:COUNT[:full] ...}; do
     IFS=: read -r r op n set <<<"$e"
-    if [ "$set" = full ]; then
+    if [ "$r" = ntt ]; then # ntt:RADIX:LOG2:ROWS:SCHEDULE, forward and inverse
+      f=$OUT/ncu_ntt_${op}_${n}_${set#*:}.csv
+      FHJIT_NTT_SCHEDULE=${set#*:} timeout 150 ncu --clock-control none -k regex:fhjit_ntt \
+        --launch-count 4 --kill yes --set full --csv --page details "$BUILD/bench/ntt_bench" \
+        --sweep --plans '' --radix "$op" --log2 "$n" --rows "${set%%:*}" \
+        >"$f" 2>"$LOGS/ncu_ntt_$op.err" || status=1
+    elif [ "$set" = full ]; then
       f=$OUT/ncu_${r}_${op}_full.csv
       timeout 240 ncu --clock-control none --launch-count "$n" --kill yes --set full \
         --csv --page details "$BUILD/bench/ckks_bench" --radix "$r" --fused-only --ops "$op" \
