@@ -332,10 +332,11 @@ typedef struct lw {
   int eval_result;
   /* register inputs (lw_build_eval_regs, NTT epilogues: no load): input
    * reg_input[j]'s value is the eval function's argument after the group,
-   * j-th of nreg (an ipfuse epilogue: one per member digit) */
+   * j-th of nreg (an ipfuse epilogue: one per member digit); with vec > 1
+   * one argument per lane, register j's lanes consecutive */
   int nreg;
   int32_t reg_input[LW_MAX_REG];
-  LLVMValueRef reg_value[LW_MAX_REG];
+  LLVMValueRef reg_value[LW_MAX_REG][LW_VMAX];
   LLVMValueRef group;     /* the body's group argument */
   /* automorphisms read from shared memory (emit_stage): node, component,
    * the block's staged words */
@@ -659,15 +660,16 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   }
 }
 
-/* The register value of input index i, or NULL (not a register input). */
-static LLVMValueRef reg_of(const lw *L, int32_t i) {
+/* The lanes of the register value of input index i, or NULL (not a
+ * register input). */
+static const LLVMValueRef *reg_of(const lw *L, int32_t i) {
   for (int j = 0; j < L->nreg; j++)
-    if (L->reg_value[j] && L->reg_input[j] == i) return L->reg_value[j];
+    if (L->reg_value[j][0] && L->reg_input[j] == i) return L->reg_value[j];
   return NULL;
 }
 
 static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out) {
-  LLVMValueRef rv = reg_of(L, in->input_index);
+  const LLVMValueRef *rv = reg_of(L, in->input_index);
   if (rv) {
     /* only at the walk's own element (the caller holds that one) */
     if (x != 0 && !L->st)
@@ -678,7 +680,7 @@ static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out
       L->st = ir_error(L->g->ctx, FHJIT_ERR_UNSUPPORTED,
                        "internal: graph @%s: a register input read at another component",
                        L->g->name);
-    for (int l = 0; l < L->p->vec; l++) out[l] = rv;
+    for (int l = 0; l < L->p->vec; l++) out[l] = rv[l];
     return;
   }
   const fhjit_layout *l = &in->layout;
@@ -1437,7 +1439,7 @@ static int name_taken(lw *L, const char *suffix) {
 static LLVMValueRef build_body(lw *L) {
   fhjit_graph *g = L->g;
   int32_t n = lw_num_args(g);
-  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1 + LW_MAX_REG)); /* + group, + registers */
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1 + LW_MAX_REG * LW_VMAX)); /* + group, + registers */
   L->inputs = malloc(sizeof *L->inputs * (size_t)(g->ninputs + 1));
   L->results = malloc(sizeof *L->results * (size_t)(g->nresults + 1));
   if (!types || !L->inputs || !L->results) {
@@ -1447,7 +1449,7 @@ static LLVMValueRef build_body(lw *L) {
   }
   arg_types(L, types);
   types[n] = L->idxt;
-  int reg = L->eval_comp >= 0 ? L->nreg : 0;
+  int V = L->p->vec, reg = L->eval_comp >= 0 ? L->nreg * V : 0;
   for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
   char suffix[24]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
   if (L->eval_comp >= 0 && L->eval_result > 0)
@@ -1460,7 +1462,8 @@ static LLVMValueRef build_body(lw *L) {
   }
   char fname[LW_NAME_MAX + 24];
   snprintf(fname, sizeof fname, "%s%s", L->p->name, suffix);
-  LLVMTypeRef ret = L->eval_comp >= 0 ? L->word : L->voidt;
+  /* an evaluator returns its word, or with vec > 1 the group's lanes */
+  LLVMTypeRef ret = L->eval_comp < 0 ? L->voidt : V > 1 ? L->vect : L->word;
   LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg), 0));
   free(types);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
@@ -1470,8 +1473,9 @@ static LLVMValueRef build_body(lw *L) {
   name_args(L, fn);
   LLVMSetValueName2(LLVMGetParam(fn, (unsigned)n), "group", 5);
   for (int j = 0; j < reg; j++) {
-    L->reg_value[j] = LLVMGetParam(fn, (unsigned)(n + 1 + j));
-    LLVMSetValueName2(L->reg_value[j], "reg", 3);
+    LLVMValueRef a = LLVMGetParam(fn, (unsigned)(n + 1 + j));
+    L->reg_value[j / V][j % V] = a;
+    LLVMSetValueName2(a, "reg", 3);
   }
   L->fn = fn;
   L->params = LLVMGetParam(fn, 0);
@@ -1487,7 +1491,11 @@ static LLVMValueRef build_body(lw *L) {
   } else {
     fhjit_value v = g->results[L->eval_result].value;
     int c = nc_of(&g->nodes[v]) > 1 ? L->eval_comp : 0;
-    LLVMBuildRet(L->b, L->st ? LLVMGetUndef(L->word) : slot(L, 0, v, c)[0]);
+    LLVMValueRef r = LLVMGetUndef(ret);
+    if (!L->st && V == 1) r = slot(L, 0, v, c)[0];
+    for (int l = 0; !L->st && V > 1 && l < V; l++)
+      r = LLVMBuildInsertElement(L->b, r, slot(L, 0, v, c)[l], LLVMConstInt(L->i32, (uint64_t)l, 0), "");
+    LLVMBuildRet(L->b, r);
   }
   return fn;
 }
@@ -1717,8 +1725,10 @@ fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target
   *values = 0;
   if (nreg < 0 || nreg > LW_MAX_REG)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_regs: %d registers", nreg);
-  if (plan->vec != 1 || result < 0 || g->nresults <= result)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval needs vec 1 and a result");
+  if ((plan->vec != 1 && plan->vec != 2 && plan->vec != 4) || plan->vec > LW_VMAX || result < 0 ||
+      g->nresults <= result)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "internal: lw_build_eval needs vec 1, 2 or 4 and a result");
   fhjit_value v = g->results[result].value;
   for (int comp = 0; comp < nc_of(&g->nodes[v]); comp++) {
     lw L;

@@ -114,9 +114,13 @@ char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *ar
  * functions "<plan->name>.eval<c>", one per component c of result 0 of g:
  * word (params, pstride, inputs..., results..., index offset) returning that
  * component at element `offset` of the walk, nothing stored (the result
- * pointers are unused). plan->vec must be 1. *values receives the most
- * values (see lw_max_values) one of them evaluates: each call, inlined,
- * costs that many. */
+ * pointers are unused). plan->vec is 1, or 2 or 4 (ntt_emit.c's vector
+ * epilogue: the index argument is then the group, offset / vec, of vec
+ * consecutive elements in one row, the function returns their words as a
+ * <vec x word> vector, and a register input takes vec arguments, one per
+ * lane: the inputs' loads become vector loads where their layouts allow).
+ * *values receives the most values (see lw_max_values) one of them
+ * evaluates: each call, inlined, costs that many. */
 fhjit_status lw_build_eval(fhjit_graph *g, const lw_plan *plan, lw_target target,
                            LLVMContextRef c, LLVMModuleRef m, int64_t *values);
 /* The same, input #reg_input (>= 0) not loaded: its value at the element is

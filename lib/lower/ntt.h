@@ -105,6 +105,10 @@ typedef struct lw_ntt_kplan {
    * kernel, each thread prefetches into the L2 the source words its first
    * pass or staged load reads (ntt_emit.c, prefetch_source) */
   int l2pf;
+  /* the last kernel's fused epilogue: 1 evaluated V elements at a time
+   * where its walk allows (ntt_emit.c, epi_value_vec: vector loads of its
+   * inputs), 0 element by element */
+  int epivec;
   /* GPU sm_90 on: the cluster schedule (ntt_cluster.h, docs/ntt-cluster.md):
    * log2 of the blocks per cluster C; 0 for the other kernels. A cluster
    * kernel runs whole rows: m = log N, one cluster of C blocks per
@@ -233,6 +237,7 @@ typedef struct lw_ntt_tuning {
   int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
+  int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
   /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
    * ntt_schedule option sets it), cluster its log2 blocks per cluster
@@ -271,7 +276,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

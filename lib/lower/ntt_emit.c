@@ -52,6 +52,12 @@ typedef struct ne {
   LLVMValueRef epi_fn[LW_NTT_MAX_EPI][3];
   LLVMTypeRef epi_ty[LW_NTT_MAX_EPI][3];
   int64_t epi_values[LW_NTT_MAX_EPI];
+  /* the vector epilogue (lw_ntt_kplan.epivec): target t's evaluators of V
+   * consecutive elements, where epi_vec[t] (final_store's vector stores) */
+  int epi_vec[LW_NTT_MAX_EPI];
+  LLVMValueRef epi_vfn[LW_NTT_MAX_EPI][3];
+  LLVMTypeRef epi_vty[LW_NTT_MAX_EPI][3];
+  int64_t epi_vvalues[LW_NTT_MAX_EPI];
   int64_t inlined; /* values of the evaluator calls in the kernel being built */
   LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
   LLVMValueRef epi_out[LW_NTT_MAX_EPI];
@@ -542,6 +548,60 @@ static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValu
   return epi_value_regs(E, t, slot, off, &x, 1);
 }
 
+/* The same for the V consecutive elements from off (a multiple of V, one
+ * row) whose final words are x[j V + v] (register j of nx, lane v): target
+ * t's vector evaluator, which loads its inputs as vectors where their
+ * layouts allow; the V words as a vector. Why: called element by element,
+ * the evaluator's loads are one word per thread at a stride of V words,
+ * each warp-wide load touching V times the sectors it uses (ncu, r32
+ * moddown's epilogue: 10 of 32 bytes a sector). */
+static LLVMValueRef epi_value_vec(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
+                                  int nx) {
+  LLVMBuilderRef b = E->b;
+  const fhjit_graph *sub = E->pro->epi[t].sub;
+  int nregs = nx * E->V, nargs = 2 + sub->ninputs + sub->nresults + 1 + nregs;
+  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG * LW_VMAX];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[t][j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  for (int j = 0; j < nregs; j++) args[nargs - nregs + j] = x[j];
+  int ncomp = E->epi_ncomp[t], lv = lw_ntt_ilog2((uint64_t)E->V);
+  int per_element = E->pro->ntt_comps > 1 && ncomp > 1;
+  LLVMValueRef walk = off, comp = NULL;
+  if (per_element) {
+    /* the element's component: off / (rows per component * N), the same
+     * for the V elements (a component's rows are whole rows) */
+    int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
+    comp = LLVMBuildUDiv(b, off, c64(E, (uint64_t)per_comp), "epi.comp");
+    walk = LLVMBuildURem(b, off, c64(E, (uint64_t)per_comp), "");
+  }
+  LLVMValueRef group = LLVMBuildLShr(b, walk, c64(E, (uint64_t)lv), "epi.group");
+  args[nargs - nregs - 1] = E->epi_idx64[t] ? group : LLVMBuildTrunc(b, group, E->i32, "");
+  if (!per_element) {
+    int c = E->pro->ntt_comps <= 1 ? slot : 0;
+    E->inlined += E->epi_vvalues[t];
+    return LLVMBuildCall2(b, E->epi_vty[t][c], E->epi_vfn[t][c], args, (unsigned)nargs, "epi");
+  }
+  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.merge");
+  LLVMValueRef vals[3];
+  for (int c = 0; c < ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.comp");
+  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[ncomp - 1],
+                                    (unsigned)ncomp - 1);
+  for (int c = 0; c + 1 < ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
+  for (int c = 0; c < ncomp; c++) {
+    LLVMPositionBuilderAtEnd(b, blocks[c]);
+    E->inlined += E->epi_vvalues[t];
+    vals[c] = LLVMBuildCall2(b, E->epi_vty[t][c], E->epi_vfn[t][c], args, (unsigned)nargs, "epi");
+    blocks[c] = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, merge);
+  }
+  LLVMPositionBuilderAtEnd(b, merge);
+  LLVMValueRef phi = LLVMBuildPhi(b, E->vecW, "epi");
+  LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
+  return phi;
+}
+
 /* Component slots of target t per element, and the dense offset of slot
  * `slot` of the element at transform offset off. */
 static int epi_slots(ne *E, int t) { return E->pro->ntt_comps <= 1 ? E->epi_ncomp[t] : 1; }
@@ -562,13 +622,17 @@ static void final_store(ne *E, LLVMValueRef off, const LLVMValueRef *x, int n) {
   for (int t = -1; t < (E->epi_active ? E->pro->nepi : 0); t++) {
     if (t < 0 && !store_ntt) continue;
     for (int slot = 0; slot < (t < 0 ? 1 : epi_slots(E, t)); slot++) {
-      LLVMValueRef vals[4];
-      for (int v = 0; v < n; v++) {
-        LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)v), "") : off;
-        vals[v] = t < 0 ? x[v] : epi_value(E, t, slot, o, x[v]);
-      }
       LLVMValueRef base = t < 0 ? E->dst : E->epi_out[t];
       LLVMValueRef o = t < 0 ? off : epi_offset(E, slot, off);
+      if (t >= 0 && n == E->V && n > 1 && E->epi_vec[t]) {
+        store(E, epi_value_vec(E, t, slot, off, x, 1), base, o, align);
+        continue;
+      }
+      LLVMValueRef vals[4];
+      for (int v = 0; v < n; v++) {
+        LLVMValueRef ov = v ? LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)v), "") : off;
+        vals[v] = t < 0 ? x[v] : epi_value(E, t, slot, ov, x[v]);
+      }
       if (n == 1) {
         store(E, vals[0], base, o, walign(E));
       } else {
@@ -775,7 +839,13 @@ static void red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
         xs[v][k] = LLVMBuildLoad2(b, E->W, red_slot(E, k, g, v, tid), "m"), LLVMSetAlignment(xs[v][k], walign(E));
     for (int slot = 0; slot < epi_slots(E, 0); slot++) {
       LLVMValueRef vec = LLVMGetUndef(E->vecW);
-      for (int v = 0; v < V; v++) {
+      if (!R->acc && E->epi_vec[0]) {
+        LLVMValueRef xr[LW_MAX_REG * 4];
+        for (int k = 0; k < R->members; k++)
+          for (int v = 0; v < V; v++) xr[k * V + v] = xs[v][k];
+        vec = epi_value_vec(E, 0, slot, off0, xr, R->members);
+      }
+      for (int v = 0; v < V && !(!R->acc && E->epi_vec[0]); v++) {
         LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)v), "") : off0;
         LLVMValueRef x;
         if (R->acc) {
@@ -1766,6 +1836,47 @@ static void build_host_fn(ne *E, const char *name) {
   host_body_end(E, name, types, n, fty, fn, done);
 }
 
+/* The evaluators "<name>.eval<c>" of n components, found in the module. */
+static fhjit_status epi_functions(ne *E, const char *name, int n, LLVMValueRef *fn,
+                                  LLVMTypeRef *ty) {
+  for (int comp = 0; comp < n; comp++) {
+    char sym[LW_NAME_MAX + 16];
+    snprintf(sym, sizeof sym, "%s.eval%d", name, comp);
+    fn[comp] = LLVMGetNamedFunction(E->m, sym);
+    if (!fn[comp]) return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", sym);
+    ty[comp] = LLVMGlobalGetValueType(fn[comp]);
+  }
+  return FHJIT_OK;
+}
+
+/* Target t's vector evaluators (epi_value_vec), named "<plan>_v.eval<c>",
+ * where the last kernel asks for them (epivec) and the target's walk takes
+ * V-element groups (lw_plan_graph's vec: V divides N); else scalar calls. */
+static fhjit_status build_vector_epilogue(ne *E, int t) {
+  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
+  E->epi_vec[t] = 0;
+  if (!lk->epivec || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
+  fhjit_graph *sub = E->pro->epi[t].sub;
+  lw_plan pl;
+  fhjit_status st = lw_plan_graph(sub, &pl);
+  if (st) return st;
+  size_t len = strlen(pl.name);
+  if (pl.vec != E->V || len + 3 > LW_NAME_MAX) return FHJIT_OK;
+  memcpy(pl.name + len, "_v", 3);
+  pl.groups = pl.work / pl.vec;
+  const lw_ntt_reduce *R = &E->pro->red;
+  if (t == 0 && R->members > 0)
+    st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members,
+                            &E->epi_vvalues[t]);
+  else
+    st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
+                           &E->epi_vvalues[t]);
+  if (st) return st;
+  if ((st = epi_functions(E, pl.name, E->epi_ncomp[t], E->epi_vfn[t], E->epi_vty[t]))) return st;
+  E->epi_vec[t] = 1;
+  return FHJIT_OK;
+}
+
 /* The epilogue targets' evaluator functions in module m (lower.c), the
  * transform's value passed in registers. */
 static fhjit_status build_epilogue(ne *E) {
@@ -1804,14 +1915,8 @@ static fhjit_status build_epilogue(ne *E) {
     const ir_node *res = &sub->nodes[sub->results[0].value];
     E->epi_ncomp[t] = res->type.comps > 1 ? res->type.comps : 1;
     E->epi_idx64[t] = pl.idx_bits == 64;
-    for (int comp = 0; comp < E->epi_ncomp[t]; comp++) {
-      char name[112];
-      snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
-      E->epi_fn[t][comp] = LLVMGetNamedFunction(E->m, name);
-      if (!E->epi_fn[t][comp])
-        return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", name);
-      E->epi_ty[t][comp] = LLVMGlobalGetValueType(E->epi_fn[t][comp]);
-    }
+    if ((st = epi_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
+    if (!(t == 0 && R->acc > 0) && (st = build_vector_epilogue(E, t))) return st;
   }
   return FHJIT_OK;
 }

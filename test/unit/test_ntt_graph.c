@@ -525,6 +525,46 @@ START_TEST(test_epilogue) {
 }
 END_TEST
 
+/* Vector global loads ("ld.global.nc.vN") in the PTX of g under ntt_plan
+ * `plan`. */
+static int vector_loads(env *e, fhjit_graph *g, const char *plan) {
+  ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", plan), FHJIT_OK);
+  const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
+  ck_assert_msg(ptx != NULL, "%s", fhjit_last_error(e->ctx));
+  int n = 0;
+  for (const char *p = ptx; (p = strstr(p, "ld.global.nc.v")); p++) n++;
+  return n;
+}
+
+/* The vector epilogue (ntt_plan epivec, ntt_emit.c epi_value_vec): the
+ * epilogue graph (a two-component transform's element-wise switch, keys,
+ * plain operands, a batched input) with epivec=1 and epivec=0, each
+ * against the interpreter word for word on the host, and the PTX of
+ * epivec=1 holding more vector loads than epivec=0's (the epilogue's
+ * inputs loaded V words at a time). _i: radix (bit 0), one or two kernels
+ * (bit 1). */
+START_TEST(test_epilogue_vec) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = _i & 2 ? 13 : 8;
+  env e;
+  env_init(&e, radix, 2, logn);
+  uint64_t seed = 4242 + (uint64_t)_i;
+  fhjit_graph *g = epilogue_graph(&e, 0);
+  void **in = make_inputs(&e, g, &seed, 2);
+  const char *plans[2] = {"epivec=0", "epivec=1"};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[k]), FHJIT_OK);
+    free_bufs(run_both(&e, g, in, plans[k]), fhjit_num_results(g));
+  }
+  int scalar = vector_loads(&e, g, plans[0]), vec = vector_loads(&e, g, plans[1]);
+  ck_assert_msg(vec > scalar, "epivec=1: %d vector loads, epivec=0: %d", vec, scalar);
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  free_bufs(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
 /* An NTT result of two components read as the plaintext operand of
  * mul_plain / add_plain (every component of the result takes the
  * plaintext's component 0) must not become an epilogue computed component
@@ -800,6 +840,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_chain_keyswitch, 0, 4);
   tcase_add_loop_test(tc, test_epilogue_plain_operand, 0, 2);
   tcase_add_loop_test(tc, test_epilogue, 0, 8);
+  tcase_add_loop_test(tc, test_epilogue_vec, 0, 4);
   tcase_add_loop_test(tc, test_single, 0, 28);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
