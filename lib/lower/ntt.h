@@ -109,6 +109,10 @@ typedef struct lw_ntt_kplan {
    * where its walk allows (ntt_emit.c, epi_value_vec: vector loads of its
    * inputs), 0 element by element */
   int epivec;
+  /* kernel 0's fused prologue in its staged load: 1 evaluated V elements at
+   * a time where its walk allows (ntt_emit.c, pro_value_vec), 0 element
+   * by element */
+  int provec;
   /* GPU sm_90 on: the cluster schedule (ntt_cluster.h, docs/ntt-cluster.md):
    * log2 of the blocks per cluster C; 0 for the other kernels. A cluster
    * kernel runs whole rows: m = log N, one cluster of C blocks per
@@ -238,6 +242,7 @@ typedef struct lw_ntt_tuning {
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
+  int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
   /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
    * ntt_schedule option sets it), cluster its log2 blocks per cluster
@@ -276,7 +281,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

@@ -41,6 +41,12 @@ typedef struct ne {
   LLVMValueRef pro_fn[3];
   LLVMTypeRef pro_ty[3];
   int64_t pro_values; /* values one call evaluates (lw_build_eval) */
+  /* the vector prologue (lw_ntt_kplan.provec): evaluators of V consecutive
+   * elements for the staged load (pro_value_vec), where pro_vec */
+  int pro_vec;
+  LLVMValueRef pro_vfn[3];
+  LLVMTypeRef pro_vty[3];
+  int64_t pro_vvalues;
   int pro_idx64;
   int64_t pro_rows_per_comp; /* batch * rows of the sub-graph's result */
   LLVMValueRef extra[LW_MAX_ARGS];
@@ -449,6 +455,73 @@ static LLVMValueRef pro_store(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueR
   LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, E->W, E->extra[E->pro->sub->ninputs - 1], &off, 1, "");
   LLVMSetAlignment(LLVMBuildStore(b, x, ptr), walign(E));
   return x;
+}
+
+/* pro_store for the V consecutive elements from (br, i), i a multiple of
+ * V: one vector store. */
+static void pro_store_vec(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef vec) {
+  if (E->pro->store_rows <= 0) return;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef rows = c64(E, (uint64_t)E->P->rows);
+  LLVMValueRef poly = LLVMBuildUDiv(b, br, rows, ""), r = LLVMBuildURem(b, br, rows, "");
+  LLVMValueRef row = LLVMBuildNUWAdd(
+      b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)E->pro->store_rows), ""),
+      LLVMBuildNUWAdd(b, r, c64(E, (uint64_t)E->pro->store_first), ""), "");
+  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)E->P->log_n), ""), i, "");
+  store(E, vec, E->extra[E->pro->sub->ninputs - 1], off,
+        E->target == LW_GPU ? (unsigned)E->V * walign(E) : walign(E));
+}
+
+/* The V source elements (br, i .. i + V - 1), i a multiple of V, computed
+ * by the prologue's vector evaluator (its inputs loaded as vectors where
+ * their layouts allow, where pro_value's per-element calls load one word
+ * per thread at a stride of V words), as a vector; the component switch
+ * as pro_value's. */
+static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) {
+  LLVMBuilderRef b = E->b;
+  const fhjit_graph *sub = E->pro->sub;
+  int single = E->pro->comp >= 0 || E->pro_ncomp == 1;
+  LLVMValueRef rest = br, comp = NULL;
+  if (!single) {
+    LLVMValueRef rpc = c64(E, (uint64_t)E->pro_rows_per_comp);
+    comp = LLVMBuildUDiv(b, br, rpc, "comp");
+    rest = LLVMBuildURem(b, br, rpc, "");
+  }
+  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, rest, c64(E, (uint64_t)E->P->log_n), ""), i, "");
+  off = LLVMBuildLShr(b, off, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "pro.group");
+  if (!E->pro_idx64) off = LLVMBuildTrunc(b, off, E->i32, "");
+  int nargs = 2 + sub->ninputs + sub->nresults + 1;
+  LLVMValueRef args[LW_MAX_ARGS + 4];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->extra[j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  args[nargs - 1] = off;
+  LLVMValueRef vec;
+  if (single) {
+    int c = E->pro->comp >= 0 ? E->pro->comp : 0;
+    E->inlined += E->pro_vvalues;
+    vec = LLVMBuildCall2(b, E->pro_vty[c], E->pro_vfn[c], args, (unsigned)nargs, "xv");
+  } else {
+    LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
+    LLVMValueRef vals[3];
+    for (int c = 0; c < E->pro_ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.comp");
+    LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[E->pro_ncomp - 1],
+                                      (unsigned)E->pro_ncomp - 1);
+    for (int c = 0; c + 1 < E->pro_ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
+    for (int c = 0; c < E->pro_ncomp; c++) {
+      LLVMPositionBuilderAtEnd(b, blocks[c]);
+      E->inlined += E->pro_vvalues;
+      vals[c] = LLVMBuildCall2(b, E->pro_vty[c], E->pro_vfn[c], args, (unsigned)nargs, "xv");
+      blocks[c] = LLVMGetInsertBlock(b);
+      LLVMBuildBr(b, merge);
+    }
+    LLVMPositionBuilderAtEnd(b, merge);
+    vec = LLVMBuildPhi(b, E->vecW, "xv");
+    LLVMAddIncoming(vec, vals, blocks, (unsigned)E->pro_ncomp);
+  }
+  pro_store_vec(E, br, i, vec);
+  return vec;
 }
 
 /* The source element (br, i) computed by the prologue's evaluator: the
@@ -1303,9 +1376,10 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       }
       LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
                                 : NULL;
+      if (pro_br && E->pro_vec) vec = pro_value_vec(E, pro_br, pro_i), vector = 1;
       for (int v = 0; v < V; v++) {
         LLVMValueRef x;
-        if (pro_br)
+        if (pro_br && !E->pro_vec)
           x = pro_value(E, pro_br, v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i);
         else
           x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
@@ -1837,7 +1911,7 @@ static void build_host_fn(ne *E, const char *name) {
 }
 
 /* The evaluators "<name>.eval<c>" of n components, found in the module. */
-static fhjit_status epi_functions(ne *E, const char *name, int n, LLVMValueRef *fn,
+static fhjit_status eval_functions(ne *E, const char *name, int n, LLVMValueRef *fn,
                                   LLVMTypeRef *ty) {
   for (int comp = 0; comp < n; comp++) {
     char sym[LW_NAME_MAX + 16];
@@ -1872,7 +1946,7 @@ static fhjit_status build_vector_epilogue(ne *E, int t) {
     st = lw_build_eval_reg(sub, &pl, E->target, E->c, E->m, E->pro->epi[t].reg,
                            &E->epi_vvalues[t]);
   if (st) return st;
-  if ((st = epi_functions(E, pl.name, E->epi_ncomp[t], E->epi_vfn[t], E->epi_vty[t]))) return st;
+  if ((st = eval_functions(E, pl.name, E->epi_ncomp[t], E->epi_vfn[t], E->epi_vty[t]))) return st;
   E->epi_vec[t] = 1;
   return FHJIT_OK;
 }
@@ -1915,9 +1989,33 @@ static fhjit_status build_epilogue(ne *E) {
     const ir_node *res = &sub->nodes[sub->results[0].value];
     E->epi_ncomp[t] = res->type.comps > 1 ? res->type.comps : 1;
     E->epi_idx64[t] = pl.idx_bits == 64;
-    if ((st = epi_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
+    if ((st = eval_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
     if (!(t == 0 && R->acc > 0) && (st = build_vector_epilogue(E, t))) return st;
   }
+  return FHJIT_OK;
+}
+
+/* The prologue's vector evaluators (pro_value_vec), "<plan>_v.eval<c>",
+ * where kernel 0 asks for them (provec), stages its load (the only
+ * caller: a thread's V consecutive words) and the walk takes V-element
+ * groups; else per-element calls. */
+static fhjit_status build_vector_prologue(ne *E) {
+  const lw_ntt_kplan *k0 = &E->P->k[0];
+  E->pro_vec = 0;
+  if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
+  fhjit_graph *sub = E->pro->sub;
+  lw_plan pl;
+  fhjit_status st = lw_plan_graph(sub, &pl);
+  if (st) return st;
+  size_t len = strlen(pl.name);
+  if (pl.vec != E->V || len + 3 > LW_NAME_MAX) return FHJIT_OK;
+  memcpy(pl.name + len, "_v", 3);
+  pl.groups = pl.work / pl.vec;
+  if ((st = lw_build_eval(sub, &pl, E->target, E->c, E->m, &E->pro_vvalues))) return st;
+  const ir_node *res = &sub->nodes[sub->results[0].value];
+  int ncomp = res->type.comps > 1 ? res->type.comps : 1;
+  if ((st = eval_functions(E, pl.name, ncomp, E->pro_vfn, E->pro_vty))) return st;
+  E->pro_vec = 1;
   return FHJIT_OK;
 }
 
@@ -1932,6 +2030,7 @@ static fhjit_status build_prologue(ne *E) {
   pl.groups = pl.work;
   st = lw_build_eval(sub, &pl, E->target, E->c, E->m, &E->pro_values);
   if (st) return st;
+  if ((st = build_vector_prologue(E))) return st;
   const ir_node *res = &sub->nodes[sub->results[0].value];
   E->pro_ncomp = res->type.comps > 1 ? res->type.comps : 1;
   E->pro_idx64 = pl.idx_bits == 64;

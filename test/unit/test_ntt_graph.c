@@ -525,14 +525,15 @@ START_TEST(test_epilogue) {
 }
 END_TEST
 
-/* Vector global loads ("ld.global.nc.vN") in the PTX of g under ntt_plan
- * `plan`. */
+/* Vector global loads ("ld.global.v", "ld.global.nc.v") in the PTX of g
+ * under ntt_plan `plan`. */
 static int vector_loads(env *e, fhjit_graph *g, const char *plan) {
   ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", plan), FHJIT_OK);
   const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
   ck_assert_msg(ptx != NULL, "%s", fhjit_last_error(e->ctx));
   int n = 0;
-  for (const char *p = ptx; (p = strstr(p, "ld.global.nc.v")); p++) n++;
+  for (const char *p = ptx; (p = strstr(p, "ld.global.")); p++)
+    n += !strncmp(p + 10, "v", 1) || !strncmp(p + 10, "nc.v", 4);
   return n;
 }
 
@@ -558,6 +559,43 @@ START_TEST(test_epilogue_vec) {
   }
   int scalar = vector_loads(&e, g, plans[0]), vec = vector_loads(&e, g, plans[1]);
   ck_assert_msg(vec > scalar, "epivec=1: %d vector loads, epivec=0: %d", vec, scalar);
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  free_bufs(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
+/* The vector prologue (ntt_plan provec, ntt_emit.c pro_value_vec): an
+ * inverse NTT whose operand is computed in its first kernel's staged load
+ * (a product of two ciphertexts' components, and a plain add), stored
+ * too (the product is also a result), with provec=1 and provec=0, each
+ * against the interpreter word for word on the host, and more vector
+ * loads in the PTX with provec=1. _i: radix (bit 0), one or two kernels
+ * (bit 1). */
+START_TEST(test_prologue_vec) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int logn = _i & 2 ? 13 : 8;
+  env e;
+  env_init(&e, radix, 3, logn);
+  uint64_t seed = 5151 + (uint64_t)_i;
+  fhjit_graph *g = fhjit_graph_create(e.ctx, "provec", radix);
+  fhjit_type ct = poly(2, 0, NULL, 3, e.n), tt = twiddles(3, e.n), dt = poly(0, 0, NULL, 3, e.n);
+  fhjit_value x = fhjit_input(g, "x", &ct), y = fhjit_input(g, "y", &ct);
+  fhjit_value z = fhjit_input(g, "z", &dt), ti = fhjit_input(g, "ti", &tt);
+  fhjit_value prod = fhjit_add(g, fhjit_mul(g, fhjit_extract(g, x, 1), fhjit_extract(g, y, 0)), z);
+  ck_assert_int_eq(fhjit_output(g, fhjit_ntt(g, prod, ti, FHJIT_NTT_TO_COEF_MONT), "inv"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_ntt(g, x, ti, FHJIT_NTT_TO_COEF_STD), "invx"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, prod, "prod"), FHJIT_OK);
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  void **in = make_inputs(&e, g, &seed, _i % 3 == 2);
+  const char *plans[2] = {"provec=0", "provec=1"};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[k]), FHJIT_OK);
+    free_bufs(run_both(&e, g, in, plans[k]), fhjit_num_results(g));
+  }
+  int scalar = vector_loads(&e, g, plans[0]), vec = vector_loads(&e, g, plans[1]);
+  ck_assert_msg(vec > scalar, "provec=1: %d vector loads, provec=0: %d", vec, scalar);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   free_bufs(in, fhjit_num_inputs(g));
   fhjit_graph_destroy(g);
@@ -841,6 +879,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_epilogue_plain_operand, 0, 2);
   tcase_add_loop_test(tc, test_epilogue, 0, 8);
   tcase_add_loop_test(tc, test_epilogue_vec, 0, 4);
+  tcase_add_loop_test(tc, test_prologue_vec, 0, 4);
   tcase_add_loop_test(tc, test_single, 0, 28);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
