@@ -254,6 +254,7 @@ typedef struct lw_ntt_tuning {
    * u_cluster log2 columns per thread (default: about E words, and with
    * xvec at least a 16-byte vector's) */
   int xvec, u_cluster;
+  int minb_cluster; /* > 0: the cluster kernel's minimum blocks per SM (lw_ntt_kplan.minb) */
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
   int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per
@@ -281,7 +282,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

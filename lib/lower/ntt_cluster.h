@@ -521,6 +521,12 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
                            LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
   LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                               LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+  if (k->minb > 0) { /* minb_cluster: ptxas caps registers to fit them */
+    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)k->minb, 0))};
+    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
+  }
 }
 
 /* The host form: (kernel arguments..., cluster_begin, cluster_end, shared),

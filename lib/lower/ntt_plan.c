@@ -75,7 +75,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
-  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = -1;
+  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
 }
 
@@ -133,6 +133,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
       {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
       {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
+      {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -149,7 +150,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -279,6 +280,10 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
                     "16-byte vector (see FHJIT_NTT_PLAN)",
                     n, 1 << c, 1 << k.log_e);
   k.threads = 1u << lt;
+  /* blocks per SM asked of ptxas (a register cap): ncu of r32 2^16 x 64
+   * (C = 2, 3e20f99) showed 96 registers, one block of 512 threads per SM
+   * and 25% of the warps, the blocks of a row all in one phase */
+  k.minb = pick(t->minb_cluster, 0);
   /* where the passes would end on a short one that a 16-byte vector holds
    * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
    * vectors instead: no round trip through shared memory and no barrier
