@@ -263,6 +263,9 @@ typedef struct lw_ntt_tuning {
                   * r62 +67%, r32 +154% over the NTT, against one pass of its own) */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
+  int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
+                   * rotations' inner products): 1 (default) one pointwise kernel computing
+                   * all of them into one buffer, 0 one kernel each */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -271,7 +274,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, mdip) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
