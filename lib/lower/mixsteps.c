@@ -1300,6 +1300,7 @@ static an_mdgroup *md_group(an_build *B, fhjit_value v) {
   }
   G->first = v;
   G->nmembers = cnt;
+  G->intt = B->tune.mdintt != 0;
   for (int k = 0; k < cnt; k++) G->member[k] = mem[k], B->mdg[mem[k]] = G;
   return G;
 }
@@ -1347,6 +1348,25 @@ static void md_first(an_build *B, an_mdgroup *G) {
   for (int k = 0; k < R; k++) {
     B->where[targets[k]] = G->sbuf;
     B->where_off[targets[k]] = k * G->swords;
+  }
+  /* mdintt: P's rows of every member (R P polynomials, a uniform stride
+   * in sbuf) to coefficient-Montgomery form by one inverse NTT into s1.
+   * Why: a member's transform has 2 x K rows (r32: 24), few blocks, and
+   * is latency-bound (H200, r32 N = 2^16: ~16 us for 24 rows in 2
+   * kernels); R members' rows together fill the GPU, 2 (R - 1) launches
+   * fewer */
+  const ir_node *n = &g->nodes[G->first];
+  const fhjit_value a = n->args[0];
+  const int64_t K = g->nspecial, l = ta->rows - K;
+  fhjit_type t1 = part(&tb, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c1 = cols_of(B, a, l, K);
+  if (G->intt) {
+    fhjit_layout lv;
+    fhjit_dense_layout(&tb, &lv);
+    lv.offset += l * lv.row_stride;
+    G->s1 = scratch_for(B, &t1);
+    G->s1words = P * K * ta->n;
+    ntt_step(B, G->first, IR_NTT_TO_MONT, &t1, c1, G->sbuf, &lv, n->args[2], G->s1);
   }
 }
 

@@ -720,13 +720,16 @@ END_TEST
 /* Moddowns planned together (mixsteps.c, md_group): hoisted rotations
  * whose inner products are materialised (dnum >= 4: the byte rule's tie
  * and beyond) have them computed by one pointwise kernel into one buffer
- * (ntt_plan mdip), each rotation's at its own offset. Per case: 2, 3 or 4
+ * (ntt_plan mdip), each rotation's at its own offset; then one inverse
+ * NTT of every rotation's P rows (mdintt), each rotation's conversion
+ * reading its rows there. Per
+ * case: 2, 3 or 4
  * rotations (keys used twice, a conjugation among them), both radices,
  * dnum 4 and 7, K = 1 and 2, digits of 1..3 with a short last one, N =
  * 2^4 .. 2^8; run on the host with each key on and off (mdip=0: the plan
  * before) and compared word for word with the interpreter (random and
- * edge words, fill). The plan with a key on has exactly (rotations - 1)
- * kernels fewer per key on (N <= 2^12: an inverse NTT is one kernel),
+ * edge words, fill). The plan has exactly (rotations - 1) kernels fewer
+ * per step batched (N <= 2^12: an inverse NTT is one kernel),
  * and names the operands' places ("at word"); where the inner products
  * are computed in moddown's kernels (dnum 3, or mixfuse=1) nothing
  * changes. */
@@ -749,8 +752,10 @@ static const struct mdcase {
 START_TEST(test_md_group) {
   const struct mdcase *c = &mdcases[_i];
   const shape *s = &c->s;
-  static const char *const modes[] = {"mdip=0", ""};
-  enum { NMODES = 2 };
+  /* mode m: the first m steps of the moddowns batched (mdip: their
+   * operands; mdintt: the inverse NTTs of P's rows) */
+  static const char *const modes[] = {"mdip=0", "mdintt=0", ""};
+  enum { NMODES = 3 };
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1f0 + (uint64_t)_i);
   int kernels[NMODES];
@@ -783,8 +788,11 @@ START_TEST(test_md_group) {
   for (int mode = 1; mode < NMODES; mode++)
     ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? mode * (c->count - 1) : 0),
                   "case %d mode %d: %d kernels against %d", _i, mode, kernels[mode], kernels[0]);
-  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "mdip=2"), FHJIT_OK);
-  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "mdip"));
+  static const char *const bad[] = {"mdip=2", "mdintt=2"};
+  for (int b = 0; b < 2; b++) {
+    ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", bad[b]), FHJIT_OK);
+    ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), bad[b]));
+  }
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
 }
@@ -877,8 +885,12 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
-  tcase_add_loop_test(t, test_md_group, 0, NMDCASES);
   suite_add_tcase(s, t);
+  /* a case of its own (CK_RUN_CASE=mdgroup runs it alone) */
+  TCase *m = tcase_create("mdgroup");
+  tcase_set_timeout(m, 600);
+  tcase_add_loop_test(m, test_md_group, 0, NMDCASES);
+  suite_add_tcase(s, m);
   return s;
 }
 

@@ -429,12 +429,15 @@ START_TEST(ckks_benchmark_shapes) {
       /* r32 key switch: 169869312 and 100663296 without ipfuse; the
        * hoisted rotations' inner products (4 digits: the byte rule's
        * tie) 2 x 60 rows each, all in one buffer by one kernel
-       * (md_group, mdip), live until the last rotation's moddown (arena
+       * (md_group, mdip), live until the last rotation's moddown, and
+       * their P rows' inverse NTT, one buffer of them all (mdintt, live
+       * until the last rotation's conversion; 176160768 / 301989888
+       * without); arena
        * 150994944 for x4 and x8 with mdip=0; 339738624 / 566231040 and
        * arena 100663296 when they were fused) */
       {[B_KEYSWITCH] = {150994944, 81788928},
-       [B_HOIST4] = {465567744, 176160768},
-       [B_HOIST8] = {817889280, 301989888}}};
+       [B_HOIST4] = {465567744, 201326592},
+       [B_HOIST8] = {817889280, 352321536}}};
   fhjit_context *c = fhjit_context_create();
   for (int r = 0; r < 2; r++) {
     bshape s;
