@@ -1301,6 +1301,7 @@ static an_mdgroup *md_group(an_build *B, fhjit_value v) {
   G->first = v;
   G->nmembers = cnt;
   G->intt = B->tune.mdintt != 0;
+  G->bconv = G->intt && B->tune.mdbconv != 0;
   for (int k = 0; k < cnt; k++) G->member[k] = mem[k], B->mdg[mem[k]] = G;
   return G;
 }
@@ -1367,6 +1368,17 @@ static void md_first(an_build *B, an_mdgroup *G) {
     G->s1 = scratch_for(B, &t1);
     G->s1words = P * K * ta->n;
     ntt_step(B, G->first, IR_NTT_TO_MONT, &t1, c1, G->sbuf, &lv, n->args[2], G->s1);
+  }
+  /* mdbconv: their conversion to Q by one kernel (one table: more
+   * polynomials) into s2. Why: a member's kernel converts 2 polynomials,
+   * one under-occupied wave (H200, r32 12 -> 48 rows: ~19 us) */
+  if (G->bconv && !B->st) {
+    fhjit_type t2 = part(&tb, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    fhjit_layout d1;
+    fhjit_dense_layout(&t1, &d1);
+    G->s2 = scratch_for(B, &t2);
+    G->s2words = P * l * ta->n;
+    bconv_step(B, G->first, 0, &t1, c1, G->s1, &d1, l, cols_of(B, a, 0, l), n->args[3], 0, G->s2);
   }
 }
 

@@ -268,6 +268,8 @@ typedef struct lw_ntt_tuning {
                    * all of them into one buffer, 0 one kernel each */
   int mdintt;     /* with mdip: 1 (default) one inverse NTT of every member's P rows, 0 one
                    * per moddown */
+  int mdbconv;    /* with mdintt: 1 (default) one conversion P -> Q of them all, 0 one per
+                   * moddown */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -276,7 +278,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, mdip, mdintt) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, mdip, mdintt, mdbconv) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

@@ -721,8 +721,8 @@ END_TEST
  * whose inner products are materialised (dnum >= 4: the byte rule's tie
  * and beyond) have them computed by one pointwise kernel into one buffer
  * (ntt_plan mdip), each rotation's at its own offset; then one inverse
- * NTT of every rotation's P rows (mdintt), each rotation's conversion
- * reading its rows there. Per
+ * NTT of every rotation's P rows (mdintt) and one conversion of them all
+ * (mdbconv), each rotation's forward NTT reading its rows there. Per
  * case: 2, 3 or 4
  * rotations (keys used twice, a conjugation among them), both radices,
  * dnum 4 and 7, K = 1 and 2, digits of 1..3 with a short last one, N =
@@ -753,9 +753,10 @@ START_TEST(test_md_group) {
   const struct mdcase *c = &mdcases[_i];
   const shape *s = &c->s;
   /* mode m: the first m steps of the moddowns batched (mdip: their
-   * operands; mdintt: the inverse NTTs of P's rows) */
-  static const char *const modes[] = {"mdip=0", "mdintt=0", ""};
-  enum { NMODES = 3 };
+   * operands; mdintt: the inverse NTTs of P's rows; mdbconv: the
+   * conversions) */
+  static const char *const modes[] = {"mdip=0", "mdintt=0", "mdbconv=0", ""};
+  enum { NMODES = 4 };
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1f0 + (uint64_t)_i);
   int kernels[NMODES];
@@ -788,8 +789,8 @@ START_TEST(test_md_group) {
   for (int mode = 1; mode < NMODES; mode++)
     ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? mode * (c->count - 1) : 0),
                   "case %d mode %d: %d kernels against %d", _i, mode, kernels[mode], kernels[0]);
-  static const char *const bad[] = {"mdip=2", "mdintt=2"};
-  for (int b = 0; b < 2; b++) {
+  static const char *const bad[] = {"mdip=2", "mdintt=2", "mdbconv=-1"};
+  for (int b = 0; b < 3; b++) {
     ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", bad[b]), FHJIT_OK);
     ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), bad[b]));
   }
