@@ -13,7 +13,12 @@
  *             (x - u) * q^-1;
  *   moddown   the P rows' inverse NTT (coefficient-Montgomery), the
  *             conversion P -> Q, the forward NTT of Q's rows, and in its last
- *             kernel (a - u) * P*^-1;
+ *             kernel (a - u) * P*^-1. Several moddowns with materialised
+ *             operands and one set of tables (hoisted rotations' inner
+ *             products) run as a group (an_mdgroup, md_group): their
+ *             operands by one pointwise kernel into one buffer (ntt_plan
+ *             mdip), one inverse NTT of all their P rows (mdintt), one
+ *             conversion (mdbconv), each forward NTT its own;
  *   modup     the digit's inverse NTT, the conversion to the other rows, their
  *             forward NTT; read only by pointwise work, no gather: an alias
  *             (steps.h) the readers load where the rows lie; else a gather
