@@ -1337,20 +1337,27 @@ static void md_first(an_build *B, an_mdgroup *G) {
   an_buf dests[LW_MDG_MAX];
   for (int k = 0; k < R; k++) targets[k] = g->nodes[G->member[k]].args[0], dests[k] = G->sbuf;
   if (B->st) return;
-  lw_step_pointwise(B, targets, dests, R);
-  if (B->st) return;
-  an_step *s = &B->p->steps[B->p->nsteps - 1];
-  const fhjit_graph *sub = s->sub;
-  s->out_off = malloc(sizeof *s->out_off * (size_t)(sub->nresults + 1));
-  if (!s->out_off) {
-    oom(B);
-    return;
+  /* ntt_plan mdipk: at most that many members a kernel (ptxas, sm_90, N =
+   * 2^16: the kernel of all 8 rotations takes r32 188 registers, r62 128
+   * with spills, against 40 and 66 for one; 4 rotations 75 and 90) */
+  const int per = B->tune.mdipk > 0 ? B->tune.mdipk : R;
+  for (int k0 = 0; k0 < R && !B->st; k0 += per) {
+    const int nk = R - k0 < per ? R - k0 : per;
+    lw_step_pointwise(B, targets + k0, dests + k0, nk);
+    if (B->st) return;
+    an_step *s = &B->p->steps[B->p->nsteps - 1];
+    const fhjit_graph *sub = s->sub;
+    s->out_off = malloc(sizeof *s->out_off * (size_t)(sub->nresults + 1));
+    if (!s->out_off) {
+      oom(B);
+      return;
+    }
+    /* result r of sub is target t's (add_pointwise's matching) */
+    for (int32_t r = 0; r < sub->nresults; r++)
+      for (int t = 0; t < nk; t++)
+        if (sub->outputs[t].source == r && !sub->outputs[t].is_input_alias)
+          s->out_off[r] = (k0 + t) * G->swords;
   }
-  /* result r of sub is target t's (add_pointwise's matching) */
-  for (int32_t r = 0; r < sub->nresults; r++)
-    for (int t = 0; t < R; t++)
-      if (sub->outputs[t].source == r && !sub->outputs[t].is_input_alias)
-        s->out_off[r] = t * G->swords;
   for (int k = 0; k < R; k++) {
     B->where[targets[k]] = G->sbuf;
     B->where_off[targets[k]] = k * G->swords;

@@ -722,7 +722,8 @@ END_TEST
  * and beyond) have them computed by one pointwise kernel into one buffer
  * (ntt_plan mdip), each rotation's at its own offset; then one inverse
  * NTT of every rotation's P rows (mdintt) and one conversion of them all
- * (mdbconv), each rotation's forward NTT reading its rows there. Per
+ * (mdbconv), each rotation's forward NTT reading its rows there; and
+ * with mdipk=2 the operands two rotations a kernel. Per
  * case: 2, 3 or 4
  * rotations (keys used twice, a conjugation among them), both radices,
  * dnum 4 and 7, K = 1 and 2, digits of 1..3 with a short last one, N =
@@ -755,8 +756,8 @@ START_TEST(test_md_group) {
   /* mode m: the first m steps of the moddowns batched (mdip: their
    * operands; mdintt: the inverse NTTs of P's rows; mdbconv: the
    * conversions) */
-  static const char *const modes[] = {"mdip=0", "mdintt=0", "mdbconv=0", ""};
-  enum { NMODES = 4 };
+  static const char *const modes[] = {"mdip=0", "mdintt=0", "mdbconv=0", "", "mdipk=2"};
+  enum { NMODES = 5 };
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1f0 + (uint64_t)_i);
   int kernels[NMODES];
@@ -786,11 +787,14 @@ START_TEST(test_md_group) {
                   "case %d mode %d:\n%s", _i, mode, text);
     check_host(&e, g);
   }
-  for (int mode = 1; mode < NMODES; mode++)
-    ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? mode * (c->count - 1) : 0),
+  for (int mode = 1; mode < NMODES; mode++) {
+    /* mdipk=2: the operands two rotations a kernel (into the one buffer) */
+    int drop = mode < 4 ? mode * (c->count - 1) : 3 * (c->count - 1) - (c->count + 1) / 2 + 1;
+    ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? drop : 0),
                   "case %d mode %d: %d kernels against %d", _i, mode, kernels[mode], kernels[0]);
-  static const char *const bad[] = {"mdip=2", "mdintt=2", "mdbconv=-1"};
-  for (int b = 0; b < 3; b++) {
+  }
+  static const char *const bad[] = {"mdip=2", "mdintt=2", "mdbconv=-1", "mdipk=0", "mdipk=17"};
+  for (int b = 0; b < 5; b++) {
     ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", bad[b]), FHJIT_OK);
     ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), bad[b]));
   }
