@@ -38,6 +38,7 @@ static void plan_free(an_plan *p) {
   for (int s = 0; s < p->nsteps; s++) {
     free(p->steps[s].in);
     free(p->steps[s].out);
+    free(p->steps[s].out_off);
     free(p->steps[s].pro_in);
     for (int t = 0; t < p->steps[s].nepi; t++) free(p->steps[s].epi_in[t]);
     lw_ntt_host_destroy(p->host[s]);
@@ -583,6 +584,7 @@ static int source_view(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l)
   if (B->where[v].kind >= 0) {
     *buf = B->where[v];
     fhjit_dense_layout(&n->type, l);
+    l->offset += B->where_off[v]; /* one of several values in one buffer (md_group) */
     return 1;
   }
   if (n->op == IR_ROWS && source_view(B, n->args[0], buf, l)) {
@@ -830,6 +832,11 @@ static void free_aliases(an_build *B) {
       free(B->intt[v]);
     }
   free(B->intt);
+  /* moddown groups: owned by their first member */
+  for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++)
+    if (B->mdg[v] && B->mdg[v]->first == v) free(B->mdg[v]);
+  free(B->mdg);
+  free(B->where_off);
 }
 
 static an_plan *build_plan(fhjit_graph *g) {
@@ -841,9 +848,12 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
   B.intt = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.intt);
+  B.mdg = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.mdg);
+  B.where_off = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.where_off);
   if (B.p) B.p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
   if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.intt ||
+      !B.mdg || !B.where_off ||
       !B.p->sctx || ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
@@ -1149,7 +1159,7 @@ static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef
   lw_plan pl;
   LLVMModuleRef sm = NULL;
   fhjit_status st;
-  if (!(st = lw_plan_graph(sp->sub, &pl))) pl.result_offset = sp->dst_off;
+  if (!(st = lw_plan_graph(sp->sub, &pl))) pl.result_offset = sp->dst_off, pl.result_offsets = sp->out_off;
   if (st || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
     return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
                     fhjit_last_error(p->sctx));
@@ -1296,6 +1306,8 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         for (int32_t r = 0; sp->sub && r < sp->sub->nresults; r++) {
           sp_buf_printf(&b, r ? ", " : " ");
           put_buf(&b, sp->out[r]);
+          if (sp->out_off && sp->out_off[r]) /* one of several results in one buffer */
+            sp_buf_printf(&b, " at word %lld", (long long)sp->out_off[r]);
         }
         sp_buf_printf(&b, "\n");
       }
@@ -1442,7 +1454,8 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
     void *outs[LW_MAX_ARGS];
     for (int32_t i = 0; i < sp->sub->ninputs; i++) ins[i] = buf_ptr(&sp->in[i], inputs, results, scratch);
     for (int32_t r = 0; r < sp->sub->nresults; r++)
-      outs[r] = (char *)buf_ptr(&sp->out[r], inputs, results, scratch) + sp->dst_off * ws;
+      outs[r] = (char *)buf_ptr(&sp->out[r], inputs, results, scratch) +
+                (sp->dst_off + (sp->out_off ? sp->out_off[r] : 0)) * ws;
     if (fhjit_run_host(sp->sub, params, pstride, ins, outs, threads))
       st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
                     g->name, fhjit_last_error(p->sctx));

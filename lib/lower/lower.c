@@ -1150,8 +1150,8 @@ static void store_results(lw *L) {
     LLVMValueRef cond = NULL;
     int shift = p->nbatch - t->nbatch;
     LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, L->row64, ci64(L, p->n), ""), to64(L, L->i), "");
-    if (p->result_offset && L->target == LW_GPU)
-      off = LLVMBuildNUWAdd(b, off, ci64(L, p->result_offset), "");
+    int64_t roff = p->result_offset + (p->result_offsets ? p->result_offsets[r] : 0);
+    if (roff && L->target == LW_GPU) off = LLVMBuildNUWAdd(b, off, ci64(L, roff), "");
     for (int a = 0; a < p->nbatch; a++) {
       if (!L->coord[a]) continue;
       int ra = a - shift;

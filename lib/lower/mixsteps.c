@@ -13,7 +13,12 @@
  *             (x - u) * q^-1;
  *   moddown   the P rows' inverse NTT (coefficient-Montgomery), the
  *             conversion P -> Q, the forward NTT of Q's rows, and in its last
- *             kernel (a - u) * P*^-1;
+ *             kernel (a - u) * P*^-1. Several moddowns with materialised
+ *             operands and one set of tables (hoisted rotations' inner
+ *             products) run as a group (an_mdgroup, md_group): their
+ *             operands by one pointwise kernel into one buffer (ntt_plan
+ *             mdip), one inverse NTT of all their P rows (mdintt), one
+ *             conversion (mdbconv), each forward NTT its own;
  *   modup     the digit's inverse NTT, the conversion to the other rows, their
  *             forward NTT; read only by pointwise work, no gather: an alias
  *             (steps.h) the readers load where the rows lie; else a gather
@@ -606,6 +611,9 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
+static an_mdgroup *md_group(an_build *B, fhjit_value v);
+static void md_first(an_build *B, an_mdgroup *G);
+
 static void moddown_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
@@ -614,31 +622,57 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   int64_t K = g->nspecial, l = ta->rows - K;
   an_buf ab = {-1, 0};
   fhjit_layout al, dense;
-  int fused = fused_operand(B, v, a);
+  /* moddowns planned together (md_group): the first member computes
+   * every member's operand (and with mdintt, mdbconv their steps 1, 2) */
+  an_mdgroup *G = B->mdg[v] ? B->mdg[v] : md_group(B, v);
+  int k = 0;
+  if (G) {
+    while (G->member[k] != v) k++;
+    if (G->first == v) md_first(B, G);
+    if (B->st) return;
+  }
+  int fused = G ? 0 : fused_operand(B, v, a);
   memset(&al, 0, sizeof al);
   if (!fused && !view_of(B, a, &ab, &al)) return;
   /* 1. P's rows to coefficient-Montgomery form (a key switch: the inner
    * product's P rows computed in the first kernel) */
   fhjit_type t1 = part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c1 = cols_of(B, a, l, K);
-  an_buf s1 = scratch_for(B, &t1);
-  if (fused) {
-    prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
+  an_buf s1;
+  fhjit_layout d1;
+  if (G && G->intt) {
+    /* the group's transform: this member's polynomials */
+    s1 = G->s1;
+    fhjit_dense_layout(&t1, &d1);
+    d1.offset += k * G->s1words;
   } else {
-    fhjit_layout l1 = al;
-    l1.offset += l * al.row_stride;
-    ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+    s1 = scratch_for(B, &t1);
+    if (fused) {
+      prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
+    } else {
+      fhjit_layout l1 = al;
+      l1.offset += l * al.row_stride;
+      ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+    }
+    fhjit_dense_layout(&t1, &d1);
   }
   /* 2. converted to Q */
   fhjit_type t2 = part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   int32_t *c2 = cols_of(B, a, 0, l);
-  an_buf s2 = scratch_for(B, &t2);
-  fhjit_dense_layout(&t1, &dense);
-  bconv_step(B, v, 0, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+  an_buf s2;
+  if (G && G->bconv) {
+    /* the group's conversion: this member's polynomials */
+    s2 = G->s2;
+    fhjit_dense_layout(&t2, &dense);
+    dense.offset += k * G->s2words;
+  } else {
+    s2 = scratch_for(B, &t2);
+    bconv_step(B, v, 0, &t1, c1, s1, &d1, l, c2, n->args[3], 0, s2);
+    fhjit_dense_layout(&t2, &dense);
+  }
   /* 3. forward, and (a - u) P*^-1 in its last kernel */
   fhjit_type t3 = part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   an_buf s3 = scratch_for(B, &t3);
-  fhjit_dense_layout(&t2, &dense);
   an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* a result read from v's value in the last kernel: v is not stored */
   fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
@@ -1190,6 +1224,174 @@ static void batched_alias(an_build *B, fhjit_value v, an_intt *r) {
   fhjit_dense_layout(&r->tu, &al->uview);
   al->uview.offset += r->urow[k] * al->uview.row_stride;
   B->alias[v] = al;
+}
+
+/* ------------------------------------------------------ moddown groups */
+
+/* Whether moddown w may join a group (an_mdgroup): its operand a is
+ * materialised (mixfuse, the byte rule: fused_operand says no) but could
+ * be computed now (private_operand: a computed value read only by w, its
+ * cone read by nothing else, rows computable from leaves that exist: in
+ * hoisted rotations, the shared modups' aliases and the keys), one
+ * polynomial value without batch axes. */
+static int md_candidate(an_build *B, fhjit_value w) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[w];
+  if (!B->live[w] || n->op != IR_MODDOWN || B->mdg[w]) return 0;
+  fhjit_value a = n->args[0];
+  const ir_node *na = &g->nodes[a];
+  if (na->op == IR_EXTRACT || na->op == IR_ROWS || na->op == IR_INPUT ||
+      na->type.kind != FHJIT_KIND_POLY || na->type.nbatch > 0)
+    return 0;
+  if (!private_operand(B, w, a, 0)) return 0;
+  return B->tune.mixfuse == 0 || (B->tune.mixfuse != 1 && !fewer_bytes(B, a));
+}
+
+/* Arguments the pointwise kernel of ops[0..n) takes for its leaves (at
+ * most: inputs and buffers one each, aliases two). */
+static int md_leaves(const an_build *B, const fhjit_value *ops, int n) {
+  const fhjit_graph *g = B->g;
+  char *need = calloc((size_t)g->nnodes, 1);
+  if (!need) return LW_MAX_ARGS;
+  int count = 0;
+  for (int k = 0; k < n; k++) need[ops[k]] = 1;
+  for (int32_t w = g->nnodes - 1; w >= 0; w--) {
+    const ir_node *nw = &g->nodes[w];
+    if (!need[w]) continue;
+    if (nw->op == IR_INPUT || B->where[w].kind >= 0) count++;
+    else if (B->alias[w]) count += 2;
+    else
+      for (int a = 0; a < nw->nargs; a++) need[nw->args[a]] = 1;
+  }
+  free(need);
+  return count;
+}
+
+/* The group of moddown v, the first live candidate of it in node order
+ * (md_candidate), or NULL: v and the later candidates with v's tables
+ * (forward, inverse, conversion) whose operands have v's operand's type
+ * and basis, at most LW_MDG_MAX, and as many as the pointwise kernel's
+ * arguments allow; at least two (ntt_plan mdip=0: never). Every member's
+ * operand is computable at v's step: its leaves are all there. */
+static an_mdgroup *md_group(an_build *B, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  if (B->tune.mdip == 0 || !md_candidate(B, v)) return NULL;
+  const fhjit_value a = n->args[0];
+  const fhjit_type *ta = &g->nodes[a].type;
+  fhjit_value mem[LW_MDG_MAX], ops[LW_MDG_MAX];
+  int cnt = 1;
+  mem[0] = v, ops[0] = a;
+  for (fhjit_value w = v + 1; w < g->nnodes && cnt < LW_MDG_MAX && !B->st; w++) {
+    const ir_node *nw = &g->nodes[w];
+    if (nw->op != IR_MODDOWN || !B->live[w] || nw->args[1] != n->args[1] ||
+        nw->args[2] != n->args[2] || nw->args[3] != n->args[3])
+      continue;
+    fhjit_value aw = nw->args[0];
+    if (!same_shape(&g->nodes[aw].type, ta)) continue;
+    int walk = 1;
+    for (int64_t r = 0; r < ta->rows && walk; r++) walk = ir_pos(g, aw, r) == ir_pos(g, a, r);
+    if (!walk || !md_candidate(B, w)) continue;
+    ops[cnt] = aw;
+    /* the kernel's arguments: leaves, one result each, params */
+    if (md_leaves(B, ops, cnt + 1) + cnt + 1 + 8 > LW_MAX_ARGS) break;
+    mem[cnt++] = w;
+  }
+  if (cnt < 2 || B->st) return NULL;
+  an_mdgroup *G = calloc(1, sizeof *G);
+  if (!G) {
+    oom(B);
+    return NULL;
+  }
+  G->first = v;
+  G->nmembers = cnt;
+  G->intt = B->tune.mdintt != 0;
+  G->bconv = G->intt && B->tune.mdbconv != 0;
+  for (int k = 0; k < cnt; k++) G->member[k] = mem[k], B->mdg[mem[k]] = G;
+  return G;
+}
+
+/* The group's shared steps, at its first member's place: every member's
+ * operand by one pointwise kernel into G->sbuf (member k's at k *
+ * G->swords words, polynomial after polynomial). Why: the operands are
+ * the rotations' inner products, each reading the same raised digit rows
+ * (at permuted positions within the row: automorphisms) and its key's;
+ * the kernel's grid is row-major (lower.c, decompose: a group's index i
+ * is innermost, then the row, so consecutive blocks cover one row) and
+ * each thread computes every member's words of its positions, so a row
+ * of a raised digit is read from DRAM once and by the other members from
+ * the L2 (r32 dnum 4, 8 rotations at N = 2^16: about 440 MB less than a
+ * kernel per rotation). */
+static void md_first(an_build *B, an_mdgroup *G) {
+  fhjit_graph *g = B->g;
+  const int R = G->nmembers;
+  const fhjit_type *ta = &g->nodes[g->nodes[G->first].args[0]].type;
+  const int64_t P = ta->comps > 0 ? ta->comps : 1;
+  fhjit_type tb = *ta; /* all the operands: R P polynomials */
+  tb.comps = 0;
+  tb.nbatch = 1;
+  tb.batch[0] = R * P;
+  G->swords = fhjit_type_elements(ta);
+  G->sbuf = scratch_for(B, &tb);
+  fhjit_value targets[LW_MDG_MAX];
+  an_buf dests[LW_MDG_MAX];
+  for (int k = 0; k < R; k++) targets[k] = g->nodes[G->member[k]].args[0], dests[k] = G->sbuf;
+  if (B->st) return;
+  /* ntt_plan mdipk: at most that many members a kernel (ptxas, sm_90, N =
+   * 2^16: the kernel of all 8 rotations takes r32 188 registers, r62 128
+   * with spills, against 40 and 66 for one; 4 rotations 75 and 90) */
+  const int per = B->tune.mdipk > 0 ? B->tune.mdipk : R;
+  for (int k0 = 0; k0 < R && !B->st; k0 += per) {
+    const int nk = R - k0 < per ? R - k0 : per;
+    lw_step_pointwise(B, targets + k0, dests + k0, nk);
+    if (B->st) return;
+    an_step *s = &B->p->steps[B->p->nsteps - 1];
+    const fhjit_graph *sub = s->sub;
+    s->out_off = malloc(sizeof *s->out_off * (size_t)(sub->nresults + 1));
+    if (!s->out_off) {
+      oom(B);
+      return;
+    }
+    /* result r of sub is target t's (add_pointwise's matching) */
+    for (int32_t r = 0; r < sub->nresults; r++)
+      for (int t = 0; t < nk; t++)
+        if (sub->outputs[t].source == r && !sub->outputs[t].is_input_alias)
+          s->out_off[r] = (k0 + t) * G->swords;
+  }
+  for (int k = 0; k < R; k++) {
+    B->where[targets[k]] = G->sbuf;
+    B->where_off[targets[k]] = k * G->swords;
+  }
+  /* mdintt: P's rows of every member (R P polynomials, a uniform stride
+   * in sbuf) to coefficient-Montgomery form by one inverse NTT into s1.
+   * Why: a member's transform has 2 x K rows (r32: 24), few blocks, and
+   * is latency-bound (H200, r32 N = 2^16: ~16 us for 24 rows in 2
+   * kernels); R members' rows together fill the GPU, 2 (R - 1) launches
+   * fewer */
+  const ir_node *n = &g->nodes[G->first];
+  const fhjit_value a = n->args[0];
+  const int64_t K = g->nspecial, l = ta->rows - K;
+  fhjit_type t1 = part(&tb, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c1 = cols_of(B, a, l, K);
+  if (G->intt) {
+    fhjit_layout lv;
+    fhjit_dense_layout(&tb, &lv);
+    lv.offset += l * lv.row_stride;
+    G->s1 = scratch_for(B, &t1);
+    G->s1words = P * K * ta->n;
+    ntt_step(B, G->first, IR_NTT_TO_MONT, &t1, c1, G->sbuf, &lv, n->args[2], G->s1);
+  }
+  /* mdbconv: their conversion to Q by one kernel (one table: more
+   * polynomials) into s2. Why: a member's kernel converts 2 polynomials,
+   * one under-occupied wave (H200, r32 12 -> 48 rows: ~19 us) */
+  if (G->bconv && !B->st) {
+    fhjit_type t2 = part(&tb, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+    fhjit_layout d1;
+    fhjit_dense_layout(&t1, &d1);
+    G->s2 = scratch_for(B, &t2);
+    G->s2words = P * l * ta->n;
+    bconv_step(B, G->first, 0, &t1, c1, G->s1, &d1, l, cols_of(B, a, 0, l), n->args[3], 0, G->s2);
+  }
 }
 
 static void modup_steps(an_build *B, fhjit_value v) {

@@ -274,6 +274,16 @@ typedef struct lw_ntt_tuning {
                   * r62 +67%, r32 +154% over the NTT, against one pass of its own) */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
+  int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
+                   * rotations' inner products): 1 (default) one pointwise kernel computing
+                   * all of them into one buffer, 0 one kernel each */
+  int mdipk;      /* with mdip: at most this many members' operands per pointwise kernel
+                   * (1..16; default: all of the group in one), each kernel writing its
+                   * members' places of the one buffer */
+  int mdintt;     /* with mdip: 1 (default) one inverse NTT of every member's P rows, 0 one
+                   * per moddown */
+  int mdbconv;    /* with mdintt: 1 (default) one conversion P -> Q of them all, 0 one per
+                   * moddown */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -282,7 +292,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

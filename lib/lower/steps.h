@@ -53,6 +53,9 @@ typedef struct an_step {
    * plan.dst_offset; pointwise: its results): the step writes rows of a
    * larger buffer */
   int64_t dst_off;
+  /* pointwise: NULL, or per result of sub words added to dst_off (several
+   * results in one buffer: mixsteps.c, md_group) */
+  int64_t *out_off;
 } an_step;
 
 typedef struct an_plan {
@@ -134,6 +137,29 @@ typedef struct an_intt {
   fhjit_value sum;
 } an_intt;
 
+/* Moddowns planned together (mixsteps.c, md_group): live moddowns with
+ * one set of tables whose operands (one type and basis, no batch axes,
+ * each read only by its moddown, cones private) are materialised, each
+ * computable at the first member's step (a hoisted rotation's inner
+ * products). At the first member (ntt_plan mdip): one pointwise kernel
+ * computes every member's operand into sbuf, member k's at k * swords
+ * words (polynomial after polynomial); mdintt: then one inverse NTT of
+ * every member's P rows into s1 (member k's polynomials at k * s1words);
+ * mdbconv: then one conversion of them all into s2 (at k * s2words).
+ * Each member's remaining steps (and the forward NTT with its epilogue)
+ * stay at its own place in node order, reading its rows there. */
+#define LW_MDG_MAX 16
+typedef struct an_mdgroup {
+  fhjit_value first;
+  int nmembers;
+  fhjit_value member[LW_MDG_MAX];
+  an_buf sbuf;
+  int64_t swords;
+  int intt, bconv;
+  an_buf s1, s2;
+  int64_t s1words, s2words;
+} an_mdgroup;
+
 typedef struct an_build {
   fhjit_graph *g;
   an_plan *p;
@@ -142,6 +168,8 @@ typedef struct an_build {
   an_buf *where; /* per node: a dense buffer holding the whole value, or kind < 0 */
   an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
   an_intt **intt;   /* per modup node: NULL, or the inverse NTT it shares */
+  an_mdgroup **mdg; /* per moddown node: NULL, or the group it belongs to */
+  int64_t *where_off; /* per node: words from the start of where[] (md_group) */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */
   lw_ntt_tuning tune;  /* ntt_plan, parsed once (lw_ntt_tuning_parse) */

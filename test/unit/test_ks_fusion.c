@@ -715,6 +715,94 @@ START_TEST(test_bconv_batch) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ md groups */
+
+/* Moddowns planned together (mixsteps.c, md_group): hoisted rotations
+ * whose inner products are materialised (dnum >= 4: the byte rule's tie
+ * and beyond) have them computed by one pointwise kernel into one buffer
+ * (ntt_plan mdip), each rotation's at its own offset; then one inverse
+ * NTT of every rotation's P rows (mdintt) and one conversion of them all
+ * (mdbconv), each rotation's forward NTT reading its rows there; and
+ * with mdipk=2 the operands two rotations a kernel. Per
+ * case: 2, 3 or 4
+ * rotations (keys used twice, a conjugation among them), both radices,
+ * dnum 4 and 7, K = 1 and 2, digits of 1..3 with a short last one, N =
+ * 2^4 .. 2^8; run on the host with each key on and off (mdip=0: the plan
+ * before) and compared word for word with the interpreter (random and
+ * edge words, fill). The plan has exactly (rotations - 1) kernels fewer
+ * per step batched (N <= 2^12: an inverse NTT is one kernel),
+ * and names the operands' places ("at word"); where the inner products
+ * are computed in moddown's kernels (dnum 3, or mixfuse=1) nothing
+ * changes. */
+static const struct mdcase {
+  shape s;
+  int count, applies;
+  const char *extra; /* ntt_plan items added to every mode */
+} mdcases[] = {
+    {{FHJIT_R32, 10, 2, 2, 6, 8, NULL}, 2, 1, NULL},  /* r32 dnum 4: the tie */
+    {{FHJIT_R32, 10, 2, 2, 8, 8, NULL}, 4, 1, NULL},  /* 4 rotations, N = 2^8 */
+    {{FHJIT_R62, 10, 2, 2, 5, 8, NULL}, 3, 1, NULL},  /* r62 dnum 4 */
+    {{FHJIT_R32, 9, 2, 1, 7, 7, NULL}, 3, 1, NULL},   /* r32 dnum 7 */
+    {{FHJIT_R62, 8, 1, 1, 4, 7, NULL}, 2, 1, NULL},   /* dnum 7, K = 1 */
+    {{FHJIT_R62, 12, 2, 3, 6, 10, NULL}, 4, 1, NULL}, /* digits of 3, a short last one */
+    {{FHJIT_R32, 7, 2, 2, 5, 5, NULL}, 3, 0, NULL},   /* dnum 3: fused, no group */
+    {{FHJIT_R32, 10, 2, 2, 6, 8, NULL}, 3, 0, "mixfuse=1"}, /* forced fused: no group */
+};
+#define NMDCASES 8
+
+START_TEST(test_md_group) {
+  const struct mdcase *c = &mdcases[_i];
+  const shape *s = &c->s;
+  /* mode m: the first m steps of the moddowns batched (mdip: their
+   * operands; mdintt: the inverse NTTs of P's rows; mdbconv: the
+   * conversions) */
+  static const char *const modes[] = {"mdip=0", "mdintt=0", "mdbconv=0", "", "mdipk=2"};
+  enum { NMODES = 5 };
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1f0 + (uint64_t)_i);
+  int kernels[NMODES];
+  for (int mode = 0; mode < NMODES; mode++) {
+    char plan[96];
+    snprintf(plan, sizeof plan, "%s%s%s", modes[mode], c->extra && *modes[mode] ? "," : "",
+             c->extra ? c->extra : "");
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", *plan ? plan : NULL), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "mdgroup", s->special, s->alpha);
+    fhjit_value k = key(&e, g, s, "k"), k2 = key(&e, g, s, "k2");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value a = poly(&e, g, s, "a", 2);
+    int64_t ks[4] = {5, 2 * e.n - 1, 25, 125 % (2 * e.n)};
+    fhjit_value keys[4] = {k, k2, k2, k}, res[4];
+    ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, a, c->count, ks, keys, fwd, inv, res), FHJIT_OK);
+    for (int r = 0; r < c->count; r++) {
+      char name[8];
+      snprintf(name, sizeof name, "h%d", r);
+      out(&e, g, res[r], name);
+    }
+    counts n = plan_counts(&e, g);
+    kernels[mode] = n.kernels;
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    int grouped = mode > 0 && c->applies;
+    ck_assert_msg(count_of(text, " at word ") == (grouped ? c->count - 1 : 0),
+                  "case %d mode %d:\n%s", _i, mode, text);
+    check_host(&e, g);
+  }
+  for (int mode = 1; mode < NMODES; mode++) {
+    /* mdipk=2: the operands two rotations a kernel (into the one buffer) */
+    int drop = mode < 4 ? mode * (c->count - 1) : 3 * (c->count - 1) - (c->count + 1) / 2 + 1;
+    ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? drop : 0),
+                  "case %d mode %d: %d kernels against %d", _i, mode, kernels[mode], kernels[0]);
+  }
+  static const char *const bad[] = {"mdip=2", "mdintt=2", "mdbconv=-1", "mdipk=0", "mdipk=17"};
+  for (int b = 0; b < 5; b++) {
+    ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", bad[b]), FHJIT_OK);
+    ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), bad[b]));
+  }
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
 /* ipacc only for a left fold over the digits in their order: a key switch
  * built by hand (modup per digit, digit products against the key, moddown
  * of both components of their sum) with the sum in another association
@@ -803,6 +891,11 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
+  /* a case of its own (CK_RUN_CASE=mdgroup runs it alone) */
+  TCase *m = tcase_create("mdgroup");
+  tcase_set_timeout(m, 600);
+  tcase_add_loop_test(m, test_md_group, 0, NMDCASES);
+  suite_add_tcase(s, m);
   return s;
 }
 

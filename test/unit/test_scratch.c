@@ -419,17 +419,28 @@ START_TEST(ckks_benchmark_shapes) {
        * the peak (170.4 MB with a forward NTT per digit; 267386880 and
        * 170393600 with ipfuse=1, which transforms in place and computes
        * the inner product in its last kernel, not r62 dnum 7's default);
-       * the hoisted rotations' likewise */
+       * the hoisted rotations' likewise, their inner products (dnum 7:
+       * materialised) in one buffer by one kernel (mixsteps.c, md_group;
+       * ntt_plan mdip), live until the last rotation's moddown, and
+       * their conversions' buffer (mdbconv) until its forward NTT
+       * (296222720 / 463994880 with mdbconv=0; 256901120 for x4 and x8
+       * with mdip=0) */
       {[B_KEYSWITCH] = {395837440, 256901120},
-       [B_HOIST4] = {757596160, 256901120},
-       [B_HOIST8] = {1239941120, 256901120}},
+       [B_HOIST4] = {757596160, 351272960},
+       [B_HOIST8] = {1239941120, 671088640}},
       /* r32 key switch: 169869312 and 100663296 without ipfuse; the
        * hoisted rotations' inner products (4 digits: the byte rule's
-       * tie) each in a buffer of its own, 2 x 60 rows (339738624 /
-       * 566231040 and arena 100663296 when they were fused) */
+       * tie) 2 x 60 rows each, all in one buffer by one kernel
+       * (md_group, mdip), live until the last rotation's moddown, their
+       * P rows' inverse NTT in one buffer (mdintt), converted to Q by
+       * one kernel into one buffer (mdbconv), live until the last
+       * rotation's forward NTT (201326592 / 352321536 with mdbconv=0,
+       * 176160768 / 301989888 with mdintt=0); arena
+       * 150994944 for x4 and x8 with mdip=0; 339738624 / 566231040 and
+       * arena 100663296 when they were fused) */
       {[B_KEYSWITCH] = {150994944, 81788928},
-       [B_HOIST4] = {465567744, 150994944},
-       [B_HOIST8] = {817889280, 150994944}}};
+       [B_HOIST4] = {465567744, 251658240},
+       [B_HOIST8] = {817889280, 503316480}}};
   fhjit_context *c = fhjit_context_create();
   for (int r = 0; r < 2; r++) {
     bshape s;
