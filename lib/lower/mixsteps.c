@@ -1339,8 +1339,12 @@ static void md_first(an_build *B, an_mdgroup *G) {
   if (B->st) return;
   /* ntt_plan mdipk: at most that many members a kernel (ptxas, sm_90, N =
    * 2^16: the kernel of all 8 rotations takes r32 188 registers, r62 128
-   * with spills, against 40 and 66 for one; 4 rotations 75 and 90) */
-  const int per = B->tune.mdipk > 0 ? B->tune.mdipk : R;
+   * with spills, against 40 and 66 for one; 4 rotations 75 and 90). The
+   * default is the fastest measured on the H200 (1e17f7e, 8 hoisted
+   * rotations at the benchmark sets): r32 2 (1136 us; 1 1201, 4 1145, 8
+   * 1201), r62 1 (2217 us; 2 2317, 8 4047; the operands one kernel each
+   * as before, 2268) */
+  const int per = B->tune.mdipk > 0 ? B->tune.mdipk : g->radix == FHJIT_R32 ? 2 : 1;
   for (int k0 = 0; k0 < R && !B->st; k0 += per) {
     const int nk = R - k0 < per ? R - k0 : per;
     lw_step_pointwise(B, targets + k0, dests + k0, nk);

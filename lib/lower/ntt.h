@@ -278,7 +278,7 @@ typedef struct lw_ntt_tuning {
                    * rotations' inner products): 1 (default) one pointwise kernel computing
                    * all of them into one buffer, 0 one kernel each */
   int mdipk;      /* with mdip: at most this many members' operands per pointwise kernel
-                   * (1..16; default: all of the group in one), each kernel writing its
+                   * (1..16; default as measured: r32 2, r62 1), each kernel writing its
                    * members' places of the one buffer */
   int mdintt;     /* with mdip: 1 (default) one inverse NTT of every member's P rows, 0 one
                    * per moddown */

@@ -723,7 +723,8 @@ END_TEST
  * (ntt_plan mdip), each rotation's at its own offset; then one inverse
  * NTT of every rotation's P rows (mdintt) and one conversion of them all
  * (mdbconv), each rotation's forward NTT reading its rows there; and
- * with mdipk=2 the operands two rotations a kernel. Per
+ * with mdipk=k the operands k rotations a kernel (2, 1, 16 and the
+ * default, r32 2 and r62 1). Per
  * case: 2, 3 or 4
  * rotations (keys used twice, a conjugation among them), both radices,
  * dnum 4 and 7, K = 1 and 2, digits of 1..3 with a short last one, N =
@@ -756,8 +757,11 @@ START_TEST(test_md_group) {
   /* mode m: the first m steps of the moddowns batched (mdip: their
    * operands; mdintt: the inverse NTTs of P's rows; mdbconv: the
    * conversions) */
-  static const char *const modes[] = {"mdip=0", "mdintt=0", "mdbconv=0", "", "mdipk=2"};
-  enum { NMODES = 5 };
+  static const char *const modes[] = {"mdip=0",    "mdintt=0,mdipk=16", "mdbconv=0,mdipk=16",
+                                      "mdipk=16",  "mdipk=2",           "mdipk=1",
+                                      ""};
+  static const int per_kernel[] = {0, 16, 16, 16, 2, 1, 0}; /* 0 in the last: the default */
+  enum { NMODES = 7 };
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1f0 + (uint64_t)_i);
   int kernels[NMODES];
@@ -788,8 +792,11 @@ START_TEST(test_md_group) {
     check_host(&e, g);
   }
   for (int mode = 1; mode < NMODES; mode++) {
-    /* mdipk=2: the operands two rotations a kernel (into the one buffer) */
-    int drop = mode < 4 ? mode * (c->count - 1) : 3 * (c->count - 1) - (c->count + 1) / 2 + 1;
+    /* mdipk=k: the operands k rotations a kernel (into the one buffer),
+     * ceil(count / k) kernels; the default k: r32 2, r62 1 (as measured) */
+    int k = per_kernel[mode] ? per_kernel[mode] : s->radix == FHJIT_R32 ? 2 : 1;
+    int ip_drop = c->count - (c->count + k - 1) / k;
+    int drop = mode < 3 ? ip_drop + (mode - 1) * (c->count - 1) : ip_drop + 2 * (c->count - 1);
     ck_assert_msg(kernels[0] - kernels[mode] == (c->applies ? drop : 0),
                   "case %d mode %d: %d kernels against %d", _i, mode, kernels[mode], kernels[0]);
   }
