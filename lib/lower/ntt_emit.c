@@ -441,9 +441,61 @@ static LLVMValueRef sidx_k(ne *E, const place *p, LLVMValueRef ku, uint32_t kc) 
   return add_const32(E, sidx(E, p, ku), c);
 }
 
-/* The prologue's word x of source element (br, i), also stored into the
- * store buffer (lw_ntt_fusion.store_rows) when there is one. */
-static LLVMValueRef pro_store(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef x) {
+/* One sub-graph's evaluators (lower.c), per component its function and
+ * type, and the values one call costs (lw_max_values). */
+typedef struct evalset {
+  const LLVMValueRef *fn;
+  const LLVMTypeRef *ty;
+  int64_t values;
+} evalset;
+
+/* The arguments an evaluator of sub takes before its index: params,
+ * pstride, the inputs in[], null result pointers. Returns their count. */
+static int eval_head(ne *E, const fhjit_graph *sub, const LLVMValueRef *in, LLVMValueRef *args) {
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = in[j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  return 2 + sub->ninputs + sub->nresults;
+}
+
+/* Component c's evaluator of es on args; with comp (not NULL) a switch on
+ * comp over the ncomp components instead (an element's own component),
+ * the results merged by a phi of type rty; blocks named after `where`. */
+static LLVMValueRef eval_call(ne *E, const evalset *es, LLVMValueRef comp, int c, int ncomp,
+                              LLVMValueRef *args, int nargs, LLVMTypeRef rty, const char *where,
+                              const char *name) {
+  LLVMBuilderRef b = E->b;
+  if (!comp) {
+    E->inlined += es->values;
+    return LLVMBuildCall2(b, es->ty[c], es->fn[c], args, (unsigned)nargs, name);
+  }
+  char label[16];
+  snprintf(label, sizeof label, "%.3s.merge", where);
+  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, label);
+  LLVMValueRef vals[3];
+  snprintf(label, sizeof label, "%.3s.comp", where);
+  for (int k = 0; k < ncomp; k++) blocks[k] = LLVMAppendBasicBlockInContext(E->c, E->fn, label);
+  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[ncomp - 1],
+                                    (unsigned)ncomp - 1);
+  for (int k = 0; k + 1 < ncomp; k++) LLVMAddCase(sw, c32(E, (uint64_t)k), blocks[k]);
+  for (int k = 0; k < ncomp; k++) {
+    LLVMPositionBuilderAtEnd(b, blocks[k]);
+    E->inlined += es->values;
+    vals[k] = LLVMBuildCall2(b, es->ty[k], es->fn[k], args, (unsigned)nargs, name);
+    blocks[k] = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, merge);
+  }
+  LLVMPositionBuilderAtEnd(b, merge);
+  LLVMValueRef phi = LLVMBuildPhi(b, rty, name);
+  LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
+  return phi;
+}
+
+/* The prologue's words x (one, or a vector from a multiple of V) of source
+ * element (br, i), also stored into the store buffer
+ * (lw_ntt_fusion.store_rows) when there is one. */
+static LLVMValueRef pro_store(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef x, unsigned align) {
   if (E->pro->store_rows <= 0) return x;
   LLVMBuilderRef b = E->b;
   LLVMValueRef rows = c64(E, (uint64_t)E->P->rows);
@@ -452,85 +504,19 @@ static LLVMValueRef pro_store(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueR
       b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)E->pro->store_rows), ""),
       LLVMBuildNUWAdd(b, r, c64(E, (uint64_t)E->pro->store_first), ""), "");
   LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)E->P->log_n), ""), i, "");
-  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, E->W, E->extra[E->pro->sub->ninputs - 1], &off, 1, "");
-  LLVMSetAlignment(LLVMBuildStore(b, x, ptr), walign(E));
+  store(E, x, E->extra[E->pro->sub->ninputs - 1], off, align);
   return x;
-}
-
-/* pro_store for the V consecutive elements from (br, i), i a multiple of
- * V: one vector store. */
-static void pro_store_vec(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef vec) {
-  if (E->pro->store_rows <= 0) return;
-  LLVMBuilderRef b = E->b;
-  LLVMValueRef rows = c64(E, (uint64_t)E->P->rows);
-  LLVMValueRef poly = LLVMBuildUDiv(b, br, rows, ""), r = LLVMBuildURem(b, br, rows, "");
-  LLVMValueRef row = LLVMBuildNUWAdd(
-      b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)E->pro->store_rows), ""),
-      LLVMBuildNUWAdd(b, r, c64(E, (uint64_t)E->pro->store_first), ""), "");
-  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)E->P->log_n), ""), i, "");
-  store(E, vec, E->extra[E->pro->sub->ninputs - 1], off,
-        E->target == LW_GPU ? (unsigned)E->V * walign(E) : walign(E));
-}
-
-/* The V source elements (br, i .. i + V - 1), i a multiple of V, computed
- * by the prologue's vector evaluator (its inputs loaded as vectors where
- * their layouts allow, where pro_value's per-element calls load one word
- * per thread at a stride of V words), as a vector; the component switch
- * as pro_value's. */
-static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) {
-  LLVMBuilderRef b = E->b;
-  const fhjit_graph *sub = E->pro->sub;
-  int single = E->pro->comp >= 0 || E->pro_ncomp == 1;
-  LLVMValueRef rest = br, comp = NULL;
-  if (!single) {
-    LLVMValueRef rpc = c64(E, (uint64_t)E->pro_rows_per_comp);
-    comp = LLVMBuildUDiv(b, br, rpc, "comp");
-    rest = LLVMBuildURem(b, br, rpc, "");
-  }
-  LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, rest, c64(E, (uint64_t)E->P->log_n), ""), i, "");
-  off = LLVMBuildLShr(b, off, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "pro.group");
-  if (!E->pro_idx64) off = LLVMBuildTrunc(b, off, E->i32, "");
-  int nargs = 2 + sub->ninputs + sub->nresults + 1;
-  LLVMValueRef args[LW_MAX_ARGS + 4];
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->extra[j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
-  args[nargs - 1] = off;
-  LLVMValueRef vec;
-  if (single) {
-    int c = E->pro->comp >= 0 ? E->pro->comp : 0;
-    E->inlined += E->pro_vvalues;
-    vec = LLVMBuildCall2(b, E->pro_vty[c], E->pro_vfn[c], args, (unsigned)nargs, "xv");
-  } else {
-    LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
-    LLVMValueRef vals[3];
-    for (int c = 0; c < E->pro_ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.comp");
-    LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[E->pro_ncomp - 1],
-                                      (unsigned)E->pro_ncomp - 1);
-    for (int c = 0; c + 1 < E->pro_ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
-    for (int c = 0; c < E->pro_ncomp; c++) {
-      LLVMPositionBuilderAtEnd(b, blocks[c]);
-      E->inlined += E->pro_vvalues;
-      vals[c] = LLVMBuildCall2(b, E->pro_vty[c], E->pro_vfn[c], args, (unsigned)nargs, "xv");
-      blocks[c] = LLVMGetInsertBlock(b);
-      LLVMBuildBr(b, merge);
-    }
-    LLVMPositionBuilderAtEnd(b, merge);
-    vec = LLVMBuildPhi(b, E->vecW, "xv");
-    LLVMAddIncoming(vec, vals, blocks, (unsigned)E->pro_ncomp);
-  }
-  pro_store_vec(E, br, i, vec);
-  return vec;
 }
 
 /* The source element (br, i) computed by the prologue's evaluator: the
  * component's eval function at walk offset rest * N + i. A source of several
  * components switches on the component (uniform within a block but for the
- * last rows of a whole-row block). */
-static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
+ * last rows of a whole-row block). vec: the V elements (br, i .. i + V - 1),
+ * i a multiple of V, by the vector evaluator (its inputs loaded as vectors
+ * where their layouts allow, where per-element calls load one word per
+ * thread at a stride of V words), as a vector. */
+static LLVMValueRef pro_eval(ne *E, LLVMValueRef br, LLVMValueRef i, int vec) {
   LLVMBuilderRef b = E->b;
-  const fhjit_graph *sub = E->pro->sub;
   int single = E->pro->comp >= 0 || E->pro_ncomp == 1;
   LLVMValueRef rest = br, comp = NULL;
   if (!single) {
@@ -539,140 +525,69 @@ static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) {
     rest = LLVMBuildURem(b, br, rpc, "");
   }
   LLVMValueRef off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, rest, c64(E, (uint64_t)E->P->log_n), ""), i, "");
+  if (vec) off = LLVMBuildLShr(b, off, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "pro.group");
   if (!E->pro_idx64) off = LLVMBuildTrunc(b, off, E->i32, "");
-  int nargs = 2 + sub->ninputs + sub->nresults + 1;
   LLVMValueRef args[LW_MAX_ARGS + 4];
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->extra[j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
-  args[nargs - 1] = off;
-  if (single) {
-    int c = E->pro->comp >= 0 ? E->pro->comp : 0;
-    E->inlined += E->pro_values;
-    return pro_store(E, br, i, LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x"));
-  }
-  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.merge");
-  LLVMValueRef vals[3];
-  for (int c = 0; c < E->pro_ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "pro.comp");
-  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[E->pro_ncomp - 1],
-                                    (unsigned)E->pro_ncomp - 1);
-  for (int c = 0; c + 1 < E->pro_ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
-  for (int c = 0; c < E->pro_ncomp; c++) {
-    LLVMPositionBuilderAtEnd(b, blocks[c]);
-    E->inlined += E->pro_values;
-    vals[c] = LLVMBuildCall2(b, E->pro_ty[c], E->pro_fn[c], args, (unsigned)nargs, "x");
-    blocks[c] = LLVMGetInsertBlock(b);
-    LLVMBuildBr(b, merge);
-  }
-  LLVMPositionBuilderAtEnd(b, merge);
-  LLVMValueRef phi = LLVMBuildPhi(b, E->W, "x");
-  LLVMAddIncoming(phi, vals, blocks, (unsigned)E->pro_ncomp);
-  return pro_store(E, br, i, phi);
+  int nargs = eval_head(E, E->pro->sub, E->extra, args);
+  args[nargs++] = off;
+  evalset es = vec ? (evalset){E->pro_vfn, E->pro_vty, E->pro_vvalues}
+                   : (evalset){E->pro_fn, E->pro_ty, E->pro_values};
+  LLVMValueRef x = eval_call(E, &es, comp, E->pro->comp >= 0 ? E->pro->comp : 0, E->pro_ncomp,
+                             args, nargs, vec ? E->vecW : E->W, "pro", vec ? "xv" : "x");
+  unsigned align = vec && E->target == LW_GPU ? (unsigned)E->V * walign(E) : walign(E);
+  return pro_store(E, br, i, x, align);
 }
+
+static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 0); }
+static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 1); }
 
 /* Epilogue target t at the transform's element of dense offset off (i64;
- * br = off >> logN), whose final value is x: the value of the target's
- * component slot `slot` (ntt_comps <= 1: component slot; else the
- * element's own component, selected by a switch). */
-static LLVMValueRef epi_value_regs(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
-                                   int nx) {
+ * br = off >> logN), whose final value is x[0 .. nx) (nx registers): the
+ * value of the target's component slot `slot` (ntt_comps <= 1: component
+ * slot; else the element's own component, selected by a switch). vec: the
+ * V consecutive elements from off (a multiple of V, one row) whose final
+ * words are x[j V + v] (register j of nx, lane v), by target t's vector
+ * evaluator, which loads its inputs as vectors where their layouts allow;
+ * the V words as a vector. Why: called element by element, the
+ * evaluator's loads are one word per thread at a stride of V words, each
+ * warp-wide load touching V times the sectors it uses (ncu, r32 moddown's
+ * epilogue: 10 of 32 bytes a sector). */
+static LLVMValueRef epi_eval(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x, int nx,
+                             int vec) {
   LLVMBuilderRef b = E->b;
-  const fhjit_graph *sub = E->pro->epi[t].sub;
-  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
-  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG];
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[t][j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
-  for (int j = 0; j < nx; j++) args[nargs - nx + j] = x[j];
-  int ncomp = E->epi_ncomp[t];
-  if (E->pro->ntt_comps <= 1 || ncomp == 1) {
-    args[nargs - nx - 1] = E->epi_idx64[t] ? off : LLVMBuildTrunc(b, off, E->i32, "");
-    int c = E->pro->ntt_comps <= 1 ? slot : 0;
-    E->inlined += E->epi_values[t];
-    return LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
-  }
-  /* the element's component: off / (rows per component * N) */
-  int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
-  LLVMValueRef comp = LLVMBuildUDiv(b, off, c64(E, (uint64_t)per_comp), "epi.comp");
-  LLVMValueRef walk = LLVMBuildURem(b, off, c64(E, (uint64_t)per_comp), "");
-  args[nargs - nx - 1] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
-  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.merge");
-  LLVMValueRef vals[3];
-  for (int c = 0; c < ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.comp");
-  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[ncomp - 1],
-                                    (unsigned)ncomp - 1);
-  for (int c = 0; c + 1 < ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
-  for (int c = 0; c < ncomp; c++) {
-    LLVMPositionBuilderAtEnd(b, blocks[c]);
-    E->inlined += E->epi_values[t];
-    vals[c] = LLVMBuildCall2(b, E->epi_ty[t][c], E->epi_fn[t][c], args, (unsigned)nargs, "epi");
-    blocks[c] = LLVMGetInsertBlock(b);
-    LLVMBuildBr(b, merge);
-  }
-  LLVMPositionBuilderAtEnd(b, merge);
-  LLVMValueRef phi = LLVMBuildPhi(b, E->W, "epi");
-  LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
-  return phi;
-}
-
-static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValueRef x) {
-  return epi_value_regs(E, t, slot, off, &x, 1);
-}
-
-/* The same for the V consecutive elements from off (a multiple of V, one
- * row) whose final words are x[j V + v] (register j of nx, lane v): target
- * t's vector evaluator, which loads its inputs as vectors where their
- * layouts allow; the V words as a vector. Why: called element by element,
- * the evaluator's loads are one word per thread at a stride of V words,
- * each warp-wide load touching V times the sectors it uses (ncu, r32
- * moddown's epilogue: 10 of 32 bytes a sector). */
-static LLVMValueRef epi_value_vec(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
-                                  int nx) {
-  LLVMBuilderRef b = E->b;
-  const fhjit_graph *sub = E->pro->epi[t].sub;
-  int nregs = nx * E->V, nargs = 2 + sub->ninputs + sub->nresults + 1 + nregs;
   LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG * LW_VMAX];
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[t][j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
-  for (int j = 0; j < nregs; j++) args[nargs - nregs + j] = x[j];
-  int ncomp = E->epi_ncomp[t], lv = lw_ntt_ilog2((uint64_t)E->V);
-  int per_element = E->pro->ntt_comps > 1 && ncomp > 1;
+  int nregs = vec ? nx * E->V : nx;
+  int nargs = eval_head(E, E->pro->epi[t].sub, E->epi_in[t], args) + 1;
+  for (int j = 0; j < nregs; j++) args[nargs + j] = x[j];
+  int ncomp = E->epi_ncomp[t];
   LLVMValueRef walk = off, comp = NULL;
-  if (per_element) {
+  if (E->pro->ntt_comps > 1 && ncomp > 1) {
     /* the element's component: off / (rows per component * N), the same
-     * for the V elements (a component's rows are whole rows) */
+     * for a vector's V elements (a component's rows are whole rows) */
     int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
     comp = LLVMBuildUDiv(b, off, c64(E, (uint64_t)per_comp), "epi.comp");
     walk = LLVMBuildURem(b, off, c64(E, (uint64_t)per_comp), "");
   }
-  LLVMValueRef group = LLVMBuildLShr(b, walk, c64(E, (uint64_t)lv), "epi.group");
-  args[nargs - nregs - 1] = E->epi_idx64[t] ? group : LLVMBuildTrunc(b, group, E->i32, "");
-  if (!per_element) {
-    int c = E->pro->ntt_comps <= 1 ? slot : 0;
-    E->inlined += E->epi_vvalues[t];
-    return LLVMBuildCall2(b, E->epi_vty[t][c], E->epi_vfn[t][c], args, (unsigned)nargs, "epi");
-  }
-  LLVMBasicBlockRef blocks[3], merge = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.merge");
-  LLVMValueRef vals[3];
-  for (int c = 0; c < ncomp; c++) blocks[c] = LLVMAppendBasicBlockInContext(E->c, E->fn, "epi.comp");
-  LLVMValueRef sw = LLVMBuildSwitch(b, LLVMBuildTrunc(b, comp, E->i32, ""), blocks[ncomp - 1],
-                                    (unsigned)ncomp - 1);
-  for (int c = 0; c + 1 < ncomp; c++) LLVMAddCase(sw, c32(E, (uint64_t)c), blocks[c]);
-  for (int c = 0; c < ncomp; c++) {
-    LLVMPositionBuilderAtEnd(b, blocks[c]);
-    E->inlined += E->epi_vvalues[t];
-    vals[c] = LLVMBuildCall2(b, E->epi_vty[t][c], E->epi_vfn[t][c], args, (unsigned)nargs, "epi");
-    blocks[c] = LLVMGetInsertBlock(b);
-    LLVMBuildBr(b, merge);
-  }
-  LLVMPositionBuilderAtEnd(b, merge);
-  LLVMValueRef phi = LLVMBuildPhi(b, E->vecW, "epi");
-  LLVMAddIncoming(phi, vals, blocks, (unsigned)ncomp);
-  return phi;
+  if (vec) walk = LLVMBuildLShr(b, walk, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "epi.group");
+  args[nargs - 1] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
+  evalset es = vec ? (evalset){E->epi_vfn[t], E->epi_vty[t], E->epi_vvalues[t]}
+                   : (evalset){E->epi_fn[t], E->epi_ty[t], E->epi_values[t]};
+  return eval_call(E, &es, comp, E->pro->ntt_comps <= 1 ? slot : 0, ncomp, args, nargs + nregs,
+                   vec ? E->vecW : E->W, "epi", "epi");
+}
+
+static LLVMValueRef epi_value_regs(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
+                                   int nx) {
+  return epi_eval(E, t, slot, off, x, nx, 0);
+}
+
+static LLVMValueRef epi_value(ne *E, int t, int slot, LLVMValueRef off, LLVMValueRef x) {
+  return epi_eval(E, t, slot, off, &x, 1, 0);
+}
+
+static LLVMValueRef epi_value_vec(ne *E, int t, int slot, LLVMValueRef off, const LLVMValueRef *x,
+                                  int nx) {
+  return epi_eval(E, t, slot, off, x, nx, 1);
 }
 
 /* Component slots of target t per element, and the dense offset of slot

@@ -537,6 +537,20 @@ static int vector_loads(env *e, fhjit_graph *g, const char *plan) {
   return n;
 }
 
+/* g under ntt_plan off (its vector path's key =0) and on (=1), each
+ * against the interpreter word for word on the host; the PTX with `on`
+ * must hold more vector loads than with `off`. */
+static void check_vector_plans(env *e, fhjit_graph *g, void **in, const char *off, const char *on) {
+  const char *plans[2] = {off, on};
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", plans[k]), FHJIT_OK);
+    free_bufs(run_both(e, g, in, plans[k]), fhjit_num_results(g));
+  }
+  int scalar = vector_loads(e, g, off), vec = vector_loads(e, g, on);
+  ck_assert_msg(vec > scalar, "%s: %d vector loads, %s: %d", on, vec, off, scalar);
+  ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", NULL), FHJIT_OK);
+}
+
 /* The vector epilogue (ntt_plan epivec, ntt_emit.c epi_value_vec): the
  * epilogue graph (a two-component transform's element-wise switch, keys,
  * plain operands, a batched input) with epivec=1 and epivec=0, each
@@ -552,14 +566,7 @@ START_TEST(test_epilogue_vec) {
   uint64_t seed = 4242 + (uint64_t)_i;
   fhjit_graph *g = epilogue_graph(&e, 0);
   void **in = make_inputs(&e, g, &seed, 2);
-  const char *plans[2] = {"epivec=0", "epivec=1"};
-  for (int k = 0; k < 2; k++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[k]), FHJIT_OK);
-    free_bufs(run_both(&e, g, in, plans[k]), fhjit_num_results(g));
-  }
-  int scalar = vector_loads(&e, g, plans[0]), vec = vector_loads(&e, g, plans[1]);
-  ck_assert_msg(vec > scalar, "epivec=1: %d vector loads, epivec=0: %d", vec, scalar);
-  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  check_vector_plans(&e, g, in, "epivec=0", "epivec=1");
   free_bufs(in, fhjit_num_inputs(g));
   fhjit_graph_destroy(g);
   env_free(&e);
@@ -589,14 +596,7 @@ START_TEST(test_prologue_vec) {
   ck_assert_int_eq(fhjit_output(g, prod, "prod"), FHJIT_OK);
   ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
   void **in = make_inputs(&e, g, &seed, _i % 3 == 2);
-  const char *plans[2] = {"provec=0", "provec=1"};
-  for (int k = 0; k < 2; k++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[k]), FHJIT_OK);
-    free_bufs(run_both(&e, g, in, plans[k]), fhjit_num_results(g));
-  }
-  int scalar = vector_loads(&e, g, plans[0]), vec = vector_loads(&e, g, plans[1]);
-  ck_assert_msg(vec > scalar, "provec=1: %d vector loads, provec=0: %d", vec, scalar);
-  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  check_vector_plans(&e, g, in, "provec=0", "provec=1");
   free_bufs(in, fhjit_num_inputs(g));
   fhjit_graph_destroy(g);
   env_free(&e);
