@@ -1838,6 +1838,21 @@ static fhjit_status eval_functions(ne *E, const char *name, int n, LLVMValueRef 
   return FHJIT_OK;
 }
 
+/* The plan of sub's vector evaluators into *pl: its walk in V-element
+ * groups (lw_plan_graph's vec is V: V divides N), named "<plan>_v".
+ * *ok 0 where it does not apply (then scalar calls). */
+static fhjit_status vector_plan(ne *E, fhjit_graph *sub, lw_plan *pl, int *ok) {
+  *ok = 0;
+  fhjit_status st = lw_plan_graph(sub, pl);
+  if (st) return st;
+  size_t len = strlen(pl->name);
+  if (pl->vec != E->V || len + 3 > LW_NAME_MAX) return FHJIT_OK;
+  memcpy(pl->name + len, "_v", 3);
+  pl->groups = pl->work / pl->vec;
+  *ok = 1;
+  return FHJIT_OK;
+}
+
 /* Target t's vector evaluators (epi_value_vec), named "<plan>_v.eval<c>",
  * where the last kernel asks for them (epivec) and the target's walk takes
  * V-element groups (lw_plan_graph's vec: V divides N); else scalar calls. */
@@ -1847,12 +1862,9 @@ static fhjit_status build_vector_epilogue(ne *E, int t) {
   if (!lk->epivec || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
   fhjit_graph *sub = E->pro->epi[t].sub;
   lw_plan pl;
-  fhjit_status st = lw_plan_graph(sub, &pl);
-  if (st) return st;
-  size_t len = strlen(pl.name);
-  if (pl.vec != E->V || len + 3 > LW_NAME_MAX) return FHJIT_OK;
-  memcpy(pl.name + len, "_v", 3);
-  pl.groups = pl.work / pl.vec;
+  int ok;
+  fhjit_status st = vector_plan(E, sub, &pl, &ok);
+  if (st || !ok) return st;
   const lw_ntt_reduce *R = &E->pro->red;
   if (t == 0 && R->members > 0)
     st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members,
@@ -1920,12 +1932,9 @@ static fhjit_status build_vector_prologue(ne *E) {
   if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
   fhjit_graph *sub = E->pro->sub;
   lw_plan pl;
-  fhjit_status st = lw_plan_graph(sub, &pl);
-  if (st) return st;
-  size_t len = strlen(pl.name);
-  if (pl.vec != E->V || len + 3 > LW_NAME_MAX) return FHJIT_OK;
-  memcpy(pl.name + len, "_v", 3);
-  pl.groups = pl.work / pl.vec;
+  int ok;
+  fhjit_status st = vector_plan(E, sub, &pl, &ok);
+  if (st || !ok) return st;
   if ((st = lw_build_eval(sub, &pl, E->target, E->c, E->m, &E->pro_vvalues))) return st;
   const ir_node *res = &sub->nodes[sub->results[0].value];
   int ncomp = res->type.comps > 1 ? res->type.comps : 1;
