@@ -832,9 +832,12 @@ static void free_aliases(an_build *B) {
       free(B->intt[v]);
     }
   free(B->intt);
-  /* moddown groups: owned by their first member */
+  /* moddown groups: owned by their first member; as for the inverse NTT's
+   * records, the other members' pointers are dropped before anything is
+   * freed (a later member's record would be read after its free) */
   for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++)
-    if (B->mdg[v] && B->mdg[v]->first == v) free(B->mdg[v]);
+    if (B->mdg[v] && B->mdg[v]->first != v) B->mdg[v] = NULL;
+  for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++) free(B->mdg[v]);
   free(B->mdg);
   free(B->where_off);
 }
