@@ -840,6 +840,7 @@ static void free_aliases(an_build *B) {
   for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++) free(B->mdg[v]);
   free(B->mdg);
   free(B->where_off);
+  free(B->mdrs);
 }
 
 static an_plan *build_plan(fhjit_graph *g) {
@@ -853,10 +854,11 @@ static an_plan *build_plan(fhjit_graph *g) {
   B.intt = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.intt);
   B.mdg = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.mdg);
   B.where_off = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.where_off);
+  B.mdrs = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
   if (B.p) B.p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
   if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.intt ||
-      !B.mdg || !B.where_off ||
+      !B.mdg || !B.where_off || !B.mdrs ||
       !B.p->sctx || ir_options_copy(B.p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     goto fail;
@@ -1014,8 +1016,9 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   }
   if (st->is_ntt) {
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
-    /* with a prologue the source argument is unused: dst stands in */
-    const an_buf *src = j == 0 && !st->pro_sub ? &st->src : &st->dst;
+    /* with a prologue the source argument is unused (dst stands in),
+     * unless the plan lifts it (lw_ntt_plan.lift: mixsteps.c, mdrs_steps) */
+    const an_buf *src = j == 0 && (!st->pro_sub || st->plan.lift) ? &st->src : &st->dst;
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
     if (j == 0 && st->pro_sub)
@@ -1249,8 +1252,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         else put_buf(&b, sp->dst);
         sp_buf_printf(&b, "\n");
         if (sp->plan.lift)
-          sp_buf_printf(&b, "  load: lift (rescale) of the source's one row (chain position %d) "
-                        "to each row\n", (int)sp->plan.lift_col);
+          sp_buf_printf(&b, "  load: %slift (rescale) of the source's one row (chain position %d) "
+                        "to each row\n", sp->pro_sub ? "the prologue's word plus the " : "",
+                        (int)sp->plan.lift_col);
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);
@@ -1448,7 +1452,8 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       }
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
-                           sp->pro_sub ? NULL : buf_ptr(&sp->src, inputs, results, scratch),
+                           sp->pro_sub && !sp->plan.lift ? NULL
+                                                          : buf_ptr(&sp->src, inputs, results, scratch),
                            (char *)buf_ptr(&sp->dst, inputs, results, scratch) + sp->dst_off * ws,
                            extra, threads);
       continue;

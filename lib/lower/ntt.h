@@ -171,7 +171,10 @@ typedef struct lw_ntt_plan {
    * lift_r(x) = (x >= q - floor(q/2) ? x - q : x) mod t_r (t_r its own
    * modulus; SPEC section 7, the interpreter's op_rescale) in place of x.
    * Only a forward from coefficient-standard form: its pre step's to_mont
-   * is the reduction (ntt_emit.c, lift_step). 0 from lw_ntt_plan_make. */
+   * is the reduction (ntt_emit.c, lift_step). With a prologue (a forward
+   * from coefficient-Montgomery form: mixsteps.c, mdrs_steps) row r
+   * transforms the prologue's word plus lift_r(x) in Montgomery form, mod
+   * t_r. 0 from lw_ntt_plan_make. */
   int lift;
   int32_t lift_col;
   int nkernels;
@@ -284,6 +287,9 @@ typedef struct lw_ntt_tuning {
                    * per moddown */
   int mdbconv;    /* with mdintt: 1 (default) one conversion P -> Q of them all, 0 one per
                    * moddown */
+  int mdrs;       /* rescale(add(d, moddown(a))) (mixsteps.c, mdrs_steps; HMult): 1 (default)
+                   * one forward NTT for both, of moddown's converted rows plus rescale's
+                   * lift, 0 moddown's and rescale's steps each */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -292,7 +298,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

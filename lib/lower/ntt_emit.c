@@ -224,6 +224,19 @@ static LLVMValueRef pre_step(ne *E, const rowc *r, const mconst *r2, LLVMValueRe
   return redc_const(E, r, r2, x, 0);
 }
 
+/* A lift with a prologue (lw_ntt_plan.lift in kernel 0 of a plan with a
+ * prologue: moddown and rescale in one forward NTT, mixsteps.c,
+ * mdrs_steps): the prologue's word x (Montgomery form, below 2q) plus the
+ * lift of source word w, below 2q (r62) or q (r32), as the transform takes
+ * them. */
+static int lift_add_active(const ne *E) { return E->pro_active && E->P->lift; }
+
+static LLVMValueRef lift_add(ne *E, const rowc *r, const mconst *r2, LLVMValueRef x, LLVMValueRef w) {
+  LLVMValueRef s = LLVMBuildNUWAdd(E->b, x, lift_step(E, r, r2, w), "liftadd");
+  s = csub(E, s, r->q2);
+  return E->wbits == 64 ? s : csub(E, s, r->q);
+}
+
 /* A row's constant for the pre and post steps: each thread computes it once
  * for all its words, so with shoup r62 takes Shoup's form here too. */
 static mconst row_const(ne *E, const rowc *r, int prow, const char *name) {
@@ -233,7 +246,7 @@ static mconst row_const(ne *E, const rowc *r, int prow, const char *name) {
 
 static mconst pre_const(ne *E, const rowc *r) {
   mconst mc = {0};
-  if (E->P->kind == IR_NTT_STD_TO_NTT) mc = row_const(E, r, 5, "r2");
+  if (E->P->kind == IR_NTT_STD_TO_NTT || lift_add_active(E)) mc = row_const(E, r, 5, "r2");
   return mc;
 }
 
@@ -952,13 +965,19 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
   mconst pre = {0};
-  if (k->pre) pre = pre_const(E, r);
+  int liftadd = lift_add_active(E);
+  if (k->pre || liftadd) pre = pre_const(E, r);
   for (int i = 0; i < (1 << k->log_e); i++) {
     if (E->pro_active) {
       LLVMValueRef k64 = LLVMBuildZExt(b, ku, E->i64, "");
       if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
       LLVMValueRef i64 = add_const64(E, LLVMBuildNUWAdd(b, p->ibase, k64, ""), kc_words(E, kc[i]));
       x[i] = pro_value(E, p->batch_row, i64);
+      if (liftadd) {
+        LLVMValueRef w = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "w");
+        x[i] = lift_add(E, r, &pre, x[i], w);
+        continue;
+      }
     } else {
       x[i] = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "x");
     }
@@ -1224,7 +1243,8 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   int one_row = k->log_c <= k->log_subs;
   rowc r0 = {0};
   mconst mc0 = {0};
-  int step = is_load ? k->pre : k->post;
+  int liftadd = is_load && lift_add_active(E);
+  int step = is_load ? k->pre || liftadd : k->post;
   if (one_row && (step || k->tail)) r0 = row_consts(E, LLVMBuildLShr(b, gblock, c64(E, (uint64_t)E->P->log_n), "brow"));
   if (one_row && step) mc0 = is_load ? pre_const(E, &r0) : post_const(E, &r0);
   for (int g = 0; g < groups; g++) {
@@ -1285,9 +1305,9 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
         if (E->pro_active) {
           vector = 0;
           pro_br = br, pro_i = i;
-        } else {
-          gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
         }
+        if (!E->pro_active || liftadd)
+          gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
       }
       LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
                                 : NULL;
@@ -1301,6 +1321,11 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
                      : load(E, E->W, E->src,
                             v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
                             walign(E), "x");
+        if (liftadd) {
+          LLVMValueRef gv = v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs;
+          vals[v] = lift_add(E, &r, &mc, x, load(E, E->W, E->src, gv, walign(E), "w"));
+          continue;
+        }
         vals[v] = step ? pre_step(E, &r, &mc, x) : x;
       }
       if (k->tail) tail_stages(E, &r, tw_base, kpos, vals);
@@ -1929,7 +1954,8 @@ static fhjit_status build_epilogue(ne *E) {
 static fhjit_status build_vector_prologue(ne *E) {
   const lw_ntt_kplan *k0 = &E->P->k[0];
   E->pro_vec = 0;
-  if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
+  /* a lift with the prologue (lift_add) adds a word of the source per element */
+  if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX || E->P->lift) return FHJIT_OK;
   fhjit_graph *sub = E->pro->sub;
   lw_plan pl;
   int ok;

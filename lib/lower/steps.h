@@ -169,6 +169,7 @@ typedef struct an_build {
   an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
   an_intt **intt;   /* per modup node: NULL, or the inverse NTT it shares */
   an_mdgroup **mdg; /* per moddown node: NULL, or the group it belongs to */
+  char *mdrs;        /* per moddown node: 1 when its rescale plans both (mdrs_steps) */
   int64_t *where_off; /* per node: words from the start of where[] (md_group) */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
   char *in_memory;     /* per anchor: some step reads its buffer */

@@ -277,9 +277,10 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 #define RELIN_SCRATCH 6
 /* rescale's lift in its forward NTT's loads (liftfuse): 1 kernel and
  * 1 scratch buffer fewer than the lift kernel's 16 and 11 (15 with
- * bconvbatch's kernel less) */
-#define HM_KERNELS 14
-#define HM_SCRATCH 10
+ * bconvbatch's kernel less); moddown's and rescale's forward NTTs as one
+ * (mdrs): 2 kernels and 1 scratch buffer fewer than 14 and 10 */
+#define HM_KERNELS 12
+#define HM_SCRATCH 9
 #define ROT_KERNELS 10
 #define ROT_SCRATCH 7
 #define HOIST_KERNELS 25
@@ -544,13 +545,14 @@ START_TEST(test_shared_intt) {
   env e;
   s7_env_init(&e, s.radix, s.m, s.logn, 0x1a0 + (uint64_t)_i);
   /* per digit before: INTT 2, bconv 1, NTT 2; moddown 5; rescale 4 (its
-   * lift in its forward NTT's loads, liftfuse) */
+   * lift in its forward NTT's loads, liftfuse); HMult's moddown and
+   * rescale with one forward NTT (mdrs): 2 fewer */
   struct {
     const char *what, *stored;
     int kernels, before, batched, polys, members;
   } want[] = {
       {"keyswitch", NULL, 10, 20, 1, 1, 3},
-      {"hmult_relin_rescale", "stored (rows 0..5)", 14, 24, 1, 1, 3},
+      {"hmult_relin_rescale", "stored (rows 0..5)", 12, 24, 1, 1, 3},
       {"rotate", "stored (rows 0..5)", 10, 20, 1, 1, 3},
       /* a fourth modup of d, digit 1, that is a result: gathered (its
        * bconv, forward NTT, gather: 4 kernels more) */
@@ -884,6 +886,77 @@ START_TEST(test_ipacc_shapes) {
 }
 END_TEST
 
+
+/* ------------------------------------------------- moddown and rescale */
+
+/* An input on Q ++ P (the shape's basis of Q, then P's chain positions). */
+static fhjit_value poly_qp(env *e, fhjit_graph *g, const shape *s, const char *name, int comps) {
+  int l = s->rows, K = s->special;
+  fhjit_type t = tu_poly(comps, 0, NULL, l + K, e->n);
+  t.domain = FHJIT_DOMAIN_NTT;
+  t.form = FHJIT_FORM_MONT;
+  fhjit_value v = fhjit_input(g, name, &t);
+  ck_assert_int_ge(v, 0);
+  int32_t basis[S7_MAXM];
+  for (int r = 0; r < l; r++) basis[r] = s->basis ? s->basis[r] : r;
+  for (int k = 0; k < K; k++) basis[l + k] = s->m - K + k;
+  ck_assert_int_eq(fhjit_input_basis(g, v, basis, l + K), FHJIT_OK);
+  return v;
+}
+
+/* Moddown and rescale in one (mixsteps.c, mdrs_steps; ntt_plan key mdrs):
+ * rescale(add(d, moddown(a))) as one forward NTT of moddown's converted
+ * rows plus rescale's lift. Per shape (both radices, a short digit,
+ * permuted bases, K = 3), one graph of HMult + relinearise + rescale and
+ * three forms by hand: add_lazy with the moddown second (2 components), a
+ * result computed from the rescale (add(rescale(add(md, y)), z), one
+ * polynomial), and a moddown that is itself a result (not merged). Host
+ * words against the interpreter in both modes (inputs with edge words:
+ * fill); the plan names the merged loads 3 times (none with mdrs=0), one
+ * forward NTT fewer per merge. */
+static const int mdrs_shapes[] = {0, 1, 3, 4};
+#define NMDRS 4
+START_TEST(test_mdrs) {
+  const shape *s = &shapes[mdrs_shapes[_i]];
+  env e;
+  s7_env_init(&e, s->radix, s->m, s->logn, 0x1e0 + (uint64_t)_i);
+  int K = s->special, l = s->rows, kernels[2];
+  for (int mode = 0; mode < 2; mode++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", mode ? NULL : "mdrs=0"), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "mdrs", K, s->alpha);
+    fhjit_value a = poly(&e, g, s, "a", 2), b = poly(&e, g, s, "b", 2), k = key(&e, g, s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    out(&e, g, fhjit_ckks_mul_relin_rescale(g, a, b, k, fwd, inv), "hmult");
+    fhjit_value md = s7_table(g, "md", K + K * l + l), rs = s7_table(g, "rs", l - 1);
+    fhjit_value a2 = poly_qp(&e, g, s, "a2", 2), y2 = poly(&e, g, s, "y2", 2);
+    fhjit_value m2 = fhjit_moddown(g, a2, fwd, inv, md);
+    out(&e, g, fhjit_rescale(g, fhjit_add_lazy(g, y2, m2), fwd, inv, rs), "r1");
+    fhjit_value a1 = poly_qp(&e, g, s, "a1", 0), y1 = poly(&e, g, s, "y1", 0);
+    fhjit_value z = fhjit_rows(g, poly(&e, g, s, "z", 0), 0, l - 1);
+    fhjit_value m1 = fhjit_moddown(g, a1, fwd, inv, md);
+    fhjit_value r2 = fhjit_rescale(g, fhjit_add(g, m1, y1), fwd, inv, rs);
+    out(&e, g, fhjit_add(g, r2, z), "r2");
+    fhjit_value m3 = fhjit_moddown(g, poly_qp(&e, g, s, "a3", 0), fwd, inv, md);
+    out(&e, g, m3, "md3");
+    out(&e, g, fhjit_rescale(g, fhjit_add(g, m3, y1), fwd, inv, rs), "r3");
+    kernels[mode] = plan_counts(&e, g).kernels;
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(count_of(text, "the prologue's word plus the lift") == (mode ? 3 : 0),
+                  "shape %d mode %d:\n%s", _i, mode, text);
+    check_host(&e, g);
+  }
+  /* one forward NTT (1 or 2 kernels) fewer per merge */
+  int drop = kernels[0] - kernels[1];
+  ck_assert_msg(drop == 3 || drop == 6, "shape %d: %d kernels against %d", _i, kernels[1],
+                kernels[0]);
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "mdrs=2"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "mdrs=2"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
 Suite *ks_fusion_suite(void) {
   Suite *s = suite_create("ks_fusion");
   TCase *t = tcase_create("fusion");
@@ -902,6 +975,11 @@ Suite *ks_fusion_suite(void) {
   TCase *m = tcase_create("mdgroup");
   tcase_set_timeout(m, 600);
   tcase_add_loop_test(m, test_md_group, 0, NMDCASES);
+  /* a case of its own (CK_RUN_CASE=mdrs runs it alone) */
+  TCase *r = tcase_create("mdrs");
+  tcase_set_timeout(r, 600);
+  tcase_add_loop_test(r, test_mdrs, 0, NMDRS);
+  suite_add_tcase(s, r);
   suite_add_tcase(s, m);
   return s;
 }
