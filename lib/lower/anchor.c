@@ -1017,8 +1017,9 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   if (st->is_ntt) {
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
     /* with a prologue the source argument is unused (dst stands in),
-     * unless the plan lifts it (lw_ntt_plan.lift: mixsteps.c, mdrs_steps) */
-    const an_buf *src = j == 0 && (!st->pro_sub || st->plan.lift) ? &st->src : &st->dst;
+     * unless the plan lifts it or loads rows from it (lw_ntt_plan.lift,
+     * pro_rows: mixsteps.c, mdrs_steps) */
+    const an_buf *src = j == 0 && (!st->pro_sub || st->plan.lift || st->plan.pro_rows) ? &st->src : &st->dst;
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
     if (j == 0 && st->pro_sub)
@@ -1258,6 +1259,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);
+          if (sp->plan.pro_rows)
+            sp_buf_printf(&b, " (rows 0..%lld of each polynomial; the others loaded)",
+                          (long long)(sp->plan.pro_rows - 1));
           if (sp->pro_store_rows > 0) {
             sp_buf_printf(&b, ", stored (rows %lld..%lld) -> ", (long long)sp->pro_store_first,
                           (long long)(sp->pro_store_first + sp->plan.rows - 1));
@@ -1452,7 +1456,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       }
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
-                           sp->pro_sub && !sp->plan.lift ? NULL
+                           sp->pro_sub && !sp->plan.lift && !sp->plan.pro_rows ? NULL
                                                           : buf_ptr(&sp->src, inputs, results, scratch),
                            (char *)buf_ptr(&sp->dst, inputs, results, scratch) + sp->dst_off * ws,
                            extra, threads);

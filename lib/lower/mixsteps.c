@@ -1548,11 +1548,14 @@ static void modup_steps(an_build *B, fhjit_value v) {
  * Bit for bit, not only mod q: sub's result is canonical whatever lazy
  * words it is given, mul's word is then a function of it, and c is
  * canonical either way (docs/ckks.md, "Moddown and rescale in one").
- * Steps: P's inverse NTT, the conversion to all of Q (as moddown), the
- * last row's inverse NTT (its operand in the prologue, c in the epilogue),
- * the forward NTT of rows [0, L) (the prologue's v_i P*^-1 plus the lift of
- * c in its loads: lw_ntt_plan.lift with a prologue, the result in the
- * epilogue). One forward NTT of 2 L rows fewer than the two ops apart. */
+ * Steps: one inverse NTT of the last row of d + a P*^-1 (computed in its
+ * prologue: lw_ntt_plan.pro_rows) and P's rows (loaded), to coefficient-
+ * Montgomery form; the conversion of P's rows to all of Q (as moddown); c
+ * from the last rows of both (a pointwise kernel of one row); the forward
+ * NTT of rows [0, L) (the prologue's v_i P*^-1 plus the lift of c in its
+ * loads: lw_ntt_plan.lift with a prologue, the result in the epilogue).
+ * One forward NTT of 2 L rows and the last row's own inverse NTT fewer
+ * than the two ops apart, one pointwise kernel more. */
 
 /* The one live node reading v, once (FHJIT_NO_VALUE: none or several). */
 static fhjit_value only_reader(const an_build *B, fhjit_value v) {
@@ -1659,40 +1662,37 @@ static fhjit_graph *mdrs_sub(an_build *B, const char *kind, an_buf **in) {
   return sub;
 }
 
-/* The last row's inverse NTT: d_L + a_L P*^-1 in its prologue, c = its
- * result - from_mont(v_L P*^-1 R) in its epilogue, into c (one row). */
-static void mdrs_last_row(an_build *B, const mdrs *M, an_buf c) {
-  const ir_node *nr = &B->g->nodes[M->r];
-  fhjit_type t3 = part(&M->tw, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  int32_t *cl = cols_of(B, M->a, M->L, 1);
-  fhjit_layout dense;
-  fhjit_dense_layout(&t3, &dense);
-  an_buf s3 = scratch_for(B, &t3);
-  an_step *s = ntt_step(B, M->r, IR_NTT_TO_STD, &t3, cl, (an_buf){-1, 0}, &dense, nr->args[2], s3);
-  if (!s || B->st) return;
+/* c = from_mont(t_L) - from_mont(v_L P*^-1 R) into buffer c (one row a
+ * component): a pointwise step after the conversion, t_L being row 0 of
+ * the inverse NTT's result s1 (the operand's last row, coefficient-
+ * Montgomery) and v_L row L of the conversion's. */
+static void mdrs_last_row(an_build *B, const mdrs *M, an_buf s1, an_buf c) {
+  an_step *s = lw_step_new(B);
+  if (!s) return;
   an_buf *in;
   int32_t nin = 0;
-  fhjit_graph *sub = mdrs_sub(B, "pro", &in);
+  fhjit_graph *sub = mdrs_sub(B, "pw", &in);
   if (!sub) return;
-  fhjit_value z = mdrs_operand(B, M, sub, M->L, 1, cl, in, &nin);
-  if (!mdrs_finish(B, sub, z, in)) return;
-  s->pro_sub = sub, s->pro_in = in, s->pro_comp = -1;
-
-  nin = 0;
-  if (!(sub = mdrs_sub(B, "epi", &in))) return;
-  fhjit_value t = buf_input(sub, &t3, cl, NULL, s->dst, in, &nin); /* the register input */
+  int32_t *cl = cols_of(B, M->a, M->L, 1);
   fhjit_type tv = part(&M->ta, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  fhjit_type t1 = part(&M->ta, M->K + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   fhjit_type t2 = part(&M->ta, M->L + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l2;
+  fhjit_layout l1, l2;
+  fhjit_dense_layout(&t1, &l1);
   fhjit_dense_layout(&t2, &l2);
   l2.offset += M->L * l2.row_stride;
+  fhjit_value t = buf_input(sub, &tv, cl, &l1, s1, in, &nin);
   fhjit_value v = buf_input(sub, &tv, cl, &l2, M->s2, in, &nin);
   fhjit_value k = const_input(B, sub, M->mtable, M->K + M->K * (M->L + 1) + M->L, &tv, cl, in, &nin);
-  fhjit_value x = fhjit_sub(sub, t, fhjit_from_mont(sub, fhjit_mul(sub, v, k)));
+  fhjit_value x = fhjit_sub(sub, fhjit_from_mont(sub, t), fhjit_from_mont(sub, fhjit_mul(sub, v, k)));
+  s->out = malloc(sizeof *s->out);
+  if (!s->out) {
+    free(in);
+    oom(B);
+    return;
+  }
   if (!mdrs_finish(B, sub, x, in)) return;
-  s->epi_sub[0] = sub, s->epi_in[0] = in, s->epi_reg[0] = 0, s->epi_out[0] = c;
-  s->nepi = 1;
-  s->skip_store = 1;
+  s->sub = sub, s->in = in, s->out[0] = c;
 }
 
 /* The forward NTT of rows [0, L): v_i P*^-1 R in the prologue plus the
@@ -1760,22 +1760,35 @@ static int mdrs_steps(an_build *B, fhjit_value v) {
   M.L = M.tw.rows - 1;
   M.mtable = nm->args[3];
   if (!view_of(B, M.a, &M.ab, &M.al)) return 1;
-  /* 1., 2. as moddown: P's rows to coefficient-Montgomery form, converted
-   * to every row of Q */
-  fhjit_type t1 = part(&M.ta, M.K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  /* 1. P's rows to coefficient-Montgomery form (as moddown) and, in the
+   * same transform, the last row of the operand d + a P*^-1 (row 0: the
+   * prologue computes it, P's rows are loaded from a's rows after it) */
+  fhjit_type t1 = part(&M.ta, M.K + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  fhjit_type tp = part(&M.ta, M.K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   fhjit_type t2 = part(&M.ta, M.L + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = cols_of(B, M.a, M.L + 1, M.K), *c2 = cols_of(B, M.a, 0, M.L + 1);
+  int32_t *c1 = cols_of(B, M.a, M.L, M.K + 1), *c2 = cols_of(B, M.a, 0, M.L + 1);
   an_buf s1 = scratch_for(B, &t1);
   fhjit_layout l1 = M.al, d1;
-  l1.offset += (M.L + 1) * M.al.row_stride;
-  ntt_step(B, m, IR_NTT_TO_MONT, &t1, c1, M.ab, &l1, nm->args[2], s1);
+  l1.offset += M.L * M.al.row_stride;
+  an_step *s = ntt_step(B, m, IR_NTT_TO_MONT, &t1, c1, M.ab, &l1, nm->args[2], s1);
+  if (!s || B->st) return 1;
+  an_buf *in;
+  int32_t nin = 0;
+  fhjit_graph *sub = mdrs_sub(B, "pro", &in);
+  if (!sub) return 1;
+  fhjit_value z = mdrs_operand(B, &M, sub, M.L, 1, c1, in, &nin);
+  if (!mdrs_finish(B, sub, z, in)) return 1;
+  s->pro_sub = sub, s->pro_in = in, s->pro_comp = -1;
+  s->plan.pro_rows = 1;
+  /* 2. P's rows converted to every row of Q (as moddown) */
   fhjit_dense_layout(&t1, &d1);
+  d1.offset += d1.row_stride;
   M.s2 = scratch_for(B, &t2);
-  if (!B->st) bconv_step(B, m, 0, &t1, c1, s1, &d1, M.L + 1, c2, M.mtable, 0, M.s2);
-  /* 3., 4. the last row, then the forward NTT of the others */
+  if (!B->st) bconv_step(B, m, 0, &tp, c1 + 1, s1, &d1, M.L + 1, c2, M.mtable, 0, M.s2);
+  /* 3. the last row's coefficients c; 4. the forward NTT of the others */
   fhjit_type tc = part(&M.tw, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
   an_buf c = B->st ? (an_buf){-1, 0} : scratch_for(B, &tc);
-  if (!B->st) mdrs_last_row(B, &M, c);
+  if (!B->st) mdrs_last_row(B, &M, s1, c);
   if (!B->st) mdrs_forward(B, &M, c);
   return 1;
 }

@@ -177,6 +177,12 @@ typedef struct lw_ntt_plan {
    * t_r. 0 from lw_ntt_plan_make. */
   int lift;
   int32_t lift_col;
+  /* With a prologue: > 0 when it computes only rows [0, pro_rows) of each
+   * polynomial (numbered in its own result as polynomials of pro_rows
+   * rows), the others loaded from the source view (mixsteps.c,
+   * mdrs_steps: a moddown's P rows with rescale's last row). 0 from
+   * lw_ntt_plan_make: the prologue computes every row. */
+  int pro_rows;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the

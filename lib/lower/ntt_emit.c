@@ -552,6 +552,36 @@ static LLVMValueRef pro_eval(ne *E, LLVMValueRef br, LLVMValueRef i, int vec) {
 }
 
 static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 0); }
+
+/* Kernel 0's word at batch row br, index i, with a prologue: the
+ * prologue's, or with lw_ntt_plan.pro_rows the prologue's on rows below
+ * pro_rows of each polynomial (its batch row poly * pro_rows + row) and
+ * the source's word at offset off on the others. */
+static LLVMValueRef pro_or_src(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValueRef off) {
+  const lw_ntt_plan *P = E->P;
+  if (!P->pro_rows) return pro_value(E, br, i);
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef rows = c64(E, (uint64_t)P->rows), pr = c64(E, (uint64_t)P->pro_rows);
+  LLVMValueRef row = LLVMBuildURem(b, br, rows, "row"), poly = LLVMBuildUDiv(b, br, rows, "poly");
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
+  LLVMBasicBlockRef pb = LLVMAppendBasicBlockInContext(E->c, fn, "pro.rows");
+  LLVMBasicBlockRef sb = LLVMAppendBasicBlockInContext(E->c, fn, "src.rows");
+  LLVMBasicBlockRef mb = LLVMAppendBasicBlockInContext(E->c, fn, "pro.merge");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, row, pr, ""), pb, sb);
+  LLVMPositionBuilderAtEnd(b, pb);
+  LLVMValueRef xp = pro_value(E, LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, poly, pr, ""), row, ""), i);
+  LLVMBasicBlockRef pe = LLVMGetInsertBlock(b);
+  LLVMBuildBr(b, mb);
+  LLVMPositionBuilderAtEnd(b, sb);
+  LLVMValueRef xs = load(E, E->W, E->src, off, walign(E), "x");
+  LLVMBuildBr(b, mb);
+  LLVMPositionBuilderAtEnd(b, mb);
+  LLVMValueRef phi = LLVMBuildPhi(b, E->W, "x");
+  LLVMValueRef vals[2] = {xp, xs};
+  LLVMBasicBlockRef blocks[2] = {pe, sb};
+  LLVMAddIncoming(phi, vals, blocks, 2);
+  return phi;
+}
 static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 1); }
 
 /* Epilogue target t at the transform's element of dense offset off (i64;
@@ -972,7 +1002,8 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
       LLVMValueRef k64 = LLVMBuildZExt(b, ku, E->i64, "");
       if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
       LLVMValueRef i64 = add_const64(E, LLVMBuildNUWAdd(b, p->ibase, k64, ""), kc_words(E, kc[i]));
-      x[i] = pro_value(E, p->batch_row, i64);
+      x[i] = pro_or_src(E, p->batch_row, i64,
+                        E->P->pro_rows ? soff_k(E, p, ku, kc[i]) : NULL);
       if (liftadd) {
         LLVMValueRef w = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "w");
         x[i] = lift_add(E, r, &pre, x[i], w);
@@ -1306,7 +1337,7 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
           vector = 0;
           pro_br = br, pro_i = i;
         }
-        if (!E->pro_active || liftadd)
+        if (!E->pro_active || liftadd || P->pro_rows)
           gs = LLVMBuildNUWAdd(b, src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
       }
       LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
@@ -1315,7 +1346,9 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       for (int v = 0; v < V; v++) {
         LLVMValueRef x;
         if (pro_br && !E->pro_vec)
-          x = pro_value(E, pro_br, v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i);
+          x = pro_or_src(E, pro_br, v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i,
+                         E->P->pro_rows ? (v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs)
+                                        : NULL);
         else
           x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
                      : load(E, E->W, E->src,
@@ -1954,8 +1987,11 @@ static fhjit_status build_epilogue(ne *E) {
 static fhjit_status build_vector_prologue(ne *E) {
   const lw_ntt_kplan *k0 = &E->P->k[0];
   E->pro_vec = 0;
-  /* a lift with the prologue (lift_add) adds a word of the source per element */
-  if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX || E->P->lift) return FHJIT_OK;
+  /* a lift with the prologue (lift_add) adds a word of the source per
+   * element; pro_rows loads some rows from the source */
+  if (!k0->provec || !k0->staged_load || E->V < 2 || E->V > LW_VMAX || E->P->lift ||
+      E->P->pro_rows)
+    return FHJIT_OK;
   fhjit_graph *sub = E->pro->sub;
   lw_plan pl;
   int ok;
