@@ -113,6 +113,15 @@ static int32_t *static_basis(fhjit_graph *g, const char *op, fhjit_value v, int6
       } else {
         cnt = x->type.rows;
       }
+      /* a basis holds distinct chain positions: more rows than the chain
+       * has is an error (and no allocation of that size) */
+      if (cnt > g->nmoduli) {
+        ir_error_at(g, g->cur_loc, FHJIT_ERR_SHAPE,
+                    "%s: input %%%s has %lld rows, more than the chain's %d moduli (a row "
+                    "per chain position)",
+                    op, x->name, (long long)cnt, (int)g->nmoduli);
+        goto fail;
+      }
       break;
     case IR_BCONV: cnt = x->decl_nbasis; break;
     case IR_ROWS:

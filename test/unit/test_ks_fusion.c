@@ -964,9 +964,14 @@ END_TEST
 
 Suite *ks_fusion_suite(void) {
   Suite *s = suite_create("ks_fusion");
+  /* every operation on the host against the interpreter: the longest
+   * case (ctest runs each case as a test of its own, test/CMakeLists.txt) */
+  TCase *o = tcase_create("operations");
+  tcase_set_timeout(o, 600);
+  tcase_add_loop_test(o, test_operations_host, 0, NSHAPES);
+  suite_add_tcase(s, o);
   TCase *t = tcase_create("fusion");
   tcase_set_timeout(t, 600);
-  tcase_add_loop_test(t, test_operations_host, 0, NSHAPES);
   tcase_add_test(t, test_plans);
   tcase_add_loop_test(t, test_plans_bytes_rule, 0, 2);
   tcase_add_loop_test(t, test_plans_digitfwd, 0, 2);
