@@ -999,6 +999,13 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
   fu->red = s->red;
 }
 
+/* Whether an NTT step's first kernel reads its source: always without a
+ * prologue; with one only where the plan lifts the source or loads rows
+ * from it (lw_ntt_plan.lift, pro_rows: mixsteps.c, mdrs_steps). */
+static int reads_source(const an_step *st) {
+  return !st->pro_sub || st->plan.lift || st->plan.pro_rows;
+}
+
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
   (void)p;
   (void)np;
@@ -1016,10 +1023,8 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
   }
   if (st->is_ntt) {
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
-    /* with a prologue the source argument is unused (dst stands in),
-     * unless the plan lifts it or loads rows from it (lw_ntt_plan.lift,
-     * pro_rows: mixsteps.c, mdrs_steps) */
-    const an_buf *src = j == 0 && (!st->pro_sub || st->plan.lift || st->plan.pro_rows) ? &st->src : &st->dst;
+    /* an unread source argument: dst stands in */
+    const an_buf *src = j == 0 && reads_source(st) ? &st->src : &st->dst;
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
     if (j == 0 && st->pro_sub)
@@ -1456,8 +1461,7 @@ fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstr
       }
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
-                           sp->pro_sub && !sp->plan.lift && !sp->plan.pro_rows ? NULL
-                                                          : buf_ptr(&sp->src, inputs, results, scratch),
+                           reads_source(sp) ? buf_ptr(&sp->src, inputs, results, scratch) : NULL,
                            (char *)buf_ptr(&sp->dst, inputs, results, scratch) + sp->dst_off * ws,
                            extra, threads);
       continue;

@@ -1587,8 +1587,7 @@ static fhjit_value mdrs_rescale(an_build *B, fhjit_value m) {
     return FHJIT_NO_VALUE;
   fhjit_value d = nw->args[0] == m ? nw->args[1] : nw->args[0];
   fhjit_value r = only_reader(B, w);
-  if (r == FHJIT_NO_VALUE || g->nodes[r].op != IR_RESCALE || g->result_of[w] >= 0 ||
-      !lw_step_rows_ok(B, d) || fused_operand(B, m, g->nodes[m].args[0]))
+  if (r == FHJIT_NO_VALUE || g->nodes[r].op != IR_RESCALE || !lw_step_rows_ok(B, d) || fused_operand(B, m, g->nodes[m].args[0]))
     return FHJIT_NO_VALUE;
   return r;
 }
@@ -1620,8 +1619,9 @@ typedef struct mdrs {
   int64_t K, L; /* P's rows; w has L + 1 rows */
   fhjit_type tw, ta;
   an_buf ab, s2;
-  fhjit_layout al;
-  fhjit_value mtable; /* moddown's: P*^-1 R per row of Q at K + K (L + 1) */
+  fhjit_layout al, l2; /* a's view; s2 (the conversion's L + 1 rows) dense */
+  fhjit_value mtable;  /* moddown's table: P*^-1 R of Q's row i at word pinv + i */
+  int64_t pinv;
 } mdrs;
 
 /* d + a P*^-1 on rows [first, first + count) into sub (cols: their chain
@@ -1634,7 +1634,7 @@ static fhjit_value mdrs_operand(an_build *B, const mdrs *M, fhjit_graph *sub, in
   fhjit_layout l = M->al;
   l.offset += first * M->al.row_stride;
   fhjit_value ax = buf_input(sub, &t, cols, &l, M->ab, in, nin);
-  fhjit_value c = const_input(B, sub, M->mtable, M->K + M->K * (M->L + 1) + first, &t, cols, in, nin);
+  fhjit_value c = const_input(B, sub, M->mtable, M->pinv + first, &t, cols, in, nin);
   return fhjit_add(sub, dx, fhjit_mul(sub, ax, c));
 }
 
@@ -1676,14 +1676,12 @@ static void mdrs_last_row(an_build *B, const mdrs *M, an_buf s1, an_buf c) {
   int32_t *cl = cols_of(B, M->a, M->L, 1);
   fhjit_type tv = part(&M->ta, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
   fhjit_type t1 = part(&M->ta, M->K + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_type t2 = part(&M->ta, M->L + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l1, l2;
+  fhjit_layout l1, l2 = M->l2;
   fhjit_dense_layout(&t1, &l1);
-  fhjit_dense_layout(&t2, &l2);
   l2.offset += M->L * l2.row_stride;
   fhjit_value t = buf_input(sub, &tv, cl, &l1, s1, in, &nin);
   fhjit_value v = buf_input(sub, &tv, cl, &l2, M->s2, in, &nin);
-  fhjit_value k = const_input(B, sub, M->mtable, M->K + M->K * (M->L + 1) + M->L, &tv, cl, in, &nin);
+  fhjit_value k = const_input(B, sub, M->mtable, M->pinv + M->L, &tv, cl, in, &nin);
   fhjit_value x = fhjit_sub(sub, fhjit_from_mont(sub, t), fhjit_from_mont(sub, fhjit_mul(sub, v, k)));
   s->out = malloc(sizeof *s->out);
   if (!s->out) {
@@ -1717,11 +1715,8 @@ static void mdrs_forward(an_build *B, const mdrs *M, an_buf c) {
   fhjit_graph *sub = mdrs_sub(B, "pro", &in);
   if (!sub) return;
   fhjit_type tv = part(&M->ta, M->L, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_type t2 = part(&M->ta, M->L + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l2;
-  fhjit_dense_layout(&t2, &l2);
-  fhjit_value v = buf_input(sub, &tv, c4, &l2, M->s2, in, &nin);
-  fhjit_value k = const_input(B, sub, M->mtable, M->K + M->K * (M->L + 1), &tv, c4, in, &nin);
+  fhjit_value v = buf_input(sub, &tv, c4, &M->l2, M->s2, in, &nin);
+  fhjit_value k = const_input(B, sub, M->mtable, M->pinv, &tv, c4, in, &nin);
   if (!mdrs_finish(B, sub, fhjit_mul(sub, v, k), in)) return;
   s->pro_sub = sub, s->pro_in = in, s->pro_comp = -1;
 
@@ -1748,7 +1743,7 @@ static void mdrs_forward(an_build *B, const mdrs *M, an_buf c) {
 static int mdrs_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *nw = &g->nodes[g->nodes[v].args[0]];
-  if ((nw->op != IR_ADD && nw->op != IR_ADD_LAZY)) return 0;
+  if (nw->op != IR_ADD && nw->op != IR_ADD_LAZY) return 0;
   fhjit_value m = B->mdrs[nw->args[0]] ? nw->args[0] : nw->args[1];
   if (!B->mdrs[m]) return 0;
   mdrs M = {.r = v, .m = m, .d = nw->args[0] == m ? nw->args[1] : nw->args[0]};
@@ -1759,6 +1754,7 @@ static int mdrs_steps(an_build *B, fhjit_value v) {
   M.ta = g->nodes[M.a].type;
   M.L = M.tw.rows - 1;
   M.mtable = nm->args[3];
+  M.pinv = M.K + M.K * (M.L + 1); /* after the conversion's constants */
   if (!view_of(B, M.a, &M.ab, &M.al)) return 1;
   /* 1. P's rows to coefficient-Montgomery form (as moddown) and, in the
    * same transform, the last row of the operand d + a P*^-1 (row 0: the
@@ -1783,6 +1779,7 @@ static int mdrs_steps(an_build *B, fhjit_value v) {
   /* 2. P's rows converted to every row of Q (as moddown) */
   fhjit_dense_layout(&t1, &d1);
   d1.offset += d1.row_stride;
+  fhjit_dense_layout(&t2, &M.l2);
   M.s2 = scratch_for(B, &t2);
   if (!B->st) bconv_step(B, m, 0, &tp, c1 + 1, s1, &d1, M.L + 1, c2, M.mtable, 0, M.s2);
   /* 3. the last row's coefficients c; 4. the forward NTT of the others */

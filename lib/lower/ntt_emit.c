@@ -552,6 +552,7 @@ static LLVMValueRef pro_eval(ne *E, LLVMValueRef br, LLVMValueRef i, int vec) {
 }
 
 static LLVMValueRef pro_value(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 0); }
+static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 1); }
 
 /* Kernel 0's word at batch row br, index i, with a prologue: the
  * prologue's, or with lw_ntt_plan.pro_rows the prologue's on rows below
@@ -582,7 +583,6 @@ static LLVMValueRef pro_or_src(ne *E, LLVMValueRef br, LLVMValueRef i, LLVMValue
   LLVMAddIncoming(phi, vals, blocks, 2);
   return phi;
 }
-static LLVMValueRef pro_value_vec(ne *E, LLVMValueRef br, LLVMValueRef i) { return pro_eval(E, br, i, 1); }
 
 /* Epilogue target t at the transform's element of dense offset off (i64;
  * br = off >> logN), whose final value is x[0 .. nx) (nx registers): the
@@ -1002,9 +1002,8 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
       LLVMValueRef k64 = LLVMBuildZExt(b, ku, E->i64, "");
       if (k->cols) k64 = LLVMBuildShl(b, k64, c64(E, (uint64_t)k->log_subs), "");
       LLVMValueRef i64 = add_const64(E, LLVMBuildNUWAdd(b, p->ibase, k64, ""), kc_words(E, kc[i]));
-      x[i] = pro_or_src(E, p->batch_row, i64,
-                        E->P->pro_rows ? soff_k(E, p, ku, kc[i]) : NULL);
-      if (liftadd) {
+      x[i] = pro_or_src(E, p->batch_row, i64, E->P->pro_rows ? soff_k(E, p, ku, kc[i]) : NULL);
+      if (liftadd) { /* the offset again after the prologue's call (hoisting it reorders the PTX) */
         LLVMValueRef w = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "w");
         x[i] = lift_add(E, r, &pre, x[i], w);
         continue;
@@ -1345,17 +1344,16 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       if (pro_br && E->pro_vec) vec = pro_value_vec(E, pro_br, pro_i), vector = 1;
       for (int v = 0; v < V; v++) {
         LLVMValueRef x;
+        /* element v's source offset (unused with the vector load or a
+         * prologue alone) */
+        LLVMValueRef gv = v && !vector ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs;
         if (pro_br && !E->pro_vec)
           x = pro_or_src(E, pro_br, v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i,
-                         E->P->pro_rows ? (v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs)
-                                        : NULL);
+                         E->P->pro_rows ? gv : NULL);
         else
           x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
-                     : load(E, E->W, E->src,
-                            v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs,
-                            walign(E), "x");
+                     : load(E, E->W, E->src, gv, walign(E), "x");
         if (liftadd) {
-          LLVMValueRef gv = v ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs;
           vals[v] = lift_add(E, &r, &mc, x, load(E, E->W, E->src, gv, walign(E), "w"));
           continue;
         }
