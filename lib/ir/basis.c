@@ -149,6 +149,8 @@ fhjit_status fhjit_value_basis(const fhjit_graph *g, fhjit_value v, int32_t *out
 /* ------------------------------------------------------------- binding */
 
 void ir_free_bases(fhjit_graph *g) {
+  if (!g->bases_live) return;
+  g->bases_live = 0;
   for (int32_t i = 0; i < g->nnodes; i++) {
     free(g->nodes[i].basis);
     g->nodes[i].basis = NULL;
@@ -334,6 +336,7 @@ fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n) {
     return st;
   }
   n->basis = b.p;
+  g->bases_live = 1;
   return FHJIT_OK;
 }
 

@@ -252,6 +252,10 @@ struct fhjit_graph {
   ir_result *results; /* malloc'd, nresults of results_cap */
   int32_t nresults, results_cap;
   int32_t *result_of; /* malloc'd [nnodes]: result index of a node or -1 */
+  /* Some node holds a malloc'd basis: ir_unbind (run by every builder
+   * call) then walks the nodes to free them, and otherwise does not, so a
+   * graph of n builder calls builds in O(n), not O(n^2). */
+  int bases_live;
   /* fhjit_graph_hash, computed once by fhjit_bind (launches look kernels up
    * by it at every call); hash_valid is cleared with the binding. */
   int hash_valid;

@@ -5,7 +5,8 @@
  * vector width); K = 32 compiles to PTX; a 100,000-operation chain fails
  * early with the documented error; FHJIT_MAX_VALUES is honoured and
  * checked, for fused kernels and for NTT fused work; 20,000 outputs are
- * named and refused in linear time. Each case prints its
+ * named and refused in linear time; building is linear in the builder
+ * calls (the one timing ratio here, with a wide margin). Each case prints its
  * time and the process's peak RSS: the only time bound is CTest's TIMEOUT.
  * FHJIT_BOUNDS_FULL=1 also compiles the 100,000-operation chain with the
  * limit raised (minutes). */
@@ -266,6 +267,33 @@ static void check_chain_refused(fhjit_context *ctx, const char *limit) {
  * compile paths in well under a second of fhjit's own work each (ASan
  * included: LLVM is not instrumented, and the refusal comes before it); a
  * 2,000-operation one compiles to PTX and runs on the host. */
+/* Seconds to build, bind and free a chain of `ops` operations (the best of
+ * two runs, against the noise of a shared CI machine). */
+static double chain_build_s(fhjit_context *ctx, int ops) {
+  double best = 1e9;
+  for (int rep = 0; rep < 2; rep++) {
+    double t0 = now_s();
+    fhjit_graph_destroy(chain_graph(ctx, ops, 64));
+    double t = now_s() - t0;
+    best = t < best ? t : best;
+  }
+  return best;
+}
+
+/* Building is linear in the builder calls: 4x the operations may take 4x
+ * the time, and a quadratic builder (each call walking every node, as
+ * ir_unbind's basis release once did: 25 s for 100,000 operations, 177 s
+ * under ASan) takes 16x. The bound sits between, with a second for noise. */
+START_TEST(test_chain_build_linear) {
+  fhjit_context *ctx = fhjit_context_create();
+  double t1 = chain_build_s(ctx, CHAIN_OPS / 4), t4 = chain_build_s(ctx, CHAIN_OPS);
+  printf("test_bounds: chain build %d ops %.3f s, %d ops %.3f s\n", CHAIN_OPS / 4, t1, CHAIN_OPS, t4);
+  ck_assert_msg(t4 < 8 * t1 + 1.0, "building %d operations took %.3f s, %d took %.3f s: not linear",
+                CHAIN_OPS, t4, CHAIN_OPS / 4, t1);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_chain) {
   fhjit_context *ctx = fhjit_context_create();
   double t0 = now_s();
@@ -398,6 +426,7 @@ int main(void) {
   tcase_add_test(tc, test_nested_host);
   tcase_add_test(tc, test_nested_k32);
   tcase_add_test(tc, test_max_values_env);
+  tcase_add_test(tc, test_chain_build_linear);
   tcase_add_test(tc, test_chain);
   tcase_add_test(tc, test_ntt_fused_limit);
   tcase_add_test(tc, test_many_outputs);
