@@ -37,20 +37,17 @@ jit_code *jit_create(sp_err *e) {
 
 LLVMContextRef jit_llvm_context(jit_code *j) { return LLVMOrcThreadSafeContextGetContext(j->tsc); }
 
-fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, jit_codegen codegen,
-                            const char *who) {
+fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char *who) {
   SP_ASSERT(j->tsc && !j->lljit);
   LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder(); /* LLJIT takes jb */
-  if (codegen == JIT_CODEGEN_FAST) {
-    LLVMTargetMachineRef tm = nv_host_machine_level(e, LLVMCodeGenLevelNone);
-    if (!tm) {
-      LLVMOrcDisposeLLJITBuilder(jb);
-      LLVMDisposeModule(m);
-      return FHJIT_ERR_LLVM;
-    }
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder( /* takes tm */
-        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMTargetMachineRef tm = nv_host_machine_level(e, LLVMCodeGenLevelNone);
+  if (!tm) {
+    LLVMOrcDisposeLLJITBuilder(jb);
+    LLVMDisposeModule(m);
+    return FHJIT_ERR_LLVM;
   }
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder( /* takes tm */
+      jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
   LLVMErrorRef err = LLVMOrcCreateLLJIT(&j->lljit, jb);
   if (err) {
     j->lljit = NULL;

@@ -18,26 +18,18 @@
  * jit_destroy (the addresses jit_lookup hands out live as long). */
 typedef struct jit_code jit_code;
 
-/* How the module's machine code is generated. */
-typedef enum jit_codegen {
-  /* LLJIT's own choice (the host as LLVM detects it, the default code
-   * generation level): the NTT kernels, whose host runs are long. */
-  JIT_CODEGEN_DEFAULT,
-  /* The host machine at LLVMCodeGenLevelNone (fast instruction selection):
-   * the fused pointwise path, where compile time dominates in CI. */
-  JIT_CODEGEN_FAST,
-} jit_codegen;
-
 /* A new, empty JIT code object whose LLVM context (jit_llvm_context) the
  * caller builds its module in. NULL after recording FHJIT_ERR_MEMORY. */
 jit_code *jit_create(sp_err *e);
 LLVMContextRef jit_llvm_context(jit_code *j);
 
 /* Hands the (verified, optimised) module m, built in j's context, to a new
- * LLJIT. m is owned by j from then on, on failure too. `who` names the unit
- * in messages: "error: <who>: creating the host JIT: <LLVM's message>". */
-fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, jit_codegen codegen,
-                            const char *who);
+ * LLJIT for the host machine at LLVMCodeGenLevelNone (fast instruction
+ * selection): the host paths exist for CI, where compile time dominates;
+ * the IR they check is optimised before it gets here. m is owned by j
+ * from then on, on failure too. `who` names the unit in messages:
+ * "error: <who>: creating the host JIT: <LLVM's message>". */
+fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char *who);
 
 /* The address of `sym` (compiling it on first use), or FHJIT_ERR_LLVM
  * ("error: <who>: compiling the host function: ..."). */

@@ -1352,7 +1352,7 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
   if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
   if (st) LLVMDisposeModule(m);
-  else st = jit_add_module(&ctx->err, h->jit, m, JIT_CODEGEN_DEFAULT, who);
+  else st = jit_add_module(&ctx->err, h->jit, m, who);
   void *addr = NULL;
   if (!st) st = jit_lookup(&ctx->err, h->jit, "fhjit_bconv_host", who, &addr);
   if (st) {

@@ -64,7 +64,7 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
   if ((st = nv_pipeline(&g->ctx->err, m, tm, what, lw_gpu_pipeline, FHJIT_EMIT_LLVM_OPT, NULL,
                         NULL)))
     goto fail;
-  st = jit_add_module(&g->ctx->err, h->jit, m, JIT_CODEGEN_FAST, who);
+  st = jit_add_module(&g->ctx->err, h->jit, m, who);
   m = NULL; /* owned by the JIT now */
   if (st) goto fail;
   char sym[96];

@@ -2274,7 +2274,7 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   char who[64];
   snprintf(who, sizeof who, "NTT %s (host)", prefix);
   if (st) LLVMDisposeModule(m);
-  else st = jit_add_module(&ctx->err, h->jit, m, JIT_CODEGEN_DEFAULT, who); /* takes m */
+  else st = jit_add_module(&ctx->err, h->jit, m, who); /* takes m */
   for (int j = 0; !st && j < p->nkernels; j++) {
     char name[96];
     snprintf(name, sizeof name, "%s_k%d_host", prefix, j);
