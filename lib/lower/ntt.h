@@ -183,6 +183,14 @@ typedef struct lw_ntt_plan {
    * mdrs_steps: a moddown's P rows with rescale's last row). 0 from
    * lw_ntt_plan_make: the prologue computes every row. */
   int pro_rows;
+  /* 1: the grid's blocks run the batch rows in (row, polynomial) order,
+   * the same row of every polynomial one after another (ntt_emit.c,
+   * block_order), so that an epilogue or prologue reading an operand that
+   * several polynomials share (HMult's tensor product: x0 and y0 in both
+   * components) finds it in the L2; 0: polynomial by polynomial. Kernels
+   * whose blocks span rows, cluster and reduce kernels keep the plain
+   * order. */
+  int pminor;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -293,6 +301,8 @@ typedef struct lw_ntt_tuning {
                    * per moddown */
   int mdbconv;    /* with mdintt: 1 (default) one conversion P -> Q of them all, 0 one per
                    * moddown */
+  int pminor;     /* block order (lw_ntt_plan.pminor): 1 (default) the polynomials' same
+                   * rows adjacent in launch order, 0 polynomial by polynomial */
   int mdrs;       /* rescale(add(d, moddown(a))) (mixsteps.c, mdrs_steps; HMult): 1 (default)
                    * one forward NTT for both, of moddown's converted rows plus rescale's
                    * lift, 0 moddown's and rescale's steps each */
@@ -304,7 +314,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

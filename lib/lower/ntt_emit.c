@@ -1642,6 +1642,28 @@ static void wait_for_kernel0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   else grid_dep(E, "griddepcontrol.wait;");
 }
 
+/* The block that the grid's block x runs (lw_ntt_plan.pminor): x counts
+ * (row, polynomial, block of the row) row-major, the block numbering of
+ * the rest of the kernel counts (polynomial, row, block of the row), so
+ * the polynomials' same row runs side by side while its shared operands
+ * are in the L2. The same map in both kernels of a plan keeps kernel 1's
+ * per-row waits (pdl 2) in kernel 0's order. A bijection on the grid: the
+ * host form runs it too, so CI checks that every block runs once. */
+static LLVMValueRef block_order(ne *E, LLVMValueRef x) {
+  const lw_ntt_kplan *k = E->K;
+  int64_t rows = E->P->rows, polys = E->P->batch_rows / rows;
+  if (!E->P->pminor || polys < 2 || k->cluster || E->red_active || k->log_c > k->log_subs)
+    return x;
+  LLVMBuilderRef b = E->b;
+  uint64_t bl = (uint64_t)(k->log_subs - k->log_c); /* log2 blocks per batch row */
+  LLVMValueRef s = LLVMBuildAnd(b, x, c64(E, (UINT64_C(1) << bl) - 1), "");
+  LLVMValueRef q = LLVMBuildLShr(b, x, c64(E, bl), "");
+  LLVMValueRef row = LLVMBuildUDiv(b, q, c64(E, (uint64_t)polys), "");
+  LLVMValueRef poly = LLVMBuildURem(b, q, c64(E, (uint64_t)polys), "");
+  LLVMValueRef br = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, poly, c64(E, (uint64_t)rows), ""), row, "");
+  return LLVMBuildOr(b, LLVMBuildShl(b, br, c64(E, bl), ""), s, "blk");
+}
+
 static void build_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
   LLVMTypeRef types[LW_MAX_ARGS + 8];
@@ -1665,7 +1687,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   if (E->red_active) /* the members' final words: registers once promoted */
     E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(red_nslots(E) * red_words(E))), "slots");
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
-  LLVMValueRef blk = LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "blk");
+  LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
   E->preloaded = 0;
   int first = k == &E->P->k[0];
   if (E->P->dst_offset) { /* the source argument is dst after kernel 0 or with a prologue */
@@ -1870,11 +1892,12 @@ static void build_host_fn(ne *E, const char *name) {
     red_epilogue(E, t.iv, blk.iv);
     loop_end(E, &t, c32(E, k->threads), "epi_done");
   }
+  LLVMValueRef ordered = E->red_active ? blk.iv : block_order(E, blk.iv);
   for (int ph = 0; !E->red_active && ph < num_phases(k); ph++) {
     /* a phase for every thread of the block before the next phase starts:
      * the loop boundary is the barrier */
     loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
-    emit_phase(E, ph, t.iv, blk.iv);
+    emit_phase(E, ph, t.iv, ordered);
     loop_end(E, &t, c32(E, k->threads), "phase_done");
   }
   loop_end(E, &blk, end, "blocks_done");

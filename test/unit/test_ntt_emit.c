@@ -198,6 +198,22 @@ START_TEST(test_tuned_grid) {
 }
 END_TEST
 
+/* The block order (lw_ntt_plan.pminor, ntt_emit.c block_order): both
+ * orders against the reference at two-kernel sizes with several
+ * polynomials (3 rows of 3 and 5 polynomials: the map divides by the
+ * polynomial count), so that a block run twice or never shows. */
+START_TEST(test_block_order) {
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(NULL, _i & 2 ? "pminor=1" : "pminor=0", &t), FHJIT_OK);
+  ck_assert_int_eq(t.pminor, (_i & 2) >> 1);
+  int logn = _i & 4 ? 16 : 13;
+  ir_ntt_kind kind = (ir_ntt_kind)(_i % IR_NTT_NUM_KINDS);
+  check_config_tuned(radix, kind, logn, 3, _i & 4 ? 3 : 5, 5150 + (uint64_t)_i, _i % 3, &t);
+}
+END_TEST
+
 /* FHJIT_NTT_PLAN's syntax: items, ranges, refusals with a message; and the
  * planner's limits (threads, shared memory, the split). */
 START_TEST(test_tuning_parse) {
@@ -225,7 +241,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -829,6 +845,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
+  tcase_add_loop_test(tc, test_block_order, 0, 8);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
   tcase_add_loop_test(tc, test_shoup62_ptx, 0, 4);
