@@ -1892,7 +1892,7 @@ static void build_host_fn(ne *E, const char *name) {
     red_epilogue(E, t.iv, blk.iv);
     loop_end(E, &t, c32(E, k->threads), "epi_done");
   }
-  LLVMValueRef ordered = E->red_active ? blk.iv : block_order(E, blk.iv);
+  LLVMValueRef ordered = block_order(E, blk.iv); /* blk.iv in reduce mode */
   for (int ph = 0; !E->red_active && ph < num_phases(k); ph++) {
     /* a phase for every thread of the block before the next phase starts:
      * the loop boundary is the barrier */
