@@ -40,8 +40,21 @@ static void mix_type(hasher *h, const fhjit_type *t) {
   mix(h, (uint64_t)t->n);
 }
 
+/* Whether lowering op reads the ntt_plan option: the NTT itself, and every
+ * op the step planner runs (limb mixing, row views, automorphisms), whose
+ * kernels are NTTs with prologues and epilogues and whose fusions are
+ * ntt_plan keys (ipfuse, mdrs, pminor, autpro, ...). Testing for IR_NTT
+ * alone, a CKKS graph's hash ignored the option, so the disk cache served
+ * one plan's cubin for another whose kernels had the same launch shape
+ * (an A/B of pminor measured one plan twice). */
+static int reads_ntt_plan(ir_op op) {
+  ir_op_class c = ir_op_class_of(op);
+  return c == IR_CLASS_ANCHOR || c == IR_CLASS_MIXING || c == IR_CLASS_ROWS || c == IR_CLASS_PERMUTE;
+}
+
 /* The hash of bound graph g's structure (what fhjit_bind caches); 0 when
- * out of memory (nothing recorded). *live_ntt: g computes an NTT. */
+ * out of memory (nothing recorded). *live_ntt: g's lowering reads the NTT
+ * plan (reads_ntt_plan). */
 static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
   int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
@@ -99,7 +112,7 @@ static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   }
   *live_ntt = 0;
   for (int32_t i = 0; i < g->nnodes; i++)
-    if (canon[i] >= 0 && g->nodes[i].op == IR_NTT) *live_ntt = 1;
+    if (canon[i] >= 0 && reads_ntt_plan(g->nodes[i].op)) *live_ntt = 1;
   mix(&h, (uint64_t)g->noutputs);
   for (int32_t i = 0; i < g->noutputs; i++) {
     const ir_output *o = &g->outputs[i];

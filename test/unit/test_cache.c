@@ -7,7 +7,7 @@
  * size, another graph's kernels, an altered cubin): each is refused or
  * rebuilt, never loaded, and the reason is in info.disk_note. Graphs that
  * differ only in their names never share an entry whose symbols are not
- * theirs. */
+ * theirs, nor do compiles under different NTT plans. */
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -77,6 +77,25 @@ static fhjit_graph *pointwise(fhjit_context *c, const char *name) {
   fhjit_value a = fhjit_input(g, "a", &t), b = fhjit_input(g, "b", &t);
   ck_assert_int_eq(fhjit_output(g, fhjit_mul(g, a, b), NULL), FHJIT_OK);
   ck_assert_int_eq(fhjit_bind(g), FHJIT_OK);
+  return g;
+}
+
+/* A limb-mixing graph (SPEC 7's rescale, examples/s7/rescale.fh): its
+ * kernels are NTTs planned by the ntt_plan option, though no node is one. */
+static fhjit_graph *mixing(fhjit_context *c, const char *name) {
+  (void)name;
+  static const char text[] =
+      "graph @rescale radix(r32) moduli(1073707009, 1073698817, 1073692673, 1073682433) {\n"
+      "  %x = input ct<2, [], 4, 1024> ntt mont\n"
+      "  %fw = input twiddles<4, 1024>\n"
+      "  %iv = input twiddles<4, 1024>\n"
+      "  %t = input table<3>\n"
+      "  %y = rescale %x, %fw, %iv, %t\n"
+      "  output %y\n"
+      "}\n";
+  fhjit_graph *g = fhjit_parse(c, text, strlen(text), "rescale.fh");
+  ck_assert_msg(g, "%s", fhjit_last_error(c));
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
   return g;
 }
 
@@ -264,6 +283,39 @@ START_TEST(names_share_no_wrong_entry) {
   ck_assert_int_eq(count_entries(), 3);
   info = compile_fresh(pointwise, "beta");
   ck_assert_int_eq(info.source, FHJIT_CUDA_FROM_DISK);
+}
+END_TEST
+
+/* The description of graph make's program under FHJIT_NTT_PLAN plan. */
+static sp_buf description_under(make_fn make, const char *plan) {
+  setenv("FHJIT_NTT_PLAN", plan, 1);
+  fhjit_context *c = fhjit_context_create();
+  lw_program want;
+  ck_assert_int_eq(lw_describe_program(make(c, "d"), "sm_90", &want), FHJIT_OK);
+  sp_buf b = {0};
+  rt_desc_write(&b, &want);
+  fhjit_context_destroy(c);
+  return b;
+}
+
+/* Another NTT plan is another entry, also for a graph whose NTTs come
+ * from limb-mixing ops, and also where the plan leaves every launch the
+ * same (pminor: only the block order inside the kernels), so that the
+ * description check alone would have served one plan's code for the
+ * other: the graph hash keys the option. */
+START_TEST(ntt_plans_are_other_entries) {
+  sp_buf a = description_under(mixing, ""), b = description_under(mixing, "pminor=0");
+  ck_assert(a.len == b.len && !memcmp(a.data, b.data, a.len));
+  sp_buf_free(&a);
+  sp_buf_free(&b);
+  setenv("FHJIT_NTT_PLAN", "", 1);
+  ck_assert_int_eq(compile_fresh(mixing, "r").source, FHJIT_CUDA_COMPILED);
+  setenv("FHJIT_NTT_PLAN", "pminor=0", 1);
+  ck_assert_int_eq(compile_fresh(mixing, "r").source, FHJIT_CUDA_COMPILED);
+  ck_assert_int_eq(compile_fresh(mixing, "r").source, FHJIT_CUDA_FROM_DISK);
+  unsetenv("FHJIT_NTT_PLAN");
+  ck_assert_int_eq(compile_fresh(mixing, "r").source, FHJIT_CUDA_FROM_DISK);
+  ck_assert_int_eq(count_entries(), 2);
 }
 END_TEST
 
@@ -490,6 +542,7 @@ int main(void) {
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, names_share_no_wrong_entry);
   tcase_add_test(tc, options_steer_the_cache);
+  tcase_add_test(tc, ntt_plans_are_other_entries);
   tcase_add_test(tc, fifo_entry);
   tcase_add_test(tc, symlink_entry);
   tcase_add_test(tc, foreign_entries);
