@@ -209,6 +209,10 @@ typedef struct lw_ntt_plan {
    * host's shared slots: 1 + reduce_acc blocks of words); 0: every
    * member's words (reduce_members blocks) */
   int reduce_acc;
+  /* > 0: the reduce kernel's minimum blocks per SM (tuning minb_red), in
+   * place of the last kernel's own minb: its blocks have half the
+   * threads of the chunk kernel's and hold every member's words */
+  int reduce_minb;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -248,6 +252,8 @@ typedef struct lw_ntt_tuning {
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
+  int minb_red;  /* the same for an ipfuse reduce kernel (lw_ntt_plan.reduce_minb;
+                  * default: the chunk kernel's minb_chunk) */
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */
@@ -313,7 +319,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
+ * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
  * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.

@@ -74,7 +74,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
@@ -110,6 +110,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb", {offsetof(lw_ntt_tuning, minb), offsetof(lw_ntt_tuning, minb_col), offsetof(lw_ntt_tuning, minb_chunk)}, 3, 0, 32},
       {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
+      {"minb_red", {offsetof(lw_ntt_tuning, minb_red)}, 1, 1, 32},
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
       {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
@@ -157,7 +158,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -170,9 +171,15 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * planner's rules alone), from ntt_bench --sweep on an H200. */
 /* The fastest plan of each measured size on the H200 (bench/ntt_bench
  * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
- * built-in choice. Every plan is bit-exact (test_ntt_emit). */
+ * built-in choice. Every plan is bit-exact (test_ntt_emit). r32 2^16's
+ * minb_red=5: the key switch's reduce kernel (ipfuse, 128-thread blocks)
+ * at 96 registers instead of minb=6's 80 with spills, 74.3 us against
+ * 81.8 under ncu, the r32 key switch 246.4 us against 251.6 and HMult
+ * 283.7 against 289.5 (2026-12-02, dc37cdf, as minb_chunk=5, which also
+ * slowed an inverse NTT's chunk kernel by 1.2 us; minb_red=4: 128
+ * registers, 78.4 us). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1",
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=5",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
@@ -360,6 +367,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   p->rows = rows;
   p->batch_rows = batch_rows;
   p->pminor = pick(t.pminor, 1);
+  p->reduce_minb = pick(t.minb_red, 0);
   p->src_nax = 1;
   p->src_ext[0] = batch_rows;
   p->src_stride[0] = INT64_C(1) << log_n;
@@ -527,6 +535,7 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc) 
     }
   }
   k->early = 0; /* the first pass's words of each member are loaded in its pass */
+  if (p->reduce_minb > 0) k->minb = p->reduce_minb;
   /* per-row completion counters count batch rows, which the reduce loop
    * visits out of order: the grid-wide wait instead */
   for (int j = 0; j < p->nkernels; j++)

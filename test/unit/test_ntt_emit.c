@@ -214,6 +214,32 @@ START_TEST(test_block_order) {
 }
 END_TEST
 
+/* The reduce kernel's register bound (minb_red, lw_ntt_plan.reduce_minb):
+ * r32 2^16's measured default 5 replaces the chunk kernel's minb 6 only
+ * in the reduce kernel; the key overrides it; without it (r62) the
+ * reduce kernel keeps the chunk kernel's. */
+START_TEST(test_reduce_minb) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 48, 192, &p), FHJIT_OK);
+  ck_assert_int_eq(p.nkernels, 2);
+  ck_assert_int_eq(p.k[1].minb, 6);
+  lw_ntt_plan_reduce(&p, 4, 60, 0);
+  ck_assert_int_eq(p.k[1].minb, 5);
+  ck_assert_int_eq(p.k[0].minb, 6);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "minb_red=3"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 48, 192, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[1].minb, 6);
+  lw_ntt_plan_reduce(&p, 4, 60, 0);
+  ck_assert_int_eq(p.k[1].minb, 3);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "minb_chunk=2"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 35, 175, &p), FHJIT_OK);
+  lw_ntt_plan_reduce(&p, 5, 40, 0);
+  ck_assert_int_eq(p.k[1].minb, 2);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* FHJIT_NTT_PLAN's syntax: items, ranges, refusals with a message; and the
  * planner's limits (threads, shared memory, the split). */
 START_TEST(test_tuning_parse) {
@@ -241,7 +267,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2", "minb_red=0", "minb_red=33"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -842,6 +868,7 @@ int main(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
+  tcase_add_test(tc, test_reduce_minb);
   tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
