@@ -157,12 +157,9 @@ static void cl_remote_store(ne *E, const LLVMValueRef *x, LLVMValueRef base, LLV
   LLVMBuildCall2(b, fty, fn, args, (unsigned)w + 1, "");
 }
 
-/* The source word of (br, i) (i: i32 position in the row): the prologue's
- * value, or a load through the plan's source view. */
-static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
+/* The source view's offset of (br, i) (i: i64 position in the row). */
+static LLVMValueRef cl_source_off(ne *E, LLVMValueRef br, LLVMValueRef i64v) {
   LLVMBuilderRef b = E->b;
-  LLVMValueRef i64v = LLVMBuildZExt(b, i, E->i64, "");
-  if (E->pro_active) return pro_value(E, br, i64v);
   LLVMValueRef off;
   if (E->src_dense) {
     off = LLVMBuildNUWAdd(b, LLVMBuildShl(b, br, c64(E, (uint64_t)E->P->log_n), ""), i64v, "");
@@ -173,7 +170,28 @@ static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
                           : i64v;
     off = LLVMBuildNUWAdd(b, src_rowoff(E, br), ii, "");
   }
+  return off;
+}
+
+/* The source word of (br, i) (i: i32 position in the row): the prologue's
+ * value (with pro_rows only on its rows, the source's on the others), or
+ * a load through the plan's source view. */
+static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
+  LLVMValueRef i64v = LLVMBuildZExt(E->b, i, E->i64, "");
+  if (E->pro_active && !E->P->pro_rows) return pro_value(E, br, i64v);
+  LLVMValueRef off = cl_source_off(E, br, i64v);
+  if (E->pro_active) return pro_or_src(E, br, i64v, off);
   return load(E, E->W, E->src, off, walign(E), "x");
+}
+
+/* The forward's first value of (br, i): the source word with the kind's
+ * pre step, or with a lift beside a prologue (lift_add, mdrs_steps) the
+ * prologue's word plus the lift of the source's, as load_direct does. */
+static LLVMValueRef cl_first_value(ne *E, const rowc *r, const mconst *pre, LLVMValueRef br,
+                                   LLVMValueRef i, LLVMValueRef x) {
+  if (!lift_add_active(E)) return pre_step(E, r, pre, x);
+  LLVMValueRef off = cl_source_off(E, br, LLVMBuildZExt(E->b, i, E->i64, ""));
+  return lift_add(E, r, pre, x, load(E, E->W, E->src, off, walign(E), "w"));
 }
 
 /* The twiddle constants of the top log C stages: stage beta >= log S, key
@@ -266,7 +284,8 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
       for (int j = 0; j < C; j++) {
         LLVMValueRef run[4];
         cl_source_run(E, cp->br, add_const32(E, l[u0], (uint64_t)j << s), w, run);
-        for (int v = 0; v < w; v++) x[u0 + v][j] = pre_step(E, &r, &pre, run[v]);
+        for (int v = 0; v < w; v++)
+          x[u0 + v][j] = cl_first_value(E, &r, &pre, cp->br, add_const32(E, l[u0 + v], (uint64_t)j << s), run[v]);
       }
     }
     cl_cross_stages(E, &r, mc, x, U);
@@ -504,6 +523,11 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  if (E->P->dst_offset) { /* rows of a larger buffer, as the first of two kernels */
+    LLVMValueRef o = c64(E, (uint64_t)E->P->dst_offset);
+    E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
+    if (E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
+  }
   clplace cp;
   cp.tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   cp.rank = sreg(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank");

@@ -25,8 +25,10 @@ void s7_env_init(s7env *e, fhjit_radix radix, int m, int logn, uint64_t seed) {
   e->seed = seed;
   uint64_t near[S7_MAXM], far[S7_MAXM];
   int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 22 : 41;
-  ck_assert_int_eq(fhjit_find_primes(NULL, nb, 2048, S7_MAXM, near), FHJIT_OK);
-  ck_assert_int_eq(fhjit_find_primes(NULL, fb, 2048, S7_MAXM, far), FHJIT_OK);
+  /* q = 1 mod 2N: the primes of N <= 2^10 for every smaller N too */
+  uint64_t twon = e->n > 1024 ? 2 * (uint64_t)e->n : 2048;
+  ck_assert_int_eq(fhjit_find_primes(NULL, nb, twon, S7_MAXM, near), FHJIT_OK);
+  ck_assert_int_eq(fhjit_find_primes(NULL, fb, twon, S7_MAXM, far), FHJIT_OK);
   for (int i = 0; i < m; i++) e->q[i] = i % 3 == 1 ? far[i] : near[i];
   e->params = malloc(8 * e->ws * (size_t)m);
   e->fwd = malloc(e->ws * (size_t)(m * e->n));
