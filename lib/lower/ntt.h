@@ -230,8 +230,6 @@ typedef enum lw_ntt_schedule {
   LW_NTT_SCHED_CLUSTER
 } lw_ntt_schedule;
 /* The cluster schedule's sizes: 2^14 .. 2^17 (smaller rows fit one block). */
-/* log2 blocks per cluster of a transform that cluster_rows selects */
-#define LW_NTT_CLUSTER_FEW_LOG 3
 #define LW_NTT_CLUSTER_MIN_LOG 14
 #define LW_NTT_CLUSTER_MAX_LOG 17
 /* Dynamic shared memory a block may have on sm_90 (227 KB). */
@@ -280,10 +278,6 @@ typedef struct lw_ntt_tuning {
    * xvec at least a 16-byte vector's) */
   int xvec, u_cluster;
   int minb_cluster; /* > 0: the cluster kernel's minimum blocks per SM (lw_ntt_kplan.minb) */
-  /* under ntt_schedule=auto: transforms of at most this many batch rows
-   * take the cluster schedule with LW_NTT_CLUSTER_FEW_LOG (unless `cluster`
-   * says otherwise); 0: none */
-  int cluster_rows;
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
   int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per
@@ -326,7 +320,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, cluster_rows, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

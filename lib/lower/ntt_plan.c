@@ -76,7 +76,6 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
-  t->cluster_rows = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
 }
@@ -143,7 +142,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
       {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
       {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
-      {"cluster_rows", {offsetof(lw_ntt_tuning, cluster_rows)}, 1, 0, 4096},
   };
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
@@ -160,7 +158,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, cluster_rows, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -231,7 +229,7 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
                     ir_option_label(ctx, IR_OPT_NTT_SCHEDULE), ir_option(ctx, IR_OPT_NTT_SCHEDULE));
   /* auto: the two kernels, faster on the H200 at every size measured
    * (docs/ntt-cluster.md, "Measured") */
-  t.sched = sched == LW_NTT_SCHED_CLUSTER ? 1 : sched == LW_NTT_SCHED_TWO_KERNEL ? 2 : 0;
+  t.sched = sched == LW_NTT_SCHED_CLUSTER;
   const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if (fwd) {
     /* no context: where this plan fails (with the ntt_plan option's keys), the
@@ -266,11 +264,10 @@ int lw_ntt_cluster_log_default(fhjit_radix radix, int log_n) {
  * the row of 64 or 128 KB (r32 2^14: 2 x 32 KB; r32 2^16: 2 x 128 KB; r62
  * 2^16: 8 x 64 KB; r62 2^17: 8 x 128 KB), at most the 8 of a portable
  * cluster. */
-static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_ntt_tuning *t,
-                                 int c_default) {
+static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_ntt_tuning *t) {
   int ws = p->radix == FHJIT_R32 ? 4 : 8, n = p->log_n;
   int fwd = ir_ntt_is_forward(p->kind);
-  int c = pick(t->cluster, c_default);
+  int c = pick(t->cluster, lw_ntt_cluster_log_default(p->radix, n));
   int s = n - c;
   lw_ntt_kplan k;
   memset(&k, 0, sizeof k);
@@ -504,14 +501,9 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   }
   /* the cluster schedule where asked for (explicitly, or by ntt_schedule)
    * and the size has it; other sizes keep the two kernels */
-  int sized = log_n >= LW_NTT_CLUSTER_MIN_LOG && log_n <= LW_NTT_CLUSTER_MAX_LOG;
   int cluster = t.cluster > 0 || (t.cluster < 0 && t.sched == 1);
-  if (cluster && sized) return make_cluster(ctx, p, &t, lw_ntt_cluster_log_default(radix, log_n));
-  /* under auto, transforms of few rows take it too (cluster_rows): there
-   * the two kernels leave most SMs idle and pay two kernels' latency,
-   * while 8 blocks per row spread the row over 8 SMs in one kernel */
-  if (t.cluster < 0 && t.sched <= 0 && sized && batch_rows <= pick(t.cluster_rows, 0))
-    return make_cluster(ctx, p, &t, LW_NTT_CLUSTER_FEW_LOG);
+  if (cluster && log_n >= LW_NTT_CLUSTER_MIN_LOG && log_n <= LW_NTT_CLUSTER_MAX_LOG)
+    return make_cluster(ctx, p, &t);
   return FHJIT_OK;
 }
 

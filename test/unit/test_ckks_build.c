@@ -39,11 +39,11 @@ static const shape shapes[] = {
     {FHJIT_R32, 7, 2, 2, 5, 5, NULL, NULL},  /* Q 5 + P 2: digits {0,1} {2,3} {4} */
     {FHJIT_R62, 7, 2, 2, 6, 3, NULL, NULL},  /* level [0, 3): digit 2 empty, digit 1 short */
     {FHJIT_R32, 6, 2, 2, 8, 4, perm4, NULL}, /* a stated basis, digits in other rows */
-    /* N = 2^14, every transform on the cluster schedule (cluster_rows: the
-     * prologues, epilogues, lifts and row offsets of the fused operations
-     * in its host form; the reduce kernels keep the two kernels) */
-    {FHJIT_R62, 6, 2, 2, 14, 4, NULL, "cluster_rows=4096"},
-    {FHJIT_R32, 7, 2, 2, 14, 5, NULL, "cluster_rows=4096"},
+    /* N = 2^14, every transform on the cluster schedule of 8 and 4 blocks
+     * (the prologues, epilogues, lifts and row offsets of the fused
+     * operations in its host form; the reduce kernels keep two kernels) */
+    {FHJIT_R62, 6, 2, 2, 14, 4, NULL, "cluster=3"},
+    {FHJIT_R32, 7, 2, 2, 14, 5, NULL, "cluster=2"},
 };
 #define NSHAPES 6
 

@@ -322,46 +322,6 @@ START_TEST(test_cluster_plans) {
 }
 END_TEST
 
-/* cluster_rows: under auto, transforms of at most that many batch rows
- * take the cluster schedule with 8 blocks per cluster (unless `cluster`
- * says otherwise); more rows, ntt_schedule=two_kernel or cluster=0 keep
- * the two kernels */
-START_TEST(test_cluster_few_rows) {
-  fhjit_context *ctx = fhjit_context_create();
-  lw_ntt_plan p;
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=4"), FHJIT_OK);
-  for (int radix = 0; radix < 2; radix++)
-    for (int logn = 14; logn <= 17; logn++) {
-      ck_assert_int_eq(lw_ntt_plan_make(ctx, (fhjit_radix)radix, IR_NTT_TO_STD, logn, 2, 4, &p), FHJIT_OK);
-      ck_assert_int_eq(p.nkernels, 1);
-      ck_assert_int_eq(p.k[0].cluster, LW_NTT_CLUSTER_FEW_LOG);
-      ck_assert_int_eq(p.k[0].blocks, 4 << LW_NTT_CLUSTER_FEW_LOG);
-      ck_assert_int_eq(p.two_nkernels, 2);
-      ck_assert_int_eq(lw_ntt_plan_make(ctx, (fhjit_radix)radix, IR_NTT_TO_STD, logn, 1, 5, &p), FHJIT_OK);
-      ck_assert_int_eq(p.k[0].cluster, 0);
-    }
-  /* sizes without the schedule keep their plans */
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 13, 1, 1, &p), FHJIT_OK);
-  ck_assert_int_eq(p.k[0].cluster, 0);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=4,cluster=1"), FHJIT_OK);
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 1, 64, &p), FHJIT_OK);
-  ck_assert_int_eq(p.k[0].cluster, 1);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=4,cluster=0"), FHJIT_OK);
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 1, 1, &p), FHJIT_OK);
-  ck_assert_int_eq(p.nkernels, 2);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=4"), FHJIT_OK);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "two_kernel"), FHJIT_OK);
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 1, 1, &p), FHJIT_OK);
-  ck_assert_int_eq(p.nkernels, 2);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=4097"), FHJIT_ERR_ARGUMENT);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "cluster_rows=0"), FHJIT_OK);
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", NULL), FHJIT_OK);
-  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_STD, 16, 1, 1, &p), FHJIT_OK);
-  ck_assert_int_eq(p.nkernels, 2);
-  fhjit_context_destroy(ctx);
-}
-END_TEST
-
 /* The PTX of the cluster kernels: the exchange's instructions, dynamic
  * shared memory, no local memory; on sm_80 the two kernels. */
 START_TEST(test_cluster_ptx) {
@@ -426,7 +386,6 @@ int main(void) {
   TCase *tc = tcase_create("ntt_cluster");
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_cluster_plans);
-  tcase_add_test(tc, test_cluster_few_rows);
   tcase_add_loop_test(tc, test_cluster_ptx, 0, 4);
   /* under sanitizers N = 2^14 and 2^15 (the host form of the larger rows
    * is the same code, run by the plain build) */
