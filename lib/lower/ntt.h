@@ -309,6 +309,8 @@ typedef struct lw_ntt_tuning {
                    * moddown */
   int pminor;     /* block order (lw_ntt_plan.pminor): 1 (default) the polynomials' same
                    * rows adjacent in launch order, 0 polynomial by polynomial */
+  int rowplans;   /* 1 (default): the measured plans of small batches (ntt_plan.c,
+                   * batch_plans) over the size's own; 0: the size's plan at any batch */
   int mdrs;       /* rescale(add(d, moddown(a))) (mixsteps.c, mdrs_steps; HMult): 1 (default)
                    * one forward NTT for both, of moddown's converted rows plus rescale's
                    * lift, 0 moddown's and rescale's steps each */
@@ -320,7 +322,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

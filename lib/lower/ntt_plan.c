@@ -78,6 +78,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
+  t->rowplans = -1;
 }
 
 int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out) {
@@ -127,6 +128,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"mdbconv", {offsetof(lw_ntt_tuning, mdbconv)}, 1, 0, 1},
       {"mdrs", {offsetof(lw_ntt_tuning, mdrs)}, 1, 0, 1},
       {"pminor", {offsetof(lw_ntt_tuning, pminor)}, 1, 0, 1},
+      {"rowplans", {offsetof(lw_ntt_tuning, rowplans)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
@@ -158,7 +160,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -210,6 +212,32 @@ static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R62] = {[16] = "l2pf=1", [17] = "l2pf=1"},
 };
 
+/* Small batches, over default_plans key by key (ntt_plan key rowplans=0
+ * turns them off): r32 2^16 with 20 to 28 batch rows (a moddown's P rows
+ * of both components, 24) with 8 words per thread and 16 columns per
+ * column block: 23.8 us forward + inverse at 24 rows against 30.5, where
+ * 16 and 32 rows measured within 6% either way (a7deb86,
+ * ntt_small_batch_sweep.txt). */
+static const struct {
+  fhjit_radix radix;
+  int log_n;
+  int64_t lo, hi;
+  const char *plan;
+} batch_plans[] = {{FHJIT_R32, 16, 20, 28, "e=3,c_col=4"}};
+
+/* The batch plan of (radix, log_n, batch_rows), or NULL; none where the
+ * context's or environment's ntt_plan says rowplans=0. */
+static const char *batch_plan(const char *env, fhjit_radix radix, int log_n, int64_t batch_rows) {
+  lw_ntt_tuning peek;
+  lw_ntt_tuning_default(&peek);
+  if (lw_ntt_tuning_parse(NULL, env, &peek) != FHJIT_OK || peek.rowplans == 0) return NULL;
+  for (size_t i = 0; i < sizeof batch_plans / sizeof *batch_plans; i++)
+    if (batch_plans[i].radix == radix && batch_plans[i].log_n == log_n && batch_rows >= batch_plans[i].lo &&
+        batch_rows <= batch_plans[i].hi)
+      return batch_plans[i].plan;
+  return NULL;
+}
+
 fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind kind,
                               int log_n, int64_t rows, int64_t batch_rows, lw_ntt_plan *p) {
   lw_ntt_tuning t;
@@ -219,6 +247,8 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
     fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
     if (st) return st;
+    const char *bp = batch_plan(ir_option(ctx, IR_OPT_NTT_PLAN), radix, log_n, batch_rows);
+    if (bp && (st = lw_ntt_tuning_parse(ctx, bp, &t))) return st;
     if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
     else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
   }

@@ -47,6 +47,7 @@ static void check_config_tuned(fhjit_radix radix, ir_ntt_kind kind, int logn, in
   int64_t n = INT64_C(1) << logn, brows = (int64_t)rows * batch;
   size_t ws = radix == FHJIT_R32 ? 4 : 8;
   uint64_t q[8];
+  ck_assert_int_le(rows, 8);
   moduli_for(radix, rows, q);
   void *params = malloc(8 * ws * (size_t)rows);
   void *tw = malloc(ws * (size_t)(rows * n));
@@ -237,6 +238,49 @@ START_TEST(test_reduce_minb) {
   lw_ntt_plan_reduce(&p, 5, 40, 0);
   ck_assert_int_eq(p.k[1].minb, 2);
   fhjit_context_destroy(ctx);
+}
+END_TEST
+
+/* Small batches' plans (batch_plans in ntt_plan.c): r32 2^16 with 20 to
+ * 28 batch rows takes 8 words per thread and 16 columns per column block,
+ * other batches and sizes keep their plans, rowplans=0 turns it off; the
+ * plan (over r32 2^16's default) is bit-exact on 24 rows. */
+START_TEST(test_batch_plans) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  static const struct {
+    int64_t rows, brows;
+    int small;
+  } cases[] = {{12, 24, 1}, {20, 20, 1}, {4, 28, 1}, {16, 16, 0}, {19, 19, 0}, {29, 29, 0}, {32, 32, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {
+      ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, (ir_ntt_kind)kind, 16, cases[i].rows, cases[i].brows, &p),
+                       FHJIT_OK);
+      const lw_ntt_kplan *col = p.k[0].cols ? &p.k[0] : &p.k[1], *chunk = p.k[0].cols ? &p.k[1] : &p.k[0];
+      ck_assert_int_eq(p.nkernels, 2);
+      ck_assert_int_eq(col->log_e, cases[i].small ? 3 : 4);
+      ck_assert_int_eq(chunk->log_e, cases[i].small ? 3 : 4);
+      ck_assert_int_eq(col->log_c, cases[i].small ? 4 : 5);
+    }
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R62, IR_NTT_MONT_TO_NTT, 16, 12, 24, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].log_e, 3); /* r62's own default */
+  ck_assert_int_eq(p.k[0].log_c, 4);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 17, 12, 24, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].log_e, 4);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "rowplans=0"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 12, 24, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].log_e, 4);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "rowplans=2"), FHJIT_ERR_ARGUMENT);
+  /* a key of the caller's wins over the batch plan's */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "e=2"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 12, 24, &p), FHJIT_OK);
+  ck_assert_int_eq(p.k[0].log_e, 2);
+  ck_assert_int_eq(p.k[0].log_c, 4);
+  fhjit_context_destroy(ctx);
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(NULL, "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,e=3,c_col=4", &t), FHJIT_OK);
+  check_config_tuned(FHJIT_R32, (ir_ntt_kind)_i, 16, 8, 3, 0x2424 + (uint64_t)_i, _i % 3, &t);
 }
 END_TEST
 
@@ -869,6 +913,7 @@ int main(void) {
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
   tcase_add_test(tc, test_reduce_minb);
+  tcase_add_loop_test(tc, test_batch_plans, 0, IR_NTT_NUM_KINDS);
   tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
