@@ -27,9 +27,7 @@
  * concat of inputs) without evaluating the operand: rows moves the row,
  * concat selects the pointer (one load), automorphism reads, lane by lane,
  * the coefficient index its permutation maps to (a scalar load per lane,
- * as the compressed reads of other contexts; in the NTT domain the lanes
- * of an aligned group read one aligned group: one vector load and a
- * selection per lane, automorphism_vector). A computed operand must be
+ * as the compressed reads of other contexts). A computed operand must be
  * materialised first (lw_plan_graph refuses it; anchor.c's planner). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -699,13 +697,11 @@ static void load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out
 
 /* Where the lanes of a word of an address chain lie: a pointer per lane;
  * uniform: every lane reads ptr[0]; vptr: the lanes are consecutive words
- * from vptr, aligned for one vector load; vok: had the lanes been
- * consecutive from a multiple of vec, they would be (the chain's inputs
- * dense along the row and aligned), whatever they are. */
+ * from vptr, aligned for one vector load. */
 typedef struct lw_addr {
   LLVMValueRef ptr[LW_VMAX];
   LLVMValueRef vptr;
-  int uniform, vok;
+  int uniform;
 } lw_addr;
 
 /* Per-lane coefficient indices: those of context x, or idx[] (i64). */
@@ -755,8 +751,7 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
       LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, mul_by(L, idx, stride), "");
       a->ptr[k] = LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, "");
     }
-    a->vok = V > 1 && stride == 1 && aligned && konst % V == 0;
-    if (a->vok && x && x->contig) a->vptr = a->ptr[0];
+    if (V > 1 && x && x->contig && stride == 1 && aligned && konst % V == 0) a->vptr = a->ptr[0];
     return;
   }
   case IR_EXTRACT: {
@@ -785,7 +780,6 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
       a->ptr[k] = (k > 0 && a->uniform) ? a->ptr[0]
                                         : LLVMBuildSelect(b, first, a0.ptr[k], a1.ptr[k], "");
     if (a0.vptr && a1.vptr) a->vptr = a->ptr[0];
-    a->vok = a0.vok && a1.vok;
     return;
   }
   default:
@@ -845,39 +839,6 @@ static int64_t inverse_mod(int64_t k, int64_t m) {
   return t < 0 ? t + m : t;
 }
 
-/* The NTT-domain automorphism's words at lanes ln of operand s (component
- * c) in one vector load, where the walk's lanes are vec consecutive
- * positions p0 + j from a multiple p0 of vec = 2^v: then their sources
- * lie in one aligned group of vec words too. (With E = k (2 br(p0) + 1),
- * lane j's exponent is E + (br_v(j) k mod 2^v) 2^(n+1-v) mod 2N, so
- * (E_j - 1) / 2 differs from lane 0's in its top v bits only, and its
- * bit reversal, the source, in its low v bits only.) Each lane then
- * selects its word of the group by its source's low bits. 0 where the
- * operand's layout has no aligned vectors (the caller loads lane by
- * lane). */
-static int automorphism_vector(lw *L, fhjit_value s, int c, const lw_lanes *ln, const char *name,
-                               LLVMValueRef *out) {
-  LLVMBuilderRef b = L->b;
-  int V = L->p->vec;
-  lw_lanes group = {.x = NULL};
-  LLVMValueRef base = LLVMBuildAnd(b, ln->idx[0], ci64(L, -(int64_t)V), "aut.group");
-  for (int l = 0; l < V; l++) group.idx[l] = base;
-  lw_addr a;
-  resolve(L, s, nc_of(&L->g->nodes[s]) > 1 ? c : 0, L->row64, &group, &a);
-  if (!a.vok || a.uniform) return 0;
-  LLVMValueRef v = LLVMBuildLoad2(b, L->vect, a.ptr[0], "aut.vec");
-  LLVMSetAlignment(v, L->vec_align);
-  LLVMValueRef e[LW_VMAX];
-  for (int j = 0; j < V; j++) e[j] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)j, 0), "");
-  for (int l = 0; l < V; l++) {
-    LLVMValueRef lo = LLVMBuildAnd(b, ln->idx[l], ci64(L, V - 1), "aut.lane");
-    out[l] = e[0];
-    for (int j = 1; j < V; j++)
-      out[l] = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, lo, ci64(L, j), ""), e[j], out[l], name);
-  }
-  return 1;
-}
-
 /* automorphism(x, k) at the lanes of context x (SPEC section 7), its
  * operand read lane by lane at the index the permutation maps to:
  * coefficient domain, out[o] = canon(x[j]) for j = o k^-1 mod 2N < N, else
@@ -933,9 +894,6 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
     }
   }
   fhjit_value s = n->args[0];
-  if (!coef && V > 1 && pow2 && N >= V && cx->contig && !cx->uniform &&
-      automorphism_vector(L, s, c, &ln, name, out))
-    return;
   lw_addr a;
   resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, L->row64, &ln, &a);
   LLVMValueRef w[LW_VMAX];
