@@ -215,9 +215,10 @@ static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
 /* Small batches, over default_plans key by key (ntt_plan key rowplans=0
  * turns them off): r32 2^16 with 20 to 28 batch rows (a moddown's P rows
  * of both components, 24) with 8 words per thread and 16 columns per
- * column block: 23.8 us forward + inverse at 24 rows against 30.5, where
- * 16 and 32 rows measured within 6% either way (a7deb86,
- * ntt_small_batch_sweep.txt). */
+ * column block: forward + inverse at 20, 24, 28 rows 24.1, 25.9, 29.0 us
+ * against 28.4, 32.2, 33.1, at 16 and 32 rows within 2% either way
+ * (H200, ba4256d, same run; first seen in a7deb86's small-batch sweep);
+ * the r32 key switch 240.8 us against 245.0, HMult 275.9 against 281.1. */
 static const struct {
   fhjit_radix radix;
   int log_n;
