@@ -523,11 +523,7 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
-  if (E->P->dst_offset) { /* rows of a larger buffer, as the first of two kernels */
-    LLVMValueRef o = c64(E, (uint64_t)E->P->dst_offset);
-    E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
-    if (E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
-  }
+  offset_rows(E, 1); /* the only kernel: as the first of two */
   clplace cp;
   cp.tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   cp.rank = sreg(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank");

@@ -1664,6 +1664,16 @@ static LLVMValueRef block_order(ne *E, LLVMValueRef x) {
   return LLVMBuildOr(b, LLVMBuildShl(b, br, c64(E, bl), ""), s, "blk");
 }
 
+
+/* GPU: a transform written at rows of a larger buffer (lw_ntt_plan.dst_offset)
+ * moves dst, and the source argument where it is dst (after kernel 0, or
+ * with a prologue). */
+static void offset_rows(ne *E, int first) {
+  if (!E->P->dst_offset) return;
+  LLVMValueRef o = c64(E, (uint64_t)E->P->dst_offset);
+  E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
+  if (!first || E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
+}
 static void build_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
   LLVMTypeRef types[LW_MAX_ARGS + 8];
@@ -1690,11 +1700,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
   E->preloaded = 0;
   int first = k == &E->P->k[0];
-  if (E->P->dst_offset) { /* the source argument is dst after kernel 0 or with a prologue */
-    LLVMValueRef o = c64(E, (uint64_t)E->P->dst_offset);
-    E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
-    if (!first || E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
-  }
+  offset_rows(E, first);
   /* Kernel 1 waits for kernel 0 (k->pdl) before touching kernel 0's only
    * output, dst: at once, or after the shared-twiddle fill when that comes
    * first. Everything else it reads (parameters, twiddles, epilogue

@@ -245,10 +245,11 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   lw_ntt_tuning_default(&t);
   memset(p, 0, sizeof *p);
   const char *fwd = NULL;
+  const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if ((radix == FHJIT_R32 || radix == FHJIT_R62) && log_n >= 0 && log_n <= IR_NTT_MAX_LOG) {
     fhjit_status st = lw_ntt_tuning_parse(ctx, default_plans[radix][log_n], &t);
     if (st) return st;
-    const char *bp = batch_plan(ir_option(ctx, IR_OPT_NTT_PLAN), radix, log_n, batch_rows);
+    const char *bp = batch_plan(env, radix, log_n, batch_rows);
     if (bp && (st = lw_ntt_tuning_parse(ctx, bp, &t))) return st;
     if (ir_ntt_is_forward(kind)) fwd = forward_plans[radix][log_n];
     else if ((st = lw_ntt_tuning_parse(ctx, inverse_plans[radix][log_n], &t))) return st;
@@ -261,7 +262,6 @@ fhjit_status lw_ntt_plan_make(fhjit_context *ctx, fhjit_radix radix, ir_ntt_kind
   /* auto: the two kernels, faster on the H200 at every size measured
    * (docs/ntt-cluster.md, "Measured") */
   t.sched = sched == LW_NTT_SCHED_CLUSTER;
-  const char *env = ir_option(ctx, IR_OPT_NTT_PLAN); /* the context's, else FHJIT_NTT_PLAN */
   if (fwd) {
     /* no context: where this plan fails (with the ntt_plan option's keys), the
      * shared one below reports for itself */
