@@ -1080,11 +1080,9 @@ static void describe_bconv(const an_plan *p, int s, lw_program *out) {
   const lw_bconv_plan *bp = &p->steps[s].bconv;
   lw_kernel *k = &out->kernels[out->nkernels++];
   bconv_name(k->name, s);
-  k->grid[0] = bp->blocks;
+  lw_bconv_launch(bp, &k->grid[0], &k->block[0], &k->shared_bytes);
   k->grid[1] = k->grid[2] = 1;
-  k->block[0] = bp->threads;
   k->block[1] = k->block[2] = 1;
-  k->shared_bytes = bp->shared_bytes;
   step_args(p, s, NULL, 0, k);
 }
 
@@ -1116,6 +1114,7 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
+      lw_bconv_for_target(&sp->bconv, t);
       describe_bconv(p, s, out);
       continue;
     }
@@ -1292,6 +1291,7 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                       bp->lift ? "lift (rescale)" : "bconv", (int)bp->l, (int)bp->m,
                       (long long)1 << bp->log_n, (long long)bp->polys,
                       bp->mont ? "mont" : "std");
+        if (bp->mma) sp_buf_printf(&b, "tensor cores (%d tiles per warp), ", bp->mma);
         put_buf(&b, sp->src);
         sp_buf_printf(&b, " -> ");
         put_buf(&b, sp->dst);

@@ -84,6 +84,45 @@ static int64_t shared_words(const lw_bconv_plan *p) {
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
+/* The tensor-core form's shapes: k-steps of 8 source rows (32 bytes),
+ * groups of 8 target rows, and its shared memory: the scalar form's
+ * source and target constants, then the B fragments (file comment,
+ * "Tensor cores"), [group][byte][k-step][lane][2] words. */
+static int64_t mma_ks(const lw_bconv_plan *p) { return ((int64_t)p->l + 7) / 8; }
+static int64_t mma_groups(const lw_bconv_plan *p) { return ((int64_t)p->m + 7) / 8; }
+static int64_t mma_shared_words(const lw_bconv_plan *p) {
+  return c_base(p) + mma_groups(p) * 4 * mma_ks(p) * 64;
+}
+
+/* Chooses the tensor-core form and sets its launch facts (p->mma in: 0
+ * automatic, -1 off, else tiles per warp). Automatic: r32 conversions of
+ * at least 4 source and 8 target rows, 2 tiles per warp. threads: the
+ * tuning's block size (0: automatic). */
+static void mma_geometry(lw_bconv_plan *p, uint32_t threads) {
+  int want = p->mma;
+  p->mma = 0;
+  p->mma_threads = p->mma_blocks = p->mma_digit_blocks = p->mma_shared_bytes = 0;
+  if (want < 0 || p->radix != FHJIT_R32 || p->lift) return;
+  if (!want) {
+    if (p->l < 4 || p->m < 8) return;
+    want = 2;
+  }
+  int64_t bytes = mma_shared_words(p) * 4;
+  if (bytes > LW_BCONV_MAX_SHARED) return;
+  int64_t tiles = p->polys * ((INT64_C(1) << p->log_n) / 16);
+  int64_t warps = (tiles + want - 1) / want;
+  /* 256 threads unless the tuning says: phase 0 is the block's */
+  if (!threads) threads = 256;
+  while (threads > 32 && (int64_t)threads / 64 >= warps) threads /= 2;
+  int64_t blocks = (warps * 32 + threads - 1) / threads;
+  if (blocks > INT32_MAX / p->digits) return;
+  p->mma = want;
+  p->mma_threads = threads;
+  p->mma_digit_blocks = (uint32_t)blocks;
+  p->mma_blocks = (uint32_t)(blocks * p->digits);
+  p->mma_shared_bytes = (uint32_t)bytes;
+}
+
 static fhjit_status check_cols(fhjit_context *ctx, const char *what, const int32_t *cols,
                                int32_t n) {
   if (!cols) return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: null %s columns", what);
@@ -170,6 +209,7 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                       (long long)(p->m * n));
   }
   int ws = word_bytes(p->radix), vmax = 16 / ws;
+  uint32_t user_threads = p->threads; /* 0: automatic (each form its own) */
   if (p->vec) {
     if (p->vec != 1 && p->vec != 2 && p->vec != 4)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: vec = %d (1, 2 or 4)", p->vec);
@@ -237,7 +277,19 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                     (int)p->l, (int)p->m, (long long)bytes, LW_BCONV_MAX_SHARED);
   p->blocks = (uint32_t)blocks;
   p->shared_bytes = (uint32_t)bytes;
+  mma_geometry(p, user_threads);
   return FHJIT_OK;
+}
+
+void lw_bconv_launch(const lw_bconv_plan *p, uint32_t *blocks, uint32_t *threads,
+                     uint32_t *shared_bytes) {
+  *blocks = p->mma ? p->mma_blocks : p->blocks;
+  *threads = p->mma ? p->mma_threads : p->threads;
+  *shared_bytes = p->mma ? p->mma_shared_bytes : p->shared_bytes;
+}
+
+void lw_bconv_for_target(lw_bconv_plan *p, const nv_target *t) {
+  if (!nv_target_has_mma_u8(t)) p->mma = 0;
 }
 
 /* ---------------------------------------------------------- the tuning */
@@ -261,9 +313,11 @@ int lw_bconv_tuning_parse(const char *s, lw_bconv_tuning *t, char *why, size_t w
     else if (key == 'T' && v >= 32 && v <= 1024 && is_pow2((uint64_t)v)) t->threads = (int)v;
     else if (key == 'S' && v >= 1 && v <= LW_BCONV_MAX_M) t->split = (int)v;
     else if (key == 'U' && v >= 1 && v <= 8) t->unroll = (int)v;
+    else if (key == 'M' && (v == 0 || v == 1 || v == 2 || v == 4)) t->mma = v ? (int)v : -1;
     else {
       snprintf(why, why_size,
-               "%c=%ld: V is 1, 2 or 4; T a power of two from 32 to 1024; S 1 to %d; U 1 to 8",
+               "%c=%ld: V is 1, 2 or 4; T a power of two from 32 to 1024; S 1 to %d; U 1 to 8; "
+               "M 0, 1, 2 or 4",
                key, v, LW_BCONV_MAX_M);
       return -1;
     }
@@ -292,6 +346,7 @@ fhjit_status lw_bconv_tuning_apply(fhjit_context *ctx, lw_bconv_plan *p) {
   if (t.threads) p->threads = (uint32_t)t.threads;
   if (t.split) p->split = t.split > p->m && p->m >= 1 ? p->m : t.split;
   if (t.unroll) p->unroll = t.unroll;
+  if (t.mma) p->mma = t.mma;
   return FHJIT_OK;
 }
 
@@ -307,6 +362,8 @@ typedef struct bc {
   LLVMTypeRef W, i1, i32, i64, i128, gptr, sptr, cptr, voidt;
   int wbits; /* 32 or 64 */
   int V;     /* words of a 16-byte vector */
+  int mma;   /* building the tensor-core form */
+  uint32_t threads, digit_blocks; /* the form's block size and blocks per digit */
   LLVMValueRef fn, params, pstride, table, src, dst, smem;
   LLVMValueRef scols, dcols; /* constant i32 arrays: the columns ([digits][l], [digits][m]) */
   int32_t scol0, dcol0;      /* >= 0 when every digit's columns are consecutive, else -1 */
@@ -772,6 +829,11 @@ static void tgt_item(bc *E, LLVMValueRef idx, item_out *o) {
     LLVMValueRef q, qk;
     modulus(E, column(E, 0, c64(E, 0)), &q, &qk);
     f[E->wbits == 64 ? 2 : 3] = LLVMBuildURem(E->b, LLVMBuildLShr(E->b, q, cw(E, 1), ""), t, "hm");
+  } else if (E->mma) {
+    /* 2^40 mod t, by 8 doublings of 2^32 mod t: REDC(c 2^40) = 2^8 c */
+    LLVMValueRef r = f[2];
+    for (int d = 0; d < 8; d++) r = csub(E, LLVMBuildShl(E->b, r, cw(E, 1), ""), t);
+    f[3] = r;
   }
   for (int j = 0; j < 4; j++) o->val[j] = f[j], o->at[j] = shared_idx(E, tgt_base(p), idx, TGT_WORDS, j);
   o->n = 4;
@@ -813,7 +875,7 @@ static void c_item(bc *E, LLVMValueRef idx, item_out *o) {
  * loads are in flight together: phase 0 costs about one load latency, not
  * one per item; the stores of items past count are skipped. */
 static void for_items(bc *E, LLVMValueRef t64, int64_t count, item_fn fn) {
-  int64_t T = E->P->threads, K = (count + T - 1) / T;
+  int64_t T = E->threads, K = (count + T - 1) / T;
   if (count <= 0) return;
   int C = K < 4 ? (int)K : 4;
   int64_t chunks = (K + C - 1) / C;
@@ -874,6 +936,31 @@ static int src_vectorizable(const lw_bconv_plan *p) {
   return 1;
 }
 
+/* The source offset of polynomial poly (i64): its coordinates in the
+ * view's index space, and the digit's offset. */
+static LLVMValueRef poly_offset(bc *E, LLVMValueRef poly) {
+  const lw_bconv_plan *p = E->P;
+  LLVMValueRef off = E->dsrc_off, rest = poly;
+  for (int a = p->src_nax - 1; a >= 0; a--) {
+    LLVMValueRef ext = c64(E, (uint64_t)p->src_ext[a]);
+    LLVMValueRef coord = a == 0 ? rest : LLVMBuildURem(E->b, rest, ext, "");
+    if (a) rest = LLVMBuildUDiv(E->b, rest, ext, "");
+    if (p->src_ext[a] > 1)
+      off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, coord, c64(E, (uint64_t)p->src_stride[a]), ""), "");
+  }
+  return off;
+}
+
+/* The destination's first word of polynomial poly (rows of a larger
+ * buffer: dst_offset, dst_poly_stride; 0: dense). */
+static LLVMValueRef poly_dst(bc *E, LLVMValueRef poly) {
+  const lw_bconv_plan *p = E->P;
+  int64_t pstr = p->dst_poly_stride ? p->dst_poly_stride : p->m * (INT64_C(1) << p->log_n);
+  LLVMValueRef d = LLVMBuildNUWMul(E->b, poly, c64(E, (uint64_t)pstr), "");
+  if (p->digits > 1 || p->dst_offset) d = LLVMBuildNUWAdd(E->b, d, E->ddst_off, "dbase.at");
+  return d;
+}
+
 /* A thread's phase-1 state: its work item (coefficient group i0 of
  * polynomial poly, target-row group g) and its source words. */
 typedef struct p1 {
@@ -902,17 +989,9 @@ static void phase1_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1 *S) {
     S->g = c64(E, 0);
     S->poly = rest;
   }
-  /* the polynomial's source offset: coordinates in the view's index space */
-  LLVMValueRef off = E->dsrc_off;
-  rest = S->poly;
-  for (int a = p->src_nax - 1; a >= 0; a--) {
-    LLVMValueRef ext = c64(E, (uint64_t)p->src_ext[a]);
-    LLVMValueRef coord = a == 0 ? rest : LLVMBuildURem(E->b, rest, ext, "");
-    if (a) rest = LLVMBuildUDiv(E->b, rest, ext, "");
-    if (p->src_ext[a] > 1)
-      off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, coord, c64(E, (uint64_t)p->src_stride[a]), ""), "");
-  }
-  off = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, S->i0, c64(E, (uint64_t)p->src_index_stride), ""), "off");
+  LLVMValueRef off = LLVMBuildAdd(E->b, poly_offset(E, S->poly),
+                                  LLVMBuildMul(E->b, S->i0, c64(E, (uint64_t)p->src_index_stride), ""),
+                                  "off");
   int vload = E->target == LW_GPU && src_vectorizable(p);
   LLVMTypeRef vt = LLVMVectorType(E->W, (unsigned)vec);
   for (int r = 0; r < l; r++) {
@@ -1009,12 +1088,7 @@ static void phase1_compute(bc *E, p1 *S) {
       }
     }
   }
-  /* rows of a larger buffer: dst_offset, dst_poly_stride (0: dense) */
-  int64_t pstr = p->dst_poly_stride ? p->dst_poly_stride : p->m * n;
-  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, S->poly, c64(E, (uint64_t)pstr), ""),
-                                       S->i0, "dbase");
-  if (p->digits > 1 || p->dst_offset)
-    dbase = LLVMBuildNUWAdd(E->b, dbase, E->ddst_off, "dbase.at");
+  LLVMValueRef dbase = LLVMBuildNUWAdd(E->b, poly_dst(E, S->poly), S->i0, "dbase");
   LLVMValueRef jb = c64(E, 0), je = c64(E, (uint64_t)p->m);
   if (p->split > 1) {
     jb = LLVMBuildNUWMul(E->b, S->g, c64(E, (uint64_t)mc), "jb");
@@ -1042,6 +1116,230 @@ static void phase1_compute(bc *E, p1 *S) {
   }
   LLVMBuildBr(E->b, done);
   LLVMPositionBuilderAtEnd(E->b, done);
+}
+
+/* ---------------------------------------------------------- tensor cores */
+
+/* 8-bit products on the tensor cores (mma.m16n8k32, u8 x u8 -> s32):
+ * A[coefficient][k] B[k][n] summed over k, with k = (source row i, byte
+ * a) and n = (target row j, byte b):
+ *   A = byte a of V_i (so A's 32-bit fragment words are the V_i
+ *       themselves: 4 consecutive k of one row),
+ *   B = byte b of c_jia = c_ji 2^(8a) mod t_j (phase 0b),
+ *   D_b = sum_(i,a) byte_a(V_i) byte_b(c_jia) < 8 KS 255^2 < 2^23,
+ *   S = sum_b D_b 2^(8b) < 2^47, S = sum_i V_i c_ji (mod t_j),
+ * then the scalar form's fold and REDC (S below 2^64: one fold), so the
+ * result is the same word. A warp converts tiles of 16 coefficients of
+ * one polynomial; per tile and group of 8 target rows it runs KS k-steps
+ * (8 source rows each) for each byte b. Fragments (PTX ISA, m16n8k32 .u8,
+ * g = lane / 4, c = lane % 4): A word r (0..3) holds row (coefficient) g
+ * + 8 (r % 2), k-word c + 4 (r / 2); B word r holds k-word c + 4 r,
+ * column g; D word r holds row g + 8 (r / 2), column 2 c + r % 2. */
+
+static LLVMValueRef smem_word(bc *E, LLVMValueRef idx) {
+  return load_at(E, E->W, E->smem, idx, 4, "");
+}
+
+/* Phase 0b item idx = (j, i) over the padded [8 groups][8 KS] pairs: the
+ * four B words (bytes b = 0..3) of c_ji, zero outside [m][l]. After phase
+ * 0a (the target constants, with 2^40 mod t in field 3). */
+static void frag_item(bc *E, LLVMValueRef idx, item_out *o) {
+  const lw_bconv_plan *p = E->P;
+  int64_t ks8 = 8 * mma_ks(p), KS = mma_ks(p);
+  LLVMValueRef j = LLVMBuildUDiv(E->b, idx, c64(E, (uint64_t)ks8), "j");
+  LLVMValueRef i = LLVMBuildURem(E->b, idx, c64(E, (uint64_t)ks8), "i");
+  LLVMValueRef ok = LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, j, c64(E, (uint64_t)p->m), ""),
+                                 LLVMBuildICmp(E->b, LLVMIntULT, i, c64(E, (uint64_t)p->l), ""), "");
+  LLVMValueRef jc = umin(E, j, c64(E, (uint64_t)(p->m - 1)));
+  LLVMValueRef ic = umin(E, i, c64(E, (uint64_t)(p->l - 1)));
+  LLVMValueRef t = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 0));
+  LLVMValueRef k = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 1));
+  LLVMValueRef r40 = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 3));
+  LLVMValueRef ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jc, c64(E, (uint64_t)p->l), ""), ic, "");
+  ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWAdd(E->b, ti, E->dtab_off, ""), c64(E, (uint64_t)p->l), "");
+  LLVMValueRef cv = load_at(E, E->W, E->dtable, ti, walign(E), "c");
+  if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, column(E, 1, jc)), t, k), t);
+  LLVMValueRef ca[4];
+  ca[0] = LLVMBuildSelect(E->b, ok, cv, cw(E, 0), "");
+  for (int a = 1; a < 4; a++) ca[a] = redc_mul(E, ca[a - 1], r40, t, k);
+  /* where the word goes: group j / 8, column j % 8, k-step i / 8, word
+   * (i % 8) / 4 of lane 4 (j % 8) + i % 4 */
+  LLVMValueRef jg = LLVMBuildLShr(E->b, j, c64(E, 3), "");
+  LLVMValueRef lane = LLVMBuildOr(E->b, LLVMBuildShl(E->b, LLVMBuildAnd(E->b, j, c64(E, 7), ""), c64(E, 2), ""),
+                                  LLVMBuildAnd(E->b, i, c64(E, 3), ""), "lane");
+  LLVMValueRef ks = LLVMBuildLShr(E->b, i, c64(E, 3), "");
+  LLVMValueRef reg = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, i, c64(E, 2), ""), c64(E, 1), "");
+  for (int b = 0; b < 4; b++) {
+    LLVMValueRef w = cw(E, 0);
+    for (int a = 0; a < 4; a++) {
+      LLVMValueRef byte = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, ca[a], cw(E, (uint64_t)(8 * b)), ""),
+                                       cw(E, 0xff), "");
+      w = LLVMBuildOr(E->b, w, LLVMBuildShl(E->b, byte, cw(E, (uint64_t)(8 * a)), ""), "");
+    }
+    LLVMValueRef at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jg, c64(E, 4), ""), c64(E, (uint64_t)b), "");
+    at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, (uint64_t)KS), ""), ks, "");
+    at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, 64), ""),
+                         LLVMBuildNUWAdd(E->b, LLVMBuildShl(E->b, lane, c64(E, 1), ""), reg, ""), "");
+    o->val[b] = w;
+    o->at[b] = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)c_base(p)), "");
+  }
+  o->n = 4;
+}
+
+#define MMA_MAX_TILES 4
+#define MMA_MAX_KS (LW_BCONV_MAX_L / 8)
+
+/* A warp's phase-1 state: its tiles (polynomial, first coefficient,
+ * whether it exists) and source words [tile][row slot 4 q + c][g, g + 8]. */
+typedef struct p1m {
+  LLVMValueRef lane, g, c;
+  LLVMValueRef poly[MMA_MAX_TILES], i0[MMA_MAX_TILES], ok[MMA_MAX_TILES];
+  LLVMValueRef w[MMA_MAX_TILES][2 * MMA_MAX_KS][2];
+} p1m;
+
+/* The warp's tiles and the thread's source words, issued before phase 0. */
+static void mma_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1m *S) {
+  const lw_bconv_plan *p = E->P;
+  int MT = p->mma, KS = (int)mma_ks(p);
+  int64_t per = (INT64_C(1) << p->log_n) / 16, tiles = p->polys * per;
+  LLVMValueRef t64 = zext(E, tid, E->i64);
+  S->lane = LLVMBuildAnd(E->b, t64, c64(E, 31), "lane");
+  S->g = LLVMBuildLShr(E->b, S->lane, c64(E, 2), "g");
+  S->c = LLVMBuildAnd(E->b, S->lane, c64(E, 3), "c");
+  LLVMValueRef warp = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, blk, c64(E, p->mma_threads / 32), ""),
+                                      LLVMBuildLShr(E->b, t64, c64(E, 5), ""), "warp");
+  LLVMValueRef crs = LLVMBuildNUWMul(E->b, S->c, c64(E, (uint64_t)p->src_row_stride), "");
+  for (int t = 0; t < MT; t++) {
+    LLVMValueRef tile = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, warp, c64(E, (uint64_t)MT), ""),
+                                        c64(E, (uint64_t)t), "tile");
+    S->ok[t] = LLVMBuildICmp(E->b, LLVMIntULT, tile, c64(E, (uint64_t)tiles), "");
+    tile = umin(E, tile, c64(E, (uint64_t)(tiles - 1)));
+    S->poly[t] = LLVMBuildUDiv(E->b, tile, c64(E, (uint64_t)per), "poly");
+    S->i0[t] = LLVMBuildNUWMul(E->b, LLVMBuildURem(E->b, tile, c64(E, (uint64_t)per), ""), c64(E, 16), "i0");
+    LLVMValueRef off = poly_offset(E, S->poly[t]);
+    for (int q = 0; q < 2 * KS; q++) {
+      /* row 4 q + c, clamped to the last (its product is zeroed later) */
+      LLVMValueRef roff;
+      if (4 * q + 3 < p->l)
+        roff = LLVMBuildAdd(E->b, off, LLVMBuildAdd(E->b, crs, c64(E, (uint64_t)(4 * q * p->src_row_stride)), ""), "");
+      else {
+        LLVMValueRef r = umin(E, LLVMBuildNUWAdd(E->b, S->c, c64(E, (uint64_t)(4 * q)), ""), c64(E, (uint64_t)(p->l - 1)));
+        roff = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, r, c64(E, (uint64_t)p->src_row_stride), ""), "");
+      }
+      for (int h = 0; h < 2; h++) {
+        LLVMValueRef coef = LLVMBuildNUWAdd(E->b, S->i0[t], LLVMBuildNUWAdd(E->b, S->g, c64(E, (uint64_t)(8 * h)), ""), "");
+        LLVMValueRef at = LLVMBuildAdd(E->b, roff, LLVMBuildMul(E->b, coef, c64(E, (uint64_t)p->src_index_stride), ""), "");
+        S->w[t][q][h] = load_at(E, E->W, E->src, at, walign(E), "w");
+      }
+    }
+  }
+}
+
+/* D = A B + C on the tensor cores (mma.sync.aligned.m16n8k32.row.col.u8). */
+static void mma_u8(bc *E, LLVMValueRef *a, LLVMValueRef b0, LLVMValueRef b1, LLVMValueRef *acc) {
+  static const char name[] = "llvm.nvvm.mma.m16n8k32.row.col.u8";
+  unsigned id = LLVMLookupIntrinsicID(name, sizeof name - 1);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, NULL, 0);
+  LLVMValueRef in[10] = {a[0], a[1], a[2], a[3], b0, b1, acc[0], acc[1], acc[2], acc[3]};
+  LLVMValueRef r = LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, NULL, 0), fn, in, 10, "d");
+  for (int x = 0; x < 4; x++) acc[x] = LLVMBuildExtractValue(E->b, r, (unsigned)x, "");
+}
+
+/* S = sum_b D_b 2^(8b) in 64 bits, reduced as the scalar form does. */
+static LLVMValueRef mma_reduce(bc *E, LLVMValueRef *d, const tgt *T) {
+  LLVMValueRef s = zext(E, d[0], E->i64);
+  for (int b = 1; b < 4; b++)
+    s = LLVMBuildNUWAdd(E->b, s, LLVMBuildShl(E->b, zext(E, d[b], E->i64), c64(E, (uint64_t)(8 * b)), ""), "");
+  LLVMValueRef x = fold32(E, T, s);
+  LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
+  LLVMValueRef u = madwide32(E, m, T->t, x);
+  return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+}
+
+/* After phase 0: the A fragments (the V_i), then per group of 8 target
+ * rows the products and each thread's results (rows j0 = 8 group + 2 c
+ * and j0 + 1, coefficients g and g + 8 of each tile). */
+static void mma_compute(bc *E, p1m *S) {
+  const lw_bconv_plan *p = E->P;
+  int MT = p->mma, KS = (int)mma_ks(p);
+  int64_t n = INT64_C(1) << p->log_n;
+  LLVMValueRef A[MMA_MAX_TILES][MMA_MAX_KS][4];
+  for (int q = 0; q < 2 * KS; q++) {
+    LLVMValueRef r = LLVMBuildNUWAdd(E->b, S->c, c64(E, (uint64_t)(4 * q)), "");
+    LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, r, c64(E, (uint64_t)p->l), "");
+    LLVMValueRef rc = umin(E, r, c64(E, (uint64_t)(p->l - 1)));
+    LLVMValueRef sc[SRC_WORDS];
+    for (int f = 0; f < SRC_WORDS; f++) sc[f] = smem_word(E, shared_idx(E, 0, rc, SRC_WORDS, f));
+    for (int t = 0; t < MT; t++)
+      for (int h = 0; h < 2; h++) {
+        LLVMValueRef v = redc_const(E, S->w[t][q][h], sc[0], sc[1], sc[2]);
+        if (4 * q + 3 >= p->l) v = LLVMBuildSelect(E->b, in, v, cw(E, 0), "");
+        A[t][q / 2][(q % 2) * 2 + h] = v;
+      }
+  }
+  LLVMValueRef dbase[MMA_MAX_TILES];
+  for (int t = 0; t < MT; t++)
+    dbase[t] = LLVMBuildNUWAdd(E->b, poly_dst(E, S->poly[t]), LLVMBuildNUWAdd(E->b, S->i0[t], S->g, ""), "dbase");
+  LLVMTypeRef pair = LLVMVectorType(E->i32, 2);
+  LLVMValueRef lane2 = LLVMBuildShl(E->b, S->lane, c64(E, 1), "");
+  loop L = loop_begin(E, c64(E, 0), c64(E, (uint64_t)mma_groups(p)), "group");
+  LLVMValueRef acc[MMA_MAX_TILES][4][4];
+  for (int t = 0; t < MT; t++)
+    for (int b = 0; b < 4; b++)
+      for (int x = 0; x < 4; x++) acc[t][b][x] = c32(E, 0);
+  for (int b = 0; b < 4; b++)
+    for (int ks = 0; ks < KS; ks++) {
+      LLVMValueRef at = LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)(4 * KS * 64)), "");
+      at = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)(c_base(p) + (b * KS + ks) * 64)), "");
+      LLVMValueRef bv = load_at(E, pair, E->smem, LLVMBuildNUWAdd(E->b, at, lane2, ""), 8, "bf");
+      LLVMValueRef b0 = LLVMBuildExtractElement(E->b, bv, c32(E, 0), "");
+      LLVMValueRef b1 = LLVMBuildExtractElement(E->b, bv, c32(E, 1), "");
+      for (int t = 0; t < MT; t++) mma_u8(E, A[t][ks], b0, b1, acc[t][b]);
+    }
+  LLVMValueRef j0 = LLVMBuildNUWAdd(E->b, LLVMBuildShl(E->b, L.iv, c64(E, 3), ""),
+                                    LLVMBuildShl(E->b, S->c, c64(E, 1), ""), "j0");
+  tgt T[2];
+  LLVMValueRef jrow[2], jok[2];
+  for (int e = 0; e < 2; e++) {
+    jrow[e] = LLVMBuildNUWAdd(E->b, j0, c64(E, (uint64_t)e), "j");
+    jok[e] = LLVMBuildICmp(E->b, LLVMIntULT, jrow[e], c64(E, (uint64_t)p->m), "");
+    LLVMValueRef jc = umin(E, jrow[e], c64(E, (uint64_t)(p->m - 1)));
+    T[e].t = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 0));
+    T[e].k = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 1));
+    T[e].x1 = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 2));
+    T[e].hm = NULL;
+  }
+  for (int t = 0; t < MT; t++)
+    for (int x = 0; x < 4; x++) {
+      int h = x / 2, e = x % 2;
+      LLVMValueRef d[4] = {acc[t][0][x], acc[t][1][x], acc[t][2][x], acc[t][3][x]};
+      LLVMValueRef z = mma_reduce(E, d, &T[e]);
+      LLVMValueRef at = LLVMBuildNUWAdd(E->b, dbase[t], LLVMBuildNUWMul(E->b, jrow[e], c64(E, (uint64_t)n), ""), "");
+      if (h) at = LLVMBuildNUWAdd(E->b, at, c64(E, 8), "");
+      LLVMBasicBlockRef st = LLVMAppendBasicBlockInContext(E->c, E->fn, "store");
+      LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->c, E->fn, "");
+      LLVMBuildCondBr(E->b, LLVMBuildAnd(E->b, jok[e], S->ok[t], ""), st, next);
+      LLVMPositionBuilderAtEnd(E->b, st);
+      store_at(E, z, E->dst, at, 4);
+      LLVMBuildBr(E->b, next);
+      LLVMPositionBuilderAtEnd(E->b, next);
+    }
+  loop_end(E, &L, c64(E, 1), c64(E, (uint64_t)mma_groups(p)));
+}
+
+/* The tensor-core kernel's body: loads, phase 0a (source and target
+ * constants), phase 0b (the B fragments), then the products. */
+static void build_mma_body(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_bconv_plan *p = E->P;
+  p1m S;
+  mma_load(E, tid, blk, &S);
+  LLVMValueRef t64 = zext(E, tid, E->i64);
+  for_items(E, t64, p->l, src_item);
+  for_items(E, t64, p->m, tgt_item);
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  for_items(E, t64, 64 * mma_groups(p) * mma_ks(p), frag_item);
+  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+  mma_compute(E, &S);
 }
 
 /* ------------------------------------------------------------ functions */
@@ -1110,7 +1408,7 @@ static LLVMValueRef set_digit(bc *E, LLVMValueRef blk) {
   int D = p->digits > 1 ? p->digits : 1;
   E->dig = c64(E, 0);
   if (D > 1) {
-    LLVMValueRef per = c64(E, p->digit_blocks);
+    LLVMValueRef per = c64(E, E->digit_blocks);
     E->dig = LLVMBuildUDiv(E->b, blk, per, "digit");
     blk = LLVMBuildURem(E->b, blk, per, "dblk");
   }
@@ -1183,7 +1481,7 @@ static void build_gpu(bc *E, const char *name) {
   E->fn = fn;
   char sname[128];
   snprintf(sname, sizeof sname, "%s.smem", name);
-  LLVMTypeRef arr = LLVMArrayType2(E->W, (uint64_t)shared_words(E->P));
+  LLVMTypeRef arr = LLVMArrayType2(E->W, (uint64_t)(E->mma ? mma_shared_words(E->P) : shared_words(E->P)));
   LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
   LLVMSetInitializer(sm, LLVMGetUndef(arr));
   LLVMSetLinkage(sm, LLVMInternalLinkage);
@@ -1193,16 +1491,28 @@ static void build_gpu(bc *E, const char *name) {
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
   blk = set_digit(E, blk);
-  p1 S;
-  phase1_load(E, tid, blk, &S);
-  emit_phase0(E, tid);
-  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  phase1_compute(E, &S);
+  if (E->mma) {
+    build_mma_body(E, tid, blk);
+  } else {
+    p1 S;
+    phase1_load(E, tid, blk, &S);
+    emit_phase0(E, tid);
+    LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+    phase1_compute(E, &S);
+  }
   LLVMBuildRetVoid(E->b);
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
-                           LLVMValueAsMetadata(c32(E, E->P->threads))};
+                           LLVMValueAsMetadata(c32(E, E->threads))};
   LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                               LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+  if (E->mma) {
+    /* without a register limit, ptxas holds some of these kernels to 64 or
+     * 80 registers with a spill of 4 or 8 bytes; with one, none spills */
+    LLVMMetadataRef mr[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxnreg", 7),
+                             LLVMValueAsMetadata(c32(E, 168))};
+    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mr, 3)));
+  }
 }
 
 static void build_host(bc *E, const char *name) {
@@ -1267,6 +1577,10 @@ fhjit_status lw_bconv_build(fhjit_context *ctx, const lw_bconv_plan *p, lw_targe
   SP_ASSERT(p->blocks > 0 && p->vec >= 1 && p->threads >= 32 && p->split >= 1 &&
             p->unroll >= 1); /* lw_bconv_plan_make's */
   bc E = {.ctx = ctx, .P = p, .target = target, .c = c, .m = m};
+  /* the host always builds the scalar form (lw_bconv_host_create) */
+  E.mma = target == LW_GPU && p->mma > 0;
+  E.threads = E.mma ? p->mma_threads : p->threads;
+  E.digit_blocks = E.mma ? p->mma_digit_blocks : p->digit_blocks;
   E.b = LLVMCreateBuilderInContext(c);
   E.wbits = p->radix == FHJIT_R32 ? 32 : 64;
   E.V = 16 / (E.wbits / 8);
@@ -1304,7 +1618,9 @@ fhjit_status lw_bconv_compile_ptx(fhjit_context *ctx, const lw_bconv_plan *p, co
   LLVMContextRef c = LLVMContextCreate();
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, c);
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_bconv_build(ctx, p, LW_GPU, name, c, m);
+  lw_bconv_plan tp = *p;
+  lw_bconv_for_target(&tp, t);
+  fhjit_status st = lw_bconv_build(ctx, &tp, LW_GPU, name, c, m);
   if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O3>", FHJIT_EMIT_PTX, NULL, ptx);
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
@@ -1344,11 +1660,12 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
     return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   }
   h->plan = *p;
+  h->plan.mma = 0; /* the scalar form: the same words */
   h->plan.src_cols = h->plan.dst_cols = NULL;
   for (int k = 0; k < LW_BCONV_MAX_DIGITS - 1; k++) h->plan.more[k].src_cols = h->plan.more[k].dst_cols = NULL;
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, jit_llvm_context(h->jit));
   nv_prepare_module(m, tm);
-  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, jit_llvm_context(h->jit), m);
+  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, jit_llvm_context(h->jit), m); /* scalar */
   if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
   LLVMDisposeTargetMachine(tm);
   if (st) LLVMDisposeModule(m);

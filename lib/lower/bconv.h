@@ -27,6 +27,7 @@
 #include <llvm-c/Core.h>
 
 #include "lower/lw_llvm.h"
+#include "nvptx/nvptx.h"
 
 #define LW_BCONV_MAX_L 32   /* source rows (the exact sums' bounds: bconv.c) */
 #define LW_BCONV_MAX_M 256  /* target rows */
@@ -91,7 +92,24 @@ typedef struct lw_bconv_plan {
    * (digit_blocks per digit) of `threads` threads; shared_bytes of static
    * shared memory (the kernel declares it: launch with 0 dynamic bytes) */
   uint32_t blocks, shared_bytes, digit_blocks;
+  /* The tensor-core form (bconv.c, "Tensor cores"; r32, not lift, GPU
+   * targets from sm_80): mma tiles of 16 coefficients per warp (1, 2 or
+   * 4; in: 0 automatic, -1 off; out: 0 when not chosen). Its launch facts
+   * are mma_blocks (mma_digit_blocks per digit) of mma_threads threads and
+   * mma_shared_bytes; the scalar form's above stay set, for the host
+   * (which always runs the scalar form: same results) and for targets
+   * without the instruction (lw_bconv_for_target). */
+  int mma;
+  uint32_t mma_threads, mma_blocks, mma_digit_blocks, mma_shared_bytes;
 } lw_bconv_plan;
+
+/* The launch facts of the form p builds for the GPU. */
+void lw_bconv_launch(const lw_bconv_plan *p, uint32_t *blocks, uint32_t *threads,
+                     uint32_t *shared_bytes);
+
+/* Drops the tensor-core form where target t lacks mma.m16n8k32 (before
+ * sm_80). */
+void lw_bconv_for_target(lw_bconv_plan *p, const nv_target *t);
 
 /* Applies the context's tuning (bconv_plan, lower.h's lw_bconv_tuning)
  * to plan p before lw_bconv_plan_make: FHJIT_ERR_ARGUMENT when it is

@@ -88,11 +88,13 @@ typedef struct lw_pw_plan {
  * (any subset, any order): V coefficients per thread (1, 2 or 4; 4 is
  * lowered to 2 for r62, at most 16 bytes), T threads per block (a power of
  * two, 32 .. 1024), S target-row groups (1 .. 256; lowered to the plan's
- * m), U target rows per loop iteration (1 .. 8). Unset or empty: the
- * automatic plan. Read at every lowering; the runtime keys its caches by
- * it. */
+ * m), U target rows per loop iteration (1 .. 8), M the tensor-core form
+ * (0 off; 1, 2 or 4: that many tiles of 16 coefficients per warp; r32
+ * only, not rescale's lift). Unset or empty: the automatic plan. Read at
+ * every lowering; the runtime keys its caches by it. */
 typedef struct lw_bconv_tuning {
   int vec, threads, split, unroll; /* 0: automatic */
+  int mma;                         /* 0: automatic, -1: off, else tiles per warp */
 } lw_bconv_tuning;
 
 /* 1 when valid (t filled), 0 when NULL or empty, -1 when malformed (why

@@ -34,6 +34,8 @@ int nv_target_has_pdl(const nv_target *t);
 /* 1 when the target has thread-block clusters and distributed shared
  * memory (sm_90 on, PTX 7.8). */
 int nv_target_has_cluster(const nv_target *t);
+/* 1 when the target has mma.sync.m16n8k32 on 8-bit integers (sm_80 on). */
+int nv_target_has_mma_u8(const nv_target *t);
 /* NULL-terminated list of supported arch names (fhjit_targets). */
 const char *const *nv_target_names(void);
 

@@ -711,7 +711,8 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   /* and of another bconv_plan (FHJIT_BCONV_PLAN) */
   lw_bconv_tuning bt;
   if (lw_bconv_tuning_parse(ir_option(ctx, IR_OPT_BCONV_PLAN), &bt, why, sizeof why) > 0)
-    hash[0] ^= rt_checksum(hash[1], &(int64_t[4]){bt.vec, bt.threads, bt.split, bt.unroll}, 32);
+    hash[0] ^= rt_checksum(hash[1], &(int64_t[5]){bt.vec, bt.threads, bt.split, bt.unroll, bt.mma},
+                           40);
   char asked[16];
   snprintf(asked, sizeof asked, "%s", o && o->target ? o->target : "");
 

@@ -849,6 +849,87 @@ START_TEST(test_gpu_asm) {
 }
 END_TEST
 
+/* The tensor-core form's choice (bconv.c "Tensor cores"): automatic for
+ * r32 conversions of at least 4 source and 8 target rows, never for r62 or
+ * the lift, forced (M=1, 2, 4) or turned off (M=0 is mma -1) by the
+ * tuning; its launch facts; dropped before sm_80. The host runs the scalar
+ * form for such a plan (test_bench_shapes and test_sweep run plans that
+ * chose it). */
+START_TEST(test_mma_choice) {
+  fhjit_context *ctx = fhjit_context_create();
+  int32_t s[40], d[300];
+  for (int i = 0; i < 40; i++) s[i] = i;
+  for (int i = 0; i < 300; i++) d[i] = 100 + i;
+  lw_bconv_plan base = {.radix = FHJIT_R32, .mont = 1, .l = 12, .m = 48, .log_n = 16, .polys = 1,
+                        .src_row_stride = INT64_C(1) << 16, .src_index_stride = 1,
+                        .src_cols = s, .dst_cols = d};
+  lw_bconv_plan p = base;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  /* 4096 tiles of 16, 2 per warp, 8 warps a block: 256 blocks of 256 */
+  ck_assert_int_eq(p.mma, 2);
+  ck_assert_uint_eq(p.mma_threads, 256);
+  ck_assert_uint_eq(p.mma_blocks, 256);
+  /* constants (36 + 4 x 48 words) then 6 groups x 4 bytes x 2 k-steps x 64 */
+  ck_assert_uint_eq(p.mma_shared_bytes, (36 + 192 + 6 * 4 * 2 * 64) * 4);
+  uint32_t blocks, threads, shared;
+  lw_bconv_launch(&p, &blocks, &threads, &shared);
+  ck_assert_uint_eq(blocks, 256);
+  ck_assert_uint_eq(threads, 256);
+  ck_assert_uint_eq(shared, p.mma_shared_bytes);
+  ck_assert_uint_gt(p.blocks, 0); /* the scalar form's facts stay */
+  const nv_target *t75 = nv_find_target(NULL, "sm_75"), *t80 = nv_find_target(NULL, "sm_80");
+  ck_assert_ptr_nonnull(t75);
+  lw_bconv_plan q = p;
+  lw_bconv_for_target(&q, t80);
+  ck_assert_int_eq(q.mma, 2);
+  lw_bconv_for_target(&q, t75);
+  ck_assert_int_eq(q.mma, 0);
+  lw_bconv_launch(&q, &blocks, &threads, &shared);
+  ck_assert_uint_eq(blocks, p.blocks);
+  ck_assert_uint_eq(threads, p.threads);
+  /* digits: the grid per digit times the digits */
+  p = base;
+  p.digits = 3;
+  p.more[0] = p.more[1] = (lw_bconv_digit){0, 0, 0, s, d};
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_uint_eq(p.mma_digit_blocks, 256);
+  ck_assert_uint_eq(p.mma_blocks, 768);
+  /* not chosen: few rows, r62, lift, off */
+  p = base, p.l = 3;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 0);
+  p = base, p.m = 7;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 0);
+  p = base, p.radix = FHJIT_R62, p.l = 5, p.m = 35, p.mma = 2;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 0);
+  p = base, p.lift = 1, p.l = 1, p.mont = 0, p.mma = 2;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 0);
+  p = base, p.mma = -1;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 0);
+  /* forced on few rows, 4 tiles a warp at N = 16 (one tile per polynomial) */
+  p = base, p.l = 1, p.m = 1, p.log_n = 4, p.polys = 3, p.src_nax = 1, p.src_ext[0] = 3,
+  p.src_stride[0] = 16, p.mma = 4, p.threads = 64;
+  ck_assert_int_eq(lw_bconv_plan_make(ctx, &p), FHJIT_OK);
+  ck_assert_int_eq(p.mma, 4);
+  ck_assert_uint_eq(p.mma_threads, 32);
+  ck_assert_uint_eq(p.mma_blocks, 1);
+  /* the tuning's key */
+  lw_bconv_tuning tu;
+  char why[160];
+  ck_assert_int_eq(lw_bconv_tuning_parse("M=0", &tu, why, sizeof why), 1);
+  ck_assert_int_eq(tu.mma, -1);
+  ck_assert_int_eq(lw_bconv_tuning_parse("M=4,T=128", &tu, why, sizeof why), 1);
+  ck_assert_int_eq(tu.mma, 4);
+  ck_assert_int_eq(lw_bconv_tuning_parse("M=3", &tu, why, sizeof why), -1);
+  ck_assert(tu_contains(why, "M 0, 1, 2 or 4"));
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------ PTX and ptxas */
 
 static const char *ptxas_path(void) {
@@ -883,6 +964,9 @@ START_TEST(test_ptx) {
   ck_assert(tu_contains(ptx, ".entry bconv_"));
   ck_assert(tu_contains(ptx, "bar.sync"));
   if (s[_i].r == FHJIT_R62) ck_assert(tu_contains(ptx, "madc.hi.u32"));
+  /* r32 with 12 or 32 source rows: the tensor-core form (test_mma_choice) */
+  ck_assert_int_eq(tu_contains(ptx, "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32") != 0,
+                   s[_i].r == FHJIT_R32);
   const char *ptxas = ptxas_path();
   if (!ptxas) {
     printf("test_bconv: ptxas not found, the PTX of %s is not assembled\n", s[_i].name);
@@ -927,6 +1011,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_plan_errors);
+  tcase_add_test(tc, test_mma_choice);
   tcase_add_loop_test(tc, test_gpu_asm, 0, 2);
   tcase_add_loop_test(tc, test_bench_shapes, 0, 6);
   tcase_add_loop_test(tc, test_sweep, 0, 48);

@@ -136,6 +136,30 @@ static void rewrite(const char *path, const unsigned char *data, size_t size) {
   fclose(f);
 }
 
+/* Kernels compiled under another bconv_plan are other entries: every key of
+ * the tuning (the tensor-core form's M included) is part of the key, and
+ * the same plan again is a memory hit. */
+START_TEST(cache_bconv_plan_keys) {
+  use_fake();
+  fhjit_context *c = fhjit_context_create();
+  fhjit_graph *g = add_graph(c, "bp", FHJIT_R62, 4, 64);
+  static const char *const plans[] = {"", "M=0", "M=2", "M=4", "M=4,T=128", "V=2", "U=3"};
+  fhjit_cuda_options o = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
+  fhjit_cuda_compile_info info;
+  fhjit_cuda_kernel *ks[8];
+  for (size_t i = 0; i < sizeof plans / sizeof *plans; i++) {
+    ck_assert_int_eq(fhjit_context_set_option(c, "bconv_plan", plans[i]), FHJIT_OK);
+    ks[i] = fhjit_cuda_compile(g, &o, &info);
+    ck_assert_ptr_nonnull(ks[i]);
+    ck_assert_msg(info.source == FHJIT_CUDA_COMPILED, "bconv_plan \"%s\": a cache hit", plans[i]);
+  }
+  ck_assert_int_eq(fhjit_context_set_option(c, "bconv_plan", "M=2"), FHJIT_OK);
+  ck_assert_ptr_eq(fhjit_cuda_compile(g, &o, &info), ks[2]);
+  ck_assert_int_eq(info.source, FHJIT_CUDA_FROM_MEMORY);
+  fhjit_context_destroy(c);
+}
+END_TEST
+
 START_TEST(cache_corrupt_entries) {
   use_fake();
   fhjit_context *c = fhjit_context_create();
@@ -415,6 +439,7 @@ int main(void) {
   TCase *tc;
   Suite *s = rt_suite("kernel_cache", &tc);
   tcase_add_test(tc, cache_cold_memory_disk);
+  tcase_add_test(tc, cache_bconv_plan_keys);
   tcase_add_test(tc, cache_corrupt_entries);
   tcase_add_test(tc, cache_off);
   tcase_add_test(tc, cache_default_dirs);
