@@ -1080,7 +1080,9 @@ static void describe_bconv(const an_plan *p, int s, lw_program *out) {
   const lw_bconv_plan *bp = &p->steps[s].bconv;
   lw_kernel *k = &out->kernels[out->nkernels++];
   bconv_name(k->name, s);
-  lw_bconv_launch(bp, &k->grid[0], &k->block[0], &k->shared_bytes);
+  uint32_t static_bytes; /* declared by the kernel: no dynamic shared memory */
+  lw_bconv_launch(bp, &k->grid[0], &k->block[0], &static_bytes);
+  k->shared_bytes = 0;
   k->grid[1] = k->grid[2] = 1;
   k->block[1] = k->block[2] = 1;
   step_args(p, s, NULL, 0, k);
