@@ -84,30 +84,40 @@ static int64_t shared_words(const lw_bconv_plan *p) {
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
 
-/* The tensor-core form's shapes: k-steps of 8 source rows (32 bytes),
- * groups of 8 target rows, and its shared memory: the scalar form's
- * source and target constants, then the B fragments (file comment,
- * "Tensor cores"), [group][byte][k-step][lane][2] words. */
-static int64_t mma_ks(const lw_bconv_plan *p) { return ((int64_t)p->l + 7) / 8; }
+/* The tensor-core form's shapes: 32-bit halves per word (r32 1, r62 2)
+ * and bytes (4, 8); k-steps of 8 halves (32 bytes), groups of 8 target
+ * rows; its shared memory: the scalar form's source and target constants,
+ * then the B fragments (file comment, "Tensor cores"),
+ * [group][byte][k-step][lane][2] 32-bit words. */
+static int mma_halves(const lw_bconv_plan *p) { return p->radix == FHJIT_R62 ? 2 : 1; }
+static int mma_bytes(const lw_bconv_plan *p) { return 4 * mma_halves(p); }
+static int64_t mma_ks(const lw_bconv_plan *p) { return ((int64_t)p->l * mma_halves(p) + 7) / 8; }
 static int64_t mma_groups(const lw_bconv_plan *p) { return ((int64_t)p->m + 7) / 8; }
+static int64_t frag_words(const lw_bconv_plan *p) {
+  return mma_groups(p) * mma_bytes(p) * mma_ks(p) * 64;
+}
 static int64_t mma_shared_words(const lw_bconv_plan *p) {
-  return c_base(p) + mma_groups(p) * 4 * mma_ks(p) * 64;
+  return c_base(p) + frag_words(p) / mma_halves(p);
 }
 
 /* Chooses the tensor-core form and sets its launch facts (p->mma in: 0
  * automatic, -1 off, else tiles per warp). Automatic: r32 conversions of
- * at least 4 source and 8 target rows, 2 tiles per warp. threads: the
- * tuning's block size (0: automatic). */
+ * at least 4 source and 8 target rows, 2 tiles per warp; r62 only when
+ * asked (H200, 2026-12-03: r62 5 -> 35 at N = 2^16 19.3 us against the
+ * scalar form's 13.4, its best plan 17.8: 8 byte planes make 4 times an
+ * r32 conversion's products per word, and the scalar form's wide
+ * multiply-adds are already near their rate). threads: the tuning's block
+ * size (0: automatic). */
 static void mma_geometry(lw_bconv_plan *p, uint32_t threads) {
   int want = p->mma;
   p->mma = 0;
   p->mma_threads = p->mma_blocks = p->mma_digit_blocks = p->mma_shared_bytes = 0;
-  if (want < 0 || p->radix != FHJIT_R32 || p->lift) return;
+  if (want < 0 || p->lift) return;
   if (!want) {
-    if (p->l < 4 || p->m < 8) return;
+    if (p->radix != FHJIT_R32 || p->l < 4 || p->m < 8) return;
     want = 2;
   }
-  int64_t bytes = mma_shared_words(p) * 4;
+  int64_t bytes = mma_shared_words(p) * word_bytes(p->radix);
   if (bytes > LW_BCONV_MAX_SHARED) return;
   int64_t tiles = p->polys * ((INT64_C(1) << p->log_n) / 16);
   int64_t warps = (tiles + want - 1) / want;
@@ -779,10 +789,11 @@ static void sstore(bc *E, LLVMValueRef v, LLVMValueRef idx) {
   store_at(E, v, E->smem, idx, walign(E));
 }
 
-/* One phase-0 item: its words and their shared indices (at most 4). */
+/* One phase-0 item: its words and their shared indices (at most 16; in
+ * 32-bit words when w32, else words of the radix). */
 typedef struct item_out {
-  LLVMValueRef val[4], at[4];
-  int n;
+  LLVMValueRef val[16], at[16];
+  int n, w32;
 } item_out;
 typedef void (*item_fn)(bc *E, LLVMValueRef idx, item_out *o);
 
@@ -830,8 +841,14 @@ static void tgt_item(bc *E, LLVMValueRef idx, item_out *o) {
     modulus(E, column(E, 0, c64(E, 0)), &q, &qk);
     f[E->wbits == 64 ? 2 : 3] = LLVMBuildURem(E->b, LLVMBuildLShr(E->b, q, cw(E, 1), ""), t, "hm");
   } else if (E->mma) {
-    /* 2^40 mod t, by 8 doublings of 2^32 mod t: REDC(c 2^40) = 2^8 c */
+    /* 2^8 R mod t (r32 2^40, r62 2^70), by 8 doublings of R mod t, so
+     * that REDC(c 2^8 R) = 2^8 c; r62 also 2^32 mod t (field 2, the
+     * reduction's fold) */
     LLVMValueRef r = f[2];
+    if (E->wbits == 64) {
+      r = LLVMBuildURem(E->b, cw(E, UINT64_C(1) << 62), t, "r62");
+      f[2] = LLVMBuildURem(E->b, cw(E, UINT64_C(1) << 32), t, "r32");
+    }
     for (int d = 0; d < 8; d++) r = csub(E, LLVMBuildShl(E->b, r, cw(E, 1), ""), t);
     f[3] = r;
   }
@@ -886,6 +903,7 @@ static void for_items(bc *E, LLVMValueRef t64, int64_t count, item_fn fn) {
     base = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)(C * T)), ""), t64, "");
   }
   item_out o[4];
+  memset(o, 0, sizeof o);
   LLVMValueRef ok[4];
   for (int k = 0; k < C; k++) {
     LLVMValueRef idx = LLVMBuildNUWAdd(E->b, base, c64(E, (uint64_t)(k * T)), "item");
@@ -897,7 +915,9 @@ static void for_items(bc *E, LLVMValueRef t64, int64_t count, item_fn fn) {
     LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->c, E->fn, "");
     LLVMBuildCondBr(E->b, ok[k], st, next);
     LLVMPositionBuilderAtEnd(E->b, st);
-    for (int j = 0; j < o[k].n; j++) sstore(E, o[k].val[j], o[k].at[j]);
+    for (int j = 0; j < o[k].n; j++)
+      if (o[k].w32) LLVMSetAlignment(LLVMBuildStore(E->b, o[k].val[j], gep(E, E->i32, E->smem, o[k].at[j])), 4);
+      else sstore(E, o[k].val[j], o[k].at[j]);
     LLVMBuildBr(E->b, next);
     LLVMPositionBuilderAtEnd(E->b, next);
   }
@@ -1122,80 +1142,125 @@ static void phase1_compute(bc *E, p1 *S) {
 
 /* 8-bit products on the tensor cores (mma.m16n8k32, u8 x u8 -> s32):
  * A[coefficient][k] B[k][n] summed over k, with k = (source row i, byte
- * a) and n = (target row j, byte b):
+ * a) and n = (target row j, byte b), a and b < 4 (r32) or 8 (r62):
  *   A = byte a of V_i (so A's 32-bit fragment words are the V_i
- *       themselves: 4 consecutive k of one row),
- *   B = byte b of c_jia = c_ji 2^(8a) mod t_j (phase 0b),
- *   D_b = sum_(i,a) byte_a(V_i) byte_b(c_jia) < 8 KS 255^2 < 2^23,
- *   S = sum_b D_b 2^(8b) < 2^47, S = sum_i V_i c_ji (mod t_j),
- * then the scalar form's fold and REDC (S below 2^64: one fold), so the
- * result is the same word. A warp converts tiles of 16 coefficients of
- * one polynomial; per tile and group of 8 target rows it runs KS k-steps
- * (8 source rows each) for each byte b. Fragments (PTX ISA, m16n8k32 .u8,
- * g = lane / 4, c = lane % 4): A word r (0..3) holds row (coefficient) g
- * + 8 (r % 2), k-word c + 4 (r / 2); B word r holds k-word c + 4 r,
- * column g; D word r holds row g + 8 (r / 2), column 2 c + r % 2. */
+ *       themselves, r62 their low and high halves: 4 consecutive k),
+ *   B = byte b of c_jia = c_ji 2^(8a) mod t_j (phase 0b; c_ji the scalar
+ *       form's product constant, r62 with its factor 4),
+ *   D_b = sum_(i,a) byte_a(V_i) byte_b(c_jia) < 32 KS 255^2 < 2^24,
+ *   S = sum_b D_b 2^(8b) = sum_i V_i c_ji (mod t_j).
+ * r32: S < 2^48, reduced by the scalar form's fold and REDC. r62: S = L
+ * + 2^32 H (L the bytes 0..3, H the bytes 4..7, each below 2^49), folded
+ * to L + H (2^32 mod t) < 2^64 t and reduced by the scalar form's 2^-64
+ * Montgomery step: the same words either way. A warp converts tiles of
+ * 16 coefficients of one polynomial; per tile and group of 8 target rows
+ * it runs KS k-steps (8 halves each) for each byte b. Fragments (PTX ISA,
+ * m16n8k32 .u8, g = lane / 4, c = lane % 4): A word r (0..3) holds row
+ * (coefficient) g + 8 (r % 2), k-word c + 4 (r / 2); B word r holds
+ * k-word c + 4 r, column g; D word r holds row g + 8 (r / 2), column 2 c
+ * + r % 2. k-word w is half w % 2 of source row w / 2 (r62; r32 row w). */
 
 static LLVMValueRef smem_word(bc *E, LLVMValueRef idx) {
-  return load_at(E, E->W, E->smem, idx, 4, "");
+  return load_at(E, E->W, E->smem, idx, walign(E), "");
 }
 
-/* Phase 0b item idx = (j, i) over the padded [8 groups][8 KS] pairs: the
- * four B words (bytes b = 0..3) of c_ji, zero outside [m][l]. After phase
- * 0a (the target constants, with 2^40 mod t in field 3). */
+/* Byte b of 32-bit x0..x3 packed into one word (x0's lowest): prmt. */
+static LLVMValueRef prmt(bc *E, LLVMValueRef a, LLVMValueRef b, uint32_t sel) {
+  LLVMTypeRef args[3] = {E->i32, E->i32, E->i32};
+  LLVMTypeRef fty = LLVMFunctionType(E->i32, args, 3, 0);
+  static const char text[] = "prmt.b32 $0, $1, $2, $3;", cons[] = "=r,r,r,r";
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 0, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMValueRef in[3] = {a, b, c32(E, sel)};
+  return LLVMBuildCall2(E->b, fty, fn, in, 3, "");
+}
+static LLVMValueRef byte_word(bc *E, LLVMValueRef *x, int b) {
+  uint32_t sel = (uint32_t)b | (uint32_t)(4 + b) << 4;
+  return prmt(E, prmt(E, x[0], x[1], sel), prmt(E, x[2], x[3], sel), 0x5410);
+}
+
+/* Phase 0b item idx = (j, i) over the padded [8 groups][8 KS / halves]
+ * pairs: the B words (bytes b, halves h) of c_ji, zero outside [m][l].
+ * After phase 0a (the target constants; field 3 2^8 R mod t). */
 static void frag_item(bc *E, LLVMValueRef idx, item_out *o) {
   const lw_bconv_plan *p = E->P;
-  int64_t ks8 = 8 * mma_ks(p), KS = mma_ks(p);
-  LLVMValueRef j = LLVMBuildUDiv(E->b, idx, c64(E, (uint64_t)ks8), "j");
-  LLVMValueRef i = LLVMBuildURem(E->b, idx, c64(E, (uint64_t)ks8), "i");
+  int hw = mma_halves(p), nb = mma_bytes(p);
+  int64_t KS = mma_ks(p), ipad = 8 * KS / hw;
+  LLVMValueRef j = LLVMBuildUDiv(E->b, idx, c64(E, (uint64_t)ipad), "j");
+  LLVMValueRef i = LLVMBuildURem(E->b, idx, c64(E, (uint64_t)ipad), "i");
   LLVMValueRef ok = LLVMBuildAnd(E->b, LLVMBuildICmp(E->b, LLVMIntULT, j, c64(E, (uint64_t)p->m), ""),
                                  LLVMBuildICmp(E->b, LLVMIntULT, i, c64(E, (uint64_t)p->l), ""), "");
   LLVMValueRef jc = umin(E, j, c64(E, (uint64_t)(p->m - 1)));
   LLVMValueRef ic = umin(E, i, c64(E, (uint64_t)(p->l - 1)));
   LLVMValueRef t = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 0));
   LLVMValueRef k = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 1));
-  LLVMValueRef r40 = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 3));
+  LLVMValueRef r8 = smem_word(E, shared_idx(E, tgt_base(p), jc, TGT_WORDS, 3));
+  /* the scalar form's constant (c_item) */
   LLVMValueRef ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jc, c64(E, (uint64_t)p->l), ""), ic, "");
   ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWAdd(E->b, ti, E->dtab_off, ""), c64(E, (uint64_t)p->l), "");
   LLVMValueRef cv = load_at(E, E->W, E->dtable, ti, walign(E), "c");
   if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, column(E, 1, jc)), t, k), t);
-  LLVMValueRef ca[4];
-  ca[0] = LLVMBuildSelect(E->b, ok, cv, cw(E, 0), "");
-  for (int a = 1; a < 4; a++) ca[a] = redc_mul(E, ca[a - 1], r40, t, k);
-  /* where the word goes: group j / 8, column j % 8, k-step i / 8, word
-   * (i % 8) / 4 of lane 4 (j % 8) + i % 4 */
-  LLVMValueRef jg = LLVMBuildLShr(E->b, j, c64(E, 3), "");
-  LLVMValueRef lane = LLVMBuildOr(E->b, LLVMBuildShl(E->b, LLVMBuildAnd(E->b, j, c64(E, 7), ""), c64(E, 2), ""),
-                                  LLVMBuildAnd(E->b, i, c64(E, 3), ""), "lane");
-  LLVMValueRef ks = LLVMBuildLShr(E->b, i, c64(E, 3), "");
-  LLVMValueRef reg = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, i, c64(E, 2), ""), c64(E, 1), "");
-  for (int b = 0; b < 4; b++) {
-    LLVMValueRef w = cw(E, 0);
-    for (int a = 0; a < 4; a++) {
-      LLVMValueRef byte = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, ca[a], cw(E, (uint64_t)(8 * b)), ""),
-                                       cw(E, 0xff), "");
-      w = LLVMBuildOr(E->b, w, LLVMBuildShl(E->b, byte, cw(E, (uint64_t)(8 * a)), ""), "");
-    }
-    LLVMValueRef at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jg, c64(E, 4), ""), c64(E, (uint64_t)b), "");
-    at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, (uint64_t)KS), ""), ks, "");
-    at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, 64), ""),
-                         LLVMBuildNUWAdd(E->b, LLVMBuildShl(E->b, lane, c64(E, 1), ""), reg, ""), "");
-    o->val[b] = w;
-    o->at[b] = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)c_base(p)), "");
+  if (E->wbits == 64) {
+    cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
+    cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
   }
-  o->n = 4;
+  LLVMValueRef ca[8];
+  ca[0] = LLVMBuildSelect(E->b, ok, cv, cw(E, 0), "");
+  for (int a = 1; a < nb; a++) { /* r62's REDC is lazy: below 1.5 t here */
+    ca[a] = redc_mul(E, ca[a - 1], r8, t, k);
+    if (E->wbits == 64) ca[a] = csub(E, ca[a], t);
+  }
+  /* where a word goes: group j / 8, column j % 8; k-word w = i hw + h:
+   * k-step w / 8, word (w % 8) / 4 of lane 4 (j % 8) + w % 4 */
+  LLVMValueRef jg = LLVMBuildLShr(E->b, j, c64(E, 3), "");
+  LLVMValueRef col4 = LLVMBuildShl(E->b, LLVMBuildAnd(E->b, j, c64(E, 7), ""), c64(E, 2), "");
+  o->n = 0;
+  o->w32 = 1;
+  for (int h = 0; h < hw; h++) {
+    LLVMValueRef w = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, i, c64(E, (uint64_t)hw), ""),
+                                     c64(E, (uint64_t)h), "kw");
+    LLVMValueRef lane = LLVMBuildOr(E->b, col4, LLVMBuildAnd(E->b, w, c64(E, 3), ""), "lane");
+    LLVMValueRef ks = LLVMBuildLShr(E->b, w, c64(E, 3), "");
+    LLVMValueRef reg = LLVMBuildAnd(E->b, LLVMBuildLShr(E->b, w, c64(E, 2), ""), c64(E, 1), "");
+    for (int b = 0; b < nb; b++) {
+      /* byte b of c_j,i,4h+e for e < 4: byte b % 4 of their half b / 4 */
+      LLVMValueRef x[4];
+      for (int e = 0; e < 4; e++) {
+        LLVMValueRef v = ca[4 * h + e];
+        if (E->wbits == 64) v = trunc_to(E, LLVMBuildLShr(E->b, v, cw(E, (uint64_t)(32 * (b / 4))), ""), E->i32);
+        x[e] = v;
+      }
+      LLVMValueRef at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jg, c64(E, (uint64_t)nb), ""), c64(E, (uint64_t)b), "");
+      at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, (uint64_t)KS), ""), ks, "");
+      at = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, at, c64(E, 64), ""),
+                           LLVMBuildNUWAdd(E->b, LLVMBuildShl(E->b, lane, c64(E, 1), ""), reg, ""), "");
+      o->val[o->n] = byte_word(E, x, b % 4);
+      o->at[o->n++] = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)(c_base(p) * hw)), "");
+    }
+  }
 }
 
 #define MMA_MAX_TILES 4
-#define MMA_MAX_KS (LW_BCONV_MAX_L / 8)
+#define MMA_MAX_KS (2 * LW_BCONV_MAX_L / 8)
 
 /* A warp's phase-1 state: its tiles (polynomial, first coefficient,
- * whether it exists) and source words [tile][row slot 4 q + c][g, g + 8]. */
+ * whether it exists) and source words [tile][slot q: k-word 4 q + c]
+ * [g, g + 8]. */
 typedef struct p1m {
   LLVMValueRef lane, g, c;
   LLVMValueRef poly[MMA_MAX_TILES], i0[MMA_MAX_TILES], ok[MMA_MAX_TILES];
   LLVMValueRef w[MMA_MAX_TILES][2 * MMA_MAX_KS][2];
 } p1m;
+
+/* Slot q's source row (k-word 4 q + c, over the halves), and whether
+ * every lane's row exists. */
+static LLVMValueRef slot_row(bc *E, const p1m *S, int q, int *all_in) {
+  const lw_bconv_plan *p = E->P;
+  int hw = mma_halves(p);
+  *all_in = (4 * q + 3) / hw < p->l;
+  LLVMValueRef cr = hw == 2 ? LLVMBuildLShr(E->b, S->c, c64(E, 1), "") : S->c;
+  return LLVMBuildNUWAdd(E->b, cr, c64(E, (uint64_t)(4 * q / hw)), "row");
+}
 
 /* The warp's tiles and the thread's source words, issued before phase 0. */
 static void mma_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1m *S) {
@@ -1208,7 +1273,6 @@ static void mma_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1m *S) {
   S->c = LLVMBuildAnd(E->b, S->lane, c64(E, 3), "c");
   LLVMValueRef warp = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, blk, c64(E, p->mma_threads / 32), ""),
                                       LLVMBuildLShr(E->b, t64, c64(E, 5), ""), "warp");
-  LLVMValueRef crs = LLVMBuildNUWMul(E->b, S->c, c64(E, (uint64_t)p->src_row_stride), "");
   for (int t = 0; t < MT; t++) {
     LLVMValueRef tile = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, warp, c64(E, (uint64_t)MT), ""),
                                         c64(E, (uint64_t)t), "tile");
@@ -1218,14 +1282,11 @@ static void mma_load(bc *E, LLVMValueRef tid, LLVMValueRef blk, p1m *S) {
     S->i0[t] = LLVMBuildNUWMul(E->b, LLVMBuildURem(E->b, tile, c64(E, (uint64_t)per), ""), c64(E, 16), "i0");
     LLVMValueRef off = poly_offset(E, S->poly[t]);
     for (int q = 0; q < 2 * KS; q++) {
-      /* row 4 q + c, clamped to the last (its product is zeroed later) */
-      LLVMValueRef roff;
-      if (4 * q + 3 < p->l)
-        roff = LLVMBuildAdd(E->b, off, LLVMBuildAdd(E->b, crs, c64(E, (uint64_t)(4 * q * p->src_row_stride)), ""), "");
-      else {
-        LLVMValueRef r = umin(E, LLVMBuildNUWAdd(E->b, S->c, c64(E, (uint64_t)(4 * q)), ""), c64(E, (uint64_t)(p->l - 1)));
-        roff = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, r, c64(E, (uint64_t)p->src_row_stride), ""), "");
-      }
+      int all_in;
+      LLVMValueRef r = slot_row(E, S, q, &all_in);
+      /* a row past the last reads the last (its product is zeroed later) */
+      if (!all_in) r = umin(E, r, c64(E, (uint64_t)(p->l - 1)));
+      LLVMValueRef roff = LLVMBuildAdd(E->b, off, LLVMBuildMul(E->b, r, c64(E, (uint64_t)p->src_row_stride), ""), "");
       for (int h = 0; h < 2; h++) {
         LLVMValueRef coef = LLVMBuildNUWAdd(E->b, S->i0[t], LLVMBuildNUWAdd(E->b, S->g, c64(E, (uint64_t)(8 * h)), ""), "");
         LLVMValueRef at = LLVMBuildAdd(E->b, roff, LLVMBuildMul(E->b, coef, c64(E, (uint64_t)p->src_index_stride), ""), "");
@@ -1245,15 +1306,29 @@ static void mma_u8(bc *E, LLVMValueRef *a, LLVMValueRef b0, LLVMValueRef b1, LLV
   for (int x = 0; x < 4; x++) acc[x] = LLVMBuildExtractValue(E->b, r, (unsigned)x, "");
 }
 
-/* S = sum_b D_b 2^(8b) in 64 bits, reduced as the scalar form does. */
-static LLVMValueRef mma_reduce(bc *E, LLVMValueRef *d, const tgt *T) {
+/* sum_b d[b] 2^(8b) over bytes b0 .. b0 + 3, in 64 bits. */
+static LLVMValueRef byte_sum(bc *E, LLVMValueRef *d) {
   LLVMValueRef s = zext(E, d[0], E->i64);
   for (int b = 1; b < 4; b++)
     s = LLVMBuildNUWAdd(E->b, s, LLVMBuildShl(E->b, zext(E, d[b], E->i64), c64(E, (uint64_t)(8 * b)), ""), "");
-  LLVMValueRef x = fold32(E, T, s);
-  LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
-  LLVMValueRef u = madwide32(E, m, T->t, x);
-  return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+  return s;
+}
+
+/* S = sum_b D_b 2^(8b), reduced as the scalar form does (above). */
+static LLVMValueRef mma_reduce(bc *E, LLVMValueRef *d, const tgt *T) {
+  LLVMValueRef s = byte_sum(E, d);
+  if (E->wbits == 32) {
+    LLVMValueRef x = fold32(E, T, s);
+    LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
+    LLVMValueRef u = madwide32(E, m, T->t, x);
+    return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+  }
+  /* L + H (2^32 mod t) as 128 bits: below 2^49 t + 2^49 <= 2^64 t */
+  LLVMValueRef f = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, zext(E, byte_sum(E, d + 4), E->i128),
+                                                         zext(E, T->x1, E->i128), ""),
+                                   zext(E, s, E->i128), "");
+  LLVMValueRef u = reduce62(E, trunc_to(E, f, E->i64), high(E, f), c64(E, 0), T->t, T->k);
+  return csub(E, u, T->t);
 }
 
 /* After phase 0: the A fragments (the V_i), then per group of 8 target
@@ -1261,11 +1336,13 @@ static LLVMValueRef mma_reduce(bc *E, LLVMValueRef *d, const tgt *T) {
  * and j0 + 1, coefficients g and g + 8 of each tile). */
 static void mma_compute(bc *E, p1m *S) {
   const lw_bconv_plan *p = E->P;
-  int MT = p->mma, KS = (int)mma_ks(p);
+  int MT = p->mma, KS = (int)mma_ks(p), hw = mma_halves(p), nb = mma_bytes(p);
   int64_t n = INT64_C(1) << p->log_n;
   LLVMValueRef A[MMA_MAX_TILES][MMA_MAX_KS][4];
+  LLVMValueRef shift = hw == 2 ? LLVMBuildShl(E->b, LLVMBuildAnd(E->b, S->c, c64(E, 1), ""), c64(E, 5), "") : NULL;
   for (int q = 0; q < 2 * KS; q++) {
-    LLVMValueRef r = LLVMBuildNUWAdd(E->b, S->c, c64(E, (uint64_t)(4 * q)), "");
+    int all_in;
+    LLVMValueRef r = slot_row(E, S, q, &all_in);
     LLVMValueRef in = LLVMBuildICmp(E->b, LLVMIntULT, r, c64(E, (uint64_t)p->l), "");
     LLVMValueRef rc = umin(E, r, c64(E, (uint64_t)(p->l - 1)));
     LLVMValueRef sc[SRC_WORDS];
@@ -1273,7 +1350,9 @@ static void mma_compute(bc *E, p1m *S) {
     for (int t = 0; t < MT; t++)
       for (int h = 0; h < 2; h++) {
         LLVMValueRef v = redc_const(E, S->w[t][q][h], sc[0], sc[1], sc[2]);
-        if (4 * q + 3 >= p->l) v = LLVMBuildSelect(E->b, in, v, cw(E, 0), "");
+        if (E->wbits == 64) /* canonical, then this lane's half */
+          v = trunc_to(E, LLVMBuildLShr(E->b, csub(E, v, sc[2]), shift, ""), E->i32);
+        if (!all_in) v = LLVMBuildSelect(E->b, in, v, c32(E, 0), "");
         A[t][q / 2][(q % 2) * 2 + h] = v;
       }
   }
@@ -1283,15 +1362,17 @@ static void mma_compute(bc *E, p1m *S) {
   LLVMTypeRef pair = LLVMVectorType(E->i32, 2);
   LLVMValueRef lane2 = LLVMBuildShl(E->b, S->lane, c64(E, 1), "");
   loop L = loop_begin(E, c64(E, 0), c64(E, (uint64_t)mma_groups(p)), "group");
-  LLVMValueRef acc[MMA_MAX_TILES][4][4];
+  LLVMValueRef acc[MMA_MAX_TILES][8][4];
   for (int t = 0; t < MT; t++)
-    for (int b = 0; b < 4; b++)
+    for (int b = 0; b < nb; b++)
       for (int x = 0; x < 4; x++) acc[t][b][x] = c32(E, 0);
-  for (int b = 0; b < 4; b++)
+  for (int b = 0; b < nb; b++)
     for (int ks = 0; ks < KS; ks++) {
-      LLVMValueRef at = LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)(4 * KS * 64)), "");
-      at = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)(c_base(p) + (b * KS + ks) * 64)), "");
-      LLVMValueRef bv = load_at(E, pair, E->smem, LLVMBuildNUWAdd(E->b, at, lane2, ""), 8, "bf");
+      LLVMValueRef at = LLVMBuildNUWMul(E->b, L.iv, c64(E, (uint64_t)(nb * KS * 64)), "");
+      at = LLVMBuildNUWAdd(E->b, at, c64(E, (uint64_t)(c_base(p) * hw + (b * KS + ks) * 64)), "");
+      LLVMValueRef bp = gep(E, E->i32, E->smem, LLVMBuildNUWAdd(E->b, at, lane2, ""));
+      LLVMValueRef bv = LLVMBuildLoad2(E->b, pair, bp, "bf");
+      LLVMSetAlignment(bv, 8);
       LLVMValueRef b0 = LLVMBuildExtractElement(E->b, bv, c32(E, 0), "");
       LLVMValueRef b1 = LLVMBuildExtractElement(E->b, bv, c32(E, 1), "");
       for (int t = 0; t < MT; t++) mma_u8(E, A[t][ks], b0, b1, acc[t][b]);
@@ -1312,7 +1393,8 @@ static void mma_compute(bc *E, p1m *S) {
   for (int t = 0; t < MT; t++)
     for (int x = 0; x < 4; x++) {
       int h = x / 2, e = x % 2;
-      LLVMValueRef d[4] = {acc[t][0][x], acc[t][1][x], acc[t][2][x], acc[t][3][x]};
+      LLVMValueRef d[8];
+      for (int b = 0; b < nb; b++) d[b] = acc[t][b][x];
       LLVMValueRef z = mma_reduce(E, d, &T[e]);
       LLVMValueRef at = LLVMBuildNUWAdd(E->b, dbase[t], LLVMBuildNUWMul(E->b, jrow[e], c64(E, (uint64_t)n), ""), "");
       if (h) at = LLVMBuildNUWAdd(E->b, at, c64(E, 8), "");
@@ -1320,7 +1402,7 @@ static void mma_compute(bc *E, p1m *S) {
       LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(E->c, E->fn, "");
       LLVMBuildCondBr(E->b, LLVMBuildAnd(E->b, jok[e], S->ok[t], ""), st, next);
       LLVMPositionBuilderAtEnd(E->b, st);
-      store_at(E, z, E->dst, at, 4);
+      store_at(E, z, E->dst, at, walign(E));
       LLVMBuildBr(E->b, next);
       LLVMPositionBuilderAtEnd(E->b, next);
     }
@@ -1337,7 +1419,7 @@ static void build_mma_body(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
   for_items(E, t64, p->l, src_item);
   for_items(E, t64, p->m, tgt_item);
   LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  for_items(E, t64, 64 * mma_groups(p) * mma_ks(p), frag_item);
+  for_items(E, t64, 8 * mma_groups(p) * 8 * mma_ks(p) / mma_halves(p), frag_item);
   LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
   mma_compute(E, &S);
 }
@@ -1507,9 +1589,12 @@ static void build_gpu(bc *E, const char *name) {
                               LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
   if (E->mma) {
     /* without a register limit, ptxas holds some of these kernels to 64 or
-     * 80 registers with a spill of 4 or 8 bytes; with one, none spills */
+     * 80 registers with a spill of 4 or 8 bytes; with one, none spills. At
+     * most what a block's threads can have (64 K registers an SM): more
+     * and the launch fails (r62 M=4 at 512 threads did) */
+    uint32_t cap = 65536 / E->threads / 8 * 8;
     LLVMMetadataRef mr[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxnreg", 7),
-                             LLVMValueAsMetadata(c32(E, 168))};
+                             LLVMValueAsMetadata(c32(E, cap < 168 ? cap : 168))};
     LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                                 LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mr, 3)));
   }

@@ -1034,45 +1034,55 @@ static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K
 /* ------------------------------- the conversion on the tensor cores */
 
 /* The conversion's tensor-core form (bconv_plan M=1, 2, 4; bconv.c
- * "Tensor cores") and the scalar form (M=0) against the interpreter: r32,
- * source rows 1 .. 32 and target rows 7 .. 52 (partial k-steps and row
- * groups), N = 2^4 .. 2^16, both forms, with and without a component
- * axis (a strided source). The automatic choice also runs in section7
- * and ckks (SPEC 7's r32 shapes take the tensor cores). */
+ * "Tensor cores") and the scalar form (M=0) against the interpreter: both
+ * radices, source rows 1 .. 32 and target rows 7 .. 52 (partial k-steps
+ * and row groups), N = 2^4 .. 2^16, both forms, with and without a
+ * component axis (a strided source), moduli near the radix limit and far
+ * below, and a chain of 18-bit moduli (r62's fold of the high bytes). The
+ * automatic choice also runs in section7 and ckks (SPEC 7's shapes take
+ * the tensor cores). */
 static void group_bconv_mma(int quick) {
   group_begin();
   static const struct {
-    int l, m, logn, mont, comps;
-  } sh[] = {{1, 9, 4, 1, 0},   {3, 8, 10, 0, 2},  {5, 35, 12, 1, 2}, {12, 24, 16, 1, 0},
-            {12, 48, 4, 0, 2}, {17, 40, 10, 1, 0}, {32, 32, 12, 0, 2}, {8, 7, 10, 1, 2},
-            {9, 52, 5, 1, 2},  {4, 8, 16, 0, 2}};
+    int l, m, logn, mont, comps, tiny;
+  } sh[] = {{1, 9, 4, 1, 0, 0},   {3, 8, 10, 0, 2, 0},  {5, 35, 12, 1, 2, 0},
+            {12, 24, 16, 1, 0, 0}, {12, 48, 4, 0, 2, 0}, {17, 40, 10, 1, 0, 0},
+            {32, 32, 12, 0, 2, 0}, {8, 7, 10, 1, 2, 0},  {9, 52, 5, 1, 2, 0},
+            {4, 8, 16, 0, 2, 0},   {5, 33, 16, 1, 2, 0}, {6, 20, 4, 1, 2, 1}};
   static const char *const modes[] = {"M=2", "M=1", "M=4", "M=0"};
-  for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
-    for (int md = 0; md < (quick ? 1 : 4); md++) {
-      int l = sh[i].l, m = sh[i].m;
-      int64_t n = INT64_C(1) << sh[i].logn;
-      uint64_t q[64];
-      if (!s7_chain(FHJIT_R32, l + m, n, q)) continue;
-      if (fhjit_context_set_option(ctx, "bconv_plan", modes[md]) != FHJIT_OK) {
-        check(0, "bconv_plan %s: %s", modes[md], fhjit_last_error(ctx));
-        continue;
+  for (int rdx = 0; rdx < 2; rdx++)
+    for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
+      for (int md = 0; md < (quick ? 1 : 4); md++) {
+        fhjit_radix radix = rdx ? FHJIT_R62 : FHJIT_R32;
+        int l = sh[i].l, m = sh[i].m;
+        int64_t n = INT64_C(1) << sh[i].logn;
+        uint64_t q[64];
+        if (sh[i].tiny ? fhjit_find_primes(ctx, 18, (uint64_t)(2 * n), l + m, q) != FHJIT_OK
+                       : !s7_chain(radix, l + m, n, q)) {
+          check(0, "bconv chain: %s", fhjit_last_error(ctx));
+          continue;
+        }
+        if (fhjit_context_set_option(ctx, "bconv_plan", modes[md]) != FHJIT_OK) {
+          check(0, "bconv_plan %s: %s", modes[md], fhjit_last_error(ctx));
+          continue;
+        }
+        fhjit_graph *g = fhjit_graph_create(ctx, "bcm", radix);
+        fhjit_graph_set_moduli(g, q, l + m);
+        int32_t basis[64];
+        for (int r = 0; r < l + m; r++) basis[r] = r;
+        fhjit_value x = s7_poly(g, "x", sh[i].comps, l, n, NULL, FHJIT_DOMAIN_COEF,
+                                sh[i].mont ? FHJIT_FORM_MONT : FHJIT_FORM_STD);
+        fhjit_value y = fhjit_bconv(g, x, s7_table(g, "t", l + (int64_t)l * m), basis + l, m);
+        char label[112];
+        snprintf(label, sizeof label, "bconv %s %d -> %d N=2^%d %s comps %d%s %s",
+                 rdx ? "r62" : "r32", l, m, sh[i].logn, sh[i].mont ? "mont" : "std",
+                 sh[i].comps, sh[i].tiny ? " 18-bit moduli" : "", modes[md]);
+        if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK)
+          check(0, "%s: %s", label, fhjit_last_error(ctx));
+        else
+          s7_case(g, q, l + m, n, label);
+        fhjit_graph_destroy(g);
       }
-      fhjit_graph *g = fhjit_graph_create(ctx, "bcm", FHJIT_R32);
-      fhjit_graph_set_moduli(g, q, l + m);
-      int32_t basis[64];
-      for (int r = 0; r < l + m; r++) basis[r] = r;
-      fhjit_value x = s7_poly(g, "x", sh[i].comps, l, n, NULL, FHJIT_DOMAIN_COEF,
-                              sh[i].mont ? FHJIT_FORM_MONT : FHJIT_FORM_STD);
-      fhjit_value y = fhjit_bconv(g, x, s7_table(g, "t", l + (int64_t)l * m), basis + l, m);
-      char label[96];
-      snprintf(label, sizeof label, "bconv r32 %d -> %d N=2^%d %s comps %d %s", l, m,
-               sh[i].logn, sh[i].mont ? "mont" : "std", sh[i].comps, modes[md]);
-      if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK)
-        check(0, "%s: %s", label, fhjit_last_error(ctx));
-      else
-        s7_case(g, q, l + m, n, label);
-      fhjit_graph_destroy(g);
-    }
   fhjit_context_set_option(ctx, "bconv_plan", NULL);
   group_end("bconv_mma");
 }
