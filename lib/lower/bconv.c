@@ -351,6 +351,15 @@ static LLVMValueRef fold32(bc *E, const tgt *T, LLVMValueRef s) {
   return madwide32(E, hi, T->x1, lo);
 }
 
+/* r32: s R^-1 mod t, canonical, for a 64-bit sum s (fold, REDC, one
+ * subtraction: the file comment). */
+static LLVMValueRef redc32_fold(bc *E, const tgt *T, LLVMValueRef s) {
+  LLVMValueRef x = fold32(E, T, s);
+  LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
+  LLVMValueRef u = madwide32(E, m, T->t, x);
+  return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+}
+
 /* Z = sum_r v[r] c[r] R^-1 mod t, canonical (the file comment). */
 static LLVMValueRef dot_reduce(bc *E, const tgt *T, LLVMValueRef *v, LLVMValueRef *c, int l) {
   if (E->wbits == 32) {
@@ -364,10 +373,7 @@ static LLVMValueRef dot_reduce(bc *E, const tgt *T, LLVMValueRef *v, LLVMValueRe
       s = madwide32(E, v[r], c[r], s);
       cnt++;
     }
-    LLVMValueRef x = fold32(E, T, s);
-    LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
-    LLVMValueRef u = madwide32(E, m, T->t, x);
-    return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
+    return redc32_fold(E, T, s);
   }
   LLVMValueRef z = NULL;
   for (int r0 = 0; r0 < l; r0 += 16) { /* chunks of 16 products: below 2^64 t */
@@ -553,6 +559,19 @@ static void tgt_item(bc *E, LLVMValueRef idx, item_out *o) {
   o->n = 4;
 }
 
+/* A table word c of target row j in the form the sums use: Montgomery
+ * output c R mod t (canon(REDC(c R^2))), and r62's factor 4 (its
+ * reduction divides by 2^64, not R). */
+static LLVMValueRef product_constant(bc *E, LLVMValueRef cv, LLVMValueRef j, LLVMValueRef t,
+                                     LLVMValueRef k) {
+  if (E->P->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, column(E, 1, j)), t, k), t);
+  if (E->wbits == 64) {
+    cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
+    cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
+  }
+  return cv;
+}
+
 /* Product constant idx = j l + i, target-row major. */
 static void c_item(bc *E, LLVMValueRef idx, item_out *o) {
   const lw_bconv_plan *p = E->P;
@@ -568,14 +587,7 @@ static void c_item(bc *E, LLVMValueRef idx, item_out *o) {
   } else {
     LLVMValueRef ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWAdd(E->b, idx, E->dtab_off, ""),
                                       c64(E, (uint64_t)l), "");
-    cv = load_at(E, E->W, E->dtable, ti, walign(E), "c");
-    /* Montgomery output: c' = canon(REDC(c R^2)) = c R mod t */
-    if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, col), t, k), t);
-    /* r62: c'' = 4c' mod t (the reduction divides by 2^64, not R) */
-    if (E->wbits == 64) {
-      cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
-      cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
-    }
+    cv = product_constant(E, load_at(E, E->W, E->dtable, ti, walign(E), "c"), j, t, k);
   }
   o->val[0] = cv;
   o->at[0] = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, j, c64(E, (uint64_t)crow_words(p)), ""),
@@ -895,12 +907,7 @@ static void frag_item(bc *E, LLVMValueRef idx, item_out *o) {
   /* the scalar form's constant (c_item) */
   LLVMValueRef ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, jc, c64(E, (uint64_t)p->l), ""), ic, "");
   ti = LLVMBuildNUWAdd(E->b, LLVMBuildNUWAdd(E->b, ti, E->dtab_off, ""), c64(E, (uint64_t)p->l), "");
-  LLVMValueRef cv = load_at(E, E->W, E->dtable, ti, walign(E), "c");
-  if (p->mont) cv = csub(E, redc_mul(E, cv, param(E, 5, column(E, 1, jc)), t, k), t);
-  if (E->wbits == 64) {
-    cv = LLVMBuildShl(E->b, cv, cw(E, 2), "");
-    cv = csub(E, csub(E, cv, LLVMBuildShl(E->b, t, cw(E, 1), "")), t);
-  }
+  LLVMValueRef cv = product_constant(E, load_at(E, E->W, E->dtable, ti, walign(E), "c"), jc, t, k);
   LLVMValueRef ca[8];
   ca[0] = LLVMBuildSelect(E->b, ok, cv, cw(E, 0), "");
   for (int a = 1; a < nb; a++) { /* r62's REDC is lazy: below 1.5 t here */
@@ -1014,12 +1021,7 @@ static LLVMValueRef byte_sum(bc *E, LLVMValueRef *d) {
 /* S = sum_b D_b 2^(8b), reduced as the scalar form does (above). */
 static LLVMValueRef mma_reduce(bc *E, LLVMValueRef *d, const tgt *T) {
   LLVMValueRef s = byte_sum(E, d);
-  if (E->wbits == 32) {
-    LLVMValueRef x = fold32(E, T, s);
-    LLVMValueRef m = LLVMBuildMul(E->b, trunc_to(E, x, E->i32), T->k, "m");
-    LLVMValueRef u = madwide32(E, m, T->t, x);
-    return csub(E, trunc_to(E, LLVMBuildLShr(E->b, u, c64(E, 32), ""), E->W), T->t);
-  }
+  if (E->wbits == 32) return redc32_fold(E, T, s);
   /* L + H (2^32 mod t) as 128 bits: below 2^49 t + 2^49 <= 2^64 t */
   LLVMValueRef f = LLVMBuildNUWAdd(E->b, LLVMBuildNUWMul(E->b, zext(E, byte_sum(E, d + 4), E->i128),
                                                          zext(E, T->x1, E->i128), ""),

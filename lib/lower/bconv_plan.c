@@ -219,17 +219,9 @@ int lw_bconv_tuning_parse(const char *s, lw_bconv_tuning *t, char *why, size_t w
   memset(t, 0, sizeof *t);
   if (!s || !*s) return 0;
   while (*s) {
-    char key = *s;
-    if (s[1] != '=') {
-      snprintf(why, why_size, "expected K=value at \"%s\"", s);
-      return -1;
-    }
-    char *end;
-    long v = strtol(s + 2, &end, 10);
-    if (end == s + 2) {
-      snprintf(why, why_size, "%c= needs a number", key);
-      return -1;
-    }
+    char key;
+    long v;
+    if (lw_plan_entry(&s, &key, &v, why, why_size)) return -1;
     if (key == 'V' && (v == 1 || v == 2 || v == 4)) t->vec = (int)v;
     else if (key == 'T' && v >= 32 && v <= 1024 && is_pow2((uint64_t)v)) t->threads = (int)v;
     else if (key == 'S' && v >= 1 && v <= LW_BCONV_MAX_M) t->split = (int)v;
@@ -242,12 +234,7 @@ int lw_bconv_tuning_parse(const char *s, lw_bconv_tuning *t, char *why, size_t w
                key, v, LW_BCONV_MAX_M);
       return -1;
     }
-    s = end;
-    if (*s == ',' && s[1]) s++;
-    else if (*s) {
-      snprintf(why, why_size, "expected ',' at \"%s\"", s);
-      return -1;
-    }
+    if (lw_plan_sep(&s, why, why_size)) return -1;
   }
   return 1;
 }

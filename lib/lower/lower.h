@@ -106,6 +106,14 @@ int lw_bconv_tuning_parse(const char *text, lw_bconv_tuning *t, char *why, size_
  * says how). */
 int lw_pw_plan_parse(const char *text, lw_pw_plan *plan, char *why, size_t why_size);
 
+/* The plan texts' syntax (pw_plan, bconv_plan): "K=value" entries joined
+ * by commas. lw_plan_entry reads the entry at *s (key, value; *s then at
+ * the value's end), lw_plan_sep the comma after it (*s then at the next
+ * entry or the end); each returns -1 with why set when malformed, else
+ * 0. */
+int lw_plan_entry(const char **s, char *key, long *value, char *why, size_t why_size);
+int lw_plan_sep(const char **s, char *why, size_t why_size);
+
 /* Bound graph -> PTX for `arch` ("sm_90"; NULL: sm_90). Errors are recorded
  * on the graph's context. */
 fhjit_status lw_compile_ptx(fhjit_graph *g, const char *arch, lw_program *out);

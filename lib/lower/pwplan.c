@@ -8,21 +8,39 @@
 
 #include "lower/lw_llvm.h"
 
+int lw_plan_entry(const char **s, char *key, long *value, char *why, size_t why_size) {
+  const char *at = *s;
+  *key = *at;
+  if (at[1] != '=') {
+    snprintf(why, why_size, "expected K=value at \"%s\"", at);
+    return -1;
+  }
+  char *end;
+  *value = strtol(at + 2, &end, 10);
+  if (end == at + 2) {
+    snprintf(why, why_size, "%c= needs a number", *key);
+    return -1;
+  }
+  *s = end;
+  return 0;
+}
+
+int lw_plan_sep(const char **s, char *why, size_t why_size) {
+  if (**s == ',' && (*s)[1]) (*s)++;
+  else if (**s) {
+    snprintf(why, why_size, "expected ',' at \"%s\"", *s);
+    return -1;
+  }
+  return 0;
+}
+
 int lw_pw_plan_parse(const char *s, lw_pw_plan *plan, char *why, size_t why_size) {
   memset(plan, 0, sizeof *plan);
   if (!s || !*s) return 0;
   while (*s) {
-    char key = *s;
-    if (s[1] != '=') {
-      snprintf(why, why_size, "expected K=value at \"%s\"", s);
-      return -1;
-    }
-    char *end;
-    long v = strtol(s + 2, &end, 10);
-    if (end == s + 2) {
-      snprintf(why, why_size, "%c= needs a number", key);
-      return -1;
-    }
+    char key;
+    long v;
+    if (lw_plan_entry(&s, &key, &v, why, why_size)) return -1;
     if (key == 'V' && (v == 1 || v == 2 || v == 4)) plan->vec = (int)v;
     else if (key == 'U' && v >= 1 && v <= 8) plan->per_thread = (int)v;
     else if (key == 'T' && v >= 32 && v <= 1024 && v % 32 == 0) plan->block = (int)v;
@@ -32,12 +50,7 @@ int lw_pw_plan_parse(const char *s, lw_pw_plan *plan, char *why, size_t why_size
                "from 32 to 1024; A is 0 or 1", key, v);
       return -1;
     }
-    s = end;
-    if (*s == ',' && s[1]) s++;
-    else if (*s) {
-      snprintf(why, why_size, "expected ',' at \"%s\"", s);
-      return -1;
-    }
+    if (lw_plan_sep(&s, why, why_size)) return -1;
   }
   return 1;
 }
