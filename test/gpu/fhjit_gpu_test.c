@@ -1087,6 +1087,89 @@ static void group_bconv_mma(int quick) {
   group_end("bconv_mma");
 }
 
+/* ------------------------------------- the key switch's reduce kernel */
+
+/* Key switch (0), relinearise (1), rotate by 5 (2) or HMult + relinearise
+ * + rescale (3) of ciphertexts at the top of chain q (Q mq rows, P K,
+ * digits of alpha), bound. */
+static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, int K, int alpha,
+                                 int64_t n, int op) {
+  int m = mq + K;
+  fhjit_graph *g = fhjit_graph_create(ctx, "ipf", radix);
+  fhjit_graph_set_moduli(g, q, m);
+  fhjit_graph_set_special(g, K);
+  fhjit_graph_set_digits(g, alpha);
+  fhjit_value fwd = s7_twiddles(g, "fwd", m, n), inv = s7_twiddles(g, "inv", m, n), y;
+  fhjit_type kt = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = (mq + alpha - 1) / alpha,
+                   .rows = m, .n = n, .domain = FHJIT_DOMAIN_NTT, .form = FHJIT_FORM_MONT};
+  fhjit_value key = fhjit_input(g, "key", &kt);
+  int comps = op == 0 ? 0 : op == 1 ? 3 : 2;
+  fhjit_value x = s7_poly(g, "x", comps, mq, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  if (op == 0) y = fhjit_keyswitch(g, x, key, fwd, inv);
+  else if (op == 1) y = fhjit_ckks_relinearize(g, x, key, fwd, inv);
+  else if (op == 2) y = fhjit_ckks_rotate(g, x, 5, key, fwd, inv);
+  else
+    y = fhjit_ckks_mul_relin_rescale(
+        g, x, s7_poly(g, "x2", 2, mq, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT), key, fwd, inv);
+  if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK) {
+    check(0, "ipfuse graph %d: %s", op, fhjit_last_error(ctx));
+    fhjit_graph_destroy(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* The key switch's reduce kernel (ipfuse: the inner product computed in
+ * the last kernel of the digits' batched forward NTT, ntt_emit.c) under
+ * its L2 prefetches (ntt_plan ippf: the keys while the last members are
+ * transformed, ippf past the digits clamped; ipsrc: each next member's
+ * words) and the epilogues' (epipf: moddown's and rescale's forward NTTs)
+ * against the interpreter: r32 at SPEC 7's benchmark shape (N = 2^16, Q
+ * 48 + P 12, dnum 4), short last digits, one-kernel sizes, HMult +
+ * relinearise + rescale, and r62 with ipfuse forced (not its default past
+ * 32 bytes of digit words a position). The plan must name the inner product, or the case would
+ * test nothing of the reduce kernel. */
+static void group_ipfuse(int quick) {
+  group_begin();
+  static const struct {
+    int r62, mq, K, alpha, logn, op;
+  } sh[] = {{0, 48, 12, 12, 16, 0}, {0, 7, 2, 2, 10, 1}, {0, 10, 3, 3, 12, 2},
+            {0, 9, 2, 3, 16, 1},    {1, 6, 2, 3, 14, 0}, {1, 4, 1, 2, 11, 2},
+            {0, 48, 12, 12, 16, 3}, {1, 6, 2, 2, 12, 3}};
+  static const char *const plans[] = {"ipfuse=1",
+                                      "ipfuse=1,ippf=1",
+                                      "ipfuse=1,ippf=2,ipsrc=1,epipf=1",
+                                      "ipfuse=1,ippf=16,ipsrc=1",
+                                      "ipfuse=1,ipsrc=1",
+                                      "ipfuse=1,epipf=1"};
+  for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
+    for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
+      if (quick && pl % 2) continue;
+      fhjit_radix radix = sh[i].r62 ? FHJIT_R62 : FHJIT_R32;
+      int m = sh[i].mq + sh[i].K;
+      int64_t n = INT64_C(1) << sh[i].logn;
+      uint64_t q[64];
+      if (!s7_chain(radix, m, n, q)) continue;
+      if (fhjit_context_set_option(ctx, "ntt_plan", plans[pl]) != FHJIT_OK) {
+        check(0, "ntt_plan %s: %s", plans[pl], fhjit_last_error(ctx));
+        continue;
+      }
+      char label[128];
+      static const char *const ops[] = {"key switch", "relinearise", "rotate", "HMult+relin+rescale"};
+      snprintf(label, sizeof label, "%s %s Q %d + P %d digits of %d N=2^%d %s", ops[sh[i].op],
+               sh[i].r62 ? "r62" : "r32", sh[i].mq, sh[i].K, sh[i].alpha, sh[i].logn, plans[pl]);
+      fhjit_graph *g = ipfuse_graph(radix, q, sh[i].mq, sh[i].K, sh[i].alpha, n, sh[i].op);
+      if (!g) continue;
+      const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+      int reduce = plan && strstr(plan, "inner product of");
+      check(reduce, "%s: no reduce kernel in the plan", label);
+      if (reduce) s7_case(g, q, m, n, label);
+      fhjit_graph_destroy(g);
+    }
+  fhjit_context_set_option(ctx, "ntt_plan", NULL);
+  group_end("ipfuse");
+}
+
 /* ------------------------------------------ the cluster schedule (issue 19) */
 
 /* A graph of text `body` (its inputs and ops; `output` lines included)
@@ -1542,6 +1625,7 @@ int main(int argc, char **argv) {
     RUN("section7", group_s7(quick));
     RUN("bconv_mma", group_bconv_mma(quick));
     RUN("ckks", group_ckks());
+    RUN("ipfuse", group_ipfuse(quick));
     RUN("cluster", group_cluster(quick));
   }
   RUN("errors", group_errors());
