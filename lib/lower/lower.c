@@ -330,9 +330,6 @@ typedef struct lw {
   fhjit_status st;
   int eval_comp; /* >= 0: the body returns this component of result eval_result (lw_build_eval) */
   int eval_result;
-  /* a prefetch evaluator (lw_build_prefetch): each load of an input is a
-   * prefetch of its address into the L2 instead, and reads as 0 */
-  int prefetch;
   /* register inputs (lw_build_eval_regs, NTT epilogues: no load): input
    * reg_input[j]'s value is the eval function's argument after the group,
    * j-th of nreg (an ipfuse epilogue: one per member digit); with vec > 1
@@ -624,25 +621,6 @@ static LLVMValueRef view_offset(lw *L, const ir_node *in, LLVMValueRef row, int 
   return off;
 }
 
-/* The word (or vector) of type ty at ptr: its load, or in a prefetch
- * evaluator a prefetch.global.L2 of ptr and 0 (the evaluator's value is
- * never used, so only the prefetches and their addresses stay). */
-static LLVMValueRef load_word(lw *L, LLVMTypeRef ty, LLVMValueRef ptr, unsigned align,
-                              const char *name) {
-  if (L->prefetch) {
-    static const char text[] = "prefetch.global.L2 [$0];", cons[] = "l";
-    LLVMValueRef addr = LLVMBuildPtrToInt(L->b, ptr, L->i64, "");
-    LLVMTypeRef fty = LLVMFunctionType(L->voidt, &L->i64, 1, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(fty, text, sizeof text - 1, cons, sizeof cons - 1, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(L->b, fty, fn, &addr, 1, "");
-    return LLVMConstNull(ty);
-  }
-  LLVMValueRef v = LLVMBuildLoad2(L->b, ty, ptr, name);
-  LLVMSetAlignment(v, align);
-  return v;
-}
-
 /* Loads lanes of input #index at element konst + var + idx[l] * stride (idx
  * of context x) into out[]. */
 static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, int aligned,
@@ -656,13 +634,15 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   if (stride == 0 || x->uniform) {
     LLVMValueRef off = fixed;
     if (stride) off = LLVMBuildNUWAdd(b, off, mul_by(L, to64(L, x->idx[0]), stride), "");
-    LLVMValueRef v = load_word(L, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), walign, name);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMSetAlignment(v, walign);
     for (int l = 0; l < V; l++) out[l] = v;
     return;
   }
   if (V > 1 && x->contig && stride == 1 && aligned && konst % V == 0) {
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, to64(L, x->idx[0]), "");
-    LLVMValueRef v = load_word(L, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), L->vec_align, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), "");
+    LLVMSetAlignment(v, L->vec_align);
     for (int l = 0; l < V; l++) {
       char lname[96];
       snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
@@ -674,7 +654,9 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, mul_by(L, to64(L, x->idx[l]), stride), "");
     char lname[96];
     snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-    out[l] = load_word(L, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), walign, lname);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), lname);
+    LLVMSetAlignment(v, walign);
+    out[l] = v;
   }
 }
 
@@ -815,7 +797,8 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
   int V = L->p->vec;
   unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
   if (a->vptr && !a->uniform) {
-    LLVMValueRef v = load_word(L, L->vect, a->vptr, L->vec_align, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, a->vptr, "");
+    LLVMSetAlignment(v, L->vec_align);
     for (int l = 0; l < V; l++) {
       char lname[96];
       snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
@@ -830,7 +813,8 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
     }
     char lname[96];
     snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-    out[l] = load_word(L, L->word, a->ptr[l], walign, lname);
+    out[l] = LLVMBuildLoad2(b, L->word, a->ptr[l], lname);
+    LLVMSetAlignment(out[l], walign);
   }
 }
 
@@ -1468,8 +1452,7 @@ static LLVMValueRef build_body(lw *L) {
   int V = L->p->vec, reg = L->eval_comp >= 0 ? L->nreg * V : 0;
   for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
   char suffix[24]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
-  if (L->prefetch) snprintf(suffix, sizeof suffix, ".pf%d", L->eval_comp);
-  else if (L->eval_comp >= 0 && L->eval_result > 0)
+  if (L->eval_comp >= 0 && L->eval_result > 0)
     snprintf(suffix, sizeof suffix, ".r%d.eval%d", (int)L->eval_result, L->eval_comp);
   else if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
   else snprintf(suffix, sizeof suffix, ".body");
@@ -1736,27 +1719,9 @@ fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target t
   return lw_build_eval_result(g, plan, target, c, m, 0, reg_input, nreg, values);
 }
 
-static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                     LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                     const int32_t *reg_input, int nreg, int prefetch,
-                                     int64_t *values);
-
 fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                   LLVMContextRef c, LLVMModuleRef m, int32_t result,
                                   const int32_t *reg_input, int nreg, int64_t *values) {
-  return build_evaluators(g, plan, target, c, m, result, reg_input, nreg, 0, values);
-}
-
-fhjit_status lw_build_prefetch(fhjit_graph *g, const lw_plan *plan, LLVMContextRef c,
-                               LLVMModuleRef m, const int32_t *reg_input, int nreg,
-                               int64_t *values) {
-  return build_evaluators(g, plan, LW_GPU, c, m, 0, reg_input, nreg, 1, values);
-}
-
-static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                     LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                     const int32_t *reg_input, int nreg, int prefetch,
-                                     int64_t *values) {
   *values = 0;
   if (nreg < 0 || nreg > LW_MAX_REG)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_regs: %d registers", nreg);
@@ -1770,7 +1735,6 @@ static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_tar
     init_lw(&L, g, plan, target, c, m);
     L.eval_comp = comp;
     L.eval_result = result;
-    L.prefetch = prefetch;
     L.nreg = nreg;
     for (int j = 0; j < nreg; j++) L.reg_input[j] = reg_input[j];
     build_body(&L);

@@ -148,15 +148,6 @@ fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target t
 fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                   LLVMContextRef c, LLVMModuleRef m, int32_t result,
                                   const int32_t *reg_input, int nreg, int64_t *values);
-/* GPU: result 0's prefetch evaluators "<plan->name>.pf<c>", with
- * lw_build_eval_regs's arguments: every load of an input is a
- * prefetch.global.L2 of its address instead, and the function returns 0.
- * A kernel calls one, its value unused, to bring into the L2 the words
- * the evaluator of the same element will read later (ntt_emit.c: an
- * ipfuse reduce kernel's keys, while its members are transformed). */
-fhjit_status lw_build_prefetch(fhjit_graph *g, const lw_plan *plan, LLVMContextRef c,
-                               LLVMModuleRef m, const int32_t *reg_input, int nreg,
-                               int64_t *values);
 
 /* The compile-time bound (docs/limits.md): one kernel body evaluates at most
  * this many values, a value being one component of one node in one index

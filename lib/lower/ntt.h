@@ -109,11 +109,6 @@ typedef struct lw_ntt_kplan {
    * where its walk allows (ntt_emit.c, epi_value_vec: vector loads of its
    * inputs), 0 element by element */
   int epivec;
-  /* GPU, the last kernel with a staged store and a fused epilogue (not a
-   * reduce kernel): 1 prefetches into the L2, as it starts, every
-   * epilogue input at the thread's final words (ntt_emit.c,
-   * epi_prefetch_block) */
-  int epipf;
   /* kernel 0's fused prologue in its staged load: 1 evaluated V elements at
    * a time where its walk allows (ntt_emit.c, pro_value_vec), 0 element
    * by element */
@@ -218,9 +213,6 @@ typedef struct lw_ntt_plan {
    * place of the last kernel's own minb: its blocks have half the
    * threads of the chunk kernel's and hold every member's words */
   int reduce_minb;
-  /* GPU, the reduce kernel's prefetches (tuning ippf, ipsrc): of the sum's
-   * inputs over the last reduce_pf members, of each next member's words */
-  int reduce_pf, reduce_pfsrc;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -273,7 +265,6 @@ typedef struct lw_ntt_tuning {
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
-  int epipf;     /* lw_ntt_kplan.epipf of every kernel (default 0) */
   int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
   /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
@@ -296,13 +287,6 @@ typedef struct lw_ntt_tuning {
   int ipfuse;    /* that batched forward NTT: 1 (default) its last kernel computes the
                   * sum the digits feed (a key switch's inner product) where the
                   * digits' values are in registers (mixsteps.c), 0 it stores them */
-  int ippf;      /* that last kernel (GPU): > 0 prefetches the sum's other inputs (the
-                  * keys) into the L2 while its last ippf members are transformed, the
-                  * c-th of the sum's C components at member D - ippf + c ippf / C
-                  * (ntt_emit.c, red_prefetch); 0 (default) loads them when the sum is
-                  * computed */
-  int ipsrc;     /* that last kernel (GPU): 1 prefetches each member's first-kernel
-                  * words into the L2 while the member before it is transformed */
   int ipacc;     /* that last kernel: 1 folds each digit into the sum as its body ends
                   * where the sum is a left fold over the digits in their order (2
                   * components x E words live), 0 (default: measured faster) keeps
@@ -338,7 +322,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ippf, ipsrc, ipacc, autpro, bconvbatch, epivec, epipf, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

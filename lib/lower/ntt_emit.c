@@ -86,14 +86,6 @@ typedef struct ne {
   LLVMValueRef acc_fn[LW_MAX_REG][3];
   LLVMTypeRef acc_ty[LW_MAX_REG][3];
   int64_t acc_values[LW_MAX_REG];
-  /* GPU, the last kernel's L2 prefetches (lw_ntt_plan.reduce_pf of a
-   * reduce kernel not accumulating, lw_ntt_kplan.epipf of another):
-   * target t's prefetch evaluators per component (pf_ncomp[t] of them, 0:
-   * none), taking V elements where pf_vec[t] (as its evaluators do) */
-  int pf_ncomp[LW_NTT_MAX_EPI], pf_vec[LW_NTT_MAX_EPI];
-  LLVMValueRef pf_fn[LW_NTT_MAX_EPI][3];
-  LLVMTypeRef pf_ty[LW_NTT_MAX_EPI][3];
-  int64_t pf_values[LW_NTT_MAX_EPI];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -902,78 +894,6 @@ static void red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   }
 }
 
-/* Target t's inputs of component slot c prefetched into the L2 (its
- * prefetch evaluators, lower.c lw_build_prefetch, called as epi_eval calls
- * its evaluators) at the V words from dense offset off (a multiple of V,
- * one row), nregs undefined register words for the transform's. */
-static void epi_prefetch(ne *E, int t, int c, LLVMValueRef off, int nregs) {
-  LLVMBuilderRef b = E->b;
-  int V = E->V, vec = E->pf_vec[t], ncomp = E->epi_ncomp[t];
-  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG * LW_VMAX];
-  int nargs = eval_head(E, E->pro->epi[t].sub, E->epi_in[t], args) + 1;
-  int nr = nregs * (vec ? V : 1);
-  for (int j = 0; j < nr; j++) args[nargs + j] = LLVMGetUndef(E->W);
-  evalset es = {E->pf_fn[t], E->pf_ty[t], E->pf_values[t]};
-  for (int v = 0; v < (vec ? 1 : V); v++) {
-    LLVMValueRef walk = v ? LLVMBuildNUWAdd(b, off, c64(E, (uint64_t)v), "") : off, comp = NULL;
-    if (E->pro->ntt_comps > 1 && ncomp > 1) { /* as in epi_eval */
-      int64_t per_comp = (E->P->batch_rows / ncomp) << E->P->log_n;
-      comp = LLVMBuildUDiv(b, walk, c64(E, (uint64_t)per_comp), "pf.comp");
-      walk = LLVMBuildURem(b, walk, c64(E, (uint64_t)per_comp), "");
-    }
-    if (vec) walk = LLVMBuildLShr(b, walk, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "");
-    args[nargs - 1] = E->epi_idx64[t] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
-    eval_call(E, &es, comp, E->pro->ntt_comps <= 1 ? c : 0, ncomp, args, nargs + nr,
-              vec ? E->vecW : E->W, "pf", "pf");
-  }
-}
-
-/* lw_ntt_plan.reduce_pf: component c of epilogue 0's inputs (the keys of
- * a key switch) prefetched into the L2 at every word of the thread, from
- * copies of tid and blk (so that LLVM does not keep the prefetches'
- * addresses live until the epilogue computes the same ones). Why: the
- * reduce kernel read its keys only once every member was transformed,
- * and with 4 to 5 blocks an SM those loads had little to overlap with
- * (H200, ncu, r32 key switch: 76 us at 63% of the DRAM bandwidth, 5.4 of
- * its 7.8 bytes a word being keys). */
-static void red_prefetch(ne *E, int c, LLVMValueRef tid, LLVMValueRef blk) {
-  tid = red_pin(E, tid), blk = red_pin(E, blk);
-  for (int g = 0; g < red_words(E) / E->V; g++)
-    epi_prefetch(E, 0, c, red_out_off(E, tid, blk, g, 0), E->pro->red.members);
-}
-
-/* lw_ntt_kplan.epipf (GPU, a last kernel with a staged store and an
- * epilogue, not a reduce kernel): every target's inputs at the thread's
- * final words (the staged store's groups, e = (tid + g T) V of the block)
- * prefetched into the L2 as the kernel starts, before any wait for kernel
- * 0 (they were written before kernel 0 started), from copies of tid and
- * blk (see red_prefetch). Why: the epilogue's loads come after the
- * transform's last barrier, when a block has nothing left to overlap
- * them with (H200, ncu, r32 moddown's forward NTT: kernel 1 at 52% of
- * the DRAM bandwidth, 24 of 48 warps an SM). */
-static void epi_prefetch_block(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_kplan *k = E->K;
-  LLVMBuilderRef b = E->b;
-  tid = red_pin(E, tid), blk = red_pin(E, blk);
-  int64_t per_block = INT64_C(1) << (k->log_c + k->m), T = k->threads;
-  LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
-  for (int64_t g = 0; g < per_block / (T * E->V); g++) {
-    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
-    LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
-    for (int t = 0; t < E->pro->nepi; t++)
-      for (int c = 0; c < (E->pro->ntt_comps <= 1 ? E->pf_ncomp[t] : 1) && E->pf_ncomp[t]; c++)
-        epi_prefetch(E, t, c, gi, 1);
-  }
-}
-
-/* The member at whose start component c's inputs are prefetched: the
- * components spread over the last reduce_pf members. */
-static int red_prefetch_member(const ne *E, int c) {
-  int D = E->pro->red.members, n = E->P->reduce_pf < D ? E->P->reduce_pf : D;
-  return D - n + c * n / E->pf_ncomp[0];
-}
-
 /* --------------------------------------------------------------- phases */
 
 /* Cache of the twiddle constants of one pass, by table index offset. */
@@ -1222,28 +1142,6 @@ static void prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
     prefetch(E, text, E->src, add_const64(E, gi, (uint64_t)off));
   }
-}
-
-/* lw_ntt_plan.reduce_pfsrc (GPU, an ipfuse kernel): member k's first-pass
- * words for output block blk (kernel 0's, unless the block's row is one
- * of the member's own) prefetched into the L2 while the member before it
- * is transformed, from copies of tid and blk (see red_prefetch). */
-static void red_prefetch_next(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_kplan *K = E->K;
-  if (K->staged_load) return;
-  LLVMBuilderRef b = E->b;
-  LLVMBasicBlockRef pf = LLVMAppendBasicBlockInContext(E->c, E->fn, "red.pf");
-  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->c, E->fn, "red.pf.after");
-  LLVMBuildCondBr(b, red_is_own(E, k, blk), after, pf);
-  LLVMPositionBuilderAtEnd(b, pf);
-  LLVMValueRef mblk = red_member_blk(E, k, red_pin(E, blk));
-  passmap pm;
-  place p = thread_place(E, red_pin(E, tid), mblk);
-  LLVMValueRef ku = pass_positions(E, 0, &p, &pm);
-  for (int i = 0; i < (1 << K->log_e); i++)
-    prefetch(E, "prefetch.global.L2 [$0];", E->src, soff_k(E, &p, ku, pm.kconst[i]));
-  LLVMBuildBr(b, after);
-  LLVMPositionBuilderAtEnd(b, after);
 }
 
 /* k->twpf (GPU, forward): at the first pass, the twiddles that later passes
@@ -1819,7 +1717,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
-  if (E->epi_active && !E->red_active && k->staged_store && k->epipf) epi_prefetch_block(E, tid, blk);
   if (!first && k->pdl && !wait_after_tws) wait_for_kernel0(E, tid, blk);
   if (k->early && !wait_after_tws) {
     preload_pass0(E, tid, blk);
@@ -1829,8 +1726,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
     /* member mk: its own rows loaded, or its body on its block (a branch
      * uniform per block: the body's barriers stay uniform) */
-    for (int c = 0; c < E->pf_ncomp[0]; c++)
-      if (red_prefetch_member(E, c) == mk) red_prefetch(E, c, tid, blk);
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
     LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
@@ -1840,7 +1735,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
     LLVMBuildBr(E->b, join);
     LLVMPositionBuilderAtEnd(E->b, bodyb);
     LLVMValueRef mblk = red_member_blk(E, mk, blk);
-    if (E->P->reduce_pfsrc && mk + 1 < E->pro->red.members) red_prefetch_next(E, mk + 1, tid, blk);
     E->red_k = mk;
     for (int ph = 0; ph < num_phases(k); ph++) {
       /* the previous member's last phase read shared memory */
@@ -2069,38 +1963,6 @@ static fhjit_status build_vector_epilogue(ne *E, int t) {
   return FHJIT_OK;
 }
 
-/* GPU: target t's prefetch evaluators, on the walk its evaluators take
- * (V elements where epi_vec[t]), for the reduce kernel's reduce_pf (not
- * accumulating) or the last kernel's epipf. */
-static fhjit_status build_epilogue_prefetch(ne *E, int t) {
-  const lw_ntt_reduce *R = &E->pro->red;
-  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
-  int red = t == 0 && R->members > 0;
-  E->pf_ncomp[t] = 0;
-  if (E->target != LW_GPU ||
-      (red ? E->P->reduce_pf <= 0 || R->acc > 0 : !lk->epipf || R->members > 0))
-    return FHJIT_OK;
-  fhjit_graph *sub = E->pro->epi[t].sub;
-  lw_plan pl;
-  int ok = 1;
-  fhjit_status st = E->epi_vec[t] ? vector_plan(E, sub, &pl, &ok) : lw_plan_graph(sub, &pl);
-  if (st || !ok) return st;
-  if (!E->epi_vec[t]) pl.vec = 1, pl.groups = pl.work;
-  if (red) st = lw_build_prefetch(sub, &pl, E->c, E->m, R->reg, R->members, &E->pf_values[t]);
-  else st = lw_build_prefetch(sub, &pl, E->c, E->m, &E->pro->epi[t].reg, 1, &E->pf_values[t]);
-  if (st) return st;
-  for (int comp = 0; comp < E->epi_ncomp[t]; comp++) {
-    char sym[LW_NAME_MAX + 16];
-    snprintf(sym, sizeof sym, "%s.pf%d", pl.name, comp);
-    E->pf_fn[t][comp] = LLVMGetNamedFunction(E->m, sym);
-    if (!E->pf_fn[t][comp]) return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", sym);
-    E->pf_ty[t][comp] = LLVMGlobalGetValueType(E->pf_fn[t][comp]);
-  }
-  E->pf_ncomp[t] = E->epi_ncomp[t];
-  E->pf_vec[t] = E->epi_vec[t];
-  return FHJIT_OK;
-}
-
 /* The epilogue targets' evaluator functions in module m (lower.c), the
  * transform's value passed in registers. */
 static fhjit_status build_epilogue(ne *E) {
@@ -2141,7 +2003,6 @@ static fhjit_status build_epilogue(ne *E) {
     E->epi_idx64[t] = pl.idx_bits == 64;
     if ((st = eval_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
     if (!(t == 0 && R->acc > 0) && (st = build_vector_epilogue(E, t))) return st;
-    if ((st = build_epilogue_prefetch(E, t))) return st;
   }
   return FHJIT_OK;
 }

@@ -76,7 +76,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ippf = t->ipsrc = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->epipf = t->provec = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
   t->rowplans = -1;
 }
@@ -117,13 +117,10 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
       {"liftfuse", {offsetof(lw_ntt_tuning, liftfuse)}, 1, 0, 1},
       {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
-      {"ippf", {offsetof(lw_ntt_tuning, ippf)}, 1, 0, LW_MAX_REG},
-      {"ipsrc", {offsetof(lw_ntt_tuning, ipsrc)}, 1, 0, 1},
       {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
       {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
       {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
       {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
-      {"epipf", {offsetof(lw_ntt_tuning, epipf)}, 1, 0, 1},
       {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
       {"mdip", {offsetof(lw_ntt_tuning, mdip)}, 1, 0, 1},
       {"mdipk", {offsetof(lw_ntt_tuning, mdipk)}, 1, 1, 16},  /* LW_MDG_MAX (steps.h) */
@@ -163,7 +160,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ippf, ipsrc, ipacc, autpro, bconvbatch, epivec, epipf, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -402,8 +399,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   p->batch_rows = batch_rows;
   p->pminor = pick(t.pminor, 1);
   p->reduce_minb = pick(t.minb_red, 0);
-  p->reduce_pf = pick(t.ippf, 0);
-  p->reduce_pfsrc = pick(t.ipsrc, 0);
   p->src_nax = 1;
   p->src_ext[0] = batch_rows;
   p->src_stride[0] = INT64_C(1) << log_n;
@@ -522,7 +517,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->twpf = pick(t.twpf, 0);
     k->l2pf = pick(t.l2pf, 0);
     k->epivec = pick(t.epivec, 1);
-    k->epipf = pick(t.epipf, 0);
     k->provec = pick(t.provec, 1);
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,

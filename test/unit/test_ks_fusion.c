@@ -524,54 +524,6 @@ static int count_of(const char *text, const char *needle) {
   return c;
 }
 
-/* The reduce kernel's L2 prefetches (ntt_plan ippf, ipsrc; ntt_emit.c
- * red_prefetch, red_prefetch_next): in the PTX for sm_90 of a key switch
- * (r32 dnum 7 and r62 dnum 4 on two-kernel plans, r62 dnum 7 on a
- * one-kernel plan), ippf adds prefetch.global.L2 instructions and ippf 1,
- * 2 and 16 (past the digits: clamped) the same number of them, spread
- * differently; ipsrc adds others (the forward transform's members load
- * their words unstaged); ipacc=1 (the fold takes no prefetch) and ippf=0 add
- * none; epipf adds those of moddown's forward NTT's epilogue (its last
- * kernel stores through shared memory). The plan's kernels and the host path's words stay those of the
- * default (the host runs no prefetch). */
-START_TEST(test_ipfuse_prefetch) {
-  static const int which[3] = {3, 2, 4};
-  const struct ipcase *c = &ipcases[which[_i]];
-  const shape *s = &c->s;
-  env e;
-  s7_env_init(&e, s->radix, s->m, s->logn, 0x1c0 + (uint64_t)_i);
-  static const char *const plans[] = {"ipfuse=1",         "ipfuse=1,ippf=1",  "ipfuse=1,ippf=2",
-                                      "ipfuse=1,ippf=16",  "ipfuse=1,ipsrc=1", "ipfuse=1,ipacc=1,ippf=2",
-                                      "ipfuse=1,epipf=1"};
-  int n[7], kernels[7];
-  for (int pl = 0; pl < 7; pl++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[pl]), FHJIT_OK);
-    fhjit_graph *g = s7_graph(&e, "ippf", s->special, s->alpha);
-    fhjit_value k = key(&e, g, s, "k");
-    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
-    out(&e, g, fhjit_keyswitch(g, poly(&e, g, s, "d", 0), k, fwd, inv), "r");
-    kernels[pl] = plan_counts(&e, g).kernels;
-    const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
-    ck_assert_msg(ptx != NULL, "%s", fhjit_last_error(e.ctx));
-    n[pl] = count_of(ptx, "prefetch.global.L2");
-    if (pl == 1 || pl == 4 || pl == 6) check_host(&e, g);
-  }
-  for (int pl = 1; pl < 7; pl++) ck_assert_int_eq(kernels[pl], kernels[0]);
-  ck_assert_msg(n[1] > n[0], "ippf=1: %d prefetches, %d without", n[1], n[0]);
-  ck_assert_int_eq(n[2], n[1]);
-  ck_assert_int_eq(n[3], n[1]);
-  ck_assert_int_eq(n[5], n[0]);
-  ck_assert_msg(n[4] > n[0], "ipsrc=1: %d prefetches, %d without", n[4], n[0]);
-  /* moddown's forward NTT: its last kernel's epilogue */
-  ck_assert_msg(n[6] > n[0], "epipf=1: %d prefetches, %d without", n[6], n[0]);
-  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "ippf=17"), FHJIT_OK);
-  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "ipsrc=2"), FHJIT_OK);
-  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "ipsrc"));
-  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
-  s7_env_free(&e);
-}
-END_TEST
-
 /* The modups of one operand share one inverse NTT (mixsteps.c,
  * shared_intt) and, when all are read in place, one forward NTT
  * (batched_fwd): Q 6 + P 2, three digits of 2 rows, N = 1024 (an NTT runs
@@ -1026,7 +978,6 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_shared_intt, 0, 2);
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
-  tcase_add_loop_test(t, test_ipfuse_prefetch, 0, 3);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
