@@ -1,6 +1,8 @@
 /* jit.c: the host JIT (ORC LLJIT) and the thread splitter of every host
  * kernel (jit.h). The fused pointwise path and the NTT kernels had each
- * their own copy of both until issue 15. */
+ * their own copy of both until issue 15; the set-up around the JIT (host
+ * machine, module, pipeline, symbols) was written once per kernel kind
+ * until jit_compile. */
 #include "jit/jit.h"
 
 #include <pthread.h>
@@ -25,7 +27,9 @@ static fhjit_status orc_error(sp_err *e, const char *who, const char *what, LLVM
   return st;
 }
 
-jit_code *jit_create(sp_err *e) {
+/* A new, empty code object whose context the caller's module is built in.
+ * NULL after recording FHJIT_ERR_MEMORY. */
+static jit_code *jit_create(sp_err *e) {
   jit_code *j = calloc(1, sizeof *j);
   if (!j) {
     sp_error(e, FHJIT_ERR_MEMORY, "error: out of memory");
@@ -35,9 +39,14 @@ jit_code *jit_create(sp_err *e) {
   return j;
 }
 
-LLVMContextRef jit_llvm_context(jit_code *j) { return LLVMOrcThreadSafeContextGetContext(j->tsc); }
+static LLVMContextRef jit_llvm_context(jit_code *j) {
+  return LLVMOrcThreadSafeContextGetContext(j->tsc);
+}
 
-fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char *who) {
+/* Hands the optimised module m, built in j's context, to a new LLJIT for
+ * the host at LLVMCodeGenLevelNone (jit.h says why). m is owned by j from
+ * then on, on failure too. */
+static fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char *who) {
   SP_ASSERT(j->tsc && !j->lljit);
   LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder(); /* LLJIT takes jb */
   LLVMTargetMachineRef tm = nv_host_machine_level(e, LLVMCodeGenLevelNone);
@@ -66,13 +75,55 @@ fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char 
   return FHJIT_OK;
 }
 
-fhjit_status jit_lookup(sp_err *e, jit_code *j, const char *sym, const char *who, void **addr) {
+/* The address of `sym`, compiled on first use. */
+static fhjit_status jit_lookup(sp_err *e, jit_code *j, const char *sym, const char *who,
+                               void **addr) {
   *addr = NULL;
   SP_ASSERT(j->lljit);
   LLVMOrcExecutorAddress a = 0;
   LLVMErrorRef err = LLVMOrcLLJITLookup(j->lljit, &a, sym);
   if (err) return orc_error(e, who, "compiling the host function", err);
   *addr = (void *)(uintptr_t)a;
+  return FHJIT_OK;
+}
+
+/* Builds the module in j's context and optimises it for tm. The module
+ * is prepared after the build, not before: lw_build makes its own module,
+ * and no builder reads the triple or data layout. */
+static fhjit_status build_module(sp_err *e, jit_code *j, LLVMTargetMachineRef tm,
+                                 const char *what, const char *passes, jit_build_fn build,
+                                 void *arg, LLVMModuleRef *m) {
+  fhjit_status st = build(arg, jit_llvm_context(j), m);
+  if (!st) {
+    nv_prepare_module(*m, tm);
+    st = nv_pipeline(e, *m, tm, what, passes, FHJIT_EMIT_LLVM_OPT, NULL, NULL);
+  }
+  return st;
+}
+
+fhjit_status jit_compile(sp_err *e, const char *what, const char *passes, jit_build_fn build,
+                         void *arg, const char *who, const char *const *syms, int nsym,
+                         void **addrs, jit_code **out) {
+  *out = NULL;
+  /* The machine the pipeline's analyses see; jit_add_module makes its own,
+   * at level None. */
+  LLVMTargetMachineRef tm = nv_host_machine(e);
+  if (!tm) return FHJIT_ERR_LLVM;
+  jit_code *j = jit_create(e);
+  LLVMModuleRef m = NULL;
+  fhjit_status st = j ? build_module(e, j, tm, what, passes, build, arg, &m) : FHJIT_ERR_MEMORY;
+  LLVMDisposeTargetMachine(tm);
+  if (st) {
+    if (m) LLVMDisposeModule(m); /* before its context goes with j */
+  } else {
+    st = jit_add_module(e, j, m, who); /* takes m */
+  }
+  for (int i = 0; !st && i < nsym; i++) st = jit_lookup(e, j, syms[i], who, &addrs[i]);
+  if (st) {
+    jit_destroy(j);
+    return st;
+  }
+  *out = j;
   return FHJIT_OK;
 }
 

@@ -1,9 +1,10 @@
 /* jit.h: the host JIT layer (prefix jit_): one ORC LLJIT wrapper that turns
- * an optimised LLVM module into callable host code, and one pthread
- * splitter that runs a range of work items over several threads. Every host
- * kernel (the fused pointwise path, lib/lower/host.c; the NTT kernels,
- * lib/lower/ntt_emit.c) goes through these two. Like lib/nvptx it knows no
- * IR: errors are recorded in the sp_err it is handed. */
+ * a module a caller builds into callable host code (jit_compile), and one
+ * pthread splitter that runs a range of work items over several threads.
+ * Every host kernel (the fused pointwise path, lib/lower/host.c; the NTT
+ * kernels, lib/lower/ntt_emit.c; the base conversion, lib/lower/bconv_host.c)
+ * goes through these two. Like lib/nvptx it knows no IR: errors are
+ * recorded in the sp_err it is handed. */
 #ifndef FHJIT_JIT_H
 #define FHJIT_JIT_H
 
@@ -15,25 +16,29 @@
 #include "support/support.h"
 
 /* Compiled host code: an LLJIT holding one module, alive until
- * jit_destroy (the addresses jit_lookup hands out live as long). */
+ * jit_destroy (the addresses jit_compile hands out live as long). */
 typedef struct jit_code jit_code;
 
-/* A new, empty JIT code object whose LLVM context (jit_llvm_context) the
- * caller builds its module in. NULL after recording FHJIT_ERR_MEMORY. */
-jit_code *jit_create(sp_err *e);
-LLVMContextRef jit_llvm_context(jit_code *j);
+/* Builds the module of one host unit in context c: sets *m to a new module
+ * in c (its triple and data layout are jit_compile's to set: nothing built
+ * here may read them). On failure the error is recorded in the sp_err the
+ * callback knows of and any module left in *m is jit_compile's to free. */
+typedef fhjit_status (*jit_build_fn)(void *arg, LLVMContextRef c, LLVMModuleRef *m);
 
-/* Hands the (verified, optimised) module m, built in j's context, to a new
- * LLJIT for the host machine at LLVMCodeGenLevelNone (fast instruction
- * selection): the host paths exist for CI, where compile time dominates;
- * the IR they check is optimised before it gets here. m is owned by j
- * from then on, on failure too. `who` names the unit in messages:
- * "error: <who>: creating the host JIT: <LLVM's message>". */
-fhjit_status jit_add_module(sp_err *e, jit_code *j, LLVMModuleRef m, const char *who);
-
-/* The address of `sym` (compiling it on first use), or FHJIT_ERR_LLVM
- * ("error: <who>: compiling the host function: ..."). */
-fhjit_status jit_lookup(sp_err *e, jit_code *j, const char *sym, const char *who, void **addr);
+/* New host code: builds the module (build(arg, ...)) in the code's own
+ * context, prepares it for the host machine, optimises it with the pipeline
+ * `passes` (nv_pipeline; `what` names it in messages), hands it to a new
+ * LLJIT and looks the nsym symbols syms[] up into addrs[]. The LLJIT
+ * compiles at LLVMCodeGenLevelNone (fast instruction selection): the host
+ * paths exist for CI, where compile time dominates; the IR they check is
+ * optimised before it gets there. `who` names the unit in the JIT's
+ * messages: "error: <who>: creating the host JIT: <LLVM's message>",
+ * "error: <who>: compiling the host function: ...". Errors: the builder's,
+ * FHJIT_ERR_LLVM (no host machine, the pipeline, the JIT), FHJIT_ERR_MEMORY
+ * ("error: out of memory"); on failure nothing is left (*out NULL). */
+fhjit_status jit_compile(sp_err *e, const char *what, const char *passes, jit_build_fn build,
+                         void *arg, const char *who, const char *const *syms, int nsym,
+                         void **addrs, jit_code **out);
 
 void jit_destroy(jit_code *j);
 

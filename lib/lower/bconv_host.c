@@ -17,6 +17,21 @@ struct lw_bconv_host {
   host_fn fn;
 };
 
+/* What build_bconv needs (jit_build_fn): the caller's plan, not h->plan,
+ * for the build reads the column pointers h->plan drops. */
+typedef struct bconv_build {
+  fhjit_context *ctx;
+  const lw_bconv_plan *p;
+} bconv_build;
+
+static const char bconv_name[] = "fhjit_bconv";
+
+static fhjit_status build_bconv(void *arg, LLVMContextRef c, LLVMModuleRef *m) {
+  const bconv_build *b = arg;
+  *m = LLVMModuleCreateWithNameInContext(bconv_name, c);
+  return lw_bconv_build(b->ctx, b->p, LW_HOST, bconv_name, c, *m); /* scalar */
+}
+
 void lw_bconv_host_destroy(lw_bconv_host *h) {
   if (!h) return;
   jit_destroy(h->jit);
@@ -26,31 +41,20 @@ void lw_bconv_host_destroy(lw_bconv_host *h) {
 fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
                                   lw_bconv_host **out) {
   *out = NULL;
-  static const char name[] = "fhjit_bconv", who[] = "bconv (host)";
   if (!nv_init()) return ir_error(ctx, FHJIT_ERR_LLVM, "error: bconv host JIT: no native target");
-  LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
-  if (!tm) return FHJIT_ERR_LLVM;
   lw_bconv_host *h = calloc(1, sizeof *h);
-  if (!h || !(h->jit = jit_create(&ctx->err))) {
-    free(h);
-    LLVMDisposeTargetMachine(tm);
-    return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  }
+  if (!h) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   h->plan = *p;
   h->plan.mma = 0; /* the scalar form: the same words */
   h->plan.src_cols = h->plan.dst_cols = NULL;
   for (int k = 0; k < LW_BCONV_MAX_DIGITS - 1; k++) h->plan.more[k].src_cols = h->plan.more[k].dst_cols = NULL;
-  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(name, jit_llvm_context(h->jit));
-  nv_prepare_module(m, tm);
-  fhjit_status st = lw_bconv_build(ctx, p, LW_HOST, name, jit_llvm_context(h->jit), m); /* scalar */
-  if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
-  LLVMDisposeTargetMachine(tm);
-  if (st) LLVMDisposeModule(m);
-  else st = jit_add_module(&ctx->err, h->jit, m, who);
-  void *addr = NULL;
-  if (!st) st = jit_lookup(&ctx->err, h->jit, "fhjit_bconv_host", who, &addr);
+  static const char *const syms[1] = {"fhjit_bconv_host"};
+  bconv_build b = {ctx, p};
+  void *addr;
+  fhjit_status st = jit_compile(&ctx->err, bconv_name, "default<O2>", build_bconv, &b,
+                                "bconv (host)", syms, 1, &addr, &h->jit);
   if (st) {
-    lw_bconv_host_destroy(h);
+    free(h);
     return st;
   }
   h->fn = (host_fn)(uintptr_t)addr;

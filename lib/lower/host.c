@@ -13,7 +13,6 @@
 #include "jit/jit.h"
 #include "lower/lw_llvm.h"
 #include "lower/ntt.h"
-#include "nvptx/nvptx.h"
 
 typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
 
@@ -28,6 +27,17 @@ static void host_free(void *p) {
   if (!h) return;
   jit_destroy(h->jit);
   free(h);
+}
+
+/* What build_host needs (jit_build_fn). */
+typedef struct host_build {
+  fhjit_graph *g;
+  const lw_plan *plan;
+} host_build;
+
+static fhjit_status build_host(void *arg, LLVMContextRef c, LLVMModuleRef *m) {
+  const host_build *b = arg;
+  return lw_build(b->g, b->plan, LW_HOST, c, m);
 }
 
 /* Builds, optimises and JIT-compiles the host function of g. */
@@ -45,41 +55,21 @@ static fhjit_status host_compile(fhjit_graph *g, lw_host **out) {
     *out = h;
     return FHJIT_OK;
   }
-  LLVMTargetMachineRef tm = nv_host_machine(&g->ctx->err);
-  if (!tm) {
-    free(h);
-    return FHJIT_ERR_LLVM;
-  }
-  LLVMModuleRef m = NULL;
-  char who[128];
+  char who[128], what[128], sym[96];
   snprintf(who, sizeof who, "graph @%s", g->name);
-  if (!(h->jit = jit_create(&g->ctx->err))) {
-    st = FHJIT_ERR_MEMORY;
-    goto fail;
-  }
-  if ((st = lw_build(g, &h->plan, LW_HOST, jit_llvm_context(h->jit), &m))) goto fail;
-  nv_prepare_module(m, tm);
-  char what[128];
   snprintf(what, sizeof what, "graph @%s (host)", g->name);
-  if ((st = nv_pipeline(&g->ctx->err, m, tm, what, lw_gpu_pipeline, FHJIT_EMIT_LLVM_OPT, NULL,
-                        NULL)))
-    goto fail;
-  st = jit_add_module(&g->ctx->err, h->jit, m, who);
-  m = NULL; /* owned by the JIT now */
-  if (st) goto fail;
-  char sym[96];
   snprintf(sym, sizeof sym, "%s_host_packed", h->plan.name);
+  const char *syms[1] = {sym};
+  host_build b = {g, &h->plan};
   void *addr;
-  if ((st = jit_lookup(&g->ctx->err, h->jit, sym, who, &addr))) goto fail;
+  if ((st = jit_compile(&g->ctx->err, what, lw_gpu_pipeline, build_host, &b, who, syms, 1, &addr,
+                        &h->jit))) {
+    free(h);
+    return st;
+  }
   h->fn = (lw_host_fn)(uintptr_t)addr;
-  LLVMDisposeTargetMachine(tm);
   *out = h;
   return FHJIT_OK;
-fail:
-  if (m) LLVMDisposeModule(m);
-  LLVMDisposeTargetMachine(tm);
-  host_free(h);
-  return st;
 }
 
 /* Words input #i reaches from its base (its last element + 1). */

@@ -2271,6 +2271,20 @@ struct lw_ntt_host {
   host_fn fn[2];
 };
 
+/* What build_ntt needs (jit_build_fn). */
+typedef struct ntt_build {
+  fhjit_context *ctx;
+  const lw_ntt_plan *p;
+  const lw_ntt_fusion *pro;
+  const char *prefix;
+} ntt_build;
+
+static fhjit_status build_ntt(void *arg, LLVMContextRef c, LLVMModuleRef *m) {
+  const ntt_build *b = arg;
+  *m = LLVMModuleCreateWithNameInContext(b->prefix, c);
+  return lw_ntt_build(b->ctx, b->p, b->pro, LW_HOST, b->prefix, c, *m);
+}
+
 void lw_ntt_host_destroy(lw_ntt_host *h) {
   if (!h) return;
   jit_destroy(h->jit);
@@ -2280,40 +2294,29 @@ void lw_ntt_host_destroy(lw_ntt_host *h) {
 fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
                                 const lw_ntt_fusion *pro, lw_ntt_host **out) {
   *out = NULL;
-  LLVMTargetMachineRef tm = nv_host_machine(&ctx->err);
-  if (!tm) return FHJIT_ERR_LLVM;
   lw_ntt_host *h = calloc(1, sizeof *h);
-  if (!h || !(h->jit = jit_create(&ctx->err))) {
-    free(h);
-    LLVMDisposeTargetMachine(tm);
-    return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-  }
+  if (!h) return ir_error(ctx, FHJIT_ERR_MEMORY, "error: out of memory");
   h->plan = *p;
   h->nextra = pro && pro->sub ? pro->sub->ninputs : -1;
   for (int t = 0; pro && t < pro->nepi; t++) h->nepi_args += pro->epi[t].sub->ninputs + 1;
-  char prefix[40];
+  char prefix[40], who[64], names[2][96];
   plan_prefix(p, prefix, sizeof prefix);
-  LLVMContextRef c = jit_llvm_context(h->jit);
-  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(prefix, c);
-  nv_prepare_module(m, tm);
-  fhjit_status st = lw_ntt_build(ctx, p, pro, LW_HOST, prefix, c, m);
-  if (!st)
-    st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O2>", FHJIT_EMIT_LLVM_OPT, NULL, NULL);
-  LLVMDisposeTargetMachine(tm);
-  char who[64];
   snprintf(who, sizeof who, "NTT %s (host)", prefix);
-  if (st) LLVMDisposeModule(m);
-  else st = jit_add_module(&ctx->err, h->jit, m, who); /* takes m */
-  for (int j = 0; !st && j < p->nkernels; j++) {
-    char name[96];
-    snprintf(name, sizeof name, "%s_k%d_host", prefix, j);
-    void *addr;
-    if (!(st = jit_lookup(&ctx->err, h->jit, name, who, &addr))) h->fn[j] = (host_fn)(uintptr_t)addr;
+  const char *syms[2];
+  SP_ASSERT(p->nkernels <= 2); /* h->fn */
+  for (int j = 0; j < p->nkernels; j++) {
+    snprintf(names[j], sizeof names[j], "%s_k%d_host", prefix, j);
+    syms[j] = names[j];
   }
+  ntt_build b = {ctx, p, pro, prefix};
+  void *addrs[2];
+  fhjit_status st = jit_compile(&ctx->err, prefix, "default<O2>", build_ntt, &b, who, syms,
+                                p->nkernels, addrs, &h->jit);
   if (st) {
-    lw_ntt_host_destroy(h);
+    free(h);
     return st;
   }
+  for (int j = 0; j < p->nkernels; j++) h->fn[j] = (host_fn)(uintptr_t)addrs[j];
   *out = h;
   return FHJIT_OK;
 }
