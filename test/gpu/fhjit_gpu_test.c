@@ -979,6 +979,15 @@ static fhjit_value s7_twiddles(fhjit_graph *g, const char *name, int m, int64_t 
   return fhjit_input(g, name, &t);
 }
 
+/* g with y as its output "y", bound; else NULL, the error reported under
+ * `what` and g destroyed. */
+static fhjit_graph *bound(fhjit_graph *g, fhjit_value y, const char *what) {
+  if (y >= 0 && fhjit_output(g, y, "y") == FHJIT_OK && fhjit_bind(g) == FHJIT_OK) return g;
+  check(0, "%s: %s", what, fhjit_last_error(ctx));
+  fhjit_graph_destroy(g);
+  return NULL;
+}
+
 /* One op of section 7 on chain (Q of mq rows, P of K, digits of alpha):
  * 0 bconv Q's first alpha rows -> the others, 1 rescale, 2 moddown,
  * 3 + j modup of digit j, 100 the re-indexing ops of computed values. */
@@ -1023,12 +1032,9 @@ static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K
     fhjit_value ta = fhjit_automorphism(g, t, 2 * n - 1);
     y = fhjit_concat(g, fhjit_rows(g, ta, h, mq - h), fhjit_rows(g, t, 0, h));
   }
-  if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK) {
-    check(0, "s7 graph %d: %s", which, fhjit_last_error(ctx));
-    fhjit_graph_destroy(g);
-    return NULL;
-  }
-  return g;
+  char what[32];
+  snprintf(what, sizeof what, "s7 graph %d", which);
+  return bound(g, y, what);
 }
 
 /* ------------------------------- the conversion on the tensor cores */
@@ -1111,12 +1117,9 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
   else
     y = fhjit_ckks_mul_relin_rescale(
         g, x, s7_poly(g, "x2", 2, mq, n, NULL, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT), key, fwd, inv);
-  if (y < 0 || fhjit_output(g, y, "y") != FHJIT_OK || fhjit_bind(g) != FHJIT_OK) {
-    check(0, "ipfuse graph %d: %s", op, fhjit_last_error(ctx));
-    fhjit_graph_destroy(g);
-    return NULL;
-  }
-  return g;
+  char what[32];
+  snprintf(what, sizeof what, "ipfuse graph %d", op);
+  return bound(g, y, what);
 }
 
 /* The key switch's reduce kernel (ipfuse: the inner product computed in
