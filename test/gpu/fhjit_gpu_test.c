@@ -864,12 +864,15 @@ static void group_ntt(void) {
 static int s7_chain(fhjit_radix radix, int m, int64_t n, uint64_t *q) {
   uint64_t near[64], far[64];
   int nb = radix == FHJIT_R32 ? 30 : 60, fb = radix == FHJIT_R32 ? 25 : 40;
+  /* every third row far below the limit: m / 3 such primes (below 2^25
+   * only 38 are 1 mod 2^17, so a chain of 60 rows at N = 2^16 could not
+   * take m of them) */
   if (fhjit_find_primes(ctx, nb, (uint64_t)(2 * n), m, near) != FHJIT_OK ||
-      fhjit_find_primes(ctx, fb, (uint64_t)(2 * n), m, far) != FHJIT_OK) {
+      (m > 2 && fhjit_find_primes(ctx, fb, (uint64_t)(2 * n), m / 3, far) != FHJIT_OK)) {
     check(0, "section 7 chain: %s", fhjit_last_error(ctx));
     return 0;
   }
-  for (int i = 0; i < m; i++) q[i] = i % 3 == 2 ? far[i] : near[i];
+  for (int i = 0; i < m; i++) q[i] = i % 3 == 2 ? far[i / 3] : near[i];
   return 1;
 }
 
