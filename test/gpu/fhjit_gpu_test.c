@@ -1162,7 +1162,7 @@ static void group_ipfuse(int quick) {
       if (!g) continue;
       const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
       int reduce = plan && strstr(plan, "inner product of");
-      check(reduce, "%s: no reduce kernel in the plan", label);
+      check(reduce, "%s: the plan computes the inner product in the NTT", label);
       if (reduce) s7_case(g, q, m, n, label);
       fhjit_graph_destroy(g);
     }
