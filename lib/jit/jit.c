@@ -187,3 +187,19 @@ int64_t jit_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? n : 1;
 }
+
+typedef struct block_job {
+  jit_block_fn fn;
+  const uint64_t *slots;
+} block_job;
+
+static void block_range(void *arg, int64_t begin, int64_t end, void *shared) {
+  const block_job *j = arg;
+  j->fn(j->slots, begin, end, shared);
+}
+
+fhjit_status jit_run_blocks(sp_err *e, jit_block_fn fn, const uint64_t *slots, int64_t count,
+                            int64_t threads, size_t shared_bytes, const char *who) {
+  block_job job = {fn, slots};
+  return jit_split(e, block_range, &job, count, threads, shared_bytes, who);
+}

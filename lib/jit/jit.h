@@ -59,6 +59,16 @@ typedef void (*jit_range_fn)(void *arg, int64_t begin, int64_t end, void *scratc
 fhjit_status jit_split(sp_err *e, jit_range_fn fn, void *arg, int64_t count, int64_t threads,
                        size_t scratch_bytes, const char *who);
 
+/* A host block kernel's entry (lib/lower: the NTT and conversion kernels):
+ * blocks [begin, end) over the argument slots, with one block's shared
+ * array. */
+typedef void (*jit_block_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
+
+/* jit_split of block kernel fn over blocks [0, count) with the argument
+ * slots, each thread its own shared array of shared_bytes. */
+fhjit_status jit_run_blocks(sp_err *e, jit_block_fn fn, const uint64_t *slots, int64_t count,
+                            int64_t threads, size_t shared_bytes, const char *who);
+
 /* Online processors (at least 1). */
 int64_t jit_cores(void);
 

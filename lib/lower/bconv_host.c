@@ -8,13 +8,12 @@
 #include "nvptx/nvptx.h"
 
 /* The host kernel through lib/jit, like every host kernel: compiled once,
- * its blocks split across threads by jit_split. */
-typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
+ * its blocks split across threads by jit_run_blocks. */
 
 struct lw_bconv_host {
   lw_bconv_plan plan; /* the column pointers are not kept (NULL) */
   jit_code *jit;
-  host_fn fn;
+  jit_block_fn fn;
 };
 
 /* What build_bconv needs (jit_build_fn): the caller's plan, not h->plan,
@@ -57,19 +56,9 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
     free(h);
     return st;
   }
-  h->fn = (host_fn)(uintptr_t)addr;
+  h->fn = (jit_block_fn)(uintptr_t)addr;
   *out = h;
   return FHJIT_OK;
-}
-
-typedef struct host_job {
-  host_fn fn;
-  const uint64_t *slots;
-} host_job;
-
-static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
-  const host_job *j = arg;
-  j->fn(j->slots, begin, end, shared);
 }
 
 fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void *params,
@@ -92,9 +81,8 @@ fhjit_status lw_bconv_host_run(fhjit_context *ctx, lw_bconv_host *h, const void 
       return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv host run: digit %d's table is null", k);
     slots[4 + k] = (uint64_t)(uintptr_t)more_tables[k - 1];
   }
-  host_job job = {h->fn, slots};
   /* every block needs its shared array, even an empty one */
   size_t shared = p->shared_bytes ? ((size_t)p->shared_bytes + 15) / 16 * 16 : 16;
-  return jit_split(&ctx->err, host_range, &job, (int64_t)p->blocks,
-                   threads > 0 ? threads : jit_cores(), shared, "bconv host run");
+  return jit_run_blocks(&ctx->err, h->fn, slots, (int64_t)p->blocks,
+                        threads > 0 ? threads : jit_cores(), shared, "bconv host run");
 }

@@ -2261,14 +2261,12 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
 
 /* ------------------------------------------------------------ host JIT */
 
-typedef void (*host_fn)(const uint64_t *slots, int64_t begin, int64_t end, void *shared);
-
 struct lw_ntt_host {
   lw_ntt_plan plan;
   int nextra; /* prologue inputs (-1: no prologue) */
   int nepi_args; /* epilogue arguments of the last kernel */
   jit_code *jit;
-  host_fn fn[2];
+  jit_block_fn fn[2];
 };
 
 /* What build_ntt needs (jit_build_fn). */
@@ -2316,19 +2314,9 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
     free(h);
     return st;
   }
-  for (int j = 0; j < p->nkernels; j++) h->fn[j] = (host_fn)(uintptr_t)addrs[j];
+  for (int j = 0; j < p->nkernels; j++) h->fn[j] = (jit_block_fn)(uintptr_t)addrs[j];
   *out = h;
   return FHJIT_OK;
-}
-
-typedef struct host_job {
-  host_fn fn;
-  const uint64_t *slots;
-} host_job;
-
-static void host_range(void *arg, int64_t begin, int64_t end, void *shared) {
-  host_job *j = arg;
-  j->fn(j->slots, begin, end, shared);
 }
 
 fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *params,
@@ -2360,7 +2348,6 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
       for (int e = 0; e < npro; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[e];
     if (j == p->nkernels - 1)
       for (int e = 0; e < h->nepi_args; e++) slots[nslots++] = (uint64_t)(uintptr_t)extra[npro + e];
-    host_job job = {h->fn[j], slots};
     /* a cluster kernel's host form runs whole clusters, with their C
      * slices side by side */
     int64_t units = k->cluster ? k->blocks >> k->cluster : k->blocks;
@@ -2368,7 +2355,7 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     if (p->reduce_members > 0 && j == p->nkernels - 1) /* the members' slots (red_slot) */
       shared += ((size_t)(p->reduce_acc > 0 ? 1 + p->reduce_acc : p->reduce_members)
                  << (k->log_c + k->m)) * ws;
-    fhjit_status st = jit_split(&ctx->err, host_range, &job, units, threads, shared, "NTT host run");
+    fhjit_status st = jit_run_blocks(&ctx->err, h->fn[j], slots, units, threads, shared, "NTT host run");
     if (st) return st;
   }
   return FHJIT_OK;
