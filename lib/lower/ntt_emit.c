@@ -91,6 +91,12 @@ typedef struct ne {
    * it there (lw_build_eval_staged); stage_arr: the GPU's stage, a static
    * shared array of two members' words */
   int stage_on;
+  /* ipacc with the vector epilogue (epivec): result k's evaluators of V
+   * consecutive words, per component (acc_vec: they exist) */
+  int acc_vec;
+  LLVMValueRef acc_vfn[LW_MAX_REG][3];
+  LLVMTypeRef acc_vty[LW_MAX_REG][3];
+  int64_t acc_vvalues[LW_MAX_REG];
   LLVMValueRef stage_arr, stage_fn[LW_MAX_REG][3];
   LLVMTypeRef stage_ty[LW_MAX_REG][3];
   int64_t stage_values[LW_MAX_REG];
@@ -814,23 +820,13 @@ static LLVMValueRef red_pin(ne *E, LLVMValueRef x) {
                   w64 ? "=l,l" : "=r,r", &x, 1);
 }
 
-/* ipacc: member k's words of staged group g (slot 0) folded into the
- * accumulator's components (slots 1 + c): result k of epilogue 0, member
- * k's word and (k > 0) the accumulator's component c as its registers. As
- * member k's body (red_keep) or own rows (red_own) produce the group, so
- * only the accumulator and one group of a member's words are live. */
 /* The arguments of member k's fold or staging call at word (g, v) of the
  * thread (the accumulator's word the caller's): params, pstride, epilogue
  * 0's inputs, null results, the index, member k's word x; returns their
  * count, the accumulator's place args[count - 1] when k > 0. */
 static int fold_args(ne *E, int k, LLVMValueRef off, LLVMValueRef x, LLVMValueRef *args) {
-  const fhjit_graph *sub = E->pro->epi[0].sub;
   int nx = k ? 2 : 1;
-  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[0][j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  int nargs = eval_head(E, E->pro->epi[0].sub, E->epi_in[0], args) + 1 + nx;
   args[nargs - nx - 1] = E->epi_idx64[0] ? off : LLVMBuildTrunc(E->b, off, E->i32, "");
   args[nargs - nx] = x;
   if (k) args[nargs - 1] = LLVMConstNull(E->W);
@@ -878,6 +874,41 @@ static void red_stage(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk) {
   if (E->target == LW_GPU) cp_async(E, "cp.async.commit_group;");
 }
 
+/* red_fold with the vector evaluators: the group's V words of member k
+ * and of each accumulator component as lane arguments, one call per
+ * component. Why: called word by word, the fold's key loads are one word
+ * a thread at a stride of V words (see epi_eval). */
+static void red_fold_vec(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
+  const lw_ntt_reduce *R = &E->pro->red;
+  LLVMBuilderRef b = E->b;
+  int V = E->V;
+  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG * LW_VMAX];
+  int head = eval_head(E, E->pro->epi[0].sub, E->epi_in[0], args);
+  LLVMValueRef walk = LLVMBuildLShr(b, red_out_off(E, tid, blk, g, 0),
+                                    c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "fold.group");
+  args[head] = E->epi_idx64[0] ? walk : LLVMBuildTrunc(b, walk, E->i32, "");
+  for (int v = 0; v < V; v++) {
+    LLVMValueRef x = LLVMBuildLoad2(b, E->W, red_slot(E, 0, g, v, tid), "m");
+    LLVMSetAlignment(x, walign(E));
+    args[head + 1 + v] = x;
+  }
+  int nargs = head + 1 + (k ? 2 : 1) * V;
+  for (int c = 0; c < R->acc; c++) {
+    for (int v = 0; v < V && k; v++) {
+      LLVMValueRef a = LLVMBuildLoad2(b, E->W, red_slot(E, 1 + c, g, v, tid), "acc");
+      LLVMSetAlignment(a, walign(E));
+      args[head + 1 + V + v] = a;
+    }
+    E->inlined += E->acc_vvalues[k];
+    LLVMValueRef y = LLVMBuildCall2(b, E->acc_vty[k][c], E->acc_vfn[k][c], args, (unsigned)nargs, "fold");
+    for (int v = 0; v < V; v++) {
+      LLVMValueRef w = LLVMBuildExtractElement(b, y, c32(E, (uint64_t)v), "");
+      if (E->target == LW_GPU) w = red_pin(E, w); /* see red_fold */
+      LLVMSetAlignment(LLVMBuildStore(b, w, red_slot(E, 1 + c, g, v, tid)), walign(E));
+    }
+  }
+}
+
 /* ipacc: member k's words of staged group g (slot 0) folded into the
  * accumulator's components (slots 1 + c): result k of epilogue 0, member
  * k's word and (k > 0) the accumulator's component c as its registers. As
@@ -896,6 +927,10 @@ static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
    * and Montgomery constant: about 20 values at r62) were shared by all
    * the later ones, live across every body */
   if (E->target == LW_GPU) tid = red_pin(E, tid), blk = red_pin(E, blk);
+  if (E->acc_vec) {
+    red_fold_vec(E, k, tid, blk, g);
+    return;
+  }
   LLVMValueRef args[LW_MAX_ARGS + 5 + LW_MAX_REG];
   for (int v = 0; v < E->V; v++) {
     LLVMValueRef off = red_out_off(E, tid, blk, g, v);
@@ -2054,6 +2089,32 @@ static fhjit_status build_vector_epilogue(ne *E, int t) {
   return FHJIT_OK;
 }
 
+/* ipacc's vector folds (red_fold_vec), "<plan>_v[.r<k>].eval<c>", where
+ * the last kernel has the vector epilogue (epivec) and the sub-graph's
+ * walk takes V-element groups; else the scalar folds alone. */
+static fhjit_status named_fn(ne *E, const char *name, LLVMValueRef *fn, LLVMTypeRef *ty);
+static fhjit_status build_vector_folds(ne *E, fhjit_graph *sub) {
+  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
+  const lw_ntt_reduce *R = &E->pro->red;
+  E->acc_vec = 0;
+  if (!lk->epivec || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
+  lw_plan pl;
+  int ok;
+  fhjit_status st = vector_plan(E, sub, &pl, &ok);
+  for (int k = 0; k < R->members && !st && ok; k++) {
+    int32_t regs[2] = {R->reg[k], R->acc_reg};
+    st = lw_build_eval_result(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1, &E->acc_vvalues[k]);
+    for (int comp = 0; comp < R->acc && !st; comp++) {
+      char name[128];
+      if (k) snprintf(name, sizeof name, "%s.r%d.eval%d", pl.name, k, comp);
+      else snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
+      st = named_fn(E, name, &E->acc_vfn[k][comp], &E->acc_vty[k][comp]);
+    }
+  }
+  E->acc_vec = !st && ok;
+  return st;
+}
+
 /* Function `name` of the module and its type (an evaluator lower.c built). */
 static fhjit_status named_fn(ne *E, const char *name, LLVMValueRef *fn, LLVMTypeRef *ty) {
   *fn = LLVMGetNamedFunction(E->m, name);
@@ -2104,6 +2165,7 @@ static fhjit_status build_epilogue(ne *E) {
           if ((st = named_fn(E, name, &E->stage_fn[k][comp], &E->stage_ty[k][comp]))) return st;
         }
       }
+      if (!st && !E->P->reduce_stage) st = build_vector_folds(E, sub);
     } else if (t == 0 && R->members > 0)
       st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members,
                               &E->epi_values[t]);
