@@ -335,15 +335,6 @@ typedef struct lw {
    * j-th of nreg (an ipfuse epilogue: one per member digit); with vec > 1
    * one argument per lane, register j's lanes consecutive */
   int nreg;
-  /* a staging pair (lw_build_eval_staged, the ipstage reduce kernel):
-   * LW_STAGE_COPY copies the word of the first input load to stage_ptr
-   * (the function's last argument: shared memory on the GPU, by
-   * cp.async) and evaluates nothing used; LW_STAGE_READ reads that word
-   * from stage_ptr instead of loading it. Later loads are plain loads in
-   * both. */
-  lw_stage_mode stage_mode;
-  LLVMValueRef stage_ptr;
-  int nstaged;
   int32_t reg_input[LW_MAX_REG];
   LLVMValueRef reg_value[LW_MAX_REG][LW_VMAX];
   LLVMValueRef group;     /* the body's group argument */
@@ -630,46 +621,6 @@ static LLVMValueRef view_offset(lw *L, const ir_node *in, LLVMValueRef row, int 
   return off;
 }
 
-/* The word of the first input load of a staging pair (lw_stage_mode): its
- * copy into the stage (and 0: the copy's evaluator is never used for its
- * value), or the stage's word. */
-static LLVMValueRef stage_word(lw *L, LLVMValueRef ptr, unsigned align, const char *name) {
-  LLVMBuilderRef b = L->b;
-  if (L->stage_mode == LW_STAGE_READ) {
-    LLVMValueRef v = LLVMBuildLoad2(b, L->word, L->stage_ptr, name);
-    LLVMSetAlignment(v, align);
-    return v;
-  }
-  if (L->target == LW_GPU) {
-    const char *text = L->wbits == 32 ? "cp.async.ca.shared.global [$0], [$1], 4;"
-                                      : "cp.async.ca.shared.global [$0], [$1], 8;";
-    static const char cons[] = "l,l,~{memory}";
-    LLVMValueRef args[2] = {LLVMBuildPtrToInt(b, L->stage_ptr, L->i64, ""),
-                            LLVMBuildPtrToInt(b, ptr, L->i64, "")};
-    LLVMTypeRef at[2] = {L->i64, L->i64};
-    LLVMTypeRef fty = LLVMFunctionType(L->voidt, at, 2, 0);
-    LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, sizeof cons - 1, 1, 0,
-                                       LLVMInlineAsmDialectATT, 0);
-    LLVMBuildCall2(b, fty, fn, args, 2, "");
-  } else {
-    LLVMValueRef v = LLVMBuildLoad2(b, L->word, ptr, name);
-    LLVMSetAlignment(v, align);
-    LLVMSetAlignment(LLVMBuildStore(b, v, L->stage_ptr), align);
-  }
-  return LLVMConstNull(L->word);
-}
-
-/* An input's word (or vector) of type ty at ptr: a load, or the first
- * word of a staging pair (stage_word). */
-static LLVMValueRef load_word(lw *L, LLVMTypeRef ty, LLVMValueRef ptr, unsigned align,
-                              const char *name) {
-  if (L->stage_mode != LW_STAGE_NONE && ty == L->word && L->nstaged++ == 0)
-    return stage_word(L, ptr, align, name);
-  LLVMValueRef v = LLVMBuildLoad2(L->b, ty, ptr, name);
-  LLVMSetAlignment(v, align);
-  return v;
-}
-
 /* Loads lanes of input #index at element konst + var + idx[l] * stride (idx
  * of context x) into out[]. */
 static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, int aligned,
@@ -683,13 +634,15 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   if (stride == 0 || x->uniform) {
     LLVMValueRef off = fixed;
     if (stride) off = LLVMBuildNUWAdd(b, off, mul_by(L, to64(L, x->idx[0]), stride), "");
-    LLVMValueRef v = load_word(L, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), walign, name);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), name);
+    LLVMSetAlignment(v, walign);
     for (int l = 0; l < V; l++) out[l] = v;
     return;
   }
   if (V > 1 && x->contig && stride == 1 && aligned && konst % V == 0) {
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, to64(L, x->idx[0]), "");
-    LLVMValueRef v = load_word(L, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), L->vec_align, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), "");
+    LLVMSetAlignment(v, L->vec_align);
     for (int l = 0; l < V; l++) {
       char lname[96];
       snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
@@ -701,7 +654,9 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, mul_by(L, to64(L, x->idx[l]), stride), "");
     char lname[96];
     snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-    out[l] = load_word(L, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), walign, lname);
+    LLVMValueRef v = LLVMBuildLoad2(b, L->word, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), lname);
+    LLVMSetAlignment(v, walign);
+    out[l] = v;
   }
 }
 
@@ -842,7 +797,8 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
   int V = L->p->vec;
   unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
   if (a->vptr && !a->uniform) {
-    LLVMValueRef v = load_word(L, L->vect, a->vptr, L->vec_align, "");
+    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, a->vptr, "");
+    LLVMSetAlignment(v, L->vec_align);
     for (int l = 0; l < V; l++) {
       char lname[96];
       snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
@@ -857,7 +813,8 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
     }
     char lname[96];
     snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-    out[l] = load_word(L, L->word, a->ptr[l], walign, lname);
+    out[l] = LLVMBuildLoad2(b, L->word, a->ptr[l], lname);
+    LLVMSetAlignment(out[l], walign);
   }
 }
 
@@ -1472,7 +1429,7 @@ static void name_args(lw *L, LLVMValueRef fn) {
 /* 1 (the internal error recorded) when module m already has the symbol
  * "<plan name><suffix>": see lw_symbol_taken. */
 static int name_taken(lw *L, const char *suffix) {
-  char name[LW_NAME_MAX + 32];
+  char name[LW_NAME_MAX + 24];
   snprintf(name, sizeof name, "%s%s", L->p->name, suffix);
   if (!lw_symbol_taken(L->m, name)) return 0;
   if (!L->st) L->st = lw_duplicate_symbol(L->g->ctx, name);
@@ -1482,7 +1439,7 @@ static int name_taken(lw *L, const char *suffix) {
 static LLVMValueRef build_body(lw *L) {
   fhjit_graph *g = L->g;
   int32_t n = lw_num_args(g);
-  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 2 + LW_MAX_REG * LW_VMAX)); /* + group, + registers, + stage */
+  LLVMTypeRef *types = malloc(sizeof *types * (size_t)(n + 1 + LW_MAX_REG * LW_VMAX)); /* + group, + registers */
   L->inputs = malloc(sizeof *L->inputs * (size_t)(g->ninputs + 1));
   L->results = malloc(sizeof *L->results * (size_t)(g->nresults + 1));
   if (!types || !L->inputs || !L->results) {
@@ -1494,13 +1451,8 @@ static LLVMValueRef build_body(lw *L) {
   types[n] = L->idxt;
   int V = L->p->vec, reg = L->eval_comp >= 0 ? L->nreg * V : 0;
   for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
-  int staged = L->stage_mode != LW_STAGE_NONE; /* + the stage's address */
-  if (staged) types[n + 1 + reg] = LLVMPointerTypeInContext(L->c, L->target == LW_GPU ? 3 : 0);
-  char suffix[32]; /* ".body", or [".r" and a result] ".eval", ".stage" or ".staged" and a component (< 4) */
-  if (staged)
-    snprintf(suffix, sizeof suffix, ".r%d.%s%d", (int)L->eval_result,
-             L->stage_mode == LW_STAGE_COPY ? "stage" : "staged", L->eval_comp);
-  else if (L->eval_comp >= 0 && L->eval_result > 0)
+  char suffix[24]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
+  if (L->eval_comp >= 0 && L->eval_result > 0)
     snprintf(suffix, sizeof suffix, ".r%d.eval%d", (int)L->eval_result, L->eval_comp);
   else if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
   else snprintf(suffix, sizeof suffix, ".body");
@@ -1508,12 +1460,11 @@ static LLVMValueRef build_body(lw *L) {
     free(types);
     return NULL;
   }
-  char fname[LW_NAME_MAX + 32];
+  char fname[LW_NAME_MAX + 24];
   snprintf(fname, sizeof fname, "%s%s", L->p->name, suffix);
   /* an evaluator returns its word, or with vec > 1 the group's lanes */
   LLVMTypeRef ret = L->eval_comp < 0 ? L->voidt : V > 1 ? L->vect : L->word;
-  LLVMValueRef fn =
-      LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg + staged), 0));
+  LLVMValueRef fn = LLVMAddFunction(L->m, fname, LLVMFunctionType(ret, types, (unsigned)(n + 1 + reg), 0));
   free(types);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   add_fn_attr(L, fn, "alwaysinline");
@@ -1525,10 +1476,6 @@ static LLVMValueRef build_body(lw *L) {
     LLVMValueRef a = LLVMGetParam(fn, (unsigned)(n + 1 + j));
     L->reg_value[j / V][j % V] = a;
     LLVMSetValueName2(a, "reg", 3);
-  }
-  if (staged) {
-    L->stage_ptr = LLVMGetParam(fn, (unsigned)(n + 1 + reg));
-    LLVMSetValueName2(L->stage_ptr, "stage", 5);
   }
   L->fn = fn;
   L->params = LLVMGetParam(fn, 0);
@@ -1772,30 +1719,9 @@ fhjit_status lw_build_eval_regs(fhjit_graph *g, const lw_plan *plan, lw_target t
   return lw_build_eval_result(g, plan, target, c, m, 0, reg_input, nreg, values);
 }
 
-static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                     LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                     const int32_t *reg_input, int nreg, lw_stage_mode mode,
-                                     int64_t *values);
-
 fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target target,
                                   LLVMContextRef c, LLVMModuleRef m, int32_t result,
                                   const int32_t *reg_input, int nreg, int64_t *values) {
-  return build_evaluators(g, plan, target, c, m, result, reg_input, nreg, LW_STAGE_NONE, values);
-}
-
-fhjit_status lw_build_eval_staged(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                  LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                  const int32_t *reg_input, int nreg, lw_stage_mode mode,
-                                  int64_t *values) {
-  if (mode == LW_STAGE_NONE || plan->vec != 1)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_staged needs a mode and vec 1");
-  return build_evaluators(g, plan, target, c, m, result, reg_input, nreg, mode, values);
-}
-
-static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                     LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                     const int32_t *reg_input, int nreg, lw_stage_mode mode,
-                                     int64_t *values) {
   *values = 0;
   if (nreg < 0 || nreg > LW_MAX_REG)
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "internal: lw_build_eval_regs: %d registers", nreg);
@@ -1809,7 +1735,6 @@ static fhjit_status build_evaluators(fhjit_graph *g, const lw_plan *plan, lw_tar
     init_lw(&L, g, plan, target, c, m);
     L.eval_comp = comp;
     L.eval_result = result;
-    L.stage_mode = mode;
     L.nreg = nreg;
     for (int j = 0; j < nreg; j++) L.reg_input[j] = reg_input[j];
     build_body(&L);

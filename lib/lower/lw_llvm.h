@@ -149,21 +149,6 @@ fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target
                                   LLVMContextRef c, LLVMModuleRef m, int32_t result,
                                   const int32_t *reg_input, int nreg, int64_t *values);
 
-/* A staging pair of lw_build_eval_result's functions (plan->vec 1), with
- * one more argument after the registers: a word's address `stage` (the
- * GPU's shared memory, host memory on the host). LW_STAGE_COPY
- * ("<plan->name>.r<result>.stage<c>"): copies the word of the function's
- * first input load to stage (cp.async on the GPU: complete only after the
- * caller's cp.async.wait_group) and returns nothing of use; LW_STAGE_READ
- * (".r<result>.staged<c>"): the same evaluator with that word read from
- * stage. Same loads in the same order in both, so the pair agrees on
- * which word is staged; a function with no input load stages nothing. */
-typedef enum lw_stage_mode { LW_STAGE_NONE = 0, LW_STAGE_COPY, LW_STAGE_READ } lw_stage_mode;
-fhjit_status lw_build_eval_staged(fhjit_graph *g, const lw_plan *plan, lw_target target,
-                                  LLVMContextRef c, LLVMModuleRef m, int32_t result,
-                                  const int32_t *reg_input, int nreg, lw_stage_mode mode,
-                                  int64_t *values);
-
 /* The compile-time bound (docs/limits.md): one kernel body evaluates at most
  * this many values, a value being one component of one node in one index
  * context (plus one per index context), counted once per copy of the body

@@ -213,15 +213,6 @@ typedef struct lw_ntt_plan {
    * place of the last kernel's own minb: its blocks have half the
    * threads of the chunk kernel's and hold every member's words */
   int reduce_minb;
-  /* ipstage (tuning ipstage=1, accumulating only): 1, each member's
-   * epilogue inputs (the keys) are copied into shared memory by cp.async
-   * while the member before it is transformed, two members' worth in
-   * turn (reduce_stage_words words after the slots), and its fold reads
-   * them there; 0: the fold loads them from global memory.
-   * reduce_stage_want: the tuning's request, kept until
-   * lw_ntt_plan_reduce decides. */
-  int reduce_stage, reduce_stage_want;
-  int64_t reduce_stage_words;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -300,9 +291,6 @@ typedef struct lw_ntt_tuning {
                   * where the sum is a left fold over the digits in their order (2
                   * components x E words live), 0 (default: measured faster) keeps
                   * every digit's words until all are transformed (D x E words) */
-  int ipstage;   /* with ipacc: 1 stages each digit's keys in shared memory (cp.async)
-                  * while the digit before it is transformed, 0 (default) loads them
-                  * as the digit is folded (lw_ntt_plan.reduce_stage) */
   int autpro;    /* an NTT whose operand's cone holds a coefficient-domain automorphism:
                   * 0 (default) the operand computed by a pointwise kernel first, 1 in
                   * the NTT's first kernel (a prologue of scattered loads: measured
@@ -334,7 +322,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, ipstage, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

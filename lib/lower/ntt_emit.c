@@ -86,20 +86,12 @@ typedef struct ne {
   LLVMValueRef acc_fn[LW_MAX_REG][3];
   LLVMTypeRef acc_ty[LW_MAX_REG][3];
   int64_t acc_values[LW_MAX_REG];
-  /* ipstage (the plan's reduce_stage): stage_fn[k][c] copies the word
-   * member k's fold of component c reads into the stage, and acc_fn reads
-   * it there (lw_build_eval_staged); stage_arr: the GPU's stage, a static
-   * shared array of two members' words */
-  int stage_on;
   /* ipacc with the vector epilogue (epivec): result k's evaluators of V
    * consecutive words, per component (acc_vec: they exist) */
   int acc_vec;
   LLVMValueRef acc_vfn[LW_MAX_REG][3];
   LLVMTypeRef acc_vty[LW_MAX_REG][3];
   int64_t acc_vvalues[LW_MAX_REG];
-  LLVMValueRef stage_arr, stage_fn[LW_MAX_REG][3];
-  LLVMTypeRef stage_ty[LW_MAX_REG][3];
-  int64_t stage_values[LW_MAX_REG];
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -820,60 +812,6 @@ static LLVMValueRef red_pin(ne *E, LLVMValueRef x) {
                   w64 ? "=l,l" : "=r,r", &x, 1);
 }
 
-/* The arguments of member k's fold or staging call at word (g, v) of the
- * thread (the accumulator's word the caller's): params, pstride, epilogue
- * 0's inputs, null results, the index, member k's word x; returns their
- * count, the accumulator's place args[count - 1] when k > 0. */
-static int fold_args(ne *E, int k, LLVMValueRef off, LLVMValueRef x, LLVMValueRef *args) {
-  int nx = k ? 2 : 1;
-  int nargs = eval_head(E, E->pro->epi[0].sub, E->epi_in[0], args) + 1 + nx;
-  args[nargs - nx - 1] = E->epi_idx64[0] ? off : LLVMBuildTrunc(E->b, off, E->i32, "");
-  args[nargs - nx] = x;
-  if (k) args[nargs - 1] = LLVMConstNull(E->W);
-  return nargs;
-}
-
-/* ipstage: the stage's word (g, v) of the thread for component c in
- * buffer `buf` (member k's: k & 1): [buf][c][word of thread][thread], so
- * a warp's words are consecutive. GPU: the static shared stage; host:
- * after the slots in the block's shared buffer. */
-static LLVMValueRef stage_slot(ne *E, int buf, int c, int g, int v, LLVMValueRef tid) {
-  const lw_ntt_kplan *K = E->K;
-  LLVMBuilderRef b = E->b;
-  uint64_t w = (uint64_t)(g * E->V + v), T = K->threads;
-  uint64_t at = (((uint64_t)buf * (uint64_t)E->pro->red.acc + (uint64_t)c) * (uint64_t)red_words(E) + w) * T;
-  if (E->target != LW_GPU) at += K->smem_words + ((uint64_t)red_nslots(E) << (K->log_c + K->m));
-  LLVMValueRef e = LLVMBuildNUWAdd(b, LLVMBuildZExt(b, tid, E->i64, ""), c64(E, at), "");
-  return LLVMBuildInBoundsGEP2(b, E->W, E->target == LW_GPU ? E->stage_arr : E->smem, &e, 1, "stage");
-}
-
-/* GPU: one inline-asm statement of cp.async's (a memory clobber: no load
- * of the stage moves across it). */
-static void cp_async(ne *E, const char *text) {
-  asm_call(E, E->voidt, text, "~{memory}", NULL, 0);
-}
-
-/* ipstage: member k's staged words (every word of the thread, every
- * component) copied into buffer k & 1 by its staging evaluators, as one
- * cp.async group on the GPU. */
-static void red_stage(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_reduce *R = &E->pro->red;
-  LLVMBuilderRef b = E->b;
-  /* GPU: addresses from copies of tid and blk (see red_fold) */
-  if (E->target == LW_GPU) tid = red_pin(E, tid), blk = red_pin(E, blk);
-  LLVMValueRef args[LW_MAX_ARGS + 5 + LW_MAX_REG];
-  for (int g = 0; g < red_words(E) / E->V; g++)
-    for (int v = 0; v < E->V; v++) {
-      int nargs = fold_args(E, k, red_out_off(E, tid, blk, g, v), LLVMConstNull(E->W), args);
-      for (int c = 0; c < R->acc; c++) {
-        args[nargs] = stage_slot(E, k & 1, c, g, v, tid);
-        E->inlined += E->stage_values[k];
-        LLVMBuildCall2(b, E->stage_ty[k][c], E->stage_fn[k][c], args, (unsigned)nargs + 1, "");
-      }
-    }
-  if (E->target == LW_GPU) cp_async(E, "cp.async.commit_group;");
-}
-
 /* red_fold with the vector evaluators: the group's V words of member k
  * and of each accumulator component as lane arguments, one call per
  * component. Why: called word by word, the fold's key loads are one word
@@ -913,15 +851,10 @@ static void red_fold_vec(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g
  * accumulator's components (slots 1 + c): result k of epilogue 0, member
  * k's word and (k > 0) the accumulator's component c as its registers. As
  * member k's body (red_keep) or own rows (red_own) produce the group, so
- * only the accumulator and one group of a member's words are live. With
- * ipstage the fold's key word comes from the stage: the thread's own
- * copies, complete once its cp.async groups up to member k's are (each
- * thread reads only what it staged: no barrier). */
+ * only the accumulator and one group of a member's words are live. */
 static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
   const lw_ntt_reduce *R = &E->pro->red;
   LLVMBuilderRef b = E->b;
-  if (E->stage_on && E->target == LW_GPU && g == 0)
-    cp_async(E, k + 1 < R->members ? "cp.async.wait_group 1;" : "cp.async.wait_group 0;");
   /* GPU: each fold's addresses and row constants from copies of tid and
    * blk: without them one fold's (the keys' offsets, the row's modulus
    * and Montgomery constant: about 20 values at r62) were shared by all
@@ -931,12 +864,20 @@ static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
     red_fold_vec(E, k, tid, blk, g);
     return;
   }
-  LLVMValueRef args[LW_MAX_ARGS + 5 + LW_MAX_REG];
+  const fhjit_graph *sub = E->pro->epi[0].sub;
+  int nx = k ? 2 : 1;
+  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
+  LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG];
+  args[0] = E->params;
+  args[1] = E->pstride;
+  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[0][j];
+  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
   for (int v = 0; v < E->V; v++) {
     LLVMValueRef off = red_out_off(E, tid, blk, g, v);
     LLVMValueRef x = LLVMBuildLoad2(b, E->W, red_slot(E, 0, g, v, tid), "m");
     LLVMSetAlignment(x, walign(E));
-    int nargs = fold_args(E, k, off, x, args);
+    args[nargs - nx - 1] = E->epi_idx64[0] ? off : LLVMBuildTrunc(b, off, E->i32, "");
+    args[nargs - nx] = x;
     for (int c = 0; c < R->acc; c++) {
       LLVMValueRef at = red_slot(E, 1 + c, g, v, tid);
       if (k) {
@@ -944,10 +885,8 @@ static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
         LLVMSetAlignment(a, walign(E));
         args[nargs - 1] = a;
       }
-      if (E->stage_on) args[nargs] = stage_slot(E, k & 1, c, g, v, tid);
       E->inlined += E->acc_values[k];
-      LLVMValueRef y = LLVMBuildCall2(b, E->acc_ty[k][c], E->acc_fn[k][c], args,
-                                      (unsigned)(nargs + E->stage_on), "fold");
+      LLVMValueRef y = LLVMBuildCall2(b, E->acc_ty[k][c], E->acc_fn[k][c], args, (unsigned)nargs, "fold");
       /* GPU: the fold computed here, not sunk to where the next fold
        * reads it (LLVM's O3 sank every fold to the last one, keeping
        * all members' words and keys live: r62 dnum 7 at 255 registers
@@ -1802,15 +1741,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   if (E->red_active) /* the members' final words: registers once promoted */
     E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(red_nslots(E) * red_words(E))), "slots");
-  if (E->stage_on) {
-    char stname[128];
-    snprintf(stname, sizeof stname, "%s_stage", name);
-    LLVMTypeRef sarr = LLVMArrayType2(E->W, (uint64_t)E->P->reduce_stage_words);
-    E->stage_arr = LLVMAddGlobalInAddressSpace(E->m, sarr, stname, 3);
-    LLVMSetInitializer(E->stage_arr, LLVMGetUndef(sarr));
-    LLVMSetLinkage(E->stage_arr, LLVMInternalLinkage);
-    LLVMSetAlignment(E->stage_arr, 16);
-  }
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
   E->preloaded = 0;
@@ -1832,9 +1762,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
-  /* ipstage: the first member's keys on their way before the wait (they
-   * were written before kernel 0 started, see above) */
-  if (E->stage_on) red_stage(E, 0, tid, blk);
   if (!first && k->pdl && !wait_after_tws) wait_for_kernel0(E, tid, blk);
   if (k->early && !wait_after_tws) {
     preload_pass0(E, tid, blk);
@@ -1842,8 +1769,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   }
   E->red_blk = blk;
   for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
-    /* ipstage: the next member's keys copied while this one is folded */
-    if (E->stage_on && mk + 1 < E->pro->red.members) red_stage(E, mk + 1, tid, blk);
     /* member mk: its own rows loaded, or its body on its block (a branch
      * uniform per block: the body's barriers stay uniform) */
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
@@ -1991,13 +1916,7 @@ static void build_host_fn(ne *E, const char *name) {
   loop blk = loop_begin(E, begin, E->i64, "block");
   E->red_blk = blk.iv;
   for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
-    /* reduce mode (see build_gpu_kernel): member mk's own rows or body,
-     * with ipstage its keys (and the next member's) staged first */
-    for (int sk = mk ? mk + 1 : 0; E->stage_on && sk <= mk + 1 && sk < E->pro->red.members; sk++) {
-      loop ts = loop_begin(E, c32(E, 0), E->i32, "thread");
-      red_stage(E, sk, ts.iv, blk.iv);
-      loop_end(E, &ts, c32(E, k->threads), "stage_done");
-    }
+    /* reduce mode (see build_gpu_kernel): member mk's own rows or body */
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
     LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
@@ -2089,38 +2008,47 @@ static fhjit_status build_vector_epilogue(ne *E, int t) {
   return FHJIT_OK;
 }
 
-/* ipacc's vector folds (red_fold_vec), "<plan>_v[.r<k>].eval<c>", where
- * the last kernel has the vector epilogue (epivec) and the sub-graph's
- * walk takes V-element groups; else the scalar folds alone. */
-static fhjit_status named_fn(ne *E, const char *name, LLVMValueRef *fn, LLVMTypeRef *ty);
-static fhjit_status build_vector_folds(ne *E, fhjit_graph *sub) {
-  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
-  const lw_ntt_reduce *R = &E->pro->red;
-  E->acc_vec = 0;
-  if (!lk->epivec || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
-  lw_plan pl;
-  int ok;
-  fhjit_status st = vector_plan(E, sub, &pl, &ok);
-  for (int k = 0; k < R->members && !st && ok; k++) {
-    int32_t regs[2] = {R->reg[k], R->acc_reg};
-    st = lw_build_eval_result(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1, &E->acc_vvalues[k]);
-    for (int comp = 0; comp < R->acc && !st; comp++) {
-      char name[128];
-      if (k) snprintf(name, sizeof name, "%s.r%d.eval%d", pl.name, k, comp);
-      else snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
-      st = named_fn(E, name, &E->acc_vfn[k][comp], &E->acc_vty[k][comp]);
-    }
-  }
-  E->acc_vec = !st && ok;
-  return st;
-}
-
 /* Function `name` of the module and its type (an evaluator lower.c built). */
 static fhjit_status named_fn(ne *E, const char *name, LLVMValueRef *fn, LLVMTypeRef *ty) {
   *fn = LLVMGetNamedFunction(E->m, name);
   if (!*fn) return ir_error(E->ctx, FHJIT_ERR_LLVM, "internal: no evaluator %s", name);
   *ty = LLVMGlobalGetValueType(*fn);
   return FHJIT_OK;
+}
+
+/* ipacc: result k of sub folds member k (register 0) into the
+ * accumulator (register 1, k > 0); its evaluators under plan pl, per
+ * component, "<plan>[.r<k>].eval<c>", into fn, ty and values. */
+static fhjit_status build_folds(ne *E, fhjit_graph *sub, const lw_plan *pl, LLVMValueRef fn[][3],
+                                LLVMTypeRef ty[][3], int64_t *values) {
+  const lw_ntt_reduce *R = &E->pro->red;
+  fhjit_status st = FHJIT_OK;
+  for (int k = 0; k < R->members && !st; k++) {
+    int32_t regs[2] = {R->reg[k], R->acc_reg};
+    st = lw_build_eval_result(sub, pl, E->target, E->c, E->m, k, regs, k ? 2 : 1, &values[k]);
+    for (int comp = 0; comp < R->acc && !st; comp++) {
+      char name[128];
+      if (k) snprintf(name, sizeof name, "%s.r%d.eval%d", pl->name, k, comp);
+      else snprintf(name, sizeof name, "%s.eval%d", pl->name, comp);
+      st = named_fn(E, name, &fn[k][comp], &ty[k][comp]);
+    }
+  }
+  return st;
+}
+
+/* ipacc's vector folds (red_fold_vec), named "<plan>_v...", where the
+ * last kernel has the vector epilogue (epivec) and the sub-graph's walk
+ * takes V-element groups; else the scalar folds alone. */
+static fhjit_status build_vector_folds(ne *E, fhjit_graph *sub) {
+  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
+  E->acc_vec = 0;
+  if (!lk->epivec || E->V < 2 || E->V > LW_VMAX) return FHJIT_OK;
+  lw_plan pl;
+  int ok;
+  fhjit_status st = vector_plan(E, sub, &pl, &ok);
+  if (!st && ok) st = build_folds(E, sub, &pl, E->acc_vfn, E->acc_vty, E->acc_vvalues);
+  E->acc_vec = !st && ok;
+  return st;
 }
 
 /* The epilogue targets' evaluator functions in module m (lower.c), the
@@ -2137,35 +2065,8 @@ static fhjit_status build_epilogue(ne *E) {
     if (t == 0 && R->acc > 0) {
       /* ipacc: result k folds member k (register 0) into the accumulator
        * (register 1, k > 0) */
-      for (int k = 0; k < R->members && !st; k++) {
-        int32_t regs[2] = {R->reg[k], R->acc_reg};
-        if (E->P->reduce_stage) {
-          /* ipstage: the staging copy and the fold reading the stage (and
-           * result 0's plain evaluators, which the epilogue's set names) */
-          if (k == 0)
-            st = lw_build_eval_result(sub, &pl, E->target, E->c, E->m, 0, regs, 1, &E->acc_values[0]);
-          if (!st)
-            st = lw_build_eval_staged(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1,
-                                    LW_STAGE_COPY, &E->stage_values[k]);
-          if (!st)
-            st = lw_build_eval_staged(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1,
-                                      LW_STAGE_READ, &E->acc_values[k]);
-        } else {
-          st = lw_build_eval_result(sub, &pl, E->target, E->c, E->m, k, regs, k ? 2 : 1,
-                                    &E->acc_values[k]);
-        }
-        for (int comp = 0; comp < R->acc && !st; comp++) {
-          char name[128];
-          if (E->P->reduce_stage) snprintf(name, sizeof name, "%s.r%d.staged%d", pl.name, k, comp);
-          else if (k) snprintf(name, sizeof name, "%s.r%d.eval%d", pl.name, k, comp);
-          else snprintf(name, sizeof name, "%s.eval%d", pl.name, comp);
-          if ((st = named_fn(E, name, &E->acc_fn[k][comp], &E->acc_ty[k][comp]))) return st;
-          if (!E->P->reduce_stage) continue;
-          snprintf(name, sizeof name, "%s.r%d.stage%d", pl.name, k, comp);
-          if ((st = named_fn(E, name, &E->stage_fn[k][comp], &E->stage_ty[k][comp]))) return st;
-        }
-      }
-      if (!st && !E->P->reduce_stage) st = build_vector_folds(E, sub);
+      st = build_folds(E, sub, &pl, E->acc_fn, E->acc_ty, E->acc_values);
+      if (!st) st = build_vector_folds(E, sub);
     } else if (t == 0 && R->members > 0)
       st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members,
                               &E->epi_values[t]);
@@ -2330,7 +2231,6 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     E.pro_active = pro && pro->sub && j == 0;
     E.epi_active = pro && pro->nepi > 0 && j == p->nkernels - 1;
     E.red_active = E.epi_active && pro->red.members > 0;
-    E.stage_on = E.red_active && pro->red.acc > 0 && p->reduce_stage;
     E.red_k = -1;
     char name[96];
     snprintf(name, sizeof name, "%s_k%d", prefix, j);
@@ -2364,7 +2264,6 @@ void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
     p->nkernels = p->two_nkernels;
     memcpy(p->k, p->two, sizeof p->k);
   }
-  if (!nv_target_has_cp_async(t)) p->reduce_stage = 0;
   if (nv_target_has_pdl(t)) return;
   for (int j = 0; j < 2; j++) p->k[j].pdl = p->k[j].entry = 0;
 }
@@ -2530,8 +2429,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     int64_t units = k->cluster ? k->blocks >> k->cluster : k->blocks;
     size_t shared = ((size_t)k->smem_words << k->cluster) * ws;
     if (p->reduce_members > 0 && j == p->nkernels - 1) /* the members' slots (red_slot) */
-      shared += (((size_t)(p->reduce_acc > 0 ? 1 + p->reduce_acc : p->reduce_members)
-                  << (k->log_c + k->m)) + (size_t)p->reduce_stage_words) * ws;
+      shared += ((size_t)(p->reduce_acc > 0 ? 1 + p->reduce_acc : p->reduce_members)
+                 << (k->log_c + k->m)) * ws;
     fhjit_status st = jit_run_blocks(&ctx->err, h->fn[j], slots, units, threads, shared, "NTT host run");
     if (st) return st;
   }

@@ -76,7 +76,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->ipstage = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
   t->rowplans = -1;
 }
@@ -118,7 +118,6 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"liftfuse", {offsetof(lw_ntt_tuning, liftfuse)}, 1, 0, 1},
       {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
       {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
-      {"ipstage", {offsetof(lw_ntt_tuning, ipstage)}, 1, 0, 1},
       {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
       {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
       {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
@@ -161,7 +160,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, ipstage, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -400,7 +399,6 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   p->batch_rows = batch_rows;
   p->pminor = pick(t.pminor, 1);
   p->reduce_minb = pick(t.minb_red, 0);
-  p->reduce_stage_want = pick(t.ipstage, 0);
   p->src_nax = 1;
   p->src_ext[0] = batch_rows;
   p->src_stride[0] = INT64_C(1) << log_n;
@@ -579,13 +577,6 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc) 
   p->reduce_members = members;
   p->reduce_rows = out_rows;
   p->reduce_acc = acc;
-  /* ipstage: two members' staged words (one word of memory per fold call
-   * and component), beside the body's static shared memory */
-  int ws = p->radix == FHJIT_R32 ? 4 : 8;
-  int64_t stage = (int64_t)2 * acc * ((int64_t)k->threads << k->log_e);
-  p->reduce_stage = p->reduce_stage_want == 1 && acc > 0 && members > 1 &&
-                    ((int64_t)k->smem_words + stage) * ws <= SMEM_LIMIT_BYTES;
-  p->reduce_stage_words = p->reduce_stage ? stage : 0;
 }
 
 void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {

@@ -36,9 +36,6 @@ int nv_target_has_pdl(const nv_target *t);
 int nv_target_has_cluster(const nv_target *t);
 /* 1 when the target has mma.sync.m16n8k32 on 8-bit integers (sm_80 on). */
 int nv_target_has_mma_u8(const nv_target *t);
-/* 1 when the target has cp.async from global into shared memory (sm_80
- * on). */
-int nv_target_has_cp_async(const nv_target *t);
 /* NULL-terminated list of supported arch names (fhjit_targets). */
 const char *const *nv_target_names(void);
 

@@ -66,8 +66,6 @@ int nv_target_has_cluster(const nv_target *t) {
 
 int nv_target_has_mma_u8(const nv_target *t) { return atoi(t->arch + 3) >= 80; }
 
-int nv_target_has_cp_async(const nv_target *t) { return atoi(t->arch + 3) >= 80; }
-
 static LLVMTargetMachineRef make_machine(sp_err *e, const char *triple,
                                          const char *cpu, const char *features,
                                          LLVMCodeGenOptLevel level) {
