@@ -1001,7 +1001,7 @@ static void step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *f
 
 /* Whether an NTT step's first kernel reads its source: always without a
  * prologue; with one only where the plan lifts the source or loads rows
- * from it (lw_ntt_plan.lift, pro_rows: mixsteps.c, mdrs_steps). */
+ * from it (lw_ntt_plan.lift, pro_rows: mixsteps_mdrs.c, mdrs_steps). */
 static int reads_source(const an_step *st) {
   return !st->pro_sub || st->plan.lift || st->plan.pro_rows;
 }
@@ -1298,7 +1298,7 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         sp_buf_printf(&b, " -> ");
         put_buf(&b, sp->dst);
         if (bp->digits > 1) {
-          /* batched digits (mixsteps.c, batched_fwd): each one's source
+          /* batched digits (mixsteps_ipfuse.c, batched_fwd): each one's source
            * row, table and destination row */
           sp_buf_printf(&b, ", %d digits:", bp->digits);
           for (int d = 0; d < bp->digits; d++) {

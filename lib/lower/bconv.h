@@ -61,7 +61,8 @@ typedef struct lw_bconv_plan {
   /* The destination: target row j of polynomial p at dst_offset + p *
    * dst_poly_stride + j N (words; dst_poly_stride 0: m N, dense). Nonzero
    * when the conversion writes rows of a larger buffer (modup's batched
-   * forward NTT, mixsteps.c); applied in the kernel on both targets. */
+   * forward NTT, mixsteps_ipfuse.c); applied in the kernel on both
+   * targets. */
   int64_t dst_offset, dst_poly_stride;
   /* parameter-table columns (chain positions) of the l source and m target
    * rows; read by lw_bconv_plan_make, lw_bconv_build and
@@ -70,7 +71,7 @@ typedef struct lw_bconv_plan {
   /* digits (0 or 1: one conversion): that many conversions of this one
    * shape (l, m, N, polys, strides, form) in one launch, digit k >= 1 as
    * more[k - 1] says, each with its own table argument. Why: a key
-   * switch's digits (mixsteps.c, batched_fwd) each fill one under-occupied
+   * switch's digits (mixsteps_ipfuse.c, batched_fwd) each fill one under-occupied
    * wave at N = 2^16 (r32 12 -> 48: 256 blocks); together the blocks of
    * all of them hide each other's latencies and the launches drop. The
    * grid is digits x the one-digit grid (digit_blocks each), block b

@@ -29,8 +29,9 @@ typedef struct lw_plan {
   int64_t result_offset; /* GPU: words added to every result's offset (a step writing
                           * rows of a larger buffer; the host passes offset pointers) */
   const int64_t *result_offsets; /* GPU: NULL, or per result words added to its offset
-                                  * (results at several places of one buffer: mixsteps.c,
-                                  * md_group; the host passes offset pointers) */
+                                  * (results at several places of one buffer:
+                                  * mixsteps_mdgroup.c, md_group; the host passes offset
+                                  * pointers) */
   int aut_stage;  /* GPU: stage coefficient-domain automorphism sources in shared memory
                    * (FHJIT_PW_PLAN A=1; lower.c emit_stage says when it applies) */
   /* The kernel's basis (SPEC section 7), set by lw_plan_graph: row r of the

@@ -86,12 +86,20 @@
  * epilogue; modup: the inverse NTT's prologue, storing the digit's rows),
  * and a result read from moddown's or rescale's value is computed in its
  * last kernel (docs/section7.md, "Computed operands"). Fusing the
- * conversion into the NTTs' kernels is what remains. */
+ * conversion into the NTTs' kernels is what remains.
+ *
+ * The files: this one holds the entry (lw_steps_s7), the helpers and step
+ * builders the others share (mixsteps.h) and the ops' steps;
+ * mixsteps_ipfuse.c the modups' shared inverse NTT, their batched forward
+ * NTT and the inner product in its last kernel (ipfuse, ipacc);
+ * mixsteps_mdgroup.c the moddown groups; mixsteps_mdrs.c moddown and
+ * rescale in one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ir/tables.h"
+#include "lower/mixsteps.h"
 #include "lower/steps.h"
 
 int lw_is_s7(const fhjit_graph *g, fhjit_value v) {
@@ -109,19 +117,19 @@ int lw_needs_steps(const fhjit_graph *g, fhjit_value v) {
   return 0;
 }
 
-static void oom(an_build *B) {
+void lw_mix_oom(an_build *B) {
   if (!B->st) B->st = ir_error(B->g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
 }
 
 /* A column list of n entries owned by the plan (plans point to it). */
-static int32_t *new_cols(an_build *B, int64_t n) {
+int32_t *lw_mix_new_cols(an_build *B, int64_t n) {
   an_plan *p = B->p;
   int32_t **grown = realloc(p->cols, sizeof *grown * (size_t)(p->ncols + 1));
   int32_t *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
   if (grown) p->cols = grown;
   if (!grown || !c) {
     free(c);
-    oom(B);
+    lw_mix_oom(B);
     return NULL;
   }
   p->cols[p->ncols++] = c;
@@ -129,29 +137,29 @@ static int32_t *new_cols(an_build *B, int64_t n) {
 }
 
 /* The chain positions of rows [first, first + n) of value v. */
-static int32_t *cols_of(an_build *B, fhjit_value v, int64_t first, int64_t n) {
-  int32_t *c = new_cols(B, n);
+int32_t *lw_mix_cols_of(an_build *B, fhjit_value v, int64_t first, int64_t n) {
+  int32_t *c = lw_mix_new_cols(B, n);
   for (int64_t r = 0; c && r < n; r++) c[r] = (int32_t)ir_pos(B->g, v, first + r);
   return c;
 }
 
-static an_buf scratch_for(an_build *B, const fhjit_type *t) {
+an_buf lw_mix_scratch_for(an_build *B, const fhjit_type *t) {
   int sc = lw_step_scratch(B, t);
   return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};
 }
 
 /* The buffer and view holding v (through rows views and extracts),
  * materialising what must be. */
-static int view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
+int lw_mix_view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
   const ir_node *n = &B->g->nodes[v];
   if (lw_step_source(B, v, buf, l)) return 1;
-  if (n->op == IR_ROWS && view_of(B, n->args[0], buf, l)) {
+  if (n->op == IR_ROWS && lw_mix_view_of(B, n->args[0], buf, l)) {
     l->offset += n->attr[0] * l->row_stride;
     return 1;
   }
   /* a component of a computed value: the whole value once, for all its
    * readers (a key switch's two moddowns read the two of its sum) */
-  if (n->op == IR_EXTRACT && view_of(B, n->args[0], buf, l)) {
+  if (n->op == IR_EXTRACT && lw_mix_view_of(B, n->args[0], buf, l)) {
     l->offset += n->attr[0] * l->comp_stride;
     l->comp_stride = 0;
     return 1;
@@ -173,7 +181,7 @@ static fhjit_status refuse(an_build *B, fhjit_value v, const char *why) {
 
 /* An NTT step of `kind` over a value of type t (rows on chain positions
  * cols) read from src through view, twiddles from input tw, into dst. */
-static an_step *ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhjit_type *t,
+an_step *lw_mix_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhjit_type *t,
                          const int32_t *cols, an_buf src, const fhjit_layout *view,
                          fhjit_value tw, an_buf dst) {
   fhjit_graph *g = B->g;
@@ -215,22 +223,13 @@ static int table_ok(an_build *B, fhjit_value v, fhjit_value table) {
   return 1;
 }
 
-/* More digits of one conversion step (bconv_step_digits): digit k's
- * source view offset, table (from its first word), destination offset
- * and columns. */
-typedef struct bconv_more {
-  int64_t src_offset, dst_offset;
-  const int32_t *scols, *dcols;
-  fhjit_value table;
-} bconv_more;
-
 /* A conversion step: the l rows of src (type ts, chain positions
  * scols, through view) to the m chain positions dcols, into dst at
  * dst_offset words, polynomials dst_poly_stride words apart (0: dense);
  * the table is input `table` from word `skip` (lift: no table). With
  * nmore > 0 the same kernel also converts more[0 .. nmore) of the same
  * shape (lw_bconv_plan.digits; their tables' buffers in the step's in[]). */
-static an_step *bconv_step_digits(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+an_step *lw_mix_bconv_step_digits(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
                                   const int32_t *scols, an_buf src, const fhjit_layout *view,
                                   int64_t m, const int32_t *dcols, fhjit_value table,
                                   int64_t skip, an_buf dst, int64_t dst_offset,
@@ -279,7 +278,7 @@ static an_step *bconv_step_digits(an_build *B, fhjit_value v, int lift, const fh
     bp->digits = 1 + nmore;
     s->in = malloc(sizeof *s->in * (size_t)nmore); /* freed with the plan */
     if (!s->in) {
-      oom(B);
+      lw_mix_oom(B);
       return NULL;
     }
     for (int k = 0; k < nmore; k++) {
@@ -301,12 +300,12 @@ static an_step *bconv_step_at(an_build *B, fhjit_value v, int lift, const fhjit_
                               const int32_t *scols, an_buf src, const fhjit_layout *view,
                               int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
                               an_buf dst, int64_t dst_offset, int64_t dst_poly_stride) {
-  return bconv_step_digits(B, v, lift, ts, scols, src, view, m, dcols, table, skip, dst,
-                           dst_offset, dst_poly_stride, NULL, 0);
+  return lw_mix_bconv_step_digits(B, v, lift, ts, scols, src, view, m, dcols, table, skip, dst,
+                                  dst_offset, dst_poly_stride, NULL, 0);
 }
 
 /* bconv_step_at into dense dst (from its first word). */
-static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
+an_step *lw_mix_bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
                            const int32_t *scols, an_buf src, const fhjit_layout *view,
                            int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
                            an_buf dst) {
@@ -315,7 +314,7 @@ static an_step *bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
 
 /* A bound sub-graph input of type t on chain positions cols, bound to
  * layout l (NULL: dense). */
-static fhjit_value sub_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
+fhjit_value lw_mix_sub_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
                              const int32_t *cols, const fhjit_layout *l) {
   fhjit_value x = fhjit_input(sub, name, t);
   if (x == FHJIT_NO_VALUE || fhjit_input_basis(sub, x, cols, (int32_t)t->rows) ||
@@ -345,7 +344,7 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
   an_buf *in = malloc(sizeof *in * (size_t)(4 * g->nnodes + 4));
   if (!sub || !in) {
     free(in);
-    oom(B);
+    lw_mix_oom(B);
     return;
   }
   fhjit_layout cl;
@@ -362,12 +361,12 @@ static void scale_epilogue(an_build *B, an_step *s, fhjit_value v, an_buf xb,
       return;
     }
   } else {
-    x = sub_input(sub, NULL, &t, cols, xl);
+    x = lw_mix_sub_input(sub, NULL, &t, cols, xl);
     in[nin++] = xb;
   }
   int32_t reg = nin;
-  fhjit_value u = x == FHJIT_NO_VALUE ? x : sub_input(sub, NULL, &t, cols, NULL);
-  fhjit_value c = u == FHJIT_NO_VALUE ? u : sub_input(sub, NULL, &t, cols, &cl);
+  fhjit_value u = x == FHJIT_NO_VALUE ? x : lw_mix_sub_input(sub, NULL, &t, cols, NULL);
+  fhjit_value c = u == FHJIT_NO_VALUE ? u : lw_mix_sub_input(sub, NULL, &t, cols, &cl);
   fhjit_value r = c == FHJIT_NO_VALUE ? c : fhjit_mul(sub, fhjit_sub(sub, x, u), c);
   in[nin++] = s->dst;
   in[nin++] = (an_buf){LW_ARG_INPUT, tn->input_index};
@@ -395,16 +394,16 @@ static void bconv_steps(an_build *B, fhjit_value v) {
   const fhjit_type *tx = &g->nodes[x].type;
   an_buf xb;
   fhjit_layout xl;
-  if (!view_of(B, x, &xb, &xl)) return;
+  if (!lw_mix_view_of(B, x, &xb, &xl)) return;
   an_buf out = lw_step_home(B, v);
   if (B->st) return;
-  bconv_step(B, v, 0, tx, cols_of(B, x, 0, tx->rows), xb, &xl, n->type.rows,
-             cols_of(B, v, 0, n->type.rows), n->args[1], 0, out);
+  lw_mix_bconv_step(B, v, 0, tx, lw_mix_cols_of(B, x, 0, tx->rows), xb, &xl, n->type.rows,
+                    lw_mix_cols_of(B, v, 0, n->type.rows), n->args[1], 0, out);
   if (!B->st) B->where[v] = out;
 }
 
 /* The type of value v's rows [.., count) in domain d and form f. */
-static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit_form f) {
+fhjit_type lw_mix_part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit_form f) {
   fhjit_type p = *t;
   p.rows = count;
   p.domain = d;
@@ -423,12 +422,10 @@ static fhjit_type part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
  * would be computed twice (its leaves read again, e.g. a key switch's sum
  * read as two components by two moddowns: the raised digits read once per
  * moddown); that case keeps the materialised operand. */
-static int read_in_place(const an_build *B, fhjit_value v);
-
 /* fused_operand's test; modups: the readers of x may be any modups read in
  * place (their digit rows computed in their prologues, stored for their
  * readers: modup_steps) rather than v alone. */
-static int private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups) {
+int lw_mix_private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups) {
   fhjit_graph *g = B->g;
   an_buf b;
   fhjit_layout l;
@@ -446,7 +443,7 @@ static int private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups
   for (int32_t w = 0; w < g->nnodes && ok; w++) {
     const ir_node *n = &g->nodes[w];
     if (!B->live[w] || cone[w] || w == v) continue;
-    if (modups && n->op == IR_MODUP && n->args[0] == x && read_in_place(B, w)) continue;
+    if (modups && n->op == IR_MODUP && n->args[0] == x && lw_mix_read_in_place(B, w)) continue;
     for (int a = 0; a < n->nargs; a++) {
       fhjit_value y = n->args[a];
       const ir_node *ny = &g->nodes[y];
@@ -509,7 +506,7 @@ static void comp_reads(const an_build *B, fhjit_value w, int c, char *mark, char
  * rotations' moddown read the digits at 2.4 TB/s, 121 us a rotation, on
  * the H200) and r62's dnum 7 (the ntt_plan key mixfuse=1 computes it
  * anyway). */
-static int fewer_bytes(an_build *B, fhjit_value x) {
+int lw_mix_fewer_bytes(an_build *B, fhjit_value x) {
   const fhjit_graph *g = B->g;
   int C = g->nodes[x].type.comps > 1 ? g->nodes[x].type.comps : 1;
   if (C == 1) return 1;
@@ -530,10 +527,10 @@ static int fewer_bytes(an_build *B, fhjit_value x) {
   return ok && sum - uni < 2 * C;
 }
 
-static int fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
+int lw_mix_fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
   const lw_ntt_tuning *t = &B->tune;
-  if (t->mixfuse == 0 || !private_operand(B, v, x, 0)) return 0;
-  return t->mixfuse == 1 || fewer_bytes(B, x);
+  if (t->mixfuse == 0 || !lw_mix_private_operand(B, v, x, 0)) return 0;
+  return t->mixfuse == 1 || lw_mix_fewer_bytes(B, x);
 }
 
 /* The first NTT step of v's operand x when x is fused: rows [first, first
@@ -544,7 +541,7 @@ static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
                                   int64_t first, fhjit_value tw, an_buf dst, an_buf store) {
   fhjit_layout dense;
   fhjit_dense_layout(t, &dense);
-  an_step *s = ntt_step(B, v, kind, t, cols, (an_buf){-1, 0}, &dense, tw, dst);
+  an_step *s = lw_mix_ntt_step(B, v, kind, t, cols, (an_buf){-1, 0}, &dense, tw, dst);
   if (!s || B->st) return NULL;
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "pro", B->p->nsteps - 1, -1);
@@ -556,10 +553,8 @@ static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
   return B->st ? NULL : s;
 }
 
-static int mdrs_steps(an_build *B, fhjit_value v);
-
 static void rescale_steps(an_build *B, fhjit_value v) {
-  if (mdrs_steps(B, v)) return;
+  if (lw_mix_mdrs_steps(B, v)) return;
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
   fhjit_value x = n->args[0];
@@ -567,26 +562,26 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   int64_t l = tx->rows - 1;
   an_buf xb = {-1, 0};
   fhjit_layout xl, dense;
-  int fused = fused_operand(B, v, x);
+  int fused = lw_mix_fused_operand(B, v, x);
   memset(&xl, 0, sizeof xl);
-  if (!fused && !view_of(B, x, &xb, &xl)) return;
+  if (!fused && !lw_mix_view_of(B, x, &xb, &xl)) return;
   /* 1. the last row to coefficient-standard form */
-  fhjit_type t1 = part(tx, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  int32_t *c1 = cols_of(B, x, l, 1);
-  an_buf s1 = scratch_for(B, &t1);
+  fhjit_type t1 = lw_mix_part(tx, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  int32_t *c1 = lw_mix_cols_of(B, x, l, 1);
+  an_buf s1 = lw_mix_scratch_for(B, &t1);
   if (fused) {
     prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1, (an_buf){-1, 0});
   } else {
     fhjit_layout l1 = xl;
     l1.offset += l * xl.row_stride;
-    ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
+    lw_mix_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, xb, &l1, n->args[2], s1);
   }
   /* 2. lifted to the other rows, centred by q/2: in step 3's loads
    * (liftfuse, the default), which read s1's one row at every row (row
    * stride 0: the l loads of a word hit the L2) and reduce it per row
    * (lw_ntt_plan.lift); else a conversion kernel writing the l rows */
-  fhjit_type t2 = part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  int32_t *c2 = cols_of(B, x, 0, l);
+  fhjit_type t2 = lw_mix_part(tx, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  int32_t *c2 = lw_mix_cols_of(B, x, 0, l);
   const lw_ntt_tuning tu = B->tune;
   int liftfuse = tu.liftfuse != 0;
   an_buf s2 = s1;
@@ -594,14 +589,14 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   if (liftfuse) {
     dense.row_stride = 0;
   } else {
-    s2 = scratch_for(B, &t2);
-    bconv_step(B, v, 1, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
+    s2 = lw_mix_scratch_for(B, &t2);
+    lw_mix_bconv_step(B, v, 1, &t1, c1, s1, &dense, l, c2, n->args[3], 0, s2);
     fhjit_dense_layout(&t2, &dense);
   }
   /* 3. their forward transform, and (x - u) q^-1 in its last kernel */
-  fhjit_type t3 = part(tx, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s3 = scratch_for(B, &t3);
-  an_step *s = ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  fhjit_type t3 = lw_mix_part(tx, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s3 = lw_mix_scratch_for(B, &t3);
+  an_step *s = lw_mix_ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   if (s && liftfuse && c1) {
     s->plan.lift = 1;
     s->plan.lift_col = c1[0];
@@ -614,10 +609,6 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   if (!B->st) B->where[res >= 0 ? res : v] = out;
 }
 
-static an_mdgroup *md_group(an_build *B, fhjit_value v);
-static void md_first(an_build *B, an_mdgroup *G);
-static fhjit_value mdrs_rescale(an_build *B, fhjit_value m);
-
 static void moddown_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
@@ -628,25 +619,25 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   fhjit_layout al, dense;
   /* moddowns planned together (md_group): the first member computes
    * every member's operand (and with mdintt, mdbconv their steps 1, 2) */
-  an_mdgroup *G = B->mdg[v] ? B->mdg[v] : md_group(B, v);
+  an_mdgroup *G = B->mdg[v] ? B->mdg[v] : lw_mix_md_group(B, v);
   int k = 0;
   if (G) {
     while (G->member[k] != v) k++;
-    if (G->first == v) md_first(B, G);
+    if (G->first == v) lw_mix_md_first(B, G);
     if (B->st) return;
   }
   /* planned with its rescale (mdrs_steps) */
-  if (!G && mdrs_rescale(B, v) >= 0) {
+  if (!G && lw_mix_mdrs_rescale(B, v) >= 0) {
     B->mdrs[v] = 1;
     return;
   }
-  int fused = G ? 0 : fused_operand(B, v, a);
+  int fused = G ? 0 : lw_mix_fused_operand(B, v, a);
   memset(&al, 0, sizeof al);
-  if (!fused && !view_of(B, a, &ab, &al)) return;
+  if (!fused && !lw_mix_view_of(B, a, &ab, &al)) return;
   /* 1. P's rows to coefficient-Montgomery form (a key switch: the inner
    * product's P rows computed in the first kernel) */
-  fhjit_type t1 = part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = cols_of(B, a, l, K);
+  fhjit_type t1 = lw_mix_part(ta, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c1 = lw_mix_cols_of(B, a, l, K);
   an_buf s1;
   fhjit_layout d1;
   if (G && G->intt) {
@@ -655,19 +646,19 @@ static void moddown_steps(an_build *B, fhjit_value v) {
     fhjit_dense_layout(&t1, &d1);
     d1.offset += k * G->s1words;
   } else {
-    s1 = scratch_for(B, &t1);
+    s1 = lw_mix_scratch_for(B, &t1);
     if (fused) {
       prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
     } else {
       fhjit_layout l1 = al;
       l1.offset += l * al.row_stride;
-      ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
+      lw_mix_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, ab, &l1, n->args[2], s1);
     }
     fhjit_dense_layout(&t1, &d1);
   }
   /* 2. converted to Q */
-  fhjit_type t2 = part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c2 = cols_of(B, a, 0, l);
+  fhjit_type t2 = lw_mix_part(ta, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c2 = lw_mix_cols_of(B, a, 0, l);
   an_buf s2;
   if (G && G->bconv) {
     /* the group's conversion: this member's polynomials */
@@ -675,14 +666,14 @@ static void moddown_steps(an_build *B, fhjit_value v) {
     fhjit_dense_layout(&t2, &dense);
     dense.offset += k * G->s2words;
   } else {
-    s2 = scratch_for(B, &t2);
-    bconv_step(B, v, 0, &t1, c1, s1, &d1, l, c2, n->args[3], 0, s2);
+    s2 = lw_mix_scratch_for(B, &t2);
+    lw_mix_bconv_step(B, v, 0, &t1, c1, s1, &d1, l, c2, n->args[3], 0, s2);
     fhjit_dense_layout(&t2, &dense);
   }
   /* 3. forward, and (a - u) P*^-1 in its last kernel */
-  fhjit_type t3 = part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s3 = scratch_for(B, &t3);
-  an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  fhjit_type t3 = lw_mix_part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s3 = lw_mix_scratch_for(B, &t3);
+  an_step *s = lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* a result read from v's value in the last kernel: v is not stored */
   fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
   an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
@@ -706,11 +697,11 @@ static void modup_gather(an_build *B, fhjit_value v, an_buf ub, const fhjit_type
   s->out = malloc(sizeof *s->out);
   s->sub = sub;
   if (!sub || !s->in || !s->out) {
-    oom(B);
+    lw_mix_oom(B);
     return;
   }
-  fhjit_value u = sub_input(sub, "u", tu, cu, NULL);
-  fhjit_value d = u == FHJIT_NO_VALUE ? u : sub_input(sub, "d", td, cd, dl);
+  fhjit_value u = lw_mix_sub_input(sub, "u", tu, cu, NULL);
+  fhjit_value d = u == FHJIT_NO_VALUE ? u : lw_mix_sub_input(sub, "d", td, cd, dl);
   fhjit_value r = FHJIT_NO_VALUE;
   if (d != FHJIT_NO_VALUE) {
     fhjit_value hi = fhjit_rows(sub, u, s0, tu->rows - s0);
@@ -742,10 +733,10 @@ static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhj
   s->out = malloc(sizeof *s->out);
   s->sub = sub;
   if (!sub || !s->in || !s->out) {
-    oom(B);
+    lw_mix_oom(B);
     return;
   }
-  fhjit_value d = sub_input(sub, "d", td, cd, dl);
+  fhjit_value d = lw_mix_sub_input(sub, "d", td, cd, dl);
   fhjit_value r = d == FHJIT_NO_VALUE ? d : fhjit_rows(sub, d, 0, td->rows);
   if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
     lw_step_sub_error(B, "the digit copy of modup");
@@ -760,7 +751,7 @@ static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhj
  * than gathered: it is no result, and only kernels of pointwise work read
  * it (a limb-mixing op or an NTT would read it from memory: gathered once
  * then, or written in place for the first digit). */
-static int read_in_place(const an_build *B, fhjit_value v) {
+int lw_mix_read_in_place(const an_build *B, fhjit_value v) {
   const fhjit_graph *g = B->g;
   if (g->result_of[v] >= 0) return 0;
   for (int32_t w = v + 1; w < g->nnodes; w++) {
@@ -775,12 +766,12 @@ static int read_in_place(const an_build *B, fhjit_value v) {
 
 /* Rows [*s0, *s0 + nd) of modup w's operand are its digit; nd, or 0 when
  * they are not consecutive (or on failure). */
-static int64_t digit_run(an_build *B, fhjit_value w, int64_t *s0) {
+int64_t lw_mix_digit_run(an_build *B, fhjit_value w, int64_t *s0) {
   const fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[w];
   int64_t *src = malloc(sizeof *src * (size_t)g->nodes[n->args[0]].type.rows);
   if (!src) {
-    oom(B);
+    lw_mix_oom(B);
     return 0;
   }
   int64_t nd = ir_digit_rows(g, n->args[0], n->attr[0], src);
@@ -791,7 +782,7 @@ static int64_t digit_run(an_build *B, fhjit_value w, int64_t *s0) {
   return contiguous ? nd : 0;
 }
 
-static int same_shape(const fhjit_type *a, const fhjit_type *b) {
+int lw_mix_same_shape(const fhjit_type *a, const fhjit_type *b) {
   if (a->kind != b->kind || a->comps != b->comps || a->nbatch != b->nbatch || a->rows != b->rows ||
       a->n != b->n || a->domain != b->domain || a->form != b->form)
     return 0;
@@ -800,619 +791,12 @@ static int same_shape(const fhjit_type *a, const fhjit_type *b) {
   return 1;
 }
 
-/* The inverse NTT modup v shares with the other modups of its operand
- * (an_intt, steps.h), or NULL: v transforms its digit alone. The first of
- * them in node order (v, when none has a record yet) makes the record for
- * all: the live modups of the same operand and twiddle table, output
- * shape, consecutive digits, not yet planned, when there are at least two
- * (one modup keeps its own plan). stored: v's operand is computed in the
- * prologue and stored (modup_steps); a member that disagrees with the
- * first transforms its digit alone. */
-static an_intt *shared_intt(an_build *B, fhjit_value v, int stored) {
-  fhjit_graph *g = B->g;
-  const ir_node *n = &g->nodes[v];
-  fhjit_value d = n->args[0];
-  an_intt *r = B->intt[v];
-  if (r) return r->stored == stored ? r : NULL;
-  int64_t lo = -1, hi = -1, count = 0;
-  for (fhjit_value w = v; w < g->nnodes && !B->st; w++) {
-    const ir_node *nw = &g->nodes[w];
-    int64_t s0, nd;
-    if (!B->live[w] || nw->op != IR_MODUP || nw->args[0] != d || nw->args[2] != n->args[2] ||
-        B->intt[w] || !same_shape(&nw->type, &n->type) || !(nd = digit_run(B, w, &s0)))
-      continue;
-    if (lo < 0 || s0 < lo) lo = s0;
-    if (s0 + nd > hi) hi = s0 + nd;
-    count++;
-  }
-  if (count < 2 || B->st) return NULL;
-  r = calloc(1, sizeof *r);
-  if (!r) {
-    oom(B);
-    return NULL;
-  }
-  *r = (an_intt){.first = v, .d = d, .tw = n->args[2], .lo = lo, .stored = stored, .sum = -1};
-  r->t = part(&g->nodes[d].type, hi - lo, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  for (fhjit_value w = v; w < g->nnodes && !B->st; w++) {
-    const ir_node *nw = &g->nodes[w];
-    int64_t s0;
-    if (B->live[w] && nw->op == IR_MODUP && nw->args[0] == d && nw->args[2] == n->args[2] &&
-        !B->intt[w] && same_shape(&nw->type, &n->type) && digit_run(B, w, &s0))
-      B->intt[w] = r; /* r is owned (freed) by B->intt[v], its first */
-  }
-  r->cols = cols_of(B, d, lo, hi - lo);
-  r->buf = scratch_for(B, &r->t);
-  /* one forward NTT for all: every member read in place (an alias; a
-   * gathered or copied member keeps the per-digit transforms of all),
-   * one forward table; ntt_plan digitfwd=0 keeps them per digit (to time
-   * both: the batch costs the r62 key switch 86 MB more scratch) */
-  const lw_ntt_tuning tu = B->tune;
-  r->fwd = tu.digitfwd != 0;
-  for (fhjit_value w = v; w < g->nnodes; w++)
-    if (B->intt[w] == r) {
-      r->nmembers++;
-      r->fwd &= read_in_place(B, w) && g->nodes[w].args[1] == n->args[1];
-    }
-  if (r->fwd) {
-    r->member = malloc(sizeof *r->member * (size_t)r->nmembers);
-    r->urow = malloc(sizeof *r->urow * (size_t)r->nmembers);
-    r->ucols = calloc((size_t)r->nmembers, sizeof *r->ucols);
-    if (!r->member || !r->urow || !r->ucols) oom(B);
-    for (fhjit_value w = v, k = 0; w < g->nnodes && !B->st; w++)
-      if (B->intt[w] == r) r->member[k++] = w;
-  }
-  return B->st ? NULL : r;
-}
-
-
-/* ipfuse: the sum S the members of batched group r feed, computed in the
- * last kernel of their forward NTT from the members' values in registers
- * (a reduce plan, lw_ntt_reduce), or -1. S is the first live node whose
- * cone (down to inputs, buffers and the members) holds every member and
- * every reader of a member, all of it element-wise work that reads the
- * members only at the element (a key switch: the add_lazy chain of the
- * digit products), no other alias, no result but S, and no node read from
- * outside the cone but S: then nothing else reads a member, and the
- * members are never stored (their readers read S). S walks the members'
- * rows and basis, one polynomial. Hoisted rotations read the digits under
- * automorphisms (not at the element): they keep the stored transform.
- * ntt_plan ipfuse=0 turns it off. */
-static fhjit_value ipfuse_target(an_build *B, an_intt *r) {
-  fhjit_graph *g = B->g;
-  const lw_ntt_tuning tu = B->tune;
-  if (tu.ipfuse == 0 || !r->fwd || r->nmembers > LW_MAX_REG) return -1;
-  /* by default only where a thread's words of all the members fit 32
-   * bytes a position: on the H200 (N = 2^16, 263a381) r32 dnum 4 (16
-   * bytes) ran its key switch in 281 us against 322 stored, but r62 dnum
-   * 7 (56 bytes) in 1155 against 600 (the reduce kernel at 168 registers,
-   * 64 threads a block); ipfuse=1 forces it */
-  if (tu.ipfuse < 0 && r->nmembers * (g->radix == FHJIT_R32 ? 4 : 8) > 32) return -1;
-  const fhjit_type *td = &g->nodes[r->d].type;
-  if (fhjit_type_elements(td) != td->rows * td->n || td->comps > 1) return -1;
-  size_t nn = (size_t)g->nnodes;
-  char *cone = malloc(nn), *mem = calloc(nn, 1);
-  fhjit_value found = -1, last = 0;
-  if (!cone || !mem) {
-    free(cone);
-    free(mem);
-    oom(B);
-    return -1;
-  }
-  for (int k = 0; k < r->nmembers; k++) {
-    mem[r->member[k]] = 1;
-    if (r->member[k] > last) last = r->member[k];
-    if (g->nodes[r->member[k]].type.comps > 1) last = g->nnodes; /* read as one word */
-  }
-  const fhjit_value m0 = r->member[0];
-  for (fhjit_value S = last + 1; S < g->nnodes && found < 0; S++) {
-    const ir_node *ns = &g->nodes[S];
-    if (!B->live[S] || ns->op == IR_INPUT || B->where[S].kind >= 0 || B->alias[S] ||
-        !ir_op_is_elementwise(ns->op) || ns->type.rows != g->nodes[m0].type.rows ||
-        ns->type.n != td->n || ns->type.nbatch > 0 || ns->type.comps > 3)
-      continue;
-    int ok = 1;
-    for (int64_t row = 0; row < ns->type.rows && ok; row++)
-      ok = ir_pos(g, S, row) == ir_pos(g, m0, row);
-    if (!ok) continue;
-    memset(cone, 0, nn);
-    cone[S] = 1;
-    for (fhjit_value w = S; w >= 0 && ok; w--) {
-      const ir_node *n = &g->nodes[w];
-      if (!cone[w] || mem[w] || n->op == IR_INPUT || B->where[w].kind >= 0) continue;
-      if (B->alias[w]) { /* another modup read in place */
-        ok = 0;
-        break;
-      }
-      unsigned f = ir_op_info_of(n->op)->flags;
-      if (!ir_op_is_elementwise(n->op) || (f & IR_F_REMAPS_INDEX) || n->op == IR_MUL_COMPRESSED ||
-          n->op == IR_ADD_COMPRESSED || (w != S && g->result_of[w] >= 0))
-        ok = 0;
-      for (int a = 0; a < n->nargs; a++) cone[n->args[a]] = 1;
-    }
-    for (int k = 0; k < r->nmembers && ok; k++) ok = cone[r->member[k]];
-    /* readers: of a member or a computed node of the cone (S aside), only
-     * inside the cone */
-    for (fhjit_value w = 0; w < g->nnodes && ok; w++) {
-      const ir_node *n = &g->nodes[w];
-      if (!B->live[w] || (cone[w] && w <= S && !mem[w] && n->op != IR_INPUT && B->where[w].kind < 0))
-        continue;
-      for (int a = 0; a < n->nargs && ok; a++) {
-        fhjit_value y = n->args[a];
-        int inner = cone[y] && y != S && g->nodes[y].op != IR_INPUT && B->where[y].kind < 0;
-        if (inner) ok = 0;
-      }
-    }
-    if (ok) found = S;
-  }
-  free(cone);
-  free(mem);
-  return found;
-}
-
-static int same_type(const fhjit_type *a, const fhjit_type *b) {
-  if (a->kind != b->kind || a->comps != b->comps || a->nbatch != b->nbatch || a->rows != b->rows ||
-      a->n != b->n || a->domain != b->domain || a->form != b->form)
-    return 0;
-  for (int j = 0; j < a->nbatch; j++)
-    if (a->batch[j] != b->batch[j]) return 0;
-  return 1;
-}
-
-/* ipacc: whether the sum S (ipfuse_target) is a left fold over r's members
- * in their order, S = op(...op(op(T_0, T_1), T_2)..., T_{D-1}) with op add
- * or add_lazy (any mix), T_k reading member k and no other (plus leaves),
- * T_0 not a member itself, and every partial sum of one type (S's): then
- * chain[k] (k >= 1) is the fold step adding T_k = term[k], at argument
- * 1 - at[k] (the partial sum at argument at[k]), and term[0] = T_0. Only
- * such a fold may be accumulated member by member with the same bits as
- * the interpreter whatever the ops and operands: SPEC's "any order gives
- * the same word" holds for add_lazy of words in [0, 2q) only, not for add
- * mixed in or other words, so the reduce kernel keeps the graph's own
- * association and argument order. */
-static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain,
-                      fhjit_value *term, int *at) {
-  fhjit_graph *g = B->g;
-  int D = r->nmembers;
-  if (D < 1 || D > 30) return 0;
-  uint32_t *mask = calloc((size_t)S + 1, sizeof *mask);
-  if (!mask) {
-    oom(B);
-    return 0;
-  }
-  for (fhjit_value w = 0; w <= S; w++) {
-    const ir_node *n = &g->nodes[w];
-    int k = -1;
-    for (int j = 0; j < D; j++)
-      if (r->member[j] == w) k = j;
-    if (k >= 0) mask[w] = UINT32_C(1) << k;
-    else if (n->op != IR_INPUT && B->where[w].kind < 0)
-      for (int a = 0; a < n->nargs; a++) mask[w] |= mask[n->args[a]];
-  }
-  const fhjit_type *ts = &g->nodes[S].type;
-  fhjit_value cur = S;
-  int ok = 1;
-  for (int k = D - 1; k >= 1 && ok; k--) {
-    const ir_node *n = &g->nodes[cur];
-    ok = (n->op == IR_ADD || n->op == IR_ADD_LAZY) && n->nargs == 2 &&
-         same_type(&n->type, ts);
-    int a = -1;
-    for (int j = 0; j < 2 && ok; j++)
-      if (mask[n->args[j]] == (UINT32_C(1) << k) - 1 && mask[n->args[1 - j]] == UINT32_C(1) << k)
-        a = j;
-    ok = ok && a >= 0;
-    if (!ok) break;
-    chain[k] = cur;
-    at[k] = a;
-    term[k] = n->args[1 - a];
-    cur = n->args[a];
-  }
-  if (ok) {
-    term[0] = cur;
-    chain[0] = -1;
-    at[0] = -1;
-    ok = mask[cur] == 1 && cur != r->member[0] && same_type(&g->nodes[cur].type, ts);
-  }
-  free(mask);
-  return ok;
-}
-
-/* The reduce form of batched forward NTT step s (ipfuse): member values in
- * registers, r->sum computed in the last kernel into out. */
-static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
-  fhjit_graph *g = B->g;
-  fhjit_value S = r->sum;
-  int D = r->nmembers;
-  char name[LW_STEP_NAME_SIZE];
-  lw_step_name(name, "epi", B->p->nsteps - 1, 0);
-  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  an_buf *in = malloc(sizeof *in * (size_t)(2 * g->nnodes + 3 + D));
-  if (!sub || !in) {
-    free(in);
-    oom(B);
-    return;
-  }
-  lw_ntt_reduce *red = &s->red;
-  memset(red, 0, sizeof *red);
-  /* ipacc (ntt_plan ipacc=1; off by default: measured slower, r32
-   * 299 us against 281.5, r62 1006 against 600 with ipfuse=0): a left
-   * fold is accumulated member by member */
-  const lw_ntt_tuning tu = B->tune;
-  fhjit_value chain[LW_MAX_REG], term[LW_MAX_REG];
-  int at[LW_MAX_REG];
-  int acc = tu.ipacc > 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r, S, chain, term, at);
-  int32_t nin = 0;
-  fhjit_value mv[LW_MAX_REG], av = FHJIT_NO_VALUE;
-  int made = 1;
-  for (int k = 0; k < D && !B->st && made; k++) {
-    fhjit_value w = r->member[k];
-    const fhjit_type *tw = &g->nodes[w].type;
-    mv[k] = sub_input(sub, NULL, tw, cols_of(B, w, 0, tw->rows), NULL);
-    if (mv[k] == FHJIT_NO_VALUE) {
-      made = 0;
-      break;
-    }
-    red->reg[k] = nin;
-    in[nin++] = s->dst; /* a register input: an unused pointer */
-    int64_t s0, nd = digit_run(B, w, &s0);
-    red->s0[k] = s0;
-    red->nd[k] = nd;
-    red->urow[k] = r->urow[k];
-  }
-  fhjit_value res = FHJIT_NO_VALUE;
-  if (acc && !B->st && made) {
-    /* the partial sum in registers (S's type: every partial sum's), then
-     * the terms' cones at once (their leaves shared), then result k: T_0,
-     * or the graph's fold step k over (acc, T_k) in its argument order */
-    const fhjit_type *ts = &g->nodes[S].type;
-    av = sub_input(sub, NULL, ts, cols_of(B, S, 0, ts->rows), NULL);
-    fhjit_value tv[LW_MAX_REG];
-    if (av != FHJIT_NO_VALUE) {
-      red->acc_reg = nin;
-      in[nin++] = s->dst;
-      lw_step_clone_multi(B, sub, term, D, r->member, mv, D, in, &nin, tv);
-    }
-    made = av != FHJIT_NO_VALUE && !B->st;
-    for (int k = 0; k < D && made; k++) {
-      fhjit_value f = tv[k];
-      if (k > 0) {
-        fhjit_value args[2];
-        args[at[k]] = av;
-        args[1 - at[k]] = tv[k];
-        f = ir_clone_op(sub, g, &g->nodes[chain[k]], args);
-      }
-      made = f != FHJIT_NO_VALUE && !fhjit_output(sub, f, NULL);
-      if (k == 0) res = f;
-    }
-    if (!made) res = FHJIT_NO_VALUE;
-    red->acc = ts->comps > 1 ? ts->comps : 1;
-  } else if (!B->st && made) {
-    res = lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
-    if (res != FHJIT_NO_VALUE && fhjit_output(sub, res, NULL)) res = FHJIT_NO_VALUE;
-  }
-  /* the operand (its own rows of each member), unused by the sub-graph */
-  const ir_node *dn = &g->nodes[r->d];
-  fhjit_type tdd = dn->type;
-  if (dn->op == IR_INPUT) tdd.domain = dn->decl.domain, tdd.form = dn->decl.form;
-  fhjit_value dx = res == FHJIT_NO_VALUE
-                       ? res
-                       : sub_input(sub, NULL, &tdd, cols_of(B, r->d, 0, tdd.rows), &r->dview);
-  if (B->st || dx == FHJIT_NO_VALUE || fhjit_bind(sub)) {
-    free(in);
-    lw_step_sub_error(B, "the inner product of a batched forward NTT (ipfuse)");
-    return;
-  }
-  red->d_input = nin;
-  in[nin++] = r->dbuf;
-  red->members = D;
-  red->out_rows = g->nodes[r->member[0]].type.rows;
-  red->d_offset = r->dview.offset;
-  red->d_row_stride = r->dview.row_stride;
-  red->d_index_stride = r->dview.index_stride;
-  lw_ntt_plan_reduce(&s->plan, D, red->out_rows, red->acc);
-  s->epi_sub[0] = sub;
-  s->epi_in[0] = in;
-  s->epi_reg[0] = -1;
-  s->epi_out[0] = out;
-  s->nepi = 1;
-  s->skip_store = 1;
-  B->where[S] = out;
-}
-
-/* The members' conversions and their one forward NTT (an_intt's fwd), at
- * the first member v's steps, after the shared inverse NTT: member k's m_k
- * converted rows go to rows [urow[k], urow[k] + m_k) of one buffer (of
- * every polynomial), all of them through one forward NTT into r->ubuf.
- * Why: a digit's forward NTT has m_k rows (r62: 35), one of all the
- * digits' (r62 dnum 7: 245) launches enough blocks to fill the GPU and
- * costs one launch pair (measured on the H200, r62 N = 2^16: 1.2 us per
- * row in the digit's NTT, about 1.0 in a bulk one). */
-static void batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
-  fhjit_graph *g = B->g;
-  const fhjit_type *td = &g->nodes[r->d].type;
-  int64_t rows = 0;
-  for (int k = 0; k < r->nmembers && !B->st; k++) {
-    int64_t s0, nd = digit_run(B, r->member[k], &s0);
-    r->urow[k] = rows;
-    rows += g->nodes[r->member[k]].type.rows - nd;
-  }
-  if (B->st) return;
-  fhjit_type t2 = part(td, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  r->tu = part(td, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s2 = scratch_for(B, &t2);
-  int32_t *call = new_cols(B, rows);
-  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
-    fhjit_value w = r->member[k];
-    const ir_node *nw = &g->nodes[w];
-    int64_t s0, nd = digit_run(B, w, &s0), m = nw->type.rows - nd;
-    int32_t *c2 = new_cols(B, m);
-    for (int64_t o = 0, j = 0; c2 && o < nw->type.rows; o++)
-      if (o < s0 || o >= s0 + nd) c2[j++] = (int32_t)ir_pos(g, w, o);
-    if (!c2) return;
-    r->ucols[k] = c2;
-    memcpy(call + r->urow[k], c2, sizeof *c2 * (size_t)m);
-  }
-  /* the conversions: with ntt_plan bconvbatch (default 1) the members of
-   * one shape (nd -> m rows; a short last digit has its own) in one
-   * kernel, up to LW_BCONV_MAX_DIGITS a kernel, in member order; each
-   * digit reads its rows of the shared transform (its own offset, table,
-   * columns) and writes its rows of s2. Why: at N = 2^16 one digit's
-   * kernel is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62
-   * 5 -> 35 13.5 us, against multiply-accumulate floors of 7.6 and 11.4);
-   * the digits' blocks together fill the GPU, and dnum - 1 launches fewer */
-  const lw_ntt_tuning tu = B->tune;
-  int batch = tu.bconvbatch != 0;
-  char *done = calloc((size_t)r->nmembers, 1);
-  if (!done) oom(B);
-  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
-    if (done[k]) continue;
-    fhjit_value w = r->member[k];
-    const ir_node *nw = &g->nodes[w];
-    int64_t s0, nd = digit_run(B, w, &s0), m = nw->type.rows - nd;
-    fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-    fhjit_layout l1;
-    fhjit_dense_layout(&r->t, &l1);
-    l1.offset += (s0 - r->lo) * l1.row_stride; /* the digit's rows of the shared transform */
-    bconv_more more[LW_BCONV_MAX_DIGITS - 1];
-    int nmore = 0;
-    for (int j = k + 1; batch && j < r->nmembers && nmore < LW_BCONV_MAX_DIGITS - 1; j++) {
-      fhjit_value x = r->member[j];
-      int64_t xs0, xnd = digit_run(B, x, &xs0), xm = g->nodes[x].type.rows - xnd;
-      if (done[j] || xnd != nd || xm != m) continue;
-      done[j] = 1;
-      more[nmore++] = (bconv_more){l1.offset - (s0 - xs0) * l1.row_stride, r->urow[j] * td->n,
-                                   cols_of(B, r->d, xs0, nd), r->ucols[j], g->nodes[x].args[3]};
-    }
-    bconv_step_digits(B, w, 0, &t1, cols_of(B, r->d, s0, nd), r->buf, &l1, m, r->ucols[k],
-                      nw->args[3], 0, s2, r->urow[k] * td->n, rows * td->n, more, nmore);
-  }
-  free(done);
-  if (B->st || !call) return;
-  fhjit_layout dense;
-  fhjit_dense_layout(&t2, &dense);
-  if (r->sum >= 0) {
-    /* ipfuse: the sum in the last kernel; the transform is stored only
-     * between two kernels, kernel 0 writing it in place over the converted
-     * rows (each block reads and writes its own columns: r62 dnum 7, N =
-     * 2^16, 86 MB of arena less); a one-kernel plan's dst is unused (the
-     * sum's buffer stands in) */
-    an_buf out = lw_step_home(B, r->sum);
-    r->ubuf = s2;
-    an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1],
-                          r->ubuf);
-    if (s && !B->st) ipfuse_step(B, s, r, out);
-    if (s && !B->st) {
-      if (s->plan.nkernels == 2) s->plan.k[0].in_place = 1;
-      else s->dst = out; /* unused (never stored), but not the source */
-    }
-    return;
-  }
-  r->ubuf = scratch_for(B, &r->tu);
-  ntt_step(B, v, IR_NTT_MONT_TO_NTT, &r->tu, call, s2, &dense, g->nodes[v].args[1], r->ubuf);
-}
-
-/* Member v's alias of the batched forward NTT: its converted rows at rows
- * urow[k] of r->ubuf, its digit's rows in the operand. */
-static void batched_alias(an_build *B, fhjit_value v, an_intt *r) {
-  const fhjit_graph *g = B->g;
-  const fhjit_type *td = &g->nodes[r->d].type;
-  int k = 0;
-  while (k < r->nmembers && r->member[k] != v) k++;
-  SP_ASSERT(k < r->nmembers);
-  int64_t s0, nd = digit_run(B, v, &s0);
-  an_alias *al = calloc(1, sizeof *al);
-  if (!al || B->st) {
-    free(al);
-    oom(B);
-    return;
-  }
-  *al = (an_alias){.u = r->ubuf, .tu = part(td, g->nodes[v].type.rows - nd, FHJIT_DOMAIN_NTT,
-                                             FHJIT_FORM_MONT),
-                   .ucols = r->ucols[k], .has_uview = 1, .d = r->d, .dbuf = r->dbuf,
-                   .dview = r->dview, .dcols = cols_of(B, r->d, 0, td->rows), .s0 = s0,
-                   .nd = nd, .stored = r->stored};
-  fhjit_dense_layout(&r->tu, &al->uview);
-  al->uview.offset += r->urow[k] * al->uview.row_stride;
-  B->alias[v] = al;
-}
-
-/* ------------------------------------------------------ moddown groups */
-
-/* Whether moddown w may join a group (an_mdgroup): its operand a is
- * materialised (mixfuse, the byte rule: fused_operand says no) but could
- * be computed now (private_operand: a computed value read only by w, its
- * cone read by nothing else, rows computable from leaves that exist: in
- * hoisted rotations, the shared modups' aliases and the keys), one
- * polynomial value without batch axes. */
-static int md_candidate(an_build *B, fhjit_value w) {
-  fhjit_graph *g = B->g;
-  const ir_node *n = &g->nodes[w];
-  if (!B->live[w] || n->op != IR_MODDOWN || B->mdg[w]) return 0;
-  fhjit_value a = n->args[0];
-  const ir_node *na = &g->nodes[a];
-  if (na->op == IR_EXTRACT || na->op == IR_ROWS || na->op == IR_INPUT ||
-      na->type.kind != FHJIT_KIND_POLY || na->type.nbatch > 0)
-    return 0;
-  if (!private_operand(B, w, a, 0)) return 0;
-  return B->tune.mixfuse == 0 || (B->tune.mixfuse != 1 && !fewer_bytes(B, a));
-}
-
-/* Arguments the pointwise kernel of ops[0..n) takes for its leaves (at
- * most: inputs and buffers one each, aliases two). */
-static int md_leaves(const an_build *B, const fhjit_value *ops, int n) {
-  const fhjit_graph *g = B->g;
-  char *need = calloc((size_t)g->nnodes, 1);
-  if (!need) return LW_MAX_ARGS;
-  int count = 0;
-  for (int k = 0; k < n; k++) need[ops[k]] = 1;
-  for (int32_t w = g->nnodes - 1; w >= 0; w--) {
-    const ir_node *nw = &g->nodes[w];
-    if (!need[w]) continue;
-    if (nw->op == IR_INPUT || B->where[w].kind >= 0) count++;
-    else if (B->alias[w]) count += 2;
-    else
-      for (int a = 0; a < nw->nargs; a++) need[nw->args[a]] = 1;
-  }
-  free(need);
-  return count;
-}
-
-/* The group of moddown v, the first live candidate of it in node order
- * (md_candidate), or NULL: v and the later candidates with v's tables
- * (forward, inverse, conversion) whose operands have v's operand's type
- * and basis, at most LW_MDG_MAX, and as many as the pointwise kernel's
- * arguments allow; at least two (ntt_plan mdip=0: never). Every member's
- * operand is computable at v's step: its leaves are all there. */
-static an_mdgroup *md_group(an_build *B, fhjit_value v) {
-  fhjit_graph *g = B->g;
-  const ir_node *n = &g->nodes[v];
-  if (B->tune.mdip == 0 || !md_candidate(B, v)) return NULL;
-  const fhjit_value a = n->args[0];
-  const fhjit_type *ta = &g->nodes[a].type;
-  fhjit_value mem[LW_MDG_MAX], ops[LW_MDG_MAX];
-  int cnt = 1;
-  mem[0] = v, ops[0] = a;
-  for (fhjit_value w = v + 1; w < g->nnodes && cnt < LW_MDG_MAX && !B->st; w++) {
-    const ir_node *nw = &g->nodes[w];
-    if (nw->op != IR_MODDOWN || !B->live[w] || nw->args[1] != n->args[1] ||
-        nw->args[2] != n->args[2] || nw->args[3] != n->args[3])
-      continue;
-    fhjit_value aw = nw->args[0];
-    if (!same_shape(&g->nodes[aw].type, ta)) continue;
-    int walk = 1;
-    for (int64_t r = 0; r < ta->rows && walk; r++) walk = ir_pos(g, aw, r) == ir_pos(g, a, r);
-    if (!walk || !md_candidate(B, w)) continue;
-    ops[cnt] = aw;
-    /* the kernel's arguments: leaves, one result each, params */
-    if (md_leaves(B, ops, cnt + 1) + cnt + 1 + 8 > LW_MAX_ARGS) break;
-    mem[cnt++] = w;
-  }
-  if (cnt < 2 || B->st) return NULL;
-  an_mdgroup *G = calloc(1, sizeof *G);
-  if (!G) {
-    oom(B);
-    return NULL;
-  }
-  G->first = v;
-  G->nmembers = cnt;
-  G->intt = B->tune.mdintt != 0;
-  G->bconv = G->intt && B->tune.mdbconv != 0;
-  for (int k = 0; k < cnt; k++) G->member[k] = mem[k], B->mdg[mem[k]] = G;
-  return G;
-}
-
-/* The group's shared steps, at its first member's place: every member's
- * operand by one pointwise kernel into G->sbuf (member k's at k *
- * G->swords words, polynomial after polynomial). Why: the operands are
- * the rotations' inner products, each reading the same raised digit rows
- * (at permuted positions within the row: automorphisms) and its key's;
- * the kernel's grid is row-major (lower.c, decompose: a group's index i
- * is innermost, then the row, so consecutive blocks cover one row) and
- * each thread computes every member's words of its positions, so a row
- * of a raised digit is read from DRAM once and by the other members from
- * the L2 (r32 dnum 4, 8 rotations at N = 2^16: about 440 MB less than a
- * kernel per rotation). */
-static void md_first(an_build *B, an_mdgroup *G) {
-  fhjit_graph *g = B->g;
-  const int R = G->nmembers;
-  const fhjit_type *ta = &g->nodes[g->nodes[G->first].args[0]].type;
-  const int64_t P = ta->comps > 0 ? ta->comps : 1;
-  fhjit_type tb = *ta; /* all the operands: R P polynomials */
-  tb.comps = 0;
-  tb.nbatch = 1;
-  tb.batch[0] = R * P;
-  G->swords = fhjit_type_elements(ta);
-  G->sbuf = scratch_for(B, &tb);
-  fhjit_value targets[LW_MDG_MAX];
-  an_buf dests[LW_MDG_MAX];
-  for (int k = 0; k < R; k++) targets[k] = g->nodes[G->member[k]].args[0], dests[k] = G->sbuf;
-  if (B->st) return;
-  /* ntt_plan mdipk: at most that many members a kernel (ptxas, sm_90, N =
-   * 2^16: the kernel of all 8 rotations takes r32 188 registers, r62 128
-   * with spills, against 40 and 66 for one; 4 rotations 75 and 90). The
-   * default is the fastest measured on the H200 (1e17f7e, 8 hoisted
-   * rotations at the benchmark sets): r32 2 (1136 us; 1 1201, 4 1145, 8
-   * 1201), r62 1 (2217 us; 2 2317, 8 4047; the operands one kernel each
-   * as before, 2268) */
-  const int per = B->tune.mdipk > 0 ? B->tune.mdipk : g->radix == FHJIT_R32 ? 2 : 1;
-  for (int k0 = 0; k0 < R && !B->st; k0 += per) {
-    const int nk = R - k0 < per ? R - k0 : per;
-    lw_step_pointwise(B, targets + k0, dests + k0, nk);
-    if (B->st) return;
-    an_step *s = &B->p->steps[B->p->nsteps - 1];
-    const fhjit_graph *sub = s->sub;
-    s->out_off = malloc(sizeof *s->out_off * (size_t)(sub->nresults + 1));
-    if (!s->out_off) {
-      oom(B);
-      return;
-    }
-    /* result r of sub is target t's (add_pointwise's matching) */
-    for (int32_t r = 0; r < sub->nresults; r++)
-      for (int t = 0; t < nk; t++)
-        if (sub->outputs[t].source == r && !sub->outputs[t].is_input_alias)
-          s->out_off[r] = (k0 + t) * G->swords;
-  }
-  for (int k = 0; k < R; k++) {
-    B->where[targets[k]] = G->sbuf;
-    B->where_off[targets[k]] = k * G->swords;
-  }
-  /* mdintt: P's rows of every member (R P polynomials, a uniform stride
-   * in sbuf) to coefficient-Montgomery form by one inverse NTT into s1.
-   * Why: a member's transform has 2 x K rows (r32: 24), few blocks, and
-   * is latency-bound (H200, r32 N = 2^16: ~16 us for 24 rows in 2
-   * kernels); R members' rows together fill the GPU, 2 (R - 1) launches
-   * fewer */
-  const ir_node *n = &g->nodes[G->first];
-  const fhjit_value a = n->args[0];
-  const int64_t K = g->nspecial, l = ta->rows - K;
-  fhjit_type t1 = part(&tb, K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = cols_of(B, a, l, K);
-  if (G->intt) {
-    fhjit_layout lv;
-    fhjit_dense_layout(&tb, &lv);
-    lv.offset += l * lv.row_stride;
-    G->s1 = scratch_for(B, &t1);
-    G->s1words = P * K * ta->n;
-    ntt_step(B, G->first, IR_NTT_TO_MONT, &t1, c1, G->sbuf, &lv, n->args[2], G->s1);
-  }
-  /* mdbconv: their conversion to Q by one kernel (one table: more
-   * polynomials) into s2. Why: a member's kernel converts 2 polynomials,
-   * one under-occupied wave (H200, r32 12 -> 48 rows: ~19 us) */
-  if (G->bconv && !B->st) {
-    fhjit_type t2 = part(&tb, l, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-    fhjit_layout d1;
-    fhjit_dense_layout(&t1, &d1);
-    G->s2 = scratch_for(B, &t2);
-    G->s2words = P * l * ta->n;
-    bconv_step(B, G->first, 0, &t1, c1, G->s1, &d1, l, cols_of(B, a, 0, l), n->args[3], 0, G->s2);
-  }
-}
-
 static void modup_steps(an_build *B, fhjit_value v) {
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
   fhjit_value d = n->args[0];
   const fhjit_type *td = &g->nodes[d].type;
-  int64_t s0, nd = digit_run(B, v, &s0);
+  int64_t s0, nd = lw_mix_digit_run(B, v, &s0);
   if (B->st) return;
   if (!nd) {
     refuse(B, v, "the digit's rows are not consecutive rows of the operand; the lowering "
@@ -1423,7 +807,7 @@ static void modup_steps(an_build *B, fhjit_value v) {
   if (r && r->fwd && r->done) {
     /* the first member converted this digit and transformed its rows (and
      * with ipfuse read it in registers: no alias, nothing else reads it) */
-    if (r->sum < 0) batched_alias(B, v, r);
+    if (r->sum < 0) lw_mix_batched_alias(B, v, r);
     return;
   }
   int64_t m = n->type.rows - nd;
@@ -1433,16 +817,16 @@ static void modup_steps(an_build *B, fhjit_value v) {
    * inverse NTT computes its rows (a prologue) and stores them into one
    * buffer of the operand, where the modups' readers find them; nothing
    * computes the operand beforehand */
-  int stored = read_in_place(B, v) && private_operand(B, v, d, 1);
+  int stored = lw_mix_read_in_place(B, v) && lw_mix_private_operand(B, v, d, 1);
   if (stored) {
     for (int32_t w = 0; w < g->nnodes && db.kind < 0; w++)
       if (B->alias[w] && B->alias[w]->d == d && B->alias[w]->stored) db = B->alias[w]->dbuf;
-    if (db.kind < 0) db = scratch_for(B, td);
+    if (db.kind < 0) db = lw_mix_scratch_for(B, td);
     fhjit_dense_layout(td, &dl);
-  } else if (!view_of(B, d, &db, &dl)) {
+  } else if (!lw_mix_view_of(B, d, &db, &dl)) {
     return;
   }
-  an_intt *sh = shared_intt(B, v, stored);
+  an_intt *sh = lw_mix_shared_intt(B, v, stored);
   if (B->st) return;
   if (sh && !sh->done) {
     /* 1. the rows of all the modups' digits to coefficient-Montgomery form
@@ -1452,22 +836,22 @@ static void modup_steps(an_build *B, fhjit_value v) {
     lu.offset += sh->lo * dl.row_stride;
     if (stored)
       prologue_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, d, sh->lo, n->args[2], sh->buf, db);
-    else ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, db, &lu, n->args[2], sh->buf);
+    else lw_mix_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, db, &lu, n->args[2], sh->buf);
     sh->done = 1;
     if (sh->fwd) {
       /* 2., 3. every member's conversion, one forward NTT of them all */
       sh->dbuf = db;
       sh->dview = dl; /* the whole operand */
-      sh->sum = ipfuse_target(B, sh);
-      batched_fwd(B, v, sh);
-      if (!B->st && sh->sum < 0) batched_alias(B, v, sh);
+      sh->sum = lw_mix_ipfuse_target(B, sh);
+      lw_mix_batched_fwd(B, v, sh);
+      if (!B->st && sh->sum < 0) lw_mix_batched_alias(B, v, sh);
       return;
     }
   }
   dl.offset += s0 * dl.row_stride; /* the digit's rows */
   /* 1. the digit to coefficient-Montgomery form: s1 through view l1 */
-  fhjit_type t1 = part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = cols_of(B, d, s0, nd);
+  fhjit_type t1 = lw_mix_part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  int32_t *c1 = lw_mix_cols_of(B, d, s0, nd);
   an_buf s1;
   fhjit_layout l1;
   if (sh) {
@@ -1476,29 +860,29 @@ static void modup_steps(an_build *B, fhjit_value v) {
     fhjit_dense_layout(&sh->t, &l1);
     l1.offset += (s0 - sh->lo) * l1.row_stride;
   } else {
-    s1 = scratch_for(B, &t1);
+    s1 = lw_mix_scratch_for(B, &t1);
     fhjit_dense_layout(&t1, &l1);
     if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
-    else ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
+    else lw_mix_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
   }
   /* 2. converted to the other output rows, in output order */
-  int32_t *c2 = new_cols(B, m);
+  int32_t *c2 = lw_mix_new_cols(B, m);
   for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
     if (o < s0 || o >= s0 + nd) c2[k++] = (int32_t)ir_pos(g, v, o);
-  fhjit_type t2 = part(td, m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  an_buf s2 = scratch_for(B, &t2);
-  bconv_step(B, v, 0, &t1, c1, s1, &l1, m, c2, n->args[3], 0, s2);
-  fhjit_type t3 = part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_type tdig = part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_type t2 = lw_mix_part(td, m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  an_buf s2 = lw_mix_scratch_for(B, &t2);
+  lw_mix_bconv_step(B, v, 0, &t1, c1, s1, &l1, m, c2, n->args[3], 0, s2);
+  fhjit_type t3 = lw_mix_part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_type tdig = lw_mix_part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   fhjit_dense_layout(&t2, &dense);
-  if (read_in_place(B, v)) {
+  if (lw_mix_read_in_place(B, v)) {
     /* 3. forward into scratch; the kernels that read v load its rows
      * from there and from d (an alias: no gather) */
-    an_buf s3 = scratch_for(B, &t3);
-    ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+    an_buf s3 = lw_mix_scratch_for(B, &t3);
+    lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
     an_alias *al = calloc(1, sizeof *al);
     if (!al) {
-      oom(B);
+      lw_mix_oom(B);
       return;
     }
     if (B->st) {
@@ -1507,7 +891,7 @@ static void modup_steps(an_build *B, fhjit_value v) {
     }
     dl.offset -= s0 * dl.row_stride; /* the whole operand */
     *al = (an_alias){.u = s3, .tu = t3, .ucols = c2, .d = d, .dbuf = db, .dview = dl,
-                     .dcols = cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd,
+                     .dcols = lw_mix_cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd,
                      .stored = stored};
     B->alias[v] = al;
     return;
@@ -1519,7 +903,7 @@ static void modup_steps(an_build *B, fhjit_value v) {
      * the whole output) */
     an_buf out = lw_step_home(B, v);
     if (B->st) return;
-    an_step *s = ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], out);
+    an_step *s = lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], out);
     if (!s || B->st) return;
     s->dst_off = s->plan.dst_offset = (s0 == 0 ? nd : 0) * td->n;
     modup_copy(B, db, &dl, &tdig, c1, out, s0 * td->n);
@@ -1527,267 +911,13 @@ static void modup_steps(an_build *B, fhjit_value v) {
     return;
   }
   /* 3. forward */
-  an_buf s3 = scratch_for(B, &t3);
-  ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
+  an_buf s3 = lw_mix_scratch_for(B, &t3);
+  lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
   /* 4. in output order */
   an_buf out = lw_step_home(B, v);
   if (B->st) return;
   modup_gather(B, v, s3, &t3, c2, db, &dl, &tdig, c1, s0, out);
   if (!B->st) B->where[v] = out;
-}
-
-/* ------------------------------------- moddown and rescale in one (mdrs) */
-
-/* HMult ends in r = rescale(w), w = add(d, m), m = moddown(a) (SPEC 7).
- * Its plan as written transforms twice forward: moddown's converted rows
- * v (then (a - NTT(v)) P*^-1) and rescale's lifted last row (then (w -
- * NTT(lift(c))) q^-1). The transform is linear mod each q_i, so one
- * forward NTT of y_i = v_i P*^-1 + lift_i(c) gives the same residues:
- *   out_i = mul(sub(d_i + a_i P*^-1, NTT(y)_i), q^-1 R),
- *   c = ntt_inv(d_L + a_L P*^-1) - v_L P*^-1 (the last row, coefficient-standard).
- * Bit for bit, not only mod q: sub's result is canonical whatever lazy
- * words it is given, mul's word is then a function of it, and c is
- * canonical either way (docs/ckks.md, "Moddown and rescale in one").
- * Steps: one inverse NTT of the last row of d + a P*^-1 (computed in its
- * prologue: lw_ntt_plan.pro_rows) and P's rows (loaded), to coefficient-
- * Montgomery form; the conversion of P's rows to all of Q (as moddown); c
- * from the last rows of both (a pointwise kernel of one row); the forward
- * NTT of rows [0, L) (the prologue's v_i P*^-1 plus the lift of c in its
- * loads: lw_ntt_plan.lift with a prologue, the result in the epilogue).
- * One forward NTT of 2 L rows and the last row's own inverse NTT fewer
- * than the two ops apart, one pointwise kernel more. */
-
-/* The one live node reading v, once (FHJIT_NO_VALUE: none or several). */
-static fhjit_value only_reader(const an_build *B, fhjit_value v) {
-  const fhjit_graph *g = B->g;
-  fhjit_value r = FHJIT_NO_VALUE;
-  for (int32_t w = v + 1; w < g->nnodes; w++) {
-    const ir_node *n = &g->nodes[w];
-    if (!B->live[w]) continue;
-    for (int a = 0; a < n->nargs; a++)
-      if (n->args[a] == v) {
-        if (r != FHJIT_NO_VALUE) return FHJIT_NO_VALUE;
-        r = w;
-      }
-  }
-  return r;
-}
-
-/* The rescale whose steps compute moddown m with it (mdrs_steps), or
- * FHJIT_NO_VALUE: m and the add read only by the next, neither a result,
- * m's operand not computed in its kernels (fused_operand), the add's other
- * operand computable row by row, the lift in the loads (liftfuse). */
-static fhjit_value mdrs_rescale(an_build *B, fhjit_value m) {
-  fhjit_graph *g = B->g;
-  if (B->tune.mdrs == 0 || B->tune.liftfuse == 0 || g->result_of[m] >= 0) return FHJIT_NO_VALUE;
-  fhjit_value w = only_reader(B, m);
-  if (w == FHJIT_NO_VALUE || g->result_of[w] >= 0) return FHJIT_NO_VALUE;
-  const ir_node *nw = &g->nodes[w];
-  if ((nw->op != IR_ADD && nw->op != IR_ADD_LAZY) || g->nodes[m].type.rows < 2)
-    return FHJIT_NO_VALUE;
-  fhjit_value d = nw->args[0] == m ? nw->args[1] : nw->args[0];
-  fhjit_value r = only_reader(B, w);
-  if (r == FHJIT_NO_VALUE || g->nodes[r].op != IR_RESCALE || !lw_step_rows_ok(B, d) || fused_operand(B, m, g->nodes[m].args[0]))
-    return FHJIT_NO_VALUE;
-  return r;
-}
-
-/* A sub-graph input of type t on chain positions cols read through view l
- * of buffer b (b.kind < 0: a register input, no view), recorded in in[]. */
-static fhjit_value buf_input(fhjit_graph *sub, const fhjit_type *t, const int32_t *cols,
-                             const fhjit_layout *l, an_buf b, an_buf *in, int32_t *nin) {
-  in[(*nin)++] = b;
-  return sub_input(sub, NULL, t, cols, l);
-}
-
-/* Constant table input table's words [skip, skip + t->rows), one per row,
- * read at every coefficient and component. */
-static fhjit_value const_input(an_build *B, fhjit_graph *sub, fhjit_value table, int64_t skip,
-                               const fhjit_type *t, const int32_t *cols, an_buf *in,
-                               int32_t *nin) {
-  const ir_node *tn = &B->g->nodes[table];
-  fhjit_layout cl;
-  memset(&cl, 0, sizeof cl);
-  cl.offset = tn->layout.offset + skip;
-  cl.row_stride = 1;
-  return buf_input(sub, t, cols, &cl, (an_buf){LW_ARG_INPUT, tn->input_index}, in, nin);
-}
-
-/* The facts mdrs_steps' sub-graphs share. */
-typedef struct mdrs {
-  fhjit_value r, m, d, a;
-  int64_t K, L; /* P's rows; w has L + 1 rows */
-  fhjit_type tw, ta;
-  an_buf ab, s2;
-  fhjit_layout al, l2; /* a's view; s2 (the conversion's L + 1 rows) dense */
-  fhjit_value mtable;  /* moddown's table: P*^-1 R of Q's row i at word pinv + i */
-  int64_t pinv;
-} mdrs;
-
-/* d + a P*^-1 on rows [first, first + count) into sub (cols: their chain
- * positions). */
-static fhjit_value mdrs_operand(an_build *B, const mdrs *M, fhjit_graph *sub, int64_t first,
-                                int64_t count, const int32_t *cols, an_buf *in, int32_t *nin) {
-  fhjit_value dx = lw_step_clone_rows(B, sub, M->d, first, count, in, nin);
-  if (dx == FHJIT_NO_VALUE) return dx;
-  fhjit_type t = part(&M->ta, count, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_layout l = M->al;
-  l.offset += first * M->al.row_stride;
-  fhjit_value ax = buf_input(sub, &t, cols, &l, M->ab, in, nin);
-  fhjit_value c = const_input(B, sub, M->mtable, M->pinv + first, &t, cols, in, nin);
-  return fhjit_add(sub, dx, fhjit_mul(sub, ax, c));
-}
-
-/* Makes sub the step's result res of sub-graph value x (bound), or fails. */
-static int mdrs_finish(an_build *B, fhjit_graph *sub, fhjit_value x, an_buf *in) {
-  if (B->st || x == FHJIT_NO_VALUE || fhjit_output(sub, x, NULL) || fhjit_bind(sub)) {
-    free(in);
-    lw_step_sub_error(B, "moddown and rescale in one (mdrs)");
-    return 0;
-  }
-  return 1;
-}
-
-static fhjit_graph *mdrs_sub(an_build *B, const char *kind, an_buf **in) {
-  char name[LW_STEP_NAME_SIZE];
-  lw_step_name(name, kind, B->p->nsteps - 1, kind[0] == 'e' ? 0 : -1);
-  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, B->g->radix);
-  *in = malloc(sizeof **in * (size_t)(4 * B->g->nnodes + 8));
-  if (!sub || !*in) {
-    free(*in);
-    *in = NULL;
-    oom(B);
-    return NULL;
-  }
-  return sub;
-}
-
-/* c = from_mont(t_L) - from_mont(v_L P*^-1 R) into buffer c (one row a
- * component): a pointwise step after the conversion, t_L being row 0 of
- * the inverse NTT's result s1 (the operand's last row, coefficient-
- * Montgomery) and v_L row L of the conversion's. */
-static void mdrs_last_row(an_build *B, const mdrs *M, an_buf s1, an_buf c) {
-  an_step *s = lw_step_new(B);
-  if (!s) return;
-  an_buf *in;
-  int32_t nin = 0;
-  fhjit_graph *sub = mdrs_sub(B, "pw", &in);
-  if (!sub) return;
-  int32_t *cl = cols_of(B, M->a, M->L, 1);
-  fhjit_type tv = part(&M->ta, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_type t1 = part(&M->ta, M->K + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_layout l1, l2 = M->l2;
-  fhjit_dense_layout(&t1, &l1);
-  l2.offset += M->L * l2.row_stride;
-  fhjit_value t = buf_input(sub, &tv, cl, &l1, s1, in, &nin);
-  fhjit_value v = buf_input(sub, &tv, cl, &l2, M->s2, in, &nin);
-  fhjit_value k = const_input(B, sub, M->mtable, M->pinv + M->L, &tv, cl, in, &nin);
-  fhjit_value x = fhjit_sub(sub, fhjit_from_mont(sub, t), fhjit_from_mont(sub, fhjit_mul(sub, v, k)));
-  s->out = malloc(sizeof *s->out);
-  if (!s->out) {
-    free(in);
-    oom(B);
-    return;
-  }
-  if (!mdrs_finish(B, sub, x, in)) return;
-  s->sub = sub, s->in = in, s->out[0] = c;
-}
-
-/* The forward NTT of rows [0, L): v_i P*^-1 R in the prologue plus the
- * lift of c (one row, read at every row) in the loads; the result in the
- * epilogue. */
-static void mdrs_forward(an_build *B, const mdrs *M, an_buf c) {
-  fhjit_graph *g = B->g;
-  const ir_node *nr = &g->nodes[M->r];
-  fhjit_type t1 = part(&M->tw, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  fhjit_type t4 = part(&M->tw, M->L, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  int32_t *c4 = cols_of(B, M->a, 0, M->L);
-  fhjit_layout lc;
-  fhjit_dense_layout(&t1, &lc);
-  lc.row_stride = 0;
-  an_buf s4 = scratch_for(B, &t4);
-  an_step *s = ntt_step(B, M->r, IR_NTT_MONT_TO_NTT, &t4, c4, c, &lc, nr->args[1], s4);
-  if (!s || B->st) return;
-  s->plan.lift = 1;
-  s->plan.lift_col = (int32_t)ir_pos(g, M->a, M->L);
-  an_buf *in;
-  int32_t nin = 0;
-  fhjit_graph *sub = mdrs_sub(B, "pro", &in);
-  if (!sub) return;
-  fhjit_type tv = part(&M->ta, M->L, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_value v = buf_input(sub, &tv, c4, &M->l2, M->s2, in, &nin);
-  fhjit_value k = const_input(B, sub, M->mtable, M->pinv, &tv, c4, in, &nin);
-  if (!mdrs_finish(B, sub, fhjit_mul(sub, v, k), in)) return;
-  s->pro_sub = sub, s->pro_in = in, s->pro_comp = -1;
-
-  /* a result read from r's value in the last kernel: r is not stored */
-  fhjit_value res = lw_step_epilogue_result(B, M->r);
-  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, M->r);
-  nin = 0;
-  if (B->st || !(sub = mdrs_sub(B, "epi", &in))) return;
-  fhjit_value x = mdrs_operand(B, M, sub, 0, M->L, c4, in, &nin);
-  int32_t reg = nin;
-  fhjit_value u = x == FHJIT_NO_VALUE ? x : buf_input(sub, &t4, c4, NULL, s->dst, in, &nin);
-  fhjit_value q = u == FHJIT_NO_VALUE ? u : const_input(B, sub, nr->args[3], 0, &t4, c4, in, &nin);
-  fhjit_value y = q == FHJIT_NO_VALUE ? q : fhjit_mul(sub, fhjit_sub(sub, x, u), q);
-  if (y != FHJIT_NO_VALUE && res >= 0) y = lw_step_clone_over(B, sub, res, M->r, y, in, &nin);
-  if (!mdrs_finish(B, sub, y, in)) return;
-  s->epi_sub[0] = sub, s->epi_in[0] = in, s->epi_reg[0] = reg, s->epi_out[0] = out;
-  s->nepi = 1;
-  s->skip_store = 1;
-  B->where[res >= 0 ? res : M->r] = out;
-}
-
-/* Rescale v's steps when its moddown was left to it (moddown_steps):
- * returns 1 when planned here. */
-static int mdrs_steps(an_build *B, fhjit_value v) {
-  fhjit_graph *g = B->g;
-  const ir_node *nw = &g->nodes[g->nodes[v].args[0]];
-  if (nw->op != IR_ADD && nw->op != IR_ADD_LAZY) return 0;
-  fhjit_value m = B->mdrs[nw->args[0]] ? nw->args[0] : nw->args[1];
-  if (!B->mdrs[m]) return 0;
-  mdrs M = {.r = v, .m = m, .d = nw->args[0] == m ? nw->args[1] : nw->args[0]};
-  const ir_node *nm = &g->nodes[m];
-  M.a = nm->args[0];
-  M.K = g->nspecial;
-  M.tw = g->nodes[g->nodes[v].args[0]].type;
-  M.ta = g->nodes[M.a].type;
-  M.L = M.tw.rows - 1;
-  M.mtable = nm->args[3];
-  M.pinv = M.K + M.K * (M.L + 1); /* after the conversion's constants */
-  if (!view_of(B, M.a, &M.ab, &M.al)) return 1;
-  /* 1. P's rows to coefficient-Montgomery form (as moddown) and, in the
-   * same transform, the last row of the operand d + a P*^-1 (row 0: the
-   * prologue computes it, P's rows are loaded from a's rows after it) */
-  fhjit_type t1 = part(&M.ta, M.K + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_type tp = part(&M.ta, M.K, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  fhjit_type t2 = part(&M.ta, M.L + 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = cols_of(B, M.a, M.L, M.K + 1), *c2 = cols_of(B, M.a, 0, M.L + 1);
-  an_buf s1 = scratch_for(B, &t1);
-  fhjit_layout l1 = M.al, d1;
-  l1.offset += M.L * M.al.row_stride;
-  an_step *s = ntt_step(B, m, IR_NTT_TO_MONT, &t1, c1, M.ab, &l1, nm->args[2], s1);
-  if (!s || B->st) return 1;
-  an_buf *in;
-  int32_t nin = 0;
-  fhjit_graph *sub = mdrs_sub(B, "pro", &in);
-  if (!sub) return 1;
-  fhjit_value z = mdrs_operand(B, &M, sub, M.L, 1, c1, in, &nin);
-  if (!mdrs_finish(B, sub, z, in)) return 1;
-  s->pro_sub = sub, s->pro_in = in, s->pro_comp = -1;
-  s->plan.pro_rows = 1;
-  /* 2. P's rows converted to every row of Q (as moddown) */
-  fhjit_dense_layout(&t1, &d1);
-  d1.offset += d1.row_stride;
-  fhjit_dense_layout(&t2, &M.l2);
-  M.s2 = scratch_for(B, &t2);
-  if (!B->st) bconv_step(B, m, 0, &tp, c1 + 1, s1, &d1, M.L + 1, c2, M.mtable, 0, M.s2);
-  /* 3. the last row's coefficients c; 4. the forward NTT of the others */
-  fhjit_type tc = part(&M.tw, 1, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
-  an_buf c = B->st ? (an_buf){-1, 0} : scratch_for(B, &tc);
-  if (!B->st) mdrs_last_row(B, &M, s1, c);
-  if (!B->st) mdrs_forward(B, &M, c);
-  return 1;
 }
 
 void lw_steps_s7(an_build *B, fhjit_value v) {

@@ -54,7 +54,7 @@ typedef struct an_step {
    * larger buffer */
   int64_t dst_off;
   /* pointwise: NULL, or per result of sub words added to dst_off (several
-   * results in one buffer: mixsteps.c, md_group) */
+   * results in one buffer: mixsteps_mdgroup.c, md_group) */
   int64_t *out_off;
 } an_step;
 
@@ -132,12 +132,12 @@ typedef struct an_intt {
   fhjit_type tu;
   fhjit_layout dview;
   /* ipfuse: >= 0, the sum the members feed (the key switch's inner
-   * product), computed in the forward NTT's last kernel (mixsteps.c,
-   * ipfuse_target); the members then have no alias */
+   * product), computed in the forward NTT's last kernel
+   * (mixsteps_ipfuse.c, ipfuse_target); the members then have no alias */
   fhjit_value sum;
 } an_intt;
 
-/* Moddowns planned together (mixsteps.c, md_group): live moddowns with
+/* Moddowns planned together (mixsteps_mdgroup.c, md_group): live moddowns with
  * one set of tables whose operands (one type and basis, no batch axes,
  * each read only by its moddown, cones private) are materialised, each
  * computable at the first member's step (a hoisted rotation's inner
@@ -177,7 +177,7 @@ typedef struct an_build {
   fhjit_status st;
 } an_build;
 
-/* anchor.c's step builders, for mixsteps.c */
+/* anchor.c's step builders, for mixsteps.c and mixsteps_*.c */
 an_step *lw_step_new(an_build *B);
 int lw_step_scratch(an_build *B, const fhjit_type *t);
 /* The buffer that will hold v: its result buffer when it is a result,
