@@ -65,6 +65,8 @@ int lw_mix_read_in_place(const an_build *B, fhjit_value v);
 /* Rows [*s0, *s0 + nd) of modup w's operand are its digit; nd, or 0 when
  * they are not consecutive (or on failure). */
 int64_t lw_mix_digit_run(an_build *B, fhjit_value w, int64_t *s0);
+/* Whether types a and b agree in kind, components, batch axes, rows, N,
+ * domain and form (the basis aside). */
 int lw_mix_same_shape(const fhjit_type *a, const fhjit_type *b);
 
 /* mixsteps_ipfuse.c, for modup's steps */

@@ -159,15 +159,6 @@ fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r) {
   return found;
 }
 
-static int same_type(const fhjit_type *a, const fhjit_type *b) {
-  if (a->kind != b->kind || a->comps != b->comps || a->nbatch != b->nbatch || a->rows != b->rows ||
-      a->n != b->n || a->domain != b->domain || a->form != b->form)
-    return 0;
-  for (int j = 0; j < a->nbatch; j++)
-    if (a->batch[j] != b->batch[j]) return 0;
-  return 1;
-}
-
 /* ipacc: whether the sum S (ipfuse_target) is a left fold over r's members
  * in their order, S = op(...op(op(T_0, T_1), T_2)..., T_{D-1}) with op add
  * or add_lazy (any mix), T_k reading member k and no other (plus leaves),
@@ -204,7 +195,7 @@ static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain
   for (int k = D - 1; k >= 1 && ok; k--) {
     const ir_node *n = &g->nodes[cur];
     ok = (n->op == IR_ADD || n->op == IR_ADD_LAZY) && n->nargs == 2 &&
-         same_type(&n->type, ts);
+         lw_mix_same_shape(&n->type, ts);
     int a = -1;
     for (int j = 0; j < 2 && ok; j++)
       if (mask[n->args[j]] == (UINT32_C(1) << k) - 1 && mask[n->args[1 - j]] == UINT32_C(1) << k)
@@ -220,7 +211,7 @@ static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain
     term[0] = cur;
     chain[0] = -1;
     at[0] = -1;
-    ok = mask[cur] == 1 && cur != r->member[0] && same_type(&g->nodes[cur].type, ts);
+    ok = mask[cur] == 1 && cur != r->member[0] && lw_mix_same_shape(&g->nodes[cur].type, ts);
   }
   free(mask);
   return ok;
