@@ -1,5 +1,6 @@
 /* arith.h: the modular-arithmetic IR builders of the lowering (prefix lw_),
- * one file for the pointwise kernels (lower.c) and the NTT (ntt_emit.c).
+ * one file for the pointwise kernels (lower.c) and the NTT
+ * (ntt_emit_phase.c).
  *
  * Two families, each kept exactly as its kernels were tuned (the golden
  * PTX hashes hold them):

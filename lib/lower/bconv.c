@@ -17,7 +17,7 @@
  * split and unroll are the plan's tuning (bconv.h; the bconv_plan option).
  *
  * Exactness (R_w = 2^32 for r32, 2^64 for r62: the word; R = 2^32 / 2^62):
- *  - V_i = REDC(w * a'_i) with the constant form of ntt_emit.c (a'k
+ *  - V_i = REDC(w * a'_i) with the constant form of ntt_emit_phase.c (a'k
  *    precomputed), then one conditional subtraction: w < 2s, a' < s give
  *    REDC < w a' / R + s < 2s, so V_i is canonical. a' = a for the standard
  *    form; for the Montgomery form a' = canon(REDC(a * 1)) = h^-1 mod s, so
@@ -140,9 +140,9 @@ static LLVMValueRef asm64(bc *E, const char *text, LLVMValueRef *in, unsigned n)
   return LLVMBuildCall2(E->b, fty, fn, in, n, "");
 }
 
-/* x - bound when x >= bound, else x (ntt_emit.c's csub: r32 one unsigned
- * minimum, r62 on the GPU the sign of x - bound in PTX; every use here has
- * x < 2^63 + bound) */
+/* x - bound when x >= bound, else x (ntt_emit_phase.c's csub: r32 one
+ * unsigned minimum, r62 on the GPU the sign of x - bound in PTX; every use
+ * here has x < 2^63 + bound) */
 static LLVMValueRef csub(bc *E, LLVMValueRef x, LLVMValueRef bound) {
   if (E->wbits == 64 && E->target == LW_GPU) {
     LLVMValueRef in[2] = {x, bound};
@@ -159,9 +159,9 @@ static LLVMValueRef mulhi64(bc *E, LLVMValueRef a, LLVMValueRef b) {
   return trunc_to(E, LLVMBuildLShr(E->b, p, LLVMConstInt(E->i128, 64, 0), ""), E->i64);
 }
 
-/* REDC(w * x) for a constant w given as (w4, wk4) (ntt_emit.c's form: r32
- * w and w k mod 2^32, canonical result; r62 4w and w 4k mod 2^64, lazy
- * result, inline PTX on the GPU). */
+/* REDC(w * x) for a constant w given as (w4, wk4) (ntt_emit_phase.c's
+ * form: r32 w and w k mod 2^32, canonical result; r62 4w and w 4k mod
+ * 2^64, lazy result, inline PTX on the GPU). */
 static LLVMValueRef redc_const(bc *E, LLVMValueRef x, LLVMValueRef w4, LLVMValueRef wk4,
                                LLVMValueRef q) {
   if (E->wbits == 32) {

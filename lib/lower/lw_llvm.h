@@ -118,10 +118,10 @@ char *lw_emit_with_pipeline(fhjit_graph *g, fhjit_emit_kind kind, const char *ar
  * functions "<plan->name>.eval<c>", one per component c of result 0 of g:
  * word (params, pstride, inputs..., results..., index offset) returning that
  * component at element `offset` of the walk, nothing stored (the result
- * pointers are unused). plan->vec is 1, or 2 or 4 (ntt_emit.c's vector
- * epilogue: the index argument is then the group, offset / vec, of vec
- * consecutive elements in one row, the function returns their words as a
- * <vec x word> vector, and a register input takes vec arguments, one per
+ * pointers are unused). plan->vec is 1, or 2 or 4 (ntt_emit_fuse.c's
+ * vector epilogue: the index argument is then the group, offset / vec, of
+ * vec consecutive elements in one row, the function returns their words as
+ * a <vec x word> vector, and a register input takes vec arguments, one per
  * lane: the inputs' loads become vector loads where their layouts allow).
  * *values receives the most values (see lw_max_values) one of them
  * evaluates: each call, inlined, costs that many. */
@@ -153,7 +153,8 @@ fhjit_status lw_build_eval_result(fhjit_graph *g, const lw_plan *plan, lw_target
 /* The compile-time bound (docs/limits.md): one kernel body evaluates at most
  * this many values, a value being one component of one node in one index
  * context (plus one per index context), counted once per copy of the body
- * in the kernel (lower.c) or per inlined call of an evaluator (ntt_emit.c).
+ * in the kernel (lower.c) or per inlined call of an evaluator
+ * (ntt_emit_fuse.c).
  * LLVM's passes and NVPTX code generation take time and memory about
  * linear in it, at worst about 1.3 ms and 100 KB a value on the 2-core
  * reference machine (8,189 r32 products, 4 lanes: 10.6 s, 800 MB), so the

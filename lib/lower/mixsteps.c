@@ -54,10 +54,11 @@
  *             work summing them (a key switch's digit products and
  *             add_lazy chain S: ipfuse_target), that NTT's kernel 0
  *             transforms the conversions' buffer in place and its last
- *             kernel is a reduce kernel (lw_ntt_plan_reduce, ntt_emit.c):
- *             a grid over S's output rows, each block transforming its
- *             row of every digit in turn (the digit's own rows loaded from
- *             the operand), the words kept in registers, then S's cone
+ *             kernel is a reduce kernel (lw_ntt_plan_reduce,
+ *             ntt_emit_fuse.c): a grid over S's output rows, each block
+ *             transforming its row of every digit in turn (the digit's
+ *             own rows loaded from the operand), the words kept in
+ *             registers, then S's cone
  *             (lw_step_clone_over_n, the digits as register inputs,
  *             lw_build_eval_regs) into S's buffer; the digits get no
  *             alias and are never stored, moddown reads S. Why: the

@@ -85,35 +85,36 @@ typedef struct lw_ntt_kplan {
    * there, and the deeper levels' twiddles from global memory as before. */
   int tws, tws_log;
   uint32_t tws_word;
-  /* r62: twiddle products in Shoup's form (ntt_emit.c, make_const_shoup):
-   * 1 those by the shared twiddle constants (which then hold REDC(w) in
-   * place of 4w) and the pre and post steps', 2 also every other twiddle
-   * product; 0 none (r32: always 0) */
+  /* r62: twiddle products in Shoup's form (ntt_emit_phase.c,
+   * make_const_shoup): 1 those by the shared twiddle constants (which then
+   * hold REDC(w) in place of 4w) and the pre and post steps', 2 also every
+   * other twiddle product; 0 none (r32: always 0) */
   int shoup;
   /* chunk kernels: the stages of local bits [0, tail) run in the staged
-   * copy (ntt_emit.c, tail_stages), on the words of each 16-byte vector: the
-   * forward's last stages before the staged store, the inverse's first
-   * after the staged load; the passes cover [tail, m). Set where the passes
-   * would otherwise end on a short pass of that many stages, which then
-   * costs no round trip through shared memory and no barrier. */
+   * copy (ntt_emit_phase.c, tail_stages), on the words of each 16-byte
+   * vector: the forward's last stages before the staged store, the
+   * inverse's first after the staged load; the passes cover [tail, m). Set
+   * where the passes would otherwise end on a short pass of that many
+   * stages, which then costs no round trip through shared memory and no
+   * barrier. */
   int tail;
   /* GPU, forward: the first pass prefetches into L1 the twiddles that later
-   * passes and the tail load from global memory (ntt_emit.c,
+   * passes and the tail load from global memory (ntt_emit_phase.c,
    * prefetch_later_twiddles) */
   int twpf;
   /* GPU, kernel 0 with entry: before its wait for the stream's previous
    * kernel, each thread prefetches into the L2 the source words its first
-   * pass or staged load reads (ntt_emit.c, prefetch_source) */
+   * pass or staged load reads (ntt_emit_phase.c, prefetch_source) */
   int l2pf;
   /* the last kernel's fused epilogue: 1 evaluated V elements at a time
-   * where its walk allows (ntt_emit.c, epi_value_vec: vector loads of its
-   * inputs), 0 element by element */
+   * where its walk allows (ntt_emit_fuse.c, epi_value_vec: vector loads of
+   * its inputs), 0 element by element */
   int epivec;
   /* kernel 0's fused prologue in its staged load: 1 evaluated V elements at
-   * a time where its walk allows (ntt_emit.c, pro_value_vec), 0 element
-   * by element */
+   * a time where its walk allows (ntt_emit_fuse.c, pro_value_vec), 0
+   * element by element */
   int provec;
-  /* GPU sm_90 on: the cluster schedule (ntt_cluster.h, docs/ntt-cluster.md):
+  /* GPU sm_90 on: the cluster schedule (ntt_cluster.c, docs/ntt-cluster.md):
    * log2 of the blocks per cluster C; 0 for the other kernels. A cluster
    * kernel runs whole rows: m = log N, one cluster of C blocks per
    * batch-row (blocks = batch_rows * C), block r of a cluster keeping the
@@ -171,10 +172,10 @@ typedef struct lw_ntt_plan {
    * lift_r(x) = (x >= q - floor(q/2) ? x - q : x) mod t_r (t_r its own
    * modulus; SPEC section 7, the interpreter's op_rescale) in place of x.
    * Only a forward from coefficient-standard form: its pre step's to_mont
-   * is the reduction (ntt_emit.c, lift_step). With a prologue (a forward
-   * from coefficient-Montgomery form: mixsteps.c, mdrs_steps) row r
-   * transforms the prologue's word plus lift_r(x) in Montgomery form, mod
-   * t_r. 0 from lw_ntt_plan_make. */
+   * is the reduction (ntt_emit_phase.c, lift_step). With a prologue (a
+   * forward from coefficient-Montgomery form: mixsteps.c, mdrs_steps) row
+   * r transforms the prologue's word plus lift_r(x) in Montgomery form,
+   * mod t_r. 0 from lw_ntt_plan_make. */
   int lift;
   int32_t lift_col;
   /* With a prologue: > 0 when it computes only rows [0, pro_rows) of each

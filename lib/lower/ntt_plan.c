@@ -289,7 +289,7 @@ int lw_ntt_cluster_log_default(fhjit_radix radix, int log_n) {
   return c;
 }
 
-/* The cluster schedule (lw_ntt_kplan.cluster; ntt_cluster.h) of the
+/* The cluster schedule (lw_ntt_kplan.cluster; ntt_cluster.c) of the
  * transform p plans, replacing its kernels, which stay in p->two. C blocks
  * per cluster by default (lw_ntt_cluster_log_default): a block's slice of
  * the row of 64 or 128 KB (r32 2^14: 2 x 32 KB; r32 2^16: 2 x 128 KB; r62

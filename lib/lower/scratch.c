@@ -23,8 +23,8 @@
  *     epilogue inputs before its wait, while the same step's first kernel
  *     may still run: both are in one step, where every buffer either touches
  *     is live and so never shares memory with another live buffer. L2
- *     prefetches issued before the wait (ntt_emit.c, prefetch_source) are
- *     hints that read no data.
+ *     prefetches issued before the wait (ntt_emit_phase.c, prefetch_source)
+ *     are hints that read no data.
  *   So while any kernel of step s touches a buffer, the kernels of steps
  *   before s have completed and those of steps after s have not touched
  *   memory: buffers whose live ranges are disjoint are never in use at one

@@ -1126,9 +1126,9 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
 }
 
 /* The key switch's reduce kernel (ipfuse: the inner product computed in
- * the last kernel of the digits' batched forward NTT, ntt_emit.c) in both
- * its modes (every digit's words kept, the default; ipacc=1, folded as
- * each digit's body ends, V words a call where the last kernel has the
+ * the last kernel of the digits' batched forward NTT, ntt_emit_fuse.c) in
+ * both its modes (every digit's words kept, the default; ipacc=1, folded
+ * as each digit's body ends, V words a call where the last kernel has the
  * vector epilogue; --quick runs it at the shapes up to N = 2^14) against
  * the interpreter: r32 at SPEC 7's
  * benchmark shape (N = 2^16, Q 48 + P 12, dnum 4), short last digits,

@@ -402,8 +402,8 @@ END_TEST
 
 /* ------------------------------------------------------------ ipfuse */
 
-/* ipfuse (mixsteps.c, ipfuse_target; ntt_emit.c's reduce mode): the key
- * switch's inner product computed in the last kernel of the digits'
+/* ipfuse (mixsteps.c, ipfuse_target; ntt_emit_fuse.c's reduce mode): the
+ * key switch's inner product computed in the last kernel of the digits'
  * batched forward NTT, every digit's value in registers, the raised digits
  * never stored. Per case: one operation (key switch, relinearise, rotate)
  * on one chain, host path against the interpreter word for word with

@@ -1,4 +1,4 @@
-/* test_ntt_cluster.c: the NTT's cluster schedule (lib/lower/ntt_cluster.h,
+/* test_ntt_cluster.c: the NTT's cluster schedule (lib/lower/ntt_cluster.c,
  * docs/ntt-cluster.md) without a GPU. Its host form runs a cluster's blocks
  * segment by segment with their slices side by side, the very IR of the
  * GPU kernel but for the exchange's PTX (mapa, ld/st.shared::cluster,

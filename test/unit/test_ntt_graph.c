@@ -551,7 +551,7 @@ static void check_vector_plans(env *e, fhjit_graph *g, void **in, const char *of
   ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", NULL), FHJIT_OK);
 }
 
-/* The vector epilogue (ntt_plan epivec, ntt_emit.c epi_value_vec): the
+/* The vector epilogue (ntt_plan epivec, ntt_emit_fuse.c epi_value_vec): the
  * epilogue graph (a two-component transform's element-wise switch, keys,
  * plain operands, a batched input) with epivec=1 and epivec=0, each
  * against the interpreter word for word on the host, and the PTX of
@@ -573,7 +573,7 @@ START_TEST(test_epilogue_vec) {
 }
 END_TEST
 
-/* The vector prologue (ntt_plan provec, ntt_emit.c pro_value_vec): an
+/* The vector prologue (ntt_plan provec, ntt_emit_fuse.c pro_value_vec): an
  * inverse NTT whose operand is computed in its first kernel's staged load
  * (a product of two ciphertexts' components, and a plain add), stored
  * too (the product is also a result), with provec=1 and provec=0, each

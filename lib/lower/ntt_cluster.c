@@ -1,4 +1,4 @@
-/* ntt_cluster.h: the NTT's cluster schedule (lw_ntt_kplan.cluster; design
+/* ntt_cluster.c: the NTT's cluster schedule (lw_ntt_kplan.cluster; design
  * notes in docs/ntt-cluster.md): one kernel, one thread-block cluster of C
  * blocks per batch-row, each word read from global memory once and written
  * once. Block r of a cluster keeps the row's words [r S, (r + 1) S)
@@ -16,17 +16,19 @@
  *            [cross] ld.shared::cluster, the log C top stages, post step,
  *            stores to global (epilogue), then a cluster barrier before exit
  *
- * It is part of ntt_emit.c (included there once, before lw_ntt_build): it
- * uses the emitter's state and its row, arithmetic, fusion and store
- * helpers, so the prologue, the epilogue and the source views are the two
- * kernels' own code. On the host the same segments run as loops: for each
- * cluster, each segment for every block of the cluster and every thread
- * (a segment boundary is both barriers), with the cluster's slices side by
- * side in one shared buffer, so CI checks the schedule's arithmetic and
- * data movement bit for bit; only the PTX forms of the exchange (mapa,
- * ld/st.shared::cluster, barrier.cluster) are the GPU's alone. */
-#ifndef LW_NTT_CLUSTER_H
-#define LW_NTT_CLUSTER_H
+ * It uses the emitter's state and its row, arithmetic, fusion and store
+ * helpers (ntt_emit.h), so the prologue, the epilogue and the source views
+ * are the two kernels' own code. On the host the same segments run as
+ * loops: for each cluster, each segment for every block of the cluster and
+ * every thread (a segment boundary is both barriers), with the cluster's
+ * slices side by side in one shared buffer, so CI checks the schedule's
+ * arithmetic and data movement bit for bit; only the PTX forms of the
+ * exchange (mapa, ld/st.shared::cluster, barrier.cluster) are the GPU's
+ * alone. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lower/ntt_emit.h"
 
 /* Where a segment runs: the thread, its block's rank in the cluster (= its
  * slice), the cluster's batch-row, and the block's own slice. */
@@ -40,7 +42,7 @@ typedef struct clplace {
 static int cl_log_s(const ne *E) { return E->P->log_n - E->K->cluster; }
 
 /* x + (x >> pad_shift) of a constant and of an i32 (padded()). */
-static uint64_t cl_padc(ne *E, uint64_t x) { return padded_const(E, x); }
+static uint64_t cl_padc(ne *E, uint64_t x) { return lw_ne_padded_const(E, x); }
 
 /* barrier.cluster.arrive (release) or .wait (acquire):
  * every thread of every block of the cluster (GPU only; on the host a
@@ -168,7 +170,7 @@ static LLVMValueRef cl_source_off(ne *E, LLVMValueRef br, LLVMValueRef i64v) {
     LLVMValueRef ii = E->P->src_index_stride != 1
                           ? LLVMBuildNUWMul(b, i64v, c64(E, (uint64_t)E->P->src_index_stride), "")
                           : i64v;
-    off = LLVMBuildNUWAdd(b, src_rowoff(E, br), ii, "");
+    off = LLVMBuildNUWAdd(b, lw_ne_src_rowoff(E, br), ii, "");
   }
   return off;
 }
@@ -178,9 +180,9 @@ static LLVMValueRef cl_source_off(ne *E, LLVMValueRef br, LLVMValueRef i64v) {
  * a load through the plan's source view. */
 static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
   LLVMValueRef i64v = LLVMBuildZExt(E->b, i, E->i64, "");
-  if (E->pro_active && !E->P->pro_rows) return pro_value(E, br, i64v);
+  if (E->pro_active && !E->P->pro_rows) return lw_ne_pro_value(E, br, i64v);
   LLVMValueRef off = cl_source_off(E, br, i64v);
-  if (E->pro_active) return pro_or_src(E, br, i64v, off);
+  if (E->pro_active) return lw_ne_pro_or_src(E, br, i64v, off);
   return load(E, E->W, E->src, off, walign(E), "x");
 }
 
@@ -189,9 +191,9 @@ static LLVMValueRef cl_source(ne *E, LLVMValueRef br, LLVMValueRef i) {
  * prologue's word plus the lift of the source's, as load_direct does. */
 static LLVMValueRef cl_first_value(ne *E, const rowc *r, const mconst *pre, LLVMValueRef br,
                                    LLVMValueRef i, LLVMValueRef x) {
-  if (!lift_add_active(E)) return pre_step(E, r, pre, x);
+  if (!lw_ne_lift_add_active(E)) return lw_ne_pre_step(E, r, pre, x);
   LLVMValueRef off = cl_source_off(E, br, LLVMBuildZExt(E->b, i, E->i64, ""));
-  return lift_add(E, r, pre, x, load(E, E->W, E->src, off, walign(E), "w"));
+  return lw_ne_lift_add(E, r, pre, x, load(E, E->W, E->src, off, walign(E), "w"));
 }
 
 /* The twiddle constants of the top log C stages: stage beta >= log S, key
@@ -202,7 +204,7 @@ static void cl_cross_twiddles(ne *E, const rowc *r, mconst mc[][8]) {
   int n = E->P->log_n, s = cl_log_s(E), C = 1 << E->K->cluster;
   for (int beta = s; beta < n; beta++)
     for (int key = 0; key < C >> (beta - s + 1); key++)
-      mc[beta - s][key] = global_twiddle(E, r, c64(E, (UINT64_C(1) << (n - 1 - beta)) + (uint64_t)key));
+      mc[beta - s][key] = lw_ne_global_twiddle(E, r, c64(E, (UINT64_C(1) << (n - 1 - beta)) + (uint64_t)key));
 }
 
 /* The stages of the top log C bits on the U columns x[u][0..C). */
@@ -214,7 +216,7 @@ static void cl_cross_stages(ne *E, const rowc *r, mconst mc[][8], LLVMValueRef x
     for (int u = 0; u < U; u++)
       for (int lo = 0; lo < C; lo++) {
         if (lo & (1 << rb)) continue;
-        butterfly(E, r, &mc[rb][lo >> (rb + 1)], fwd, &x[u][lo], &x[u][lo | (1 << rb)]);
+        lw_ne_butterfly(E, r, &mc[rb][lo >> (rb + 1)], fwd, &x[u][lo], &x[u][lo | (1 << rb)]);
       }
   }
 }
@@ -270,8 +272,8 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
    * (.relaxed would do, but LLVM 19 selects it only from PTX 8.0, and
    * sm_90's PTX here is 7.8) */
   cl_barrier(E, "arrive");
-  rowc r = row_consts(E, cp->br);
-  mconst pre = pre_const(E, &r);
+  rowc r = lw_ne_row_consts(E, cp->br);
+  mconst pre = lw_ne_pre_const(E, &r);
   mconst mc[3][8];
   cl_cross_twiddles(E, &r, mc);
   LLVMValueRef base[8];
@@ -293,7 +295,7 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
     for (int u0 = 0; u0 < U; u0 += w) {
       /* w <= 2^pad_shift, aligned, and the padding steps by w: the run
        * stays contiguous and aligned in the padded slice */
-      LLVMValueRef li = padded(E, l[u0]);
+      LLVMValueRef li = lw_ne_padded(E, l[u0]);
       for (int j = 0; j < C; j++) {
         LLVMValueRef run[4];
         for (int v = 0; v < w; v++) run[v] = x[u0 + v][j];
@@ -310,8 +312,8 @@ static void cl_cross_inverse(ne *E, const clplace *cp) {
   LLVMBuilderRef b = E->b;
   int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = cl_xw(E);
   int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
-  rowc r = row_consts(E, cp->br);
-  mconst post = post_const(E, &r);
+  rowc r = lw_ne_row_consts(E, cp->br);
+  mconst post = lw_ne_post_const(E, &r);
   mconst mc[3][8];
   cl_cross_twiddles(E, &r, mc);
   LLVMValueRef base[8];
@@ -321,7 +323,7 @@ static void cl_cross_inverse(ne *E, const clplace *cp) {
     LLVMValueRef x[16][8], l[16];
     for (int u0 = 0; u0 < U; u0 += w) {
       for (int v = 0; v < w; v++) l[u0 + v] = cl_column(E, cp, it, u0 + v);
-      LLVMValueRef li = padded(E, l[u0]);
+      LLVMValueRef li = lw_ne_padded(E, l[u0]);
       for (int j = 0; j < C; j++) {
         LLVMValueRef run[4];
         cl_remote_load(E, base[j], li, w, run);
@@ -335,10 +337,10 @@ static void cl_cross_inverse(ne *E, const clplace *cp) {
     for (int u0 = 0; u0 < U; u0 += w)
       for (int j = 0; j < C; j++) {
         LLVMValueRef v[4];
-        for (int i = 0; i < w; i++) v[i] = post_step(E, &r, &post, x[u0 + i][j]);
+        for (int i = 0; i < w; i++) v[i] = lw_ne_post_step(E, &r, &post, x[u0 + i][j]);
         LLVMValueRef off = LLVMBuildNUWAdd(
             b, rowoff, LLVMBuildZExt(b, add_const32(E, l[u0], (uint64_t)j << s), E->i64, ""), "");
-        final_store(E, off, v, w);
+        lw_ne_final_store(E, off, v, w);
       }
   }
   cl_barrier(E, "wait");
@@ -389,7 +391,7 @@ static void cl_pass(ne *E, int j, const clplace *cp) {
   int e = k->pass_e[j], b0 = k->pass_b[j], nr = 1 << e;
   int fwd = ir_ntt_is_forward(E->P->kind);
   int iters = (int)((UINT64_C(1) << (s - e)) / k->threads);
-  rowc r = row_consts(E, cp->br);
+  rowc r = lw_ne_row_consts(E, cp->br);
   LLVMValueRef slice0 = LLVMBuildShl(b, cp->rank, c32(E, (uint64_t)s), "slice0");
   for (int it = 0; it < iters; it++) {
     LLVMValueRef g = add_const32(E, cp->tid, (uint64_t)it * k->threads);
@@ -397,7 +399,7 @@ static void cl_pass(ne *E, int j, const clplace *cp) {
     LLVMValueRef p0 = LLVMBuildOr(b, LLVMBuildAnd(b, g, c32(E, (UINT64_C(1) << b0) - 1), ""),
                                   LLVMBuildShl(b, LLVMBuildLShr(b, g, c32(E, (uint64_t)b0), ""),
                                                c32(E, (uint64_t)(b0 + e)), ""), "p0");
-    LLVMValueRef si = padded(E, p0);
+    LLVMValueRef si = lw_ne_padded(E, p0);
     LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
     /* the pass over the bottom bits: the thread's words are consecutive */
     int nv = b0 == 0 && nr >= cl_own_vec(E) ? cl_own_vec(E) : 1;
@@ -416,10 +418,10 @@ static void cl_pass(ne *E, int j, const clplace *cp) {
         if (lo & (1 << rb)) continue;
         int key = lo >> (rb + 1);
         if (!have[key]) {
-          mc[key] = global_twiddle(E, &r, add_const64(E, base, (uint64_t)key));
+          mc[key] = lw_ne_global_twiddle(E, &r, add_const64(E, base, (uint64_t)key));
           have[key] = 1;
         }
-        butterfly(E, &r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
+        lw_ne_butterfly(E, &r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
       }
     }
     for (int i = 0; i < nr; i += nv)
@@ -444,13 +446,13 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
    * inverse's first after the load, the forward's last before the store
    * (tail_stages: root 1, the vector's row position) */
   rowc r = {0};
-  if (k->tail) r = row_consts(E, cp->br);
+  if (k->tail) r = lw_ne_row_consts(E, cp->br);
   for (int it = 0; it < iters; it++) {
     LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
                                   c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
     /* word v of the vector at sq + padc(v) (contiguous where V <= 2^pad_shift;
      * r32 with pad_chunk=1 steps over a pad) */
-    LLVMValueRef sq = padded(E, q);
+    LLVMValueRef sq = lw_ne_padded(E, q);
     LLVMValueRef pos = LLVMBuildOr(b, slice0, q, "pos");
     LLVMValueRef vals[4];
     if (is_load) {
@@ -462,12 +464,13 @@ static void cl_staged(ne *E, int is_load, const clplace *cp) {
       } else {
         for (int v = 0; v < V; v++) vals[v] = cl_source(E, cp->br, add_const32(E, pos, (uint64_t)v));
       }
-      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
+      if (k->tail) lw_ne_tail_stages(E, &r, c64(E, 1), pos, vals);
       for (int v = 0; v < V; v += nv) cl_own_store(E, &vals[v], cp->own, add_const32(E, sq, cl_padc(E, (uint64_t)v)), nv);
     } else {
       for (int v = 0; v < V; v += nv) cl_own_load(E, cp->own, add_const32(E, sq, cl_padc(E, (uint64_t)v)), nv, &vals[v]);
-      if (k->tail) tail_stages(E, &r, c64(E, 1), pos, vals);
-      final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""), vals, V);
+      if (k->tail) lw_ne_tail_stages(E, &r, c64(E, 1), pos, vals);
+      lw_ne_final_store(E, LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, pos, E->i64, ""), ""),
+                        vals, V);
     }
   }
 }
@@ -503,15 +506,15 @@ static void cl_segment_barrier(ne *E, int sg) {
   }
 }
 
-static void build_cluster_gpu_kernel(ne *E, const char *name) {
+void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
   LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = num_kernel_args(E);
-  kernel_types(E, types);
+  int n = lw_ne_num_kernel_args(E);
+  lw_ne_kernel_types(E, types);
   LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   fn_attr(E, fn, "nounwind");
-  kernel_params(E, fn);
+  lw_ne_kernel_params(E, fn);
   E->fn = fn;
   /* the slice: dynamic shared memory (.extern .shared), sized at launch */
   char sname[128];
@@ -523,7 +526,7 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
-  offset_rows(E, 1); /* the only kernel: as the first of two */
+  lw_ne_offset_rows(E, 1); /* the only kernel: as the first of two */
   clplace cp;
   cp.tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   cp.rank = sreg(E, "llvm.nvvm.read.ptx.sreg.cluster.ctarank");
@@ -551,20 +554,20 @@ static void build_cluster_gpu_kernel(ne *E, const char *name) {
 
 /* The host form: (kernel arguments..., cluster_begin, cluster_end, shared),
  * shared holding a cluster's C slices; "<name>_host" as build_host_fn's. */
-static void build_cluster_host_fn(ne *E, const char *name) {
+void lw_ne_build_cluster_host_fn(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
   LLVMTypeRef types[LW_MAX_ARGS + 8], fty;
   LLVMValueRef begin, end;
   LLVMBasicBlockRef done;
   int n;
-  LLVMValueRef fn = host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
+  LLVMValueRef fn = lw_ne_host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
   LLVMValueRef shared = E->smem;
-  loop cl = loop_begin(E, begin, E->i64, "cluster");
+  loop cl = lw_ne_loop_begin(E, begin, E->i64, "cluster");
   for (int sg = 0; sg < cl_num_segments(k); sg++) {
     /* a segment for every thread of every block of the cluster before the
      * next one: the loop boundary is the barrier (block's or cluster's) */
-    loop rk = loop_begin(E, c32(E, 0), E->i32, "rank");
-    loop t = loop_begin(E, c32(E, 0), E->i32, "thread");
+    loop rk = lw_ne_loop_begin(E, c32(E, 0), E->i32, "rank");
+    loop t = lw_ne_loop_begin(E, c32(E, 0), E->i32, "thread");
     clplace cp;
     cp.tid = t.iv;
     cp.rank = rk.iv;
@@ -572,11 +575,9 @@ static void build_cluster_host_fn(ne *E, const char *name) {
     LLVMValueRef off = LLVMBuildZExt(E->b, LLVMBuildNUWMul(E->b, rk.iv, c32(E, k->smem_words), ""), E->i64, "");
     cp.own = LLVMBuildInBoundsGEP2(E->b, E->W, shared, &off, 1, "own");
     cl_segment(E, sg, &cp);
-    loop_end(E, &t, c32(E, k->threads), "threads_done");
-    loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
+    lw_ne_loop_end(E, &t, c32(E, k->threads), "threads_done");
+    lw_ne_loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
   }
-  loop_end(E, &cl, end, "clusters_done");
-  host_body_end(E, name, types, n, fty, fn, done);
+  lw_ne_loop_end(E, &cl, end, "clusters_done");
+  lw_ne_host_body_end(E, name, types, n, fty, fn, done);
 }
-
-#endif
