@@ -1,7 +1,7 @@
 /* ntt_redc62_ptx.h: r62's twiddle products on the GPU, REDC(w * x), as PTX
- * text in two forms: one carry chain over 32-bit halves (ntt_emit.c's
+ * text in two forms: one carry chain over 32-bit halves (arith.c's
  * comment above lw_ntt_redc62_ptx says why it is exact), and Shoup's form
- * (below). One macro each for their two users: lib/lower/ntt_emit.c (LLVM
+ * (below). One macro each for their two users: lib/lower/arith.c (LLVM
  * inline assembly, operands "$0".."$4") and bench/baselines/ntt_cuda.cu
  * (CUDA asm, "%0".."%4"), whose product-rate kernel times these very
  * texts. The chain: OUT = REDC(w * X) with W4 = 4w and WK4 = w * 4k mod
@@ -48,7 +48,7 @@
     "mov.b64 " OUT ", {fr2, fr3};\n\t" \
     "}"
 
-/* The same REDC(w * x) in Shoup's form (ntt_emit.c's comment above
+/* The same REDC(w * x) in Shoup's form (arith.c's comment above
  * lw_ntt_shoup62_ptx says why it is exact): OUT = lo64(X * WR - Q * q) with
  * Q = hi64(X * WK4), WR = REDC(w), WK4 = w * 4k mod 2^64, NQ = 2^64 - q;
  * all 64-bit. Five 32 x 32 products with their high halves, one high half
