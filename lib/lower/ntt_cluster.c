@@ -508,14 +508,7 @@ static void cl_segment_barrier(ne *E, int sg) {
 
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
-  LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = lw_ne_num_kernel_args(E);
-  lw_ne_kernel_types(E, types);
-  LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
-  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
-  fn_attr(E, fn, "nounwind");
-  lw_ne_kernel_params(E, fn);
-  E->fn = fn;
+  LLVMValueRef fn = lw_ne_gpu_kernel_fn(E, name);
   /* the slice: dynamic shared memory (.extern .shared), sized at launch */
   char sname[128];
   /* an external symbol keeps its name in the PTX, where '.' cannot be */

@@ -26,13 +26,13 @@
  * per epilogue target: its inputs..., its output, [GPU, pdl 2: i64 own]). */
 static int num_pro_args(const ne *E) { return E->pro_active ? (int)E->pro->sub->ninputs : 0; }
 
-int lw_ne_num_kernel_args(const ne *E) {
+static int num_kernel_args(const ne *E) {
   int n = 5 + num_pro_args(E);
   for (int t = 0; E->epi_active && t < E->pro->nepi; t++) n += (int)E->pro->epi[t].sub->ninputs + 1;
   return n + (E->target == LW_GPU && E->K->pdl == 2);
 }
 
-void lw_ne_kernel_params(ne *E, LLVMValueRef fn) {
+static void kernel_params(ne *E, LLVMValueRef fn) {
   const char *names[5] = {"params", "pstride", "twiddles", "src", "dst"};
   for (int j = 0; j < 5; j++) LLVMSetValueName2(LLVMGetParam(fn, (unsigned)j), names[j], strlen(names[j]));
   int npro = num_pro_args(E);
@@ -95,8 +95,8 @@ void lw_ne_kernel_params(ne *E, LLVMValueRef fn) {
   }
 }
 
-void lw_ne_kernel_types(ne *E, LLVMTypeRef *types) {
-  int n = lw_ne_num_kernel_args(E);
+static void kernel_types(ne *E, LLVMTypeRef *types) {
+  int n = num_kernel_args(E);
   for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
   if (E->target == LW_GPU && E->K->pdl == 2) types[n - 1] = E->i64;
 }
@@ -288,16 +288,22 @@ void lw_ne_offset_rows(ne *E, int first) {
   E->dst = LLVMBuildInBoundsGEP2(E->b, E->W, E->dst, &o, 1, "dst.at");
   if (!first || E->pro_active) E->src = LLVMBuildInBoundsGEP2(E->b, E->W, E->src, &o, 1, "src.at");
 }
-static void build_gpu_kernel(ne *E, const char *name) {
-  const lw_ntt_kplan *k = E->K;
+
+LLVMValueRef lw_ne_gpu_kernel_fn(ne *E, const char *name) {
   LLVMTypeRef types[LW_MAX_ARGS + 8];
-  int n = lw_ne_num_kernel_args(E);
-  lw_ne_kernel_types(E, types);
+  int n = num_kernel_args(E);
+  kernel_types(E, types);
   LLVMValueRef fn = LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, (unsigned)n, 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   fn_attr(E, fn, "nounwind");
-  lw_ne_kernel_params(E, fn);
+  kernel_params(E, fn);
   E->fn = fn;
+  return fn;
+}
+
+static void build_gpu_kernel(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMValueRef fn = lw_ne_gpu_kernel_fn(E, name);
   /* shared memory: a static array of the kernel */
   char sname[128]; /* kernel names are at most 63 characters */
   snprintf(sname, sizeof sname, "%s.smem", name);
@@ -416,8 +422,8 @@ void lw_ne_loop_end(ne *E, loop *L, LLVMValueRef end, const char *name) {
 LLVMValueRef lw_ne_host_body_begin(ne *E, const char *name, LLVMTypeRef *types, int *nargs,
                                    LLVMTypeRef *fty, LLVMValueRef *begin, LLVMValueRef *end,
                                    LLVMBasicBlockRef *done) {
-  int n = *nargs = lw_ne_num_kernel_args(E);
-  lw_ne_kernel_types(E, types);
+  int n = *nargs = num_kernel_args(E);
+  kernel_types(E, types);
   types[n] = types[n + 1] = E->i64;
   types[n + 2] = E->sptr;
   char fname[128]; /* kernel names are at most 63 characters */
@@ -426,7 +432,7 @@ LLVMValueRef lw_ne_host_body_begin(ne *E, const char *name, LLVMTypeRef *types, 
   LLVMValueRef fn = LLVMAddFunction(E->m, fname, *fty);
   LLVMSetLinkage(fn, LLVMInternalLinkage);
   fn_attr(E, fn, "nounwind");
-  lw_ne_kernel_params(E, fn);
+  kernel_params(E, fn);
   param_attr(E, fn, (unsigned)n + 2, "noalias");
   E->fn = fn;
   E->smem = LLVMGetParam(fn, (unsigned)n + 2);

@@ -174,12 +174,10 @@ static inline LLVMValueRef asm_call(ne *E, LLVMTypeRef ret, const char *text, co
 }
 
 /* ntt_emit.c: the kernels' arguments and host functions */
-/* Kernel arguments: their count and types, and the parameters of kernel fn
- * (names, attributes, E's pointers to them); offset_rows: dst (and src
+/* The GPU kernel `name` of E's kernel plan with its arguments (names,
+ * attributes, E's pointers to them), E->fn; offset_rows: dst (and src
  * where it is dst) moved to the plan's dst_offset (GPU). */
-int lw_ne_num_kernel_args(const ne *E);
-void lw_ne_kernel_types(ne *E, LLVMTypeRef *types);
-void lw_ne_kernel_params(ne *E, LLVMValueRef fn);
+LLVMValueRef lw_ne_gpu_kernel_fn(ne *E, const char *name);
 void lw_ne_offset_rows(ne *E, int first);
 /* A counted loop from begin (loop_end: up to end). */
 loop lw_ne_loop_begin(ne *E, LLVMValueRef begin, LLVMTypeRef ty, const char *name);
