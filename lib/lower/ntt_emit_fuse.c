@@ -414,14 +414,9 @@ static void red_fold(ne *E, int k, LLVMValueRef tid, LLVMValueRef blk, int g) {
     red_fold_vec(E, k, tid, blk, g);
     return;
   }
-  const fhjit_graph *sub = E->pro->epi[0].sub;
   int nx = k ? 2 : 1;
-  int nargs = 2 + sub->ninputs + sub->nresults + 1 + nx;
   LLVMValueRef args[LW_MAX_ARGS + 4 + LW_MAX_REG];
-  args[0] = E->params;
-  args[1] = E->pstride;
-  for (int32_t j = 0; j < sub->ninputs; j++) args[2 + j] = E->epi_in[0][j];
-  for (int32_t r = 0; r < sub->nresults; r++) args[2 + sub->ninputs + r] = LLVMConstPointerNull(E->gptr);
+  int nargs = eval_head(E, E->pro->epi[0].sub, E->epi_in[0], args) + 1 + nx;
   for (int v = 0; v < E->V; v++) {
     LLVMValueRef off = red_out_off(E, tid, blk, g, v);
     LLVMValueRef x = LLVMBuildLoad2(b, E->W, red_slot(E, 0, g, v, tid), "m");
