@@ -1278,10 +1278,14 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         for (int e = 0; e < sp->nepi; e++) {
           sp_buf_printf(&b, "  epilogue: ");
           /* ipfuse: the last kernel's grid runs over the output rows */
-          if (e == 0 && sp->red.members > 0)
-            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows, %s: ",
+          if (e == 0 && sp->red.members > 0) {
+            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows, %s",
                           sp->red.members, (long long)sp->red.out_rows,
                           sp->red.acc > 0 ? "accumulated" : "slots");
+            if (sp->plan.reduce_smem > 0)
+              sp_buf_printf(&b, " (%d in shared memory)", sp->plan.reduce_smem);
+            sp_buf_printf(&b, ": ");
+          }
           put_ops(&b, sp->epi_sub[e]);
           sp_buf_printf(&b, " -> ");
           put_buf(&b, sp->epi_out[e]);

@@ -214,6 +214,12 @@ typedef struct lw_ntt_plan {
    * place of the last kernel's own minb: its blocks have half the
    * threads of the chunk kernel's and hold every member's words */
   int reduce_minb;
+  /* slots (reduce_acc 0) on the GPU: members [0, reduce_smem) keep their
+   * words in shared memory after the body's (fewer registers, so more
+   * blocks per SM), the rest in registers; the host keeps all in shared
+   * memory anyway. At most reduce_members - 1 (the last member's words
+   * are read at once). */
+  int reduce_smem;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -255,6 +261,8 @@ typedef struct lw_ntt_tuning {
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
   int minb_red;  /* the same for an ipfuse reduce kernel (lw_ntt_plan.reduce_minb;
                   * default: the chunk kernel's minb_chunk) */
+  int ipsmem;    /* that reduce kernel with slots: the first ipsmem members' words kept
+                  * in shared memory instead of registers (lw_ntt_plan.reduce_smem) */
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */

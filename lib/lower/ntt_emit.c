@@ -307,7 +307,10 @@ static void build_gpu_kernel(ne *E, const char *name) {
   /* shared memory: a static array of the kernel */
   char sname[128]; /* kernel names are at most 63 characters */
   snprintf(sname, sizeof sname, "%s.smem", name);
-  LLVMTypeRef arr = LLVMArrayType2(E->W, k->smem_words);
+  /* the reduce kernel's shared slots after the body's words (red_slot) */
+  uint64_t words = k->smem_words;
+  if (E->red_active) words += (uint64_t)E->P->reduce_smem << (k->log_c + k->m);
+  LLVMTypeRef arr = LLVMArrayType2(E->W, words);
   LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
   LLVMSetInitializer(sm, LLVMGetUndef(arr));
   LLVMSetLinkage(sm, LLVMInternalLinkage);

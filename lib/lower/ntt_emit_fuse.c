@@ -256,17 +256,28 @@ int lw_ne_red_nslots(const ne *E) {
 /* The slot of member k's words. */
 static int red_mslot(const ne *E, int k) { return E->pro->red.acc > 0 ? 0 : k; }
 
+/* Slot k's word (g, v) of thread tid. The GPU keeps a slot in registers
+ * (an alloca whose indices are constants), but the first reduce_smem
+ * members' in shared memory (ipsmem: fewer registers), after the body's
+ * words: word (g, v) of every thread side by side, so that a warp's
+ * scalar accesses hit distinct banks. The host keeps every slot in shared
+ * memory, after the body's words: [member][word of block]. */
 static LLVMValueRef red_slot(ne *E, int k, int g, int v, LLVMValueRef tid) {
   const lw_ntt_kplan *K = E->K;
   LLVMBuilderRef b = E->b;
+  LLVMValueRef t = LLVMBuildZExt(b, tid, E->i64, "");
+  uint64_t slot0 = K->smem_words + ((uint64_t)k << (K->log_c + K->m));
   if (E->target == LW_GPU) {
+    if (E->pro->red.acc == 0 && k < E->P->reduce_smem) {
+      LLVMValueRef e = LLVMBuildNUWAdd(b, t, c64(E, slot0 + (uint64_t)(g * E->V + v) * K->threads), "");
+      return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
+    }
     LLVMValueRef idx = c64(E, (uint64_t)(k * lw_ne_red_words(E) + g * E->V + v));
     return LLVMBuildInBoundsGEP2(b, E->W, E->red_slots, &idx, 1, "slot");
   }
-  /* host: the shared buffer after the body's words, [member][word of block] */
-  LLVMValueRef e = LLVMBuildNUWAdd(b, LLVMBuildZExt(b, tid, E->i64, ""), c64(E, (uint64_t)g * K->threads), "");
+  LLVMValueRef e = LLVMBuildNUWAdd(b, t, c64(E, (uint64_t)g * K->threads), "");
   e = LLVMBuildNUWAdd(b, LLVMBuildShl(b, e, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), ""),
-                      c64(E, (uint64_t)v + K->smem_words + ((uint64_t)k << (K->log_c + K->m))), "");
+                      c64(E, (uint64_t)v + slot0), "");
   return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
 }
 

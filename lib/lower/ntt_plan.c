@@ -74,7 +74,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
@@ -112,6 +112,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"minb_red", {offsetof(lw_ntt_tuning, minb_red)}, 1, 1, 32},
+      {"ipsmem", {offsetof(lw_ntt_tuning, ipsmem)}, 1, 0, 16},  /* LW_MAX_REG */
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
       {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
@@ -160,7 +161,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -399,6 +400,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   p->batch_rows = batch_rows;
   p->pminor = pick(t.pminor, 1);
   p->reduce_minb = pick(t.minb_red, 0);
+  p->reduce_smem = pick(t.ipsmem, 0);
   p->src_nax = 1;
   p->src_ext[0] = batch_rows;
   p->src_stride[0] = INT64_C(1) << log_n;
@@ -567,6 +569,14 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc) 
   }
   k->early = 0; /* the first pass's words of each member are loaded in its pass */
   if (p->reduce_minb > 0) k->minb = p->reduce_minb;
+  /* shared slots: only with slots, never the last member's, and as many
+   * as fit the static shared memory beside the body */
+  int nsmem = acc > 0 ? 0 : p->reduce_smem;
+  if (nsmem > members - 1) nsmem = members - 1;
+  int64_t ws = p->radix == FHJIT_R32 ? 4 : 8;
+  while (nsmem > 0 && ((int64_t)k->smem_words + ((int64_t)nsmem << (k->log_c + k->m))) * ws > SMEM_LIMIT_BYTES)
+    nsmem--;
+  p->reduce_smem = nsmem;
   /* per-row completion counters count batch rows, which the reduce loop
    * visits out of order: the grid-wide wait instead */
   for (int j = 0; j < p->nkernels; j++)
@@ -595,6 +605,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
                                k->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u));
     if (used < size && k->minb)
       used += (size_t)snprintf(buf + used, size - used, " minb %d", k->minb);
+    if (used < size && j == p->nkernels - 1 && p->reduce_members > 0 && p->reduce_smem > 0)
+      used += (size_t)snprintf(buf + used, size - used, " shared slots %d", p->reduce_smem);
     if (used < size && k->tws)
       used += (size_t)snprintf(buf + used, size - used, " tws");
     if (used < size && k->shoup)

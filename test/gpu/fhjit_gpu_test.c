@@ -1129,7 +1129,9 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * the last kernel of the digits' batched forward NTT, ntt_emit_fuse.c) in
  * both its modes (every digit's words kept, the default; ipacc=1, folded
  * as each digit's body ends, V words a call where the last kernel has the
- * vector epilogue; --quick runs it at the shapes up to N = 2^14) against
+ * vector epilogue) and with the slots of no digit, one, or all but the
+ * last in shared memory (ipsmem; r32 2^16's default 3; --quick runs the
+ * plans other than the default at the shapes up to N = 2^14) against
  * the interpreter: r32 at SPEC 7's
  * benchmark shape (N = 2^16, Q 48 + P 12, dnum 4), short last digits,
  * one-kernel sizes, HMult + relinearise + rescale, and r62 with ipfuse
@@ -1143,10 +1145,11 @@ static void group_ipfuse(int quick) {
   } sh[] = {{0, 48, 12, 12, 16, 0}, {0, 7, 2, 2, 10, 1}, {0, 10, 3, 3, 12, 2},
             {0, 9, 2, 3, 16, 1},    {1, 6, 2, 3, 14, 0}, {1, 4, 1, 2, 11, 2},
             {0, 48, 12, 12, 16, 3}, {1, 6, 2, 2, 12, 3}};
-  static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1"};
+  static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1", "ipfuse=1,ipsmem=0",
+                                       "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
-      if (quick && pl && sh[i].logn > 14) continue; /* ipacc: the small shapes */
+      if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
       fhjit_radix radix = sh[i].r62 ? FHJIT_R62 : FHJIT_R32;
       int m = sh[i].mq + sh[i].K;
       int64_t n = INT64_C(1) << sh[i].logn;
@@ -1165,6 +1168,11 @@ static void group_ipfuse(int quick) {
       const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
       int reduce = plan && strstr(plan, "inner product of");
       check(reduce, "%s: the plan computes the inner product in the NTT", label);
+      if (reduce && strstr(plans[pl], "ipsmem")) { /* every shape has 2 digits or more */
+        int want = !strstr(plans[pl], "ipsmem=0");
+        check((strstr(plan, "in shared memory)") != NULL) == want, "%s: the plan keeps %sslots in shared memory",
+              label, want ? "" : "no ");
+      }
       if (reduce) s7_case(g, q, m, n, label);
       fhjit_graph_destroy(g);
     }

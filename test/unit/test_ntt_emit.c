@@ -241,6 +241,40 @@ START_TEST(test_reduce_minb) {
 }
 END_TEST
 
+/* The reduce kernel's shared slots (ipsmem, lw_ntt_plan.reduce_smem):
+ * none by default; the key's count, but never the last member's, never
+ * with ipacc (no slots), and only as many as fit the 48 KB of static
+ * shared memory beside the body (r32 2^16: 8448 bytes of body, 8 KB a
+ * member, so 4 of 8; r62 2^16: 4 KB a member, all 6 but the last). */
+START_TEST(test_reduce_smem) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_plan p;
+  static const struct {
+    const char *plan;
+    fhjit_radix radix;
+    int members, acc, want;
+  } cases[] = {{"", FHJIT_R32, 4, 0, 0},          {"ipsmem=2", FHJIT_R32, 4, 0, 2},
+               {"ipsmem=0", FHJIT_R32, 4, 0, 0},  {"", FHJIT_R62, 7, 0, 0},
+               {"ipsmem=16", FHJIT_R32, 4, 0, 3}, {"ipsmem=16", FHJIT_R32, 8, 0, 4},
+               {"ipsmem=3", FHJIT_R32, 4, 1, 0},  {"ipsmem=1", FHJIT_R32, 1, 0, 0},
+               {"ipsmem=16", FHJIT_R62, 7, 0, 6}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", cases[i].plan), FHJIT_OK);
+    int r32 = cases[i].radix == FHJIT_R32;
+    ck_assert_int_eq(lw_ntt_plan_make(ctx, cases[i].radix, IR_NTT_MONT_TO_NTT, 16, r32 ? 48 : 35,
+                                      (r32 ? 48 : 35) * cases[i].members, &p),
+                     FHJIT_OK);
+    lw_ntt_plan_reduce(&p, cases[i].members, 60, cases[i].acc);
+    ck_assert_msg(p.reduce_smem == cases[i].want, "%s, %d members: %d shared slots, want %d",
+                  cases[i].plan, cases[i].members, p.reduce_smem, cases[i].want);
+    const lw_ntt_kplan *k = &p.k[p.nkernels - 1];
+    ck_assert_int_le(((int64_t)k->smem_words + ((int64_t)p.reduce_smem << (k->log_c + k->m))) * (r32 ? 4 : 8),
+                     49152);
+  }
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* Small batches' plans (batch_plans in ntt_plan.c): r32 2^16 with 20 to
  * 28 batch rows takes 8 words per thread and 16 columns per column block,
  * other batches and sizes keep their plans, rowplans=0 turns it off; the
@@ -311,7 +345,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2", "minb_red=0", "minb_red=33"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2", "minb_red=0", "minb_red=33", "ipsmem=17", "ipsmem=-1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -913,6 +947,7 @@ int main(void) {
   tcase_add_test(tc, test_plans);
   tcase_add_test(tc, test_tuning_parse);
   tcase_add_test(tc, test_reduce_minb);
+  tcase_add_test(tc, test_reduce_smem);
   tcase_add_loop_test(tc, test_batch_plans, 0, IR_NTT_NUM_KINDS);
   tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
