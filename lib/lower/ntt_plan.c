@@ -175,14 +175,18 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
 /* The fastest plan of each measured size on the H200 (bench/ntt_bench
  * --sweep, 2026-11-30: bench/RESULTS.md); sizes not measured keep the
  * built-in choice. Every plan is bit-exact (test_ntt_emit). r32 2^16's
- * minb_red=5: the key switch's reduce kernel (ipfuse, 128-thread blocks)
- * at 96 registers instead of minb=6's 80 with spills, 74.3 us against
- * 81.8 under ncu, the r32 key switch 246.4 us against 251.6 and HMult
- * 283.7 against 289.5 (2026-12-02, dc37cdf, as minb_chunk=5, which also
- * slowed an inverse NTT's chunk kernel by 1.2 us; minb_red=4: 128
- * registers, 78.4 us). */
+ * reduce kernel (the key switch's inner product, ipfuse, 128-thread
+ * blocks): minb_red=5 (96 registers) measured faster than minb=6's 80
+ * with spills (74.3 us against 81.8 under ncu, 2026-12-02, dc37cdf;
+ * minb_red=4: 128 registers, 78.4 us); then ipsmem=3 (three of the four
+ * digits' words in shared memory) with minb_red=6: 80 registers, no
+ * spills, 6 blocks an SM, 72.6 us against 75.8 under ncu, the key switch
+ * 226.0 us against 229.0 and HMult + relin + rescale 261.8 against
+ * 263.1 (2026-12-03, 2ee4ffa-dirty; 8 blocks of 64 registers with
+ * ipsmem=2,minb_red=8 no faster: 76.3 us, its warps waiting on global
+ * loads). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=5",
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",

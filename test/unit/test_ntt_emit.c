@@ -216,17 +216,21 @@ START_TEST(test_block_order) {
 END_TEST
 
 /* The reduce kernel's register bound (minb_red, lw_ntt_plan.reduce_minb):
- * r32 2^16's measured default 5 replaces the chunk kernel's minb 6 only
- * in the reduce kernel; the key overrides it; without it (r62) the
- * reduce kernel keeps the chunk kernel's. */
+ * r32 2^16's measured default 6 (with 3 digits' words in shared memory)
+ * replaces the chunk kernel's minb 6 only in the reduce kernel; the key
+ * overrides it; without it (r62) the reduce kernel keeps the chunk
+ * kernel's. */
 START_TEST(test_reduce_minb) {
   fhjit_context *ctx = fhjit_context_create();
   lw_ntt_plan p;
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 48, 192, &p), FHJIT_OK);
   ck_assert_int_eq(p.nkernels, 2);
   ck_assert_int_eq(p.k[1].minb, 6);
-  lw_ntt_plan_reduce(&p, 4, 60, 0);
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "minb_chunk=5"), FHJIT_OK);
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 48, 192, &p), FHJIT_OK);
   ck_assert_int_eq(p.k[1].minb, 5);
+  lw_ntt_plan_reduce(&p, 4, 60, 0);
+  ck_assert_int_eq(p.k[1].minb, 6);
   ck_assert_int_eq(p.k[0].minb, 6);
   ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "minb_red=3"), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 48, 192, &p), FHJIT_OK);
@@ -242,7 +246,7 @@ START_TEST(test_reduce_minb) {
 END_TEST
 
 /* The reduce kernel's shared slots (ipsmem, lw_ntt_plan.reduce_smem):
- * none by default; the key's count, but never the last member's, never
+ * r32 2^16's measured default 3, none elsewhere; the key's count, but never the last member's, never
  * with ipacc (no slots), and only as many as fit the 48 KB of static
  * shared memory beside the body (r32 2^16: 8448 bytes of body, 8 KB a
  * member, so 4 of 8; r62 2^16: 4 KB a member, all 6 but the last). */
@@ -253,7 +257,7 @@ START_TEST(test_reduce_smem) {
     const char *plan;
     fhjit_radix radix;
     int members, acc, want;
-  } cases[] = {{"", FHJIT_R32, 4, 0, 0},          {"ipsmem=2", FHJIT_R32, 4, 0, 2},
+  } cases[] = {{"", FHJIT_R32, 4, 0, 3},          {"ipsmem=2", FHJIT_R32, 4, 0, 2},
                {"ipsmem=0", FHJIT_R32, 4, 0, 0},  {"", FHJIT_R62, 7, 0, 0},
                {"ipsmem=16", FHJIT_R32, 4, 0, 3}, {"ipsmem=16", FHJIT_R32, 8, 0, 4},
                {"ipsmem=3", FHJIT_R32, 4, 1, 0},  {"ipsmem=1", FHJIT_R32, 1, 0, 0},
