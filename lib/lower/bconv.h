@@ -3,8 +3,8 @@
  * rescale's lift (steps 1-2 before the forward transform), as one LLVM
  * function built for the GPU (NVPTX) or for the host (ORC JIT, same IR but
  * for the r62 multiply-accumulate and REDC chains, which are inline PTX on
- * the GPU). The step planner (anchor.c) calls it; bconv.c says how the
- * arithmetic stays exact.
+ * the GPU). The step planner's programs (anchor_gpu.c, host.c) call it;
+ * bconv.c says how the arithmetic stays exact.
  *
  * Semantics (docs/section7.md "Constant tables"), with the table words
  * a[i] = (h_i^-1 mod s_i) R mod s_i (i < l), then

@@ -5,7 +5,13 @@
  * where compile time dominates (default<O2> and the default code generation
  * level take about 5x as long for a 40-op graph, for buffers of a few
  * thousand elements). The compiled function is cached on the graph (dropped
- * on unbind) and the index space is split across pthreads when it is large. */
+ * on unbind) and the index space is split across pthreads when it is large.
+ *
+ * A graph with NTT anchors or SPEC section 7 steps runs as its step plan
+ * (anchor_plan.c), one step after the other: NTTs and conversions through
+ * their host builds, each pointwise step's sub-graph through fhjit_run_host
+ * itself. That run lives here, beside fhjit_run_host, because the two call
+ * each other. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 #include "jit/jit.h"
 #include "lower/lw_llvm.h"
 #include "lower/ntt.h"
+#include "lower/steps.h"
 
 typedef void (*lw_host_fn)(const uint64_t *slots, int64_t begin, int64_t end);
 
@@ -117,6 +124,110 @@ static void run_range(void *arg, int64_t begin, int64_t end, void *scratch) {
   j->fn(j->slots, begin, end);
 }
 
+/* ------------------------------------------------ graphs with anchors */
+
+static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *results,
+                     void *const *scratch) {
+  if (b->kind < 0) return NULL;
+  switch (b->kind) {
+  case LW_ARG_INPUT: return (void *)inputs[b->index];
+  case LW_ARG_RESULT: return results[b->index];
+  case LW_ARG_SCRATCH: return scratch[b->index];
+  default: return NULL;
+  }
+}
+
+static void plan_free_hook(void *p) { lw_anchor_plan_free(p); }
+
+/* fhjit_run_host for graphs with anchors (arguments checked by the caller):
+ * their step plan (anchor_plan.c), cached on the graph, run step by step. */
+static fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
+                                       const void *const *inputs, void *const *results,
+                                       int threads) {
+  if (!g->compiled || g->free_compiled != plan_free_hook) {
+    an_plan *p = lw_anchor_build_plan(g);
+    if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+    for (int s = 0; s < p->nsteps; s++) {
+      if (p->steps[s].is_bconv) {
+        fhjit_status st = lw_bconv_host_create(g->ctx, &p->steps[s].bconv, &p->bhost[s]);
+        if (st) {
+          lw_anchor_plan_free(p);
+          return st;
+        }
+        continue;
+      }
+      if (!p->steps[s].is_ntt) continue;
+      lw_ntt_fusion fu;
+      lw_step_fusion(g, &p->steps[s], &fu);
+      fhjit_status st = lw_ntt_host_create(g->ctx, &p->steps[s].plan, &fu, &p->host[s]);
+      if (st && (fu.sub || fu.nepi) && fhjit_last_status(p->sctx))
+        st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
+                      fhjit_last_error(p->sctx));
+      if (st) {
+        lw_anchor_plan_free(p);
+        return st;
+      }
+    }
+    if (g->compiled && g->free_compiled) g->free_compiled(g->compiled);
+    g->compiled = p;
+    g->free_compiled = plan_free_hook;
+  }
+  an_plan *p = g->compiled;
+  int64_t ws = (int64_t)ir_word_size(g->radix);
+  void *scratch[LW_MAX_KERNELS] = {0};
+  fhjit_status st = FHJIT_OK;
+  /* one arena, the buffers at their offsets (scratch.c) */
+  char *arena = p->scratch_arena ? malloc((size_t)p->scratch_arena) : NULL;
+  if (p->scratch_arena && !arena)
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: graph @%s: out of memory for scratch",
+                  g->name);
+  for (int s = 0; s < p->nscratch && !st; s++) scratch[s] = arena + p->scratch_offset[s];
+  for (int s = 0; s < p->nsteps && !st; s++) {
+    an_step *sp = &p->steps[s];
+    lw_scratch_poison(p, s, scratch);
+    if (sp->is_bconv) {
+      const void *more[LW_BCONV_MAX_DIGITS];
+      for (int d = 1; d < sp->bconv.digits; d++)
+        more[d - 1] = buf_ptr(&sp->in[d - 1], inputs, results, scratch);
+      st = lw_bconv_host_run(g->ctx, p->bhost[s], params, pstride,
+                             buf_ptr(&sp->tw, inputs, results, scratch), more,
+                             buf_ptr(&sp->src, inputs, results, scratch),
+                             buf_ptr(&sp->dst, inputs, results, scratch), threads);
+      continue;
+    }
+    if (sp->is_ntt) {
+      const void *extra[LW_MAX_ARGS];
+      int32_t nextra = sp->pro_sub ? sp->pro_sub->ninputs : 0;
+      for (int32_t i = 0; i < nextra; i++) extra[i] = buf_ptr(&sp->pro_in[i], inputs, results, scratch);
+      for (int t = 0; t < sp->nepi; t++) {
+        for (int32_t i = 0; i < sp->epi_sub[t]->ninputs && nextra < LW_MAX_ARGS; i++)
+          extra[nextra++] = buf_ptr(&sp->epi_in[t][i], inputs, results, scratch);
+        if (nextra < LW_MAX_ARGS) extra[nextra++] = buf_ptr(&sp->epi_out[t], inputs, results, scratch);
+      }
+      st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
+                           buf_ptr(&sp->tw, inputs, results, scratch),
+                           lw_step_reads_source(sp) ? buf_ptr(&sp->src, inputs, results, scratch)
+                                                    : NULL,
+                           (char *)buf_ptr(&sp->dst, inputs, results, scratch) + sp->dst_off * ws,
+                           extra, threads);
+      continue;
+    }
+    const void *ins[LW_MAX_ARGS];
+    void *outs[LW_MAX_ARGS];
+    for (int32_t i = 0; i < sp->sub->ninputs; i++) ins[i] = buf_ptr(&sp->in[i], inputs, results, scratch);
+    for (int32_t r = 0; r < sp->sub->nresults; r++)
+      outs[r] = (char *)buf_ptr(&sp->out[r], inputs, results, scratch) +
+                (sp->dst_off + (sp->out_off ? sp->out_off[r] : 0)) * ws;
+    if (fhjit_run_host(sp->sub, params, pstride, ins, outs, threads))
+      st = ir_error(g->ctx, fhjit_last_status(p->sctx), "error: graph @%s: pointwise step: %s",
+                    g->name, fhjit_last_error(p->sctx));
+  }
+  free(arena);
+  return st;
+}
+
+/* ----------------------------------------------------------------- entry */
+
 fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
                             const void *const *inputs, void *const *results, int threads) {
   if (!g) return FHJIT_ERR_ARGUMENT;
@@ -131,7 +242,7 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",
                     fn, g->name, (long long)pstride, (long long)limbs);
-  if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor.c) */
+  if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor_plan.c) */
     return lw_anchor_run_host(g, params, pstride, inputs, results, threads);
   if (!g->compiled || g->free_compiled != host_free) {
     lw_host *h;

@@ -72,7 +72,7 @@ extern int lw_force_idx64;
  * LW_NAME_MAX - 1 characters: a valid PTX and LLVM identifier whatever
  * the name holds (quoted names may hold any byte but NUL). The cut is safe
  * because such a module holds one kernel; programs of several kernels (NTT
- * anchors) name theirs by their structure alone (anchor.c). */
+ * anchors) name theirs by their structure alone (anchor.c, anchor_gpu.c). */
 void lw_graph_symbol(const char *graph_name, char out[LW_NAME_MAX]);
 
 /* 1 when module m already holds a function or global variable named `name`.

@@ -156,9 +156,10 @@ typedef struct lw_ntt_plan {
   int64_t tw_offset, tw_row_stride;
   /* The transform's basis (SPEC section 7): row r (= batch-row % rows)
    * reads parameter column cols[r] and twiddle row cols[r] (chain
-   * positions); NULL: the identity (lw_ntt_plan_make's default). anchor.c
-   * sets it to the NTT node's bound basis (ir_node.basis): it points into
-   * the bound graph and is read only while kernels are built (lw_column). */
+   * positions); NULL: the identity (lw_ntt_plan_make's default).
+   * anchor_plan.c sets it to the NTT node's bound basis (ir_node.basis): it
+   * points into the bound graph and is read only while kernels are built
+   * (lw_column). */
   const int32_t *cols;
   /* GPU: words added to dst in every kernel (and to the source argument of
    * the kernels that read dst): the transform written at rows of a larger
@@ -275,7 +276,7 @@ typedef struct lw_ntt_tuning {
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
   int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */
-  int epi;       /* 0: no epilogue fusion in graphs (anchor.c; for comparisons) */
+  int epi;       /* 0: no epilogue fusion in graphs (anchor_plan.c; for comparisons) */
   /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
    * ntt_schedule option sets it), cluster its log2 blocks per cluster
    * (1..3; default by row size), t_cluster / e_cluster its log2 threads per
@@ -487,7 +488,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
 /* ------------------------------------------------ graphs with NTT anchors */
 
 /* 1 when a live value of bound graph g is an NTT (the graph then runs as a
- * chain of kernels: see anchor.c). */
+ * chain of kernels: see anchor.c). In anchor_plan.c; the three below in
+ * anchor_gpu.c. */
 int lw_graph_has_anchor(const fhjit_graph *g);
 /* fhjit_emit / lw_compile_ptx for such graphs: text of `kind` (malloc'd) and,
  * when prog is not NULL, the program (PTX, kernels, scratch). */
@@ -499,8 +501,5 @@ fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *ou
  * computes, fused prologues and epilogues, buffers), its kernels and the
  * scratch buffers (malloc'd text). */
 fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text);
-/* fhjit_run_host for such graphs (arguments checked by the caller). */
-fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
-                                const void *const *inputs, void *const *results, int threads);
 
 #endif

@@ -8,7 +8,7 @@
  * buffers in one arena, buffers whose ranges are disjoint sharing memory.
  *
  * Why sharing is safe: the steps run in program order, one after the other.
- *   - Host path (anchor.c, lw_anchor_run_host): each step returns only once
+ *   - Host path (host.c, lw_anchor_run_host): each step returns only once
  *     all its threads are done.
  *   - GPU (runtime/launch.c): every kernel of the program is enqueued on one
  *     stream in step order. A kernel launched without LW_KERNEL_PDL starts

@@ -1,10 +1,11 @@
 /* steps.h: the step plan of graphs that run as several kernels (private to
- * lib/lower). anchor.c cuts a bound graph into steps (NTTs with fused
- * prologues and epilogues, pointwise sub-graphs) and builds, describes and
- * runs them; mixsteps.c adds the steps of SPEC section 7's limb-mixing ops
+ * lib/lower). anchor_plan.c cuts a bound graph into steps (NTTs with fused
+ * prologues and epilogues, pointwise sub-graphs) with anchor.c's step
+ * builders; mixsteps.c adds the steps of SPEC section 7's limb-mixing ops
  * (bconv, rescale, modup, moddown) and materialises the operands of the
  * re-indexing ops (rows, concat, automorphism), which lower.c reads as
- * loads from buffers. */
+ * loads from buffers. anchor_gpu.c describes and builds the plan's kernels,
+ * host.c runs it on the host. */
 #ifndef FHJIT_LOWER_STEPS_H
 #define FHJIT_LOWER_STEPS_H
 
@@ -177,7 +178,18 @@ typedef struct an_build {
   fhjit_status st;
 } an_build;
 
-/* anchor.c's step builders, for mixsteps.c and mixsteps_*.c */
+/* anchor_plan.c: the step plan of bound graph g (NULL on failure, the error
+ * in g's context), for anchor_gpu.c and host.c, and its release. */
+an_plan *lw_anchor_build_plan(fhjit_graph *g);
+void lw_anchor_plan_free(an_plan *p);
+
+/* anchor.c: what NTT step s fuses (prologue, epilogues, reduction), for
+ * ntt_emit.c's GPU and host builds; whether its first kernel reads its
+ * source (no prologue, or one that lifts or loads rows of it). */
+void lw_step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu);
+int lw_step_reads_source(const an_step *st);
+
+/* anchor.c's step builders, for anchor_plan.c, mixsteps.c and mixsteps_*.c */
 an_step *lw_step_new(an_build *B);
 int lw_step_scratch(an_build *B, const fhjit_type *t);
 /* The buffer that will hold v: its result buffer when it is a result,
@@ -234,6 +246,17 @@ void lw_step_clone_multi(an_build *B, fhjit_graph *sub, const fhjit_value *targe
  * component, through element-wise work, extract and pack, on v's rows and
  * shape; no other barrier in its cone), or FHJIT_NO_VALUE. */
 fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v);
+/* For anchor_plan.c: whether live v is computed by steps of its own into a
+ * buffer (an NTT or a mixing op: cones of fused work stop there); whether
+ * two types have one shape (N, rows, batch axes, digits); a bound
+ * sub-graph computing targets[0..ntargets) from g's inputs and the values
+ * with a buffer or an alias (*in: each input's buffer); pointwise steps for
+ * targets into dests, one per group sharing a walk (reorders both). */
+int lw_step_is_barrier(const fhjit_graph *g, const char *live, fhjit_value v);
+int lw_step_same_shape(const fhjit_type *a, const fhjit_type *b);
+fhjit_graph *lw_step_sub(an_build *B, const char *name, const fhjit_value *targets, int ntargets,
+                         an_buf **in);
+void lw_step_grouped(an_build *B, fhjit_value *targets, an_buf *dests, int n);
 
 /* mixsteps.c */
 /* Whether v is a live node the step planner must handle for SPEC section 7
@@ -262,7 +285,7 @@ int64_t lw_scratch_pack(int n, const int64_t *bytes, const int32_t *first, const
  * on purpose (test_scratch.c shows that the host tests catch it). */
 extern int lw_scratch_debug_share_all;
 /* Sets out's scratch offsets and arena from p, once out has p's kernels
- * (anchor.c, describe_steps), and asserts that every scratch argument of
+ * (anchor_gpu.c, describe_steps), and asserts that every scratch argument of
  * a step's kernels is live at that step. */
 void lw_scratch_describe(const an_plan *p, lw_program *out);
 /* Host path, before step s (Debug builds; nothing with NDEBUG): fills with

@@ -1,0 +1,400 @@
+/* anchor_gpu.c: the GPU program of a step plan (anchor_plan.c): its kernels
+ * described (names, launch facts, arguments, scratch) for the runtime
+ * (lw_anchor_describe), built into one module and compiled to PTX
+ * (lw_anchor_compile_gpu), or printed as the plan text of fhjit_emit's
+ * FHJIT_EMIT_PLAN (lw_anchor_plan_text). The host runs the same plan in
+ * host.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Linker.h>
+
+#include "lower/steps.h"
+#include "nvptx/nvptx.h"
+
+/* --------------------------------------------------------------- GPU */
+
+static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
+  (void)p;
+  (void)np;
+  const an_step *st = &p->steps[s];
+  k->nargs = 0;
+  k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
+  k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  if (st->is_bconv) { /* (params, pstride, table, src, dst, the other digits' tables in[]) */
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->src.kind, st->src.index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    for (int d = 1; d < st->bconv.digits; d++)
+      k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[d - 1].kind, st->in[d - 1].index};
+    return;
+  }
+  if (st->is_ntt) {
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
+    /* an unread source argument: dst stands in */
+    const an_buf *src = j == 0 && lw_step_reads_source(st) ? &st->src : &st->dst;
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    if (j == 0 && st->pro_sub)
+      for (int32_t i = 0; i < st->pro_sub->ninputs; i++)
+        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->pro_in[i].kind, st->pro_in[i].index};
+    if (j == np->nkernels - 1)
+      for (int t = 0; t < st->nepi; t++) {
+        for (int32_t i = 0; i < st->epi_sub[t]->ninputs; i++)
+          k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_in[t][i].kind, st->epi_in[t][i].index};
+        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_out[t].kind, st->epi_out[t].index};
+      }
+    return;
+  }
+  for (int32_t i = 0; i < st->sub->ninputs; i++)
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[i].kind, st->in[i].index};
+  for (int32_t r = 0; r < st->sub->nresults; r++)
+    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->out[r].kind, st->out[r].index};
+}
+
+/* The prefix of NTT step s's kernel names: "fhjit_ntt<s>_n<log N>", the
+ * kernels "<prefix>_k<j>" (ntt_emit.c); unique by the step index. */
+static void ntt_prefix(char out[40], int s, const lw_ntt_plan *np) {
+  snprintf(out, 40, "fhjit_ntt%d_n%d", s, np->log_n);
+}
+
+static fhjit_status too_many_kernels(fhjit_graph *g) {
+  return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s needs more than %d kernels",
+                  g->name, LW_MAX_KERNELS);
+}
+
+/* Appends the kernels of NTT step s (its plan made for the target). */
+static void describe_ntt(const an_plan *p, int s, lw_program *out) {
+  const an_step *sp = &p->steps[s];
+  char prefix[40];
+  ntt_prefix(prefix, s, &sp->plan);
+  for (int j = 0; j < sp->plan.nkernels; j++) {
+    lw_kernel *k = &out->kernels[out->nkernels++];
+    snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
+    k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = sp->plan.k[j].threads;
+    k->block[1] = k->block[2] = 1;
+    step_args(p, s, &sp->plan, j, k);
+    lw_ntt_launch_facts(&sp->plan, j, k);
+  }
+}
+
+/* The name of bconv step s's kernel. */
+static void bconv_name(char out[LW_NAME_MAX], int s) { snprintf(out, LW_NAME_MAX, "fhjit_bconv%d", s); }
+
+/* Appends the kernel of bconv step s. */
+static void describe_bconv(const an_plan *p, int s, lw_program *out) {
+  const lw_bconv_plan *bp = &p->steps[s].bconv;
+  lw_kernel *k = &out->kernels[out->nkernels++];
+  bconv_name(k->name, s);
+  uint32_t static_bytes; /* declared by the kernel: no dynamic shared memory */
+  lw_bconv_launch(bp, &k->grid[0], &k->block[0], &static_bytes);
+  k->shared_bytes = 0;
+  k->grid[1] = k->grid[2] = 1;
+  k->block[1] = k->block[2] = 1;
+  step_args(p, s, NULL, 0, k);
+}
+
+/* Appends the kernel of pointwise step s. */
+static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, lw_program *out) {
+  lw_plan pl;
+  fhjit_status st = lw_plan_graph(p->steps[s].sub, &pl);
+  if (st)
+    return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
+                    fhjit_last_error(p->sctx));
+  lw_kernel *k = &out->kernels[out->nkernels++];
+  snprintf(k->name, sizeof k->name, "%s", pl.name);
+  k->grid[0] = (uint32_t)((pl.groups + LW_BLOCK - 1) / LW_BLOCK);
+  k->grid[1] = k->grid[2] = 1;
+  k->block[0] = LW_BLOCK;
+  k->block[1] = k->block[2] = 1;
+  step_args(p, s, NULL, 0, k);
+  return FHJIT_OK;
+}
+
+/* The program of plan p for target t without its code: kernels (names,
+ * launch facts, arguments) in launch order and scratch buffers. NTT plans
+ * are adjusted to the target (lw_ntt_for_target) on the way. */
+static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *t,
+                                   lw_program *out) {
+  memset(out, 0, sizeof *out);
+  for (int s = 0; s < p->nsteps; s++) {
+    an_step *sp = &p->steps[s];
+    if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
+      return too_many_kernels(g);
+    if (sp->is_bconv) {
+      lw_bconv_for_target(&sp->bconv, t);
+      describe_bconv(p, s, out);
+      continue;
+    }
+    if (!sp->is_ntt) {
+      fhjit_status st = describe_pointwise(g, p, s, out);
+      if (st) return st;
+      continue;
+    }
+    lw_ntt_for_target(&sp->plan, t);
+    describe_ntt(p, s, out);
+  }
+  out->nscratch = p->nscratch;
+  memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
+  lw_scratch_describe(p, out); /* scratch.c: offsets, arena, and a check of the arguments */
+  return FHJIT_OK;
+}
+
+/* Every kernel the program describes is a distinct function of module m: a
+ * second definition under one name would have been renamed by LLVM, and
+ * the launch would find the first. An internal error otherwise. */
+static fhjit_status check_kernel_names(fhjit_graph *g, LLVMModuleRef m, const lw_program *out) {
+  for (int32_t i = 0; i < out->nkernels; i++) {
+    const char *name = out->kernels[i].name;
+    for (int32_t j = 0; j < i; j++)
+      if (!strcmp(name, out->kernels[j].name)) return lw_duplicate_symbol(g->ctx, name);
+    if (!LLVMGetNamedFunction(m, name))
+      return ir_error(g->ctx, FHJIT_ERR_LLVM, "internal: graph @%s: no kernel %s in the module",
+                      g->name, name);
+  }
+  return FHJIT_OK;
+}
+
+/* Adds step s's code to module m. */
+static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef c,
+                               LLVMModuleRef m, LLVMTargetMachineRef tm) {
+  an_step *sp = &p->steps[s];
+  if (sp->is_bconv) {
+    char name[LW_NAME_MAX];
+    bconv_name(name, s);
+    return lw_bconv_build(g->ctx, &sp->bconv, LW_GPU, name, c, m);
+  }
+  if (sp->is_ntt) {
+    char prefix[40];
+    ntt_prefix(prefix, s, &sp->plan);
+    lw_ntt_fusion fu;
+    lw_step_fusion(g, sp, &fu);
+    fhjit_status st = lw_ntt_build(g->ctx, &sp->plan, &fu, LW_GPU, prefix, c, m);
+    if (st && (sp->pro_sub || sp->nepi) && fhjit_last_status(p->sctx))
+      st = ir_error(g->ctx, st, "error: graph @%s: NTT fused work: %s", g->name,
+                    fhjit_last_error(p->sctx));
+    return st;
+  }
+  lw_plan pl;
+  LLVMModuleRef sm = NULL;
+  fhjit_status st;
+  if (!(st = lw_plan_graph(sp->sub, &pl))) pl.result_offset = sp->dst_off, pl.result_offsets = sp->out_off;
+  if (st || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
+    return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
+                    fhjit_last_error(p->sctx));
+  nv_prepare_module(sm, tm);
+  if (lw_symbol_taken(m, pl.name)) {
+    LLVMDisposeModule(sm);
+    return lw_duplicate_symbol(g->ctx, pl.name);
+  }
+  if (LLVMLinkModules2(m, sm))
+    return ir_error(g->ctx, FHJIT_ERR_LLVM, "error: graph @%s: linking a pointwise step failed",
+                    g->name);
+  return FHJIT_OK;
+}
+
+fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *out) {
+  memset(out, 0, sizeof *out);
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = lw_anchor_build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  fhjit_status st = describe_steps(g, p, t, out);
+  lw_anchor_plan_free(p);
+  if (st) memset(out, 0, sizeof *out);
+  return st;
+}
+
+/* ------------------------------------------------------ plan text */
+
+static void put_buf(sp_buf *b, an_buf x) {
+  static const char *const kinds[] = {"params", "pstride", "input", "result", "scratch", "own"};
+  if (x.kind < 0 || x.kind > LW_ARG_OWN) sp_buf_printf(b, "none");
+  else sp_buf_printf(b, "%s %d", kinds[x.kind], (int)x.index);
+}
+
+/* The ops a step's sub-graph computes: "mul, sub" (inputs left out). */
+static void put_ops(sp_buf *b, const fhjit_graph *sub) {
+  int k = 0;
+  for (int32_t i = 0; sub && i < sub->nnodes; i++) {
+    const ir_node *n = &sub->nodes[i];
+    if (n->op == IR_INPUT) continue;
+    sp_buf_printf(b, "%s%s", k++ ? " " : "",
+                  n->op == IR_NTT ? "ntt" : ir_op_name(n->op));
+  }
+  if (!k) sp_buf_printf(b, "(copy)");
+}
+
+static void put_kernel(sp_buf *b, const lw_kernel *k) {
+  sp_buf_printf(b, "    kernel %s grid %u block %u", k->name, k->grid[0], k->block[0]);
+  if (k->shared_bytes) sp_buf_printf(b, " shared %u", k->shared_bytes);
+  if (k->flags & LW_KERNEL_PDL) sp_buf_printf(b, " pdl");
+  sp_buf_printf(b, "\n");
+}
+
+fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) {
+  *text = NULL;
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = lw_anchor_build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  lw_program *out = malloc(sizeof *out);
+  fhjit_status st = out ? describe_steps(g, p, t, out) : FHJIT_ERR_MEMORY;
+  if (!out) ir_error(g->ctx, st, "error: out of memory");
+  sp_buf b = {0};
+  if (!st) {
+    static const char *const kinds[] = {"ntt_fwd from coef-std", "ntt_fwd from coef-mont",
+                                        "ntt_inv to coef-mont", "ntt_inv to coef-std"};
+    int64_t total = 0;
+    for (int i = 0; i < out->nscratch; i++) total += out->scratch_bytes[i];
+    sp_buf_printf(&b, "plan @%s (%s): %d steps, %d kernels, %d scratch buffers (%lld bytes) in "
+                  "an arena of %lld bytes\n",
+                  g->name, t->arch, p->nsteps, (int)out->nkernels, (int)out->nscratch,
+                  (long long)total, (long long)out->scratch_arena);
+    int kk = 0;
+    for (int s = 0; s < p->nsteps; s++) {
+      const an_step *sp = &p->steps[s];
+      int nk = sp->is_ntt ? sp->plan.nkernels : 1;
+      if (sp->is_ntt) {
+        sp_buf_printf(&b, "step %d: %s, %lld rows x N %lld (%lld polynomial rows), ", s,
+                      kinds[sp->plan.kind], (long long)sp->plan.rows,
+                      (long long)1 << sp->plan.log_n, (long long)sp->plan.batch_rows);
+        put_buf(&b, sp->src);
+        sp_buf_printf(&b, " -> ");
+        if (sp->skip_store) sp_buf_printf(&b, "(not stored)");
+        else put_buf(&b, sp->dst);
+        sp_buf_printf(&b, "\n");
+        if (sp->plan.lift)
+          sp_buf_printf(&b, "  load: %slift (rescale) of the source's one row (chain position %d) "
+                        "to each row\n", sp->pro_sub ? "the prologue's word plus the " : "",
+                        (int)sp->plan.lift_col);
+        if (sp->pro_sub) {
+          sp_buf_printf(&b, "  prologue: ");
+          put_ops(&b, sp->pro_sub);
+          if (sp->plan.pro_rows)
+            sp_buf_printf(&b, " (rows 0..%lld of each polynomial; the others loaded)",
+                          (long long)(sp->plan.pro_rows - 1));
+          if (sp->pro_store_rows > 0) {
+            sp_buf_printf(&b, ", stored (rows %lld..%lld) -> ", (long long)sp->pro_store_first,
+                          (long long)(sp->pro_store_first + sp->plan.rows - 1));
+            put_buf(&b, sp->pro_in[sp->pro_sub->ninputs - 1]);
+          }
+          sp_buf_printf(&b, "\n");
+        }
+        for (int e = 0; e < sp->nepi; e++) {
+          sp_buf_printf(&b, "  epilogue: ");
+          /* ipfuse: the last kernel's grid runs over the output rows */
+          if (e == 0 && sp->red.members > 0) {
+            sp_buf_printf(&b, "inner product of %d digits in registers, %lld rows, %s",
+                          sp->red.members, (long long)sp->red.out_rows,
+                          sp->red.acc > 0 ? "accumulated" : "slots");
+            if (sp->plan.reduce_smem > 0)
+              sp_buf_printf(&b, " (%d in shared memory)", sp->plan.reduce_smem);
+            sp_buf_printf(&b, ": ");
+          }
+          put_ops(&b, sp->epi_sub[e]);
+          sp_buf_printf(&b, " -> ");
+          put_buf(&b, sp->epi_out[e]);
+          sp_buf_printf(&b, "\n");
+        }
+      } else if (sp->is_bconv) {
+        const lw_bconv_plan *bp = &sp->bconv;
+        sp_buf_printf(&b, "step %d: %s %d -> %d rows x N %lld, %lld polynomials, %s form, ", s,
+                      bp->lift ? "lift (rescale)" : "bconv", (int)bp->l, (int)bp->m,
+                      (long long)1 << bp->log_n, (long long)bp->polys,
+                      bp->mont ? "mont" : "std");
+        if (bp->mma) sp_buf_printf(&b, "tensor cores (%d tiles per warp), ", bp->mma);
+        put_buf(&b, sp->src);
+        sp_buf_printf(&b, " -> ");
+        put_buf(&b, sp->dst);
+        if (bp->digits > 1) {
+          /* batched digits (mixsteps_ipfuse.c, batched_fwd): each one's source
+           * row, table and destination row */
+          sp_buf_printf(&b, ", %d digits:", bp->digits);
+          for (int d = 0; d < bp->digits; d++) {
+            const an_buf *tb = d ? &sp->in[d - 1] : &sp->tw;
+            int64_t so = d ? bp->more[d - 1].src_offset : bp->src_offset;
+            int64_t dof = d ? bp->more[d - 1].dst_offset : bp->dst_offset;
+            sp_buf_printf(&b, "%s row %lld (", d ? ";" : "",
+                          (long long)(bp->src_row_stride ? so / bp->src_row_stride : 0));
+            put_buf(&b, *tb);
+            const char *tname = tb->kind == LW_ARG_INPUT
+                                    ? fhjit_value_name(g, fhjit_input_value(g, tb->index))
+                                    : NULL;
+            if (tname && *tname) sp_buf_printf(&b, " %%%s", tname); /* the digit's modup's table */
+            sp_buf_printf(&b, ") -> row %lld", (long long)(dof >> bp->log_n));
+          }
+        } else if (bp->dst_offset) /* rows of a larger buffer */
+          sp_buf_printf(&b, " from row %lld", (long long)(bp->dst_offset >> bp->log_n));
+        sp_buf_printf(&b, "\n");
+      } else {
+        sp_buf_printf(&b, "step %d: pointwise ", s);
+        put_ops(&b, sp->sub);
+        sp_buf_printf(&b, " ->");
+        for (int32_t r = 0; sp->sub && r < sp->sub->nresults; r++) {
+          sp_buf_printf(&b, r ? ", " : " ");
+          put_buf(&b, sp->out[r]);
+          if (sp->out_off && sp->out_off[r]) /* one of several results in one buffer */
+            sp_buf_printf(&b, " at word %lld", (long long)sp->out_off[r]);
+        }
+        sp_buf_printf(&b, "\n");
+      }
+      for (int j = 0; j < nk && kk < out->nkernels; j++) put_kernel(&b, &out->kernels[kk++]);
+    }
+    for (int i = 0; i < out->nscratch; i++)
+      sp_buf_printf(&b, "scratch %d: %lld bytes at %lld, steps %d..%d\n", i,
+                    (long long)out->scratch_bytes[i], (long long)out->scratch_offset[i],
+                    (int)p->scratch_first[i], (int)p->scratch_last[i]);
+    if (b.failed || !b.data) st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  }
+  free(out);
+  lw_anchor_plan_free(p);
+  if (st) sp_buf_free(&b);
+  else *text = b.data;
+  return st;
+}
+
+fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
+                                   char **text, lw_program *prog) {
+  if (text) *text = NULL;
+  if (prog) memset(prog, 0, sizeof *prog);
+  const nv_target *t = nv_find_target(&g->ctx->err, arch);
+  if (!t) return FHJIT_ERR_TARGET;
+  an_plan *p = lw_anchor_build_plan(g);
+  if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  lw_program out;
+  fhjit_status st = describe_steps(g, p, t, &out);
+  LLVMTargetMachineRef tm = st ? NULL : nv_gpu_machine(&g->ctx->err, t);
+  if (!tm) {
+    lw_anchor_plan_free(p);
+    return st ? st : FHJIT_ERR_LLVM;
+  }
+  LLVMContextRef c = LLVMContextCreate();
+  char mname[LW_NAME_MAX]; /* the module's name only: no symbol */
+  lw_graph_symbol(g->name, mname);
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext(mname, c);
+  nv_prepare_module(m, tm);
+  for (int s = 0; s < p->nsteps && !st; s++) st = build_step(g, p, s, c, m, tm);
+  if (!st) st = check_kernel_names(g, m, &out);
+  char what[128];
+  snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
+  char *ptx = NULL;
+  if (!st) st = nv_pipeline(&g->ctx->err, m, tm, what, "default<O3>", kind, text,
+                            prog ? &ptx : NULL);
+  if (!st && prog) {
+    out.ptx = ptx;
+    *prog = out;
+  }
+  LLVMDisposeModule(m);
+  LLVMContextDispose(c);
+  LLVMDisposeTargetMachine(tm);
+  lw_anchor_plan_free(p);
+  if (st && text) {
+    free(*text);
+    *text = NULL;
+  }
+  return st;
+}

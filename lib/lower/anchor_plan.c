@@ -1,0 +1,421 @@
+/* anchor_plan.c: the step plan of a graph with NTT anchors or SPEC section
+ * 7 ops (anchor.c says how such graphs run). lw_anchor_build_plan walks the
+ * live nodes in node order: a section 7 node gets its steps from mixsteps.c
+ * (lw_steps_s7), an NTT a step of its own, its operand read in place,
+ * materialised or fused as a prologue, with the epilogues chosen for it
+ * beforehand (choose_epilogues); the results no step wrote go to final
+ * pointwise steps. It sits above anchor.c's step builders and mixsteps.c,
+ * which both use those builders, so that the planner's files reach only
+ * downward; anchor_gpu.c and host.c take the plans it makes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower/steps.h"
+
+/* ----------------------------------------------------------- analysis */
+
+static int is_live_anchor(const fhjit_graph *g, const char *live, fhjit_value v) {
+  return live[v] && g->nodes[v].op == IR_NTT;
+}
+
+/* Live values: what the results depend on (NULL when out of memory). */
+static char *live_values(const fhjit_graph *g) {
+  char *live = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  if (!live) return NULL;
+  for (int32_t k = 0; k < g->nresults; k++) live[g->results[k].value] = 1;
+  for (int32_t v = g->nnodes - 1; v >= 0; v--)
+    if (live[v])
+      for (int a = 0; a < g->nodes[v].nargs; a++) live[g->nodes[v].args[a]] = 1;
+  return live;
+}
+
+int lw_graph_has_anchor(const fhjit_graph *g) {
+  if (!g || !g->bound) return 0;
+  char *live = live_values(g);
+  int any = 0;
+  for (int32_t v = 0; v < g->nnodes && live && !any; v++)
+    any = is_live_anchor(g, live, v) || (live[v] && lw_needs_steps(g, v));
+  free(live);
+  return any;
+}
+
+/* ----------------------------------------------------- epilogue choice */
+
+/* Marks the cone of root in mark[]: root and what it depends on, stopping at
+ * inputs and live anchors (marked, not entered); root itself is entered
+ * even when it is an anchor only if enter_root. */
+static void mark_cone(const an_build *B, fhjit_value root, char *mark, int enter_root) {
+  const fhjit_graph *g = B->g;
+  memset(mark, 0, (size_t)g->nnodes);
+  mark[root] = 1;
+  for (int32_t v = root; v >= 0; v--) {
+    if (!mark[v]) continue;
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_INPUT ||
+        (lw_step_is_barrier(g, B->live, v) && !(v == root && enter_root)))
+      continue;
+    for (int a = 0; a < n->nargs; a++) mark[n->args[a]] = 1;
+  }
+}
+
+/* Whether the cone a prologue of x would compute holds a coefficient-domain
+ * automorphism not already in memory. Its per-lane loads put every lane of
+ * a warp in a sector of its own (sources k^-1 apart), and an NTT's first
+ * kernel loads a whole column of each row at once: fused there they cost
+ * more than a pointwise pass writing the operand (H200, N = 2^16, Q's rows:
+ * the forward NTT r62 35.2 -> 58.8 us, r32 20.2 -> 51.3 us, against 13.8
+ * and 11.1 us for the automorphism alone). */
+static int scattered_cone(const an_build *B, fhjit_value x, char *cone) {
+  const fhjit_graph *g = B->g;
+  mark_cone(B, x, cone, 0);
+  for (fhjit_value w = 0; w <= x; w++)
+    if (cone[w] && g->nodes[w].op == IR_AUTOMORPHISM && B->where[w].kind < 0 &&
+        g->nodes[w].type.domain == FHJIT_DOMAIN_COEF)
+      return 1;
+  return 0;
+}
+
+/* The operand x of an NTT computed by a pointwise step into its result
+ * buffer or scratch (the whole value an extract reads), for the NTT to
+ * read in place, when its prologue would hold scattered loads (ntt_plan
+ * autpro=1: fused anyway). 1 when it was. */
+static int materialise_scattered(an_build *B, fhjit_value x) {
+  const fhjit_graph *g = B->g;
+  if (B->tune.autpro > 0) return 0;
+  char *cone = malloc((size_t)g->nnodes);
+  if (!cone) {
+    B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return 0;
+  }
+  int scattered = scattered_cone(B, x, cone);
+  free(cone);
+  if (!scattered) return 0;
+  lw_step_materialise(B, g->nodes[x].op == IR_EXTRACT ? g->nodes[x].args[0] : x);
+  return !B->st;
+}
+
+/* Whether result value u (cone marked) can be computed in anchor v's last
+ * kernel, element by element from v's value there: same rows, batch axes
+ * and N; v read only at the element itself (no compressed operand, whose
+ * expansion reads other indices); a v of several components read only
+ * component-wise (element-wise ops of v's components, u of the same
+ * components), so that the thread holding component c computes u's
+ * component c. */
+static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const char *cone,
+                       char *dep) {
+  const fhjit_graph *g = B->g;
+  const fhjit_type *tu = &g->nodes[u].type, *tv = &g->nodes[v].type;
+  if (!lw_step_same_shape(tu, tv)) return 0;
+  int cv = tv->comps > 1 ? tv->comps : 1, cu = tu->comps > 1 ? tu->comps : 1;
+  if (cv > 1 && cu != cv) return 0;
+  memset(dep, 0, (size_t)g->nnodes);
+  dep[v] = 1;
+  for (int32_t w = v + 1; w <= u; w++) {
+    if (!cone[w] || lw_step_is_barrier(g, B->live, w) || g->nodes[w].op == IR_INPUT) continue;
+    const ir_node *n = &g->nodes[w];
+    for (int a = 0; a < n->nargs; a++) dep[w] |= dep[n->args[a]];
+    if (!dep[w]) continue;
+    /* re-indexing ops read their operands at other rows or indices */
+    ir_op_class cls = ir_op_class_of(n->op);
+    if (cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) return 0;
+    unsigned f = ir_op_info_of(n->op)->flags;
+    if (f & IR_F_REMAPS_INDEX || !ir_op_is_elementwise(n->op)) return 0; /* rows, concat... */
+    if (cv > 1 && !(f & IR_F_COMPONENTWISE)) return 0; /* extract, pack, key switch... */
+    /* a plaintext operand is read at its component 0 by every component */
+    if (cv > 1 && (f & IR_F_PLAIN_OPERAND) && dep[n->args[1]]) return 0;
+    if (cv > 1 && (n->type.comps > 1 ? n->type.comps : 1) != cv) return 0;
+  }
+  return 1;
+}
+
+/* Chooses the epilogues (B->epi_of) and which anchors some step reads from
+ * memory (B->in_memory). A computed result whose latest anchor is v goes
+ * into v's epilogue when epilogue_ok; the others stay in the final
+ * pointwise step. Operands of later NTTs are not epilogue targets: a
+ * prologue computing them from what they read moves fewer words than an
+ * epilogue storing them (a key switch's sum has two components per digit
+ * transform it reads). */
+static void choose_epilogues(an_build *B) {
+  fhjit_graph *g = B->g;
+  size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
+  char *cone = malloc(nn), *dep = malloc(nn);
+  int *count = calloc(nn, sizeof *count);
+  if (!cone || !dep || !count) {
+    B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto done;
+  }
+  for (int32_t k = 0; k < g->nresults; k++) {
+    fhjit_value u = g->results[k].value;
+    const ir_node *n = &g->nodes[u];
+    if (n->op == IR_INPUT || lw_step_is_barrier(g, B->live, u) || B->epi_of[u] >= 0) continue;
+    mark_cone(B, u, cone, 0);
+    fhjit_value v = -1;
+    for (int32_t w = 0; w < u; w++)
+      if (cone[w] && lw_step_is_barrier(g, B->live, w)) v = w;
+    if (v < 0 || !is_live_anchor(g, B->live, v) || count[v] == LW_NTT_MAX_EPI ||
+        !epilogue_ok(B, u, v, cone, dep))
+      continue;
+    B->epi_of[u] = v;
+    count[v]++;
+  }
+  /* what reads each anchor from memory: later NTT operands (read in place
+   * or by a prologue), results outside epilogues, and epilogues of other
+   * anchors */
+  for (int32_t w = 0; w < g->nnodes; w++) {
+    fhjit_value root = -1, own = -1;
+    if (is_live_anchor(g, B->live, w)) {
+      root = g->nodes[w].args[0];
+    } else if (B->live[w] && lw_is_s7(g, w)) {
+      root = w; /* its own steps read its operands from memory */
+    } else if (g->result_of[w] >= 0 && B->live[w]) {
+      root = w;
+      own = B->epi_of[w];
+    }
+    if (root < 0) continue;
+    mark_cone(B, root, cone, root == w && lw_is_s7(g, w));
+    for (int32_t a = 0; a <= root; a++)
+      if (cone[a] && is_live_anchor(g, B->live, a) && a != own) B->in_memory[a] = 1;
+  }
+done:
+  free(cone);
+  free(dep);
+  free(count);
+}
+
+/* Builds the epilogue sub-graphs of NTT step s (anchor v, its buffer set in
+ * where[v]). */
+static void add_epilogues(an_build *B, an_step *s, fhjit_value v) {
+  fhjit_graph *g = B->g;
+  for (int32_t k = 0; k < g->nresults && !B->st; k++) {
+    fhjit_value u = g->results[k].value;
+    if (B->epi_of[u] != v || B->where[u].kind >= 0) continue;
+    int t = s->nepi;
+    char name[LW_STEP_NAME_SIZE];
+    lw_step_name(name, "epi", B->p->nsteps - 1, t);
+    s->epi_sub[t] = lw_step_sub(B, name, &u, 1, &s->epi_in[t]);
+    s->nepi++;
+    if (B->st) return;
+    s->epi_reg[t] = -1;
+    for (int32_t i = 0; i < s->epi_sub[t]->ninputs; i++)
+      if (s->epi_in[t][i].kind == s->dst.kind && s->epi_in[t][i].index == s->dst.index) s->epi_reg[t] = i;
+    if (s->epi_reg[t] < 0) {
+      B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                       "error: graph @%s: internal: an epilogue without its transform", g->name);
+      return;
+    }
+    s->epi_out[t] = (an_buf){LW_ARG_RESULT, k};
+  }
+  /* after every target's sub-graph: none reads another's buffer */
+  for (int t = 0; t < s->nepi; t++) B->where[g->results[s->epi_out[t].index].value] = s->epi_out[t];
+  s->skip_store = g->result_of[v] < 0 && !B->in_memory[v];
+}
+
+/* ------------------------------------------------------------ the plan */
+
+/* A program runs at most LW_MAX_KERNELS steps, one per live anchor and one
+ * pointwise; every result is written by an anchor (itself or one of its
+ * LW_NTT_MAX_EPI epilogue targets) or by the pointwise step (a kernel of at
+ * most LW_MAX_ARGS pointers). A graph past these bounds could not compile:
+ * it is refused before the passes that visit the nodes once per result and
+ * per anchor, which stay linear in the nodes below them. */
+static fhjit_status check_plan_size(const an_build *B) {
+  fhjit_graph *g = B->g;
+  int32_t anchors = 0;
+  for (int32_t v = 0; v < g->nnodes; v++) anchors += is_live_anchor(g, B->live, v);
+  if (anchors > LW_MAX_KERNELS)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s has %d NTTs, and a program runs at most %d kernels; "
+                    "split it into several graphs",
+                    g->name, (int)anchors, LW_MAX_KERNELS);
+  int64_t most = (int64_t)anchors * (1 + LW_NTT_MAX_EPI) + LW_MAX_ARGS - 2;
+  if (g->nresults > most)
+    return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s has %d results, but its %d NTT%s and one pointwise "
+                    "kernel write at most %lld; split it into several graphs",
+                    g->name, (int)g->nresults, (int)anchors, anchors == 1 ? "" : "s",
+                    (long long)most);
+  return FHJIT_OK;
+}
+
+static void free_aliases(an_build *B) {
+  for (int32_t v = 0; B->alias && v < B->g->nnodes; v++) free(B->alias[v]);
+  free(B->alias);
+  /* a shared inverse NTT's record: freed once, by its first member; the
+   * other members' pointers are dropped first (the record is read to tell
+   * them apart, so before anything is freed) */
+  for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
+    if (B->intt[v] && B->intt[v]->first != v) B->intt[v] = NULL;
+  for (int32_t v = 0; B->intt && v < B->g->nnodes; v++)
+    if (B->intt[v]) {
+      free(B->intt[v]->member);
+      free(B->intt[v]->urow);
+      free(B->intt[v]->ucols);
+      free(B->intt[v]);
+    }
+  free(B->intt);
+  /* moddown groups: owned by their first member; as for the inverse NTT's
+   * records, the other members' pointers are dropped before anything is
+   * freed (a later member's record would be read after its free) */
+  for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++)
+    if (B->mdg[v] && B->mdg[v]->first != v) B->mdg[v] = NULL;
+  for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++) free(B->mdg[v]);
+  free(B->mdg);
+  free(B->where_off);
+  free(B->mdrs);
+}
+
+void lw_anchor_plan_free(an_plan *p) {
+  if (!p) return;
+  for (int s = 0; s < p->nsteps; s++) {
+    free(p->steps[s].in);
+    free(p->steps[s].out);
+    free(p->steps[s].out_off);
+    free(p->steps[s].pro_in);
+    for (int t = 0; t < p->steps[s].nepi; t++) free(p->steps[s].epi_in[t]);
+    lw_ntt_host_destroy(p->host[s]);
+    lw_bconv_host_destroy(p->bhost[s]);
+  }
+  for (int i = 0; i < p->ncols; i++) free(p->cols[i]);
+  free(p->cols);
+  fhjit_context_destroy(p->sctx);
+  free(p);
+}
+
+an_plan *lw_anchor_build_plan(fhjit_graph *g) {
+  an_build B = {.g = g};
+  B.p = calloc(1, sizeof *B.p);
+  B.live = live_values(g);
+  B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
+  B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
+  B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
+  B.intt = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.intt);
+  B.mdg = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.mdg);
+  B.where_off = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.where_off);
+  B.mdrs = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
+  if (B.p) B.p->sctx = fhjit_context_create();
+  /* the sub-graphs' lowering reads the options of g's context */
+  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.intt ||
+      !B.mdg || !B.where_off || !B.mdrs ||
+      !B.p->sctx || ir_options_copy(B.p->sctx, g->ctx)) {
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    goto fail;
+  }
+  for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
+  if (check_plan_size(&B)) goto fail;
+  /* ntt_plan (FHJIT_NTT_PLAN), read once for the steps' choices (a
+   * malformed value is reported when the first plan is made); epi=0 turns
+   * epilogues off (comparisons) */
+  lw_ntt_tuning_default(&B.tune);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B.tune);
+  if (B.tune.epi != 0) choose_epilogues(&B);
+
+  for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
+    if (B.live[v] && lw_is_s7(g, v)) {
+      lw_steps_s7(&B, v);
+      continue;
+    }
+    if (!is_live_anchor(g, B.live, v)) continue;
+    const ir_node *n = &g->nodes[v];
+    fhjit_value x = n->args[0];
+    /* the operand: read in place, else materialised (a computed value,
+     * or the whole value an extract reads) into its result buffer when it
+     * is an output, else into scratch */
+    an_buf src;
+    fhjit_layout view;
+    fhjit_graph *pro_sub = NULL;
+    an_buf *pro_in = NULL;
+    int pro_comp = -1;
+    int in_memory = lw_step_source(&B, x, &src, &view);
+    if (!in_memory && materialise_scattered(&B, x)) in_memory = lw_step_source(&B, x, &src, &view);
+    if (B.st) break;
+    if (!in_memory) {
+      /* computed: fused into the NTT's first kernel (prologue) */
+      fhjit_value m = x;
+      if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];
+      char name[LW_STEP_NAME_SIZE];
+      lw_step_name(name, "pro", B.p->nsteps, -1);
+      pro_sub = lw_step_sub(&B, name, &m, 1, &pro_in);
+      if (B.st) {
+        free(pro_in);
+        break;
+      }
+      src = (an_buf){-1, 0};
+      fhjit_dense_layout(&g->nodes[x].type, &view);
+    }
+    /* the table: dense rows of words from some offset */
+    const ir_node *tw = &g->nodes[n->args[1]];
+    if (tw->type.n > 1 && tw->layout.index_stride != 1) {
+      B.st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                         "%%%s = ntt: the twiddle table %%%s must have index stride 1 (it has "
+                         "%lld)",
+                         n->name, tw->name, (long long)tw->layout.index_stride);
+      free(pro_in);
+      break;
+    }
+    an_step *s = lw_step_new(&B);
+    if (!s) {
+      free(pro_in);
+      break;
+    }
+    s->is_ntt = 1;
+    s->ntt_type = n->type;
+    s->src = src;
+    s->pro_sub = pro_sub;
+    s->pro_in = pro_in;
+    s->pro_comp = pro_comp;
+    s->tw = (an_buf){LW_ARG_INPUT, tw->input_index};
+    if (g->result_of[v] >= 0) {
+      s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
+    } else {
+      int sc = lw_step_scratch(&B, &n->type);
+      if (sc < 0) break;
+      s->dst = (an_buf){LW_ARG_SCRATCH, sc};
+    }
+    B.where[v] = s->dst;
+    int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
+    if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
+                         n->type.rows, batch_rows, &s->plan)) {
+      B.st = FHJIT_ERR_UNSUPPORTED;
+      break;
+    }
+    lw_step_set_source(&s->plan, &g->nodes[x].type, &view);
+    s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
+    s->plan.tw_offset = tw->layout.offset;
+    s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
+    add_epilogues(&B, s, v);
+  }
+  /* the results no step wrote, in one final pointwise step */
+  if (!B.st) {
+    fhjit_value *targets = malloc(sizeof *targets * (size_t)(g->nresults + 1));
+    an_buf *dests = malloc(sizeof *dests * (size_t)(g->nresults + 1));
+    int nt = 0;
+    if (!targets || !dests) B.st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    for (int32_t k = 0; k < g->nresults && !B.st; k++) {
+      fhjit_value v = g->results[k].value;
+      if (B.where[v].kind == LW_ARG_RESULT) continue;
+      targets[nt] = v;
+      dests[nt++] = (an_buf){LW_ARG_RESULT, k};
+    }
+    lw_step_grouped(&B, targets, dests, nt);
+    free(targets);
+    free(dests);
+  }
+  if (B.st) goto fail;
+  lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
+  free(B.live);
+  free(B.where);
+  free(B.epi_of);
+  free(B.in_memory);
+  free_aliases(&B);
+  return B.p;
+fail:
+  free(B.live);
+  free(B.where);
+  free(B.epi_of);
+  free(B.in_memory);
+  free_aliases(&B);
+  lw_anchor_plan_free(B.p);
+  return NULL;
+}
+
