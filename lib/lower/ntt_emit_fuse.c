@@ -265,15 +265,16 @@ static int red_mslot(const ne *E, int k) { return E->pro->red.acc > 0 ? 0 : k; }
 static LLVMValueRef red_slot(ne *E, int k, int g, int v, LLVMValueRef tid) {
   const lw_ntt_kplan *K = E->K;
   LLVMBuilderRef b = E->b;
+  /* reduce_smem is 0 when accumulating (lw_ntt_plan_reduce) */
+  if (E->target == LW_GPU && k >= E->P->reduce_smem) {
+    LLVMValueRef idx = c64(E, (uint64_t)(k * lw_ne_red_words(E) + g * E->V + v));
+    return LLVMBuildInBoundsGEP2(b, E->W, E->red_slots, &idx, 1, "slot");
+  }
   LLVMValueRef t = LLVMBuildZExt(b, tid, E->i64, "");
   uint64_t slot0 = K->smem_words + ((uint64_t)k << (K->log_c + K->m));
   if (E->target == LW_GPU) {
-    if (E->pro->red.acc == 0 && k < E->P->reduce_smem) {
-      LLVMValueRef e = LLVMBuildNUWAdd(b, t, c64(E, slot0 + (uint64_t)(g * E->V + v) * K->threads), "");
-      return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
-    }
-    LLVMValueRef idx = c64(E, (uint64_t)(k * lw_ne_red_words(E) + g * E->V + v));
-    return LLVMBuildInBoundsGEP2(b, E->W, E->red_slots, &idx, 1, "slot");
+    LLVMValueRef e = LLVMBuildNUWAdd(b, t, c64(E, slot0 + (uint64_t)(g * E->V + v) * K->threads), "");
+    return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &e, 1, "slot");
   }
   LLVMValueRef e = LLVMBuildNUWAdd(b, t, c64(E, (uint64_t)g * K->threads), "");
   e = LLVMBuildNUWAdd(b, LLVMBuildShl(b, e, c64(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), ""),
