@@ -390,6 +390,7 @@ END_TEST
 /* four hoisted rotations (two keys, one used twice): the shared modups,
  * each rotation's automorphisms of them, products, moddown */
 START_TEST(test_rotate_hoisted) {
+  TU_SAMPLED(_i);
   const shape *s = &shapes[_i];
   env e;
   shape_env(&e, s, 0x110 + (uint64_t)_i);

@@ -442,6 +442,7 @@ static const struct ipcase {
 static int count_of(const char *text, const char *needle);
 
 START_TEST(test_ipfuse) {
+  TU_SAMPLED(_i);
   const struct ipcase *c = &ipcases[_i];
   const shape *s = &c->s;
   env e;
@@ -674,6 +675,7 @@ static int batch_drop(const shape *s, int *largest) {
 }
 
 START_TEST(test_bconv_batch) {
+  TU_SAMPLED(_i);
   const struct ipcase *c = &ipcases[_i % NIPCASES];
   const shape *s = &c->s;
   int op = (_i + _i / NIPCASES * 2) % 5; /* each case with two operations */
@@ -757,6 +759,7 @@ static const struct mdcase {
 #define NMDCASES 8
 
 START_TEST(test_md_group) {
+  TU_SAMPLED(_i);
   const struct mdcase *c = &mdcases[_i];
   const shape *s = &c->s;
   /* mode m: the first m steps of the moddowns batched (mdip: their
@@ -783,7 +786,7 @@ START_TEST(test_md_group) {
     fhjit_value keys[4] = {k, k2, k2, k}, res[4];
     ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, a, c->count, ks, keys, fwd, inv, res), FHJIT_OK);
     for (int r = 0; r < c->count; r++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "h%d", r);
       out(&e, g, res[r], name);
     }
@@ -841,7 +844,7 @@ START_TEST(test_ipacc_shapes) {
     ck_assert_int_le(D, 8);
     for (int j = 0; j < D; j++) {
       int64_t dr = l - j * s->alpha < s->alpha ? l - j * s->alpha : s->alpha;
-      char tn[16];
+      char tn[24];
       snprintf(tn, sizeof tn, "uptab%d", j);
       fhjit_value tab = s7_table(g, tn, dr * (1 + l + K - dr));
       ck_assert_msg(tab >= 0, "%s", fhjit_last_error(e.ctx));

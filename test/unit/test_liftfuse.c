@@ -253,6 +253,7 @@ static const int chain_rows[] = {2, 3, 5, 8, 13, 21, 34, 47, 64};
  * off; one kernel and one l-row scratch buffer fewer with it; the
  * identity where the modulus product fits bigint.h's 1536 bits. */
 START_TEST(test_rescale_liftfuse) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i / 2) % 9;
   int m = chain_rows[(_i / 2 * 5 + _i / 18) % 9];

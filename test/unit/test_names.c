@@ -252,6 +252,7 @@ static void test_name(int i, char *buf, size_t size) {
 }
 
 START_TEST(test_epilogue_names) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int variant = _i >> 1;
   env e;

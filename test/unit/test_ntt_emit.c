@@ -121,6 +121,7 @@ static void check_config(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows
 
 /* _i = logN - 4 + 14 * radix: every kind; rows and batches shrink with N. */
 START_TEST(test_host_vs_reference) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i >= 14 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + _i % 14;
   for (int kind = 0; kind < IR_NTT_NUM_KINDS; kind++) {

@@ -189,6 +189,7 @@ static fhjit_type twiddles(int64_t rows, int64_t n) {
  * batch axis while N is small. The interpreter is also checked against the
  * row reference, row by row. */
 START_TEST(test_single) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i >> 1);
   int rows = logn <= 12 ? 3 : 2;
@@ -479,6 +480,7 @@ static fhjit_graph *epilogue_graph(env *e, int with_extract) {
  * (run_both) and against the same graph with epilogues off (FHJIT_NTT_PLAN
  * epi=0: results in the final pointwise kernel), word for word. */
 START_TEST(test_epilogue) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = _i & 2 ? 13 : 8, with_extract = (_i >> 2) & 1;
   env e;

@@ -315,6 +315,7 @@ static fhjit_form out_form(fhjit_ntt_kind k) {
 /* _i: radix, kind, basis (not the default one), log N; each transform
  * alone, with a prologue and an epilogue, and with remapped loads. */
 START_TEST(test_ntt_bases) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   fhjit_ntt_kind kind = (fhjit_ntt_kind)((_i / 2) % 4);
   int bi = (_i / 8) % 4;

@@ -274,6 +274,7 @@ START_TEST(test_rescale_computed) {
 END_TEST
 
 START_TEST(test_moddown_steps) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -300,6 +301,7 @@ END_TEST
 /* ------------------------------------------------------------ modup */
 
 START_TEST(test_modup_steps) {
+  TU_SAMPLED(_i);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -341,7 +343,7 @@ START_TEST(test_keyswitch_graph) {
   fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
   fhjit_value acc = FHJIT_NO_VALUE;
   for (int j = 0; j < 3; j++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof name, "t%d", j);
     int64_t nd = j == 2 ? 1 : 2;
     fhjit_value up = fhjit_modup(g, d, j, fwd, inv, s7_table(g, name, nd + nd * (7 - nd)));
