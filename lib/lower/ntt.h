@@ -215,6 +215,12 @@ typedef struct lw_ntt_plan {
    * place of the last kernel's own minb: its blocks have half the
    * threads of the chunk kernel's and hold every member's words */
   int reduce_minb;
+  /* > 0: the last kernel's minimum blocks per SM when it computes a fused
+   * epilogue (tuning minb_epi; not a reduce kernel), in place of its own
+   * minb: an epilogue adds loads and products after the butterflies, and
+   * more resident blocks hide their latency where the plain transform
+   * runs best with fewer (ntt_plan.c, default_plans) */
+  int epi_minb;
   /* slots (reduce_acc 0) on the GPU: members [0, reduce_smem) keep their
    * words in shared memory after the body's (fewer registers, so more
    * blocks per SM), the rest in registers; the host keeps all in shared
@@ -260,6 +266,7 @@ typedef struct lw_ntt_tuning {
   int pad_chunk; /* chunk rows: k + (k >> pad_chunk); 0: none */
   int minb;      /* > 0: at least this many blocks per SM (ptxas register cap): one kernel */
   int minb_col, minb_chunk; /* the same for the column and the chunk kernel */
+  int minb_epi;  /* lw_ntt_plan.epi_minb */
   int minb_red;  /* the same for an ipfuse reduce kernel (lw_ntt_plan.reduce_minb;
                   * default: the chunk kernel's minb_chunk) */
   int ipsmem;    /* that reduce kernel with slots: the first ipsmem members' words kept
@@ -331,7 +338,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
 /* Parses "key=value,..." (keys as the field names: one, n1, e (all three
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, minb_red, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
+ * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
  * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.

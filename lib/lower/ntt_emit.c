@@ -389,10 +389,11 @@ static void build_gpu_kernel(ne *E, const char *name) {
                            LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
   LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                               LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
-  if (k->minb > 0) {
+  int minb = E->epi_active && !E->red_active && E->P->epi_minb > 0 ? E->P->epi_minb : k->minb;
+  if (minb > 0) {
     /* blocks per SM wanted: ptxas caps registers to fit them */
     LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
-                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)k->minb, 0))};
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)minb, 0))};
     LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
                                 LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
   }

@@ -74,7 +74,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
@@ -112,6 +112,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
       {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
       {"minb_red", {offsetof(lw_ntt_tuning, minb_red)}, 1, 1, 32},
+      {"minb_epi", {offsetof(lw_ntt_tuning, minb_epi)}, 1, 0, 32},
       {"ipsmem", {offsetof(lw_ntt_tuning, ipsmem)}, 1, 0, 16},  /* LW_MAX_REG */
       {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
       {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
@@ -161,7 +162,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
@@ -184,9 +185,14 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * 226.0 us against 229.0 and HMult + relin + rescale 261.8 against
  * 263.1 (2026-12-03, 2ee4ffa-dirty; 8 blocks of 64 registers with
  * ipsmem=2,minb_red=8 no faster: 76.3 us, its warps waiting on global
- * loads). */
+ * loads). A last kernel with a fused epilogue: minb_epi=10 (51 registers
+ * at most): minb_chunk=10 on every chunk kernel took HMult + relin +
+ * rescale to 257.8 us from 261.3, relinearise 236.1 from 238.9, 8 hoisted
+ * rotations 1066.8 from 1080.9, but the plain 2^16 x 64 forward NTT to
+ * 25.24 us from 23.67 (2026-12-03, 1bd6d2e): so only where the epilogue
+ * is. */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3",
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
@@ -404,6 +410,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   p->batch_rows = batch_rows;
   p->pminor = pick(t.pminor, 1);
   p->reduce_minb = pick(t.minb_red, 0);
+  p->epi_minb = pick(t.minb_epi, 0);
   p->reduce_smem = pick(t.ipsmem, 0);
   p->src_nax = 1;
   p->src_ext[0] = batch_rows;

@@ -539,6 +539,39 @@ static int vector_loads(env *e, fhjit_graph *g, const char *plan) {
   return n;
 }
 
+/* Kernels of g's PTX under ntt_plan `plan` annotated ".minnctapersm
+ * <minb>". */
+static int kernels_with_minb(env *e, fhjit_graph *g, const char *plan, int minb) {
+  ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", plan), FHJIT_OK);
+  const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
+  ck_assert_msg(ptx != NULL, "%s", fhjit_last_error(e->ctx));
+  char want[32];
+  snprintf(want, sizeof want, ".minnctapersm %d\n", minb);
+  int n = 0;
+  for (const char *p = ptx; (p = strstr(p, want)); p++) n++;
+  return n;
+}
+
+/* minb_epi (lw_ntt_plan.epi_minb): r32 2^16's default 10 on the last
+ * kernel of each of the epilogue graph's transforms that fuses an
+ * epilogue (three of the four: f1's, out's and yb's; f0 is stored),
+ * minb's 6 on the other five kernels; minb_epi=0 leaves 6 on all eight;
+ * minb_epi=7 puts 7 where 10 was. */
+START_TEST(test_epilogue_minb) {
+  env e;
+  env_init(&e, FHJIT_R32, 2, 16);
+  fhjit_graph *g = epilogue_graph(&e, 0);
+  ck_assert_int_eq(kernels_with_minb(&e, g, NULL, 10), 3);
+  ck_assert_int_eq(kernels_with_minb(&e, g, NULL, 6), 5);
+  ck_assert_int_eq(kernels_with_minb(&e, g, "minb_epi=0", 10), 0);
+  ck_assert_int_eq(kernels_with_minb(&e, g, "minb_epi=0", 6), 8);
+  ck_assert_int_eq(kernels_with_minb(&e, g, "minb_epi=7", 7), 3);
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
 /* g under ntt_plan off (its vector path's key =0) and on (=1), each
  * against the interpreter word for word on the host; the PTX with `on`
  * must hold more vector loads than with `off`. */
@@ -880,6 +913,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_chain_keyswitch, 0, 4);
   tcase_add_loop_test(tc, test_epilogue_plain_operand, 0, 2);
   tcase_add_loop_test(tc, test_epilogue, 0, 8);
+  tcase_add_test(tc, test_epilogue_minb);
   tcase_add_loop_test(tc, test_epilogue_vec, 0, 4);
   tcase_add_loop_test(tc, test_prologue_vec, 0, 4);
   tcase_add_loop_test(tc, test_single, 0, 28);
