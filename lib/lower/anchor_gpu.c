@@ -94,6 +94,7 @@ static void describe_bconv(const an_plan *p, int s, lw_program *out) {
   k->shared_bytes = 0;
   k->grid[1] = k->grid[2] = 1;
   k->block[1] = k->block[2] = 1;
+  k->flags = bp->pdl_entry ? LW_KERNEL_PDL : 0;
   step_args(p, s, NULL, 0, k);
 }
 
@@ -110,18 +111,27 @@ static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, 
   k->grid[1] = k->grid[2] = 1;
   k->block[0] = LW_BLOCK;
   k->block[1] = k->block[2] = 1;
+  k->flags = p->steps[s].pdl ? LW_KERNEL_PDL : 0;
   step_args(p, s, NULL, 0, k);
   return FHJIT_OK;
 }
 
 /* The program of plan p for target t without its code: kernels (names,
  * launch facts, arguments) in launch order and scratch buffers. NTT plans
- * are adjusted to the target (lw_ntt_for_target) on the way. */
+ * are adjusted to the target (lw_ntt_for_target) on the way, and so are
+ * the other steps: with programmatic dependent launch, p->pdl_mix makes
+ * the conversion kernels (1) and the pointwise ones too (2) dependent
+ * launches as the NTTs' kernels are, so that they launch while the kernel
+ * before them drains (why it is safe: scratch.c; what it gains:
+ * anchor_plan.c, mix_default). */
 static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *t,
                                    lw_program *out) {
   memset(out, 0, sizeof *out);
+  int mix = nv_target_has_pdl(t) ? p->pdl_mix : 0;
   for (int s = 0; s < p->nsteps; s++) {
     an_step *sp = &p->steps[s];
+    sp->pdl = !sp->is_ntt && !sp->is_bconv && mix >= 2;
+    sp->bconv.pdl_entry = sp->is_bconv && mix >= 1;
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
@@ -181,7 +191,8 @@ static fhjit_status build_step(fhjit_graph *g, an_plan *p, int s, LLVMContextRef
   lw_plan pl;
   LLVMModuleRef sm = NULL;
   fhjit_status st;
-  if (!(st = lw_plan_graph(sp->sub, &pl))) pl.result_offset = sp->dst_off, pl.result_offsets = sp->out_off;
+  if (!(st = lw_plan_graph(sp->sub, &pl)))
+    pl.result_offset = sp->dst_off, pl.result_offsets = sp->out_off, pl.pdl_entry = sp->pdl;
   if (st || (st = lw_build(sp->sub, &pl, LW_GPU, c, &sm)))
     return ir_error(g->ctx, st, "error: graph @%s: pointwise step: %s", g->name,
                     fhjit_last_error(p->sctx));

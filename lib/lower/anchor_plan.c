@@ -281,6 +281,20 @@ void lw_anchor_plan_free(an_plan *p) {
   free(p);
 }
 
+/* ntt_plan's pdlmix (an_plan.pdl_mix) unless it is given. Measured on the
+ * H200 at N = 2^16 (ckks_bench --fused-only, SPEC 7's sets, same runs;
+ * 2026-12-04, bench/RESULTS.md): conversions as dependent launches take
+ * the r32 key switch from 225.1 to 221.5 us, HMult + relin + rescale from
+ * 258.9 to 254.9, and leave 8 hoisted rotations as they were (1071 /
+ * 1069), while at r62 the key switch lost (564.0 -> 569.0 us). Pointwise
+ * kernels as dependents too lose at both radices: 8 hoisted rotations r32
+ * 1071 -> 1120 us, r62 2211 -> 2272, whether or not their arguments keep
+ * noalias; why is not yet known (pdlmix=2 keeps the form for that study). */
+static int mix_default(const fhjit_graph *g, int given) {
+  if (given >= 0) return given;
+  return g->radix == FHJIT_R32 ? 1 : 0;
+}
+
 an_plan *lw_anchor_build_plan(fhjit_graph *g) {
   an_build B = {.g = g};
   B.p = calloc(1, sizeof *B.p);
@@ -308,6 +322,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
    * epilogues off (comparisons) */
   lw_ntt_tuning_default(&B.tune);
   lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B.tune);
+  B.p->pdl_mix = B.tune.pdl != 0 && B.tune.entry != 0 ? mix_default(g, B.tune.pdlmix) : 0;
   if (B.tune.epi != 0) choose_epilogues(&B);
 
   for (int32_t v = 0; v < g->nnodes && !B.st; v++) {

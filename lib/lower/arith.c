@@ -53,6 +53,18 @@ void lw_param_attr(LLVMContextRef c, LLVMValueRef fn, unsigned param, const char
   LLVMAddAttributeAtIndex(fn, param + 1, LLVMCreateEnumAttribute(c, kind, 0));
 }
 
+void lw_grid_dep(LLVMContextRef c, LLVMBuilderRef b, const char *text) {
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  LLVMBuildCall2(b, fty, fn, NULL, 0, "");
+}
+
+void lw_dependent_entry(LLVMContextRef c, LLVMBuilderRef b) {
+  lw_grid_dep(c, b, "griddepcontrol.wait;");
+  lw_grid_dep(c, b, "griddepcontrol.launch_dependents;");
+}
+
 LLVMValueRef lw_intrinsic0(LLVMContextRef c, LLVMModuleRef m, LLVMBuilderRef b,
                            const char *name) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));

@@ -72,6 +72,16 @@ void lw_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *name);
 void lw_param_attr(LLVMContextRef c, LLVMValueRef fn, unsigned param, const char *name);
 LLVMValueRef lw_intrinsic0(LLVMContextRef c, LLVMModuleRef m, LLVMBuilderRef b,
                            const char *name);
+/* A programmatic-dependent-launch instruction (sm_90: "griddepcontrol.wait;"
+ * or "griddepcontrol.launch_dependents;") at b's position: inline PTX with
+ * side effects and a memory clobber, so that no data access moves across it. */
+void lw_grid_dep(LLVMContextRef c, LLVMBuilderRef b, const char *text);
+/* A kernel's entry as a dependent launch (its description's LW_KERNEL_PDL;
+ * anchor_gpu.c for a step program's conversion and pointwise kernels): it
+ * waits for the stream's previous kernel before any access, then lets the
+ * stream's next kernel launch. Its pointer arguments must not be noalias:
+ * LLVM may move loads of noalias memory above the wait. */
+void lw_dependent_entry(LLVMContextRef c, LLVMBuilderRef b);
 
 /* x >= bound ? x - bound : x as a select (the pointwise helpers' form). */
 LLVMValueRef lw_csub_select(LLVMBuilderRef b, LLVMValueRef x, LLVMValueRef bound,

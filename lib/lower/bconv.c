@@ -1139,8 +1139,9 @@ static void kernel_params(bc *E, LLVMValueRef fn) {
     LLVMSetValueName2(LLVMGetParam(fn, j), nm, strlen(nm));
     if (j == 1) continue;
     param_attr(E, fn, j, "nocapture");
-    /* digits' tables may be one buffer: readonly, not noalias */
-    if (j < 5) param_attr(E, fn, j, "noalias");
+    /* digits' tables may be one buffer: readonly, not noalias; none in a
+     * dependent launch (its wait at the entry: no load may move above it) */
+    if (j < 5 && !(E->target == LW_GPU && E->P->pdl_entry)) param_attr(E, fn, j, "noalias");
     param_attr(E, fn, j, j == 4 ? "writeonly" : "readonly");
     if (j >= 5) E->more_tables[j - 5] = LLVMGetParam(fn, j);
   }
@@ -1269,6 +1270,7 @@ static void build_gpu(bc *E, const char *name) {
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
+  if (E->P->pdl_entry) lw_dependent_entry(E->c, E->b);
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
   blk = set_digit(E, blk);

@@ -102,6 +102,9 @@ typedef struct lw_bconv_plan {
    * without the instruction (lw_bconv_for_target). */
   int mma;
   uint32_t mma_threads, mma_blocks, mma_digit_blocks, mma_shared_bytes;
+  /* GPU: a dependent launch (lw_dependent_entry at the kernel's entry, no
+   * noalias arguments); set for a step program by anchor_gpu.c */
+  int pdl_entry;
 } lw_bconv_plan;
 
 /* The launch facts of the form p builds for the GPU. */

@@ -1405,7 +1405,8 @@ static void set_arg_attrs(lw *L, LLVMValueRef fn) {
   int32_t n = lw_num_args(g);
   for (int32_t j = 0; j < n; j++) {
     if (j == 1) continue;
-    add_param_attr(L, fn, (unsigned)j, "noalias");
+    /* a dependent launch waits at its entry: no load may move above it */
+    if (!(L->target == LW_GPU && L->p->pdl_entry)) add_param_attr(L, fn, (unsigned)j, "noalias");
     add_param_attr(L, fn, (unsigned)j, "nocapture");
     add_param_attr(L, fn, (unsigned)j, j < 2 + g->ninputs ? "readonly" : "writeonly");
   }
@@ -1545,6 +1546,7 @@ static void build_kernel(lw *L, LLVMValueRef body) {
   LLVMBasicBlockRef work = LLVMAppendBasicBlockInContext(L->c, fn, "work");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(L->c, fn, "done");
   LLVMPositionBuilderAtEnd(L->b, entry);
+  if (L->p->pdl_entry) lw_dependent_entry(L->c, L->b);
   LLVMValueRef ctaid = sreg(L, "llvm.nvvm.read.ptx.sreg.ctaid.x");
   LLVMValueRef ntid = sreg(L, "llvm.nvvm.read.ptx.sreg.ntid.x");
   LLVMValueRef tid = sreg(L, "llvm.nvvm.read.ptx.sreg.tid.x");

@@ -274,6 +274,9 @@ typedef struct lw_ntt_tuning {
   int early;     /* 1: lw_ntt_kplan.early where a kernel has shared twiddles */
   int pdl;       /* lw_ntt_kplan.pdl of both kernels of a two-kernel plan */
   int entry;     /* with pdl: lw_ntt_kplan.entry (default 1) */
+  int pdlmix;    /* with pdl and entry: a step program's conversion kernels (1) and its
+                  * pointwise ones too (2) are dependent launches (an_plan.pdl_mix; default:
+                  * anchor_plan.c, mix_default) */
   int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16
                   * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
   int tws;       /* twiddle constants shared per block: 0 none, 1 column kernels, 2 all */

@@ -101,14 +101,8 @@ static void kernel_types(ne *E, LLVMTypeRef *types) {
   if (E->target == LW_GPU && E->K->pdl == 2) types[n - 1] = E->i64;
 }
 
-/* Programmatic dependent launch (sm_90): an instruction with memory
- * effects, so that no data access moves across it. */
-static void grid_dep(ne *E, const char *text) {
-  LLVMTypeRef fty = LLVMFunctionType(E->voidt, NULL, 0, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), "~{memory}", 9, 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
-}
+/* Programmatic dependent launch (sm_90): lw_grid_dep. */
+static void grid_dep(ne *E, const char *text) { lw_grid_dep(E->c, E->b, text); }
 
 /* Per-row completion counters (k->pdl 2, launches with own = 1): kernel 0's
  * blocks of batch-row r count themselves in <prefix>.rowdone[r] when their

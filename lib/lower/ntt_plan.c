@@ -74,7 +74,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = -1;
@@ -140,6 +140,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
       {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
       {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
+      {"pdlmix", {offsetof(lw_ntt_tuning, pdlmix)}, 1, 0, 2},
       {"cluster", {offsetof(lw_ntt_tuning, cluster)}, 1, 0, 3},
       {"t_cluster", {offsetof(lw_ntt_tuning, t_cluster)}, 1, 5, 10},
       {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
@@ -162,7 +163,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;

@@ -13,7 +13,9 @@
  *   - GPU (runtime/launch.c): every kernel of the program is enqueued on one
  *     stream in step order. A kernel launched without LW_KERNEL_PDL starts
  *     once the one before it has completed. One launched with it (NTT
- *     kernels, ntt_emit.c) may start early, but touches no buffer the
+ *     kernels, ntt_emit.c; on sm_90 also conversion and pointwise kernels,
+ *     anchor_gpu.c, whose wait is their first instruction) may start early,
+ *     but touches no buffer the
  *     program writes before its griddepcontrol.wait, which returns once the
  *     kernel before it has completed and its writes are visible; that kernel
  *     in turn completed only after its own wait (or, for an NTT's second

@@ -57,12 +57,20 @@ typedef struct an_step {
   /* pointwise: NULL, or per result of sub words added to dst_off (several
    * results in one buffer: mixsteps_mdgroup.c, md_group) */
   int64_t *out_off;
+  /* pointwise, GPU: a dependent launch (lw_plan.pdl_entry), set by
+   * anchor_gpu.c's describe_steps for the target */
+  int pdl;
 } an_step;
 
 typedef struct an_plan {
   fhjit_context *sctx; /* owns the sub-graphs */
   an_step steps[LW_MAX_KERNELS];
   int nsteps;
+  /* ntt_plan's pdlmix where pdl and entry are on, else 0: on targets with
+   * programmatic dependent launch the conversion kernels (1) and the
+   * pointwise ones too (2) are dependent launches, like the NTTs'
+   * (anchor_gpu.c, describe_steps) */
+  int pdl_mix;
   int nscratch;
   int64_t scratch_bytes[LW_MAX_KERNELS];
   /* scratch.c (lw_scratch_assign, after planning): each buffer's live range

@@ -3,7 +3,8 @@
  * sm_90 (cuLaunchKernelEx) and plain launches on sm_80, the per-row
  * counters (own = 1) or the grid-wide wait (own = 0) by scratch, failed
  * launches and home streams, and launches on other streams, the per-thread
- * default stream and into a stream capture. */
+ * default stream and into a stream capture; a key switch's conversion and
+ * pointwise kernels as dependent launches too. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,11 +225,87 @@ START_TEST(ntt_cluster_launch) {
 }
 END_TEST
 
+/* A key switch at r62 (examples/s7/keyswitch.fh: NTTs, conversions and a
+ * pointwise step) on sm_90: its NTTs' kernels are dependent launches
+ * (cuLaunchKernelEx with programmatic stream serialization) and, r62's
+ * default, its conversions and pointwise step plain ones; with pdlmix=1
+ * the conversions are dependent launches too, with pdlmix=2 the pointwise
+ * step as well (docs/runtime.md); on sm_80 every launch is plain. */
+START_TEST(steps_dependent_launch) {
+  use_fake();
+  rt_lower = lw_compile_ptx, rt_describe = lw_describe_program;
+  static const char text[] =
+      "graph @ks radix(r62) moduli(1152921504606830593, 2199023251457, 2199023228929, "
+      "2199023210497, 1152921504606791681, 1152921504606748673) special(2) digits(2) {\n"
+      "  %d = input pt<[], 4, 1024> ntt mont\n"
+      "  %c = input ct<2, [], 4, 1024> ntt mont\n"
+      "  %key = input key<2, 2, 6, 1024> ntt mont\n"
+      "  %fw = input twiddles<6, 1024>\n"
+      "  %iv = input twiddles<6, 1024>\n"
+      "  %t0 = input table<10>\n"
+      "  %t1 = input table<10>\n"
+      "  %tm = input table<14>\n"
+      "  %u0 = modup %d, %fw, %iv, %t0 digit(0)\n"
+      "  %u1 = modup %d, %fw, %iv, %t1 digit(1)\n"
+      "  %p0 = keyswitch_digit_product %u0, %key digit(0) row_start(0)\n"
+      "  %p1 = keyswitch_digit_product %u1, %key digit(1) row_start(0)\n"
+      "  %acc = add_lazy %p0, %p1\n"
+      "  %a0 = extract %acc[0]\n"
+      "  %a1 = extract %acc[1]\n"
+      "  %k0 = moddown %a0, %fw, %iv, %tm\n"
+      "  %k1 = moddown %a1, %fw, %iv, %tm\n"
+      "  %k = pack %k0, %k1\n"
+      "  %out = add %k, %c\n"
+      "  output %out\n"
+      "}\n";
+  static const char *const mix[4] = {NULL, "pdlmix=1", "pdlmix=2", "pdlmix=2"};
+  for (int mode = 0; mode < 4; mode++) { /* sm_90 with pdlmix as mix says, then sm_80 */
+    fhjit_context *c = fhjit_context_create();
+    if (mix[mode]) ck_assert_int_eq(fhjit_context_set_option(c, "ntt_plan", mix[mode]), FHJIT_OK);
+    fhjit_graph *g = fhjit_parse(c, text, sizeof text - 1, "ks.fh");
+    ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fhjit_cuda_options o = {.target = mode == 3 ? "sm_80" : "sm_90"};
+    fhjit_cuda_compile_info info;
+    fhjit_cuda_kernel *k = compile_ok(g, &o, &info);
+    fhjit_cuda_ptr ins[8], outs[1];
+    int32_t ni = fhjit_num_inputs(g);
+    ck_assert_int_eq(ni, 8);
+    for (int32_t i = 0; i < ni; i++) {
+      size_t bytes;
+      ck_assert_int_eq(fhjit_cuda_input_bytes(g, i, &bytes), FHJIT_OK);
+      ins[i] = alloc_ok(c, bytes);
+    }
+    size_t rb;
+    ck_assert_int_eq(fhjit_cuda_result_bytes(g, 0, &rb), FHJIT_OK);
+    outs[0] = alloc_ok(c, rb);
+    fhjit_cuda_args args = {.params = alloc_ok(c, 8 * 6 * 16), .pstride = 6, .inputs = ins,
+                            .ninputs = ni, .results = outs, .nresults = 1};
+    int first = fake_launches();
+    ck_assert_msg(fhjit_cuda_launch_kernel(k, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    ck_assert_int_eq(fake_launches() - first, info.nkernels);
+    int mixed = 0, ntt = 0;
+    for (int i = first; i < fake_launches(); i++) {
+      fake_launch l;
+      ck_assert(fake_launch_get(i, &l));
+      int is_ntt = !strncmp(l.name, "fhjit_ntt", 9);
+      int is_bconv = !strncmp(l.name, "fhjit_bconv", 11);
+      mixed += !is_ntt, ntt += is_ntt;
+      int want = mode == 3 ? 0 : is_ntt || (is_bconv && mode >= 1) || mode == 2;
+      ck_assert_msg(l.pdl == want, "mode %d: %s launched with pdl %d", mode, l.name, l.pdl);
+    }
+    ck_assert_int_eq(mixed, 4); /* three conversions and the pointwise add */
+    ck_assert_int_gt(ntt, 0);
+    fhjit_context_destroy(c);
+  }
+}
+END_TEST
+
 int main(void) {
   TCase *tc;
   Suite *s = rt_suite("ntt_launch", &tc);
   tcase_add_test(tc, ntt_dependent_launch);
   tcase_add_test(tc, ntt_counters_home_stream);
   tcase_add_test(tc, ntt_cluster_launch);
+  tcase_add_test(tc, steps_dependent_launch);
   return rt_run(s);
 }
