@@ -497,6 +497,14 @@ static void add_pointwise(an_build *B, const fhjit_value *targets, const an_buf 
     if (!found) B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s: internal: "
                                  "unmatched result of a pointwise step", g->name);
   }
+  /* a target's buffer holds the target: an output that is a component of a
+   * result (an extract target) would store the whole result into it
+   * (lw_step_materialise takes the extract's operand instead) */
+  for (int t = 0; t < ntargets && !B->st; t++)
+    if (sub->outputs[t].component >= 0 && !sub->outputs[t].is_input_alias)
+      B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED, "error: graph @%s: internal: a pointwise "
+                       "step's target %%%s is a component of its result", g->name,
+                       g->nodes[targets[t]].name);
 }
 
 /* Whether values u and v walk one index space on one basis (rows, N and
@@ -619,6 +627,11 @@ an_buf lw_step_home(an_build *B, fhjit_value v) {
 }
 
 void lw_step_materialise(an_build *B, fhjit_value v) {
+  /* a component of a computed value: the whole value, which the extract
+   * then reads in place (a pointwise step's output that is an extract is a
+   * view of its operand's result: stored into the component's buffer it
+   * overran it by the other components, random graphs at 102707) */
+  while (B->g->nodes[v].op == IR_EXTRACT) v = B->g->nodes[v].args[0];
   if (B->g->nodes[v].op == IR_INPUT || B->where[v].kind >= 0) return;
   an_buf dst = lw_step_home(B, v);
   if (B->st) return;
