@@ -1,7 +1,7 @@
 /* fuzz_diff.c: differential fuzzing of the whole host compile path. Random
  * valid graphs from randgraph (graph names of 1..300 arbitrary bytes, long
  * value names, NTT anchors with multi-output epilogues, compressed layouts,
- * batch broadcasts and strided views) are bound, compiled by the host JIT,
+ * batch broadcasts and strided views, rows, concat and automorphisms) are bound, compiled by the host JIT,
  * run, and compared word for word with the interpreter.
  *
  * Built two ways from this one file:
@@ -121,10 +121,12 @@ done:
 }
 
 /* The configuration every run uses: small graphs, NTT anchors in `ntt` % of
- * them, random names in half. */
+ * them, random names in half, SPEC section 7's re-indexing ops (rows,
+ * concat, automorphism) as one op in ten. */
 static void fuzz_config(rg_config *cfg, int ntt, int names) {
   rg_default_config(cfg);
   cfg->max_ops = 24;
+  cfg->reindex_percent = 10;
   cfg->ntt_percent = ntt;
   cfg->random_names = names;
 }

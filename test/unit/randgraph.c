@@ -217,9 +217,12 @@ static void random_batch(gen *G, int *nb, int64_t *batch) {
   }
 }
 
-/* A new polynomial input in the pool. shape_of >= 0 copies that value's
- * batch shape; facts: may state a domain and form. */
-static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts) {
+/* A new polynomial input in the pool with the given domain and form facts
+ * (0: not stated), or with facts, random ones as the configuration says
+ * (drawn after the batch shape: seeds keep their graphs). shape_of >= 0
+ * copies that value's batch shape. */
+static int poly_input(gen *G, int comps, int64_t n, int shape_of, int facts, fhjit_domain domain,
+                      fhjit_form form) {
   if (G->nvals >= RG_MAX_POOL) {
     G->failed = 1;
     rg_fail(G->err, G->errsize, "randgraph: value pool overflow");
@@ -236,7 +239,8 @@ static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts)
   p->comps = comps;
   p->n = n;
   p->is_input = 1;
-  fhjit_type t = {.kind = FHJIT_KIND_POLY, .comps = comps, .nbatch = p->nb, .rows = G->rows, .n = n};
+  fhjit_type t = {.kind = FHJIT_KIND_POLY, .comps = comps, .nbatch = p->nb, .rows = G->rows,
+                  .n = n, .domain = domain, .form = form};
   memcpy(t.batch, p->batch, sizeof t.batch);
   if (facts && chance(G, G->cfg->domain_facts)) {
     t.domain = (fhjit_domain)rnd(G, 3);
@@ -247,6 +251,12 @@ static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts)
   p->v = make_input(G, name, t);
   if (p->v == FHJIT_NO_VALUE) return -1;
   return G->nvals++;
+}
+
+/* A new polynomial input in the pool. shape_of >= 0 copies that value's
+ * batch shape; facts: may state a domain and form. */
+static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts) {
+  return poly_input(G, comps, n, shape_of, facts, FHJIT_DOMAIN_ANY, FHJIT_FORM_ANY);
 }
 
 static int new_key(gen *G, int64_t min_rows) {
@@ -406,12 +416,107 @@ static const ir_op all_ops[] = {IR_ADD, IR_SUB, IR_NEG, IR_ADD_LAZY, IR_MUL, IR_
                                 IR_FROM_MONT, IR_MUL_PLAIN, IR_ADD_PLAIN, IR_MUL_COMPRESSED,
                                 IR_ADD_COMPRESSED, IR_KS_DIGIT_PRODUCT, IR_EXTRACT, IR_PACK};
 
+/* ------------------------------------------------- section 7's re-indexing */
+
+/* A Galois element for N: 1, 2N - 1 (conjugation), 5^r mod 2N (a rotation)
+ * or any odd k < 2N. */
+static int64_t random_galois(gen *G, int64_t n) {
+  switch (rnd(G, 4)) {
+  case 0: return 1;
+  case 1: return 2 * n - 1;
+  case 2: {
+    int64_t k = 1;
+    for (uint64_t r = 1 + rnd(G, 8); r > 0; r--) k = k * 5 % (2 * n);
+    return k;
+  }
+  default: return 2 * (int64_t)rnd(G, (uint64_t)n) + 1;
+  }
+}
+
+/* An operand an automorphism may read: a stated domain (the builder's
+ * rule), n a power of two. Usually an input (read as a remapped load),
+ * sometimes an extract of one, sometimes any value with a stated domain
+ * (a computed one: the step planner materialises it, the pointwise
+ * lowering refuses it). */
+static int automorphism_operand(gen *G) {
+  int roll = (int)rnd(G, 100);
+  if (roll < 20) {
+    int cand[RG_MAX_POOL], nc = 0;
+    for (int i = 0; i < G->nvals; i++)
+      if (G->vals[i].n == G->n && type_of(G, i).domain != FHJIT_DOMAIN_ANY) cand[nc++] = i;
+    if (nc > 0) return cand[rnd(G, (uint64_t)nc)];
+  }
+  fhjit_domain d = chance(G, 50) ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
+  fhjit_form f = (fhjit_form)rnd(G, 3);
+  if (roll < 40) {
+    int a = poly_input(G, 2 + (int)rnd(G, 2), G->n, -1, 0, d, f);
+    if (a < 0) return -1;
+    fhjit_value v = fhjit_extract(G->g, G->vals[a].v, (int32_t)rnd(G, (uint64_t)G->vals[a].comps));
+    use(G, a);
+    return push_value(G, v, "extract", 0, G->n, a, -1);
+  }
+  return poly_input(G, (int)rnd(G, 3), G->n, -1, 0, d, f);
+}
+
+/* rows of two inputs joined back to the graph's basis by concat: rows
+ * [0, s) of one and [s, rows) of another (of one shape, domain and form),
+ * or one input's rows in full; sometimes with an automorphism on top (a
+ * remapped load through the address chain). */
+static int rows_concat(gen *G) {
+  int comps = (int)rnd(G, 3);
+  fhjit_domain d = (fhjit_domain)rnd(G, 3);
+  fhjit_form f = (fhjit_form)rnd(G, 3);
+  int a = poly_input(G, comps, G->n, -1, 0, d, f);
+  if (a < 0) return -1;
+  if (G->rows < 2 || chance(G, 15)) {
+    fhjit_value v = fhjit_rows(G->g, G->vals[a].v, 0, G->rows);
+    use(G, a);
+    return push_value(G, v, "rows", comps, G->n, a, -1);
+  }
+  int b = poly_input(G, comps, G->n, a, 0, d, f);
+  if (b < 0) return -1;
+  int64_t split = 1 + (int64_t)rnd(G, (uint64_t)G->rows - 1);
+  fhjit_value lo = fhjit_rows(G->g, G->vals[a].v, 0, split);
+  fhjit_value hi = fhjit_rows(G->g, G->vals[b].v, split, G->rows - split);
+  if (lo == FHJIT_NO_VALUE || hi == FHJIT_NO_VALUE) {
+    gen_fail(G, "rows");
+    return -1;
+  }
+  fhjit_value v = fhjit_concat(G->g, lo, hi);
+  use(G, a);
+  use(G, b);
+  return push_value(G, v, "concat", comps, G->n, a, -1);
+}
+
+/* One of SPEC section 7's re-indexing ops (rows, concat, automorphism),
+ * n a power of two for the automorphism. */
+static void random_reindex(gen *G) {
+  int pow2 = (G->n & (G->n - 1)) == 0;
+  if (!pow2 || chance(G, 40)) {
+    int c = rows_concat(G);
+    if (c < 0 || !pow2 || !chance(G, 30) || type_of(G, c).domain == FHJIT_DOMAIN_ANY) return;
+    fhjit_value v = fhjit_automorphism(G->g, G->vals[c].v, random_galois(G, G->n));
+    use(G, c);
+    push_value(G, v, "automorphism", G->vals[c].comps, G->n, c, -1);
+    return;
+  }
+  int x = automorphism_operand(G);
+  if (x < 0) return;
+  fhjit_value v = fhjit_automorphism(G->g, G->vals[x].v, random_galois(G, G->n));
+  use(G, x);
+  push_value(G, v, "automorphism", G->vals[x].comps, G->n, x, -1);
+}
+
 /* Adds one random op (and whatever inputs it needs). */
 static void random_ntt(gen *G);
 
 static void random_op(gen *G) {
   if (G->ntt && chance(G, 20)) {
     random_ntt(G);
+    return;
+  }
+  if (G->cfg->reindex_percent > 0 && chance(G, G->cfg->reindex_percent)) {
+    random_reindex(G);
     return;
   }
   ir_op ops[sizeof all_ops / sizeof *all_ops];
@@ -1158,11 +1263,54 @@ static uint64_t ref_read(const ref_state *s, fhjit_value v, int64_t c, const int
   return s->val[v][ir_layout_offset(&s->dense[v], t->nbatch, t->comps > 1 ? c : 0, b, row, i)];
 }
 
+static uint64_t ref_bitrev(uint64_t x, int bits) {
+  uint64_t r = 0;
+  for (int b = 0; b < bits; b++) r |= ((x >> b) & 1) << (bits - 1 - b);
+  return r;
+}
+
+/* SPEC section 7's automorphism at element i, by its definition: in the
+ * NTT domain slot i holds the value at psi^(2 br(i) + 1), so it reads the
+ * slot whose exponent is k times that (mod 2N); in the coefficient domain
+ * X^j -> X^(jk) sends coefficient j to jk mod 2N, negated past N, so
+ * output i reads the j with jk = i or i + N (mod 2N), searched for here
+ * rather than through k^-1. Only the graph's basis (row = limb). */
+static uint64_t ref_automorphism(const ref_state *s, const ir_node *n, int64_t c,
+                                 const int64_t *bidx, int64_t row, int64_t i) {
+  int64_t N = n->type.n, k = n->attr[0];
+  int nb = n->type.nbatch, bits = 0;
+  while ((INT64_C(1) << bits) < N) bits++;
+  if (n->type.domain == FHJIT_DOMAIN_NTT) {
+    int64_t e = (2 * (int64_t)ref_bitrev((uint64_t)i, bits) + 1) * k % (2 * N);
+    return ref_read(s, n->args[0], c, bidx, nb, row, (int64_t)ref_bitrev((uint64_t)(e - 1) / 2, bits));
+  }
+  const ref_mod *m = &s->mods[row];
+  for (int64_t j = 0; j < N; j++) {
+    int64_t e = j * k % (2 * N);
+    if (e != i && e != i + N) continue;
+    uint64_t x = ref_read(s, n->args[0], c, bidx, nb, row, j);
+    uint64_t canon = x >= m->q ? x - m->q : x;
+    return e == i ? canon : ref_neg(m, canon);
+  }
+  return 0; /* k odd: some j maps to i or i + N */
+}
+
 static uint64_t ref_elem(const ref_state *s, const ir_node *n, int64_t c, const int64_t *bidx,
                          int64_t row, int64_t i) {
   fhjit_radix radix = s->c->radix;
   const ref_mod *m = &s->mods[row];
   int nb = n->type.nbatch;
+  /* re-indexing ops read their operands elsewhere than (row, i) */
+  switch (n->op) {
+  case IR_ROWS: return ref_read(s, n->args[0], c, bidx, nb, row + n->attr[0], i);
+  case IR_CONCAT: {
+    int64_t ra = s->g->nodes[n->args[0]].type.rows;
+    return row < ra ? ref_read(s, n->args[0], c, bidx, nb, row, i)
+                    : ref_read(s, n->args[1], c, bidx, nb, row - ra, i);
+  }
+  case IR_AUTOMORPHISM: return ref_automorphism(s, n, c, bidx, row, i);
+  default: break;
+  }
   uint64_t x = n->nargs > 0 ? ref_read(s, n->args[0], c, bidx, nb, row, i) : 0;
   switch (n->op) {
   case IR_ADD: return ref_add(m, x, ref_read(s, n->args[1], c, bidx, nb, row, i));

@@ -31,6 +31,8 @@ typedef struct rg_config {
   int ntt_percent;       /* percent of graphs with NTT anchors (n 16..64, NTT primes);
                           * their NTT results get multi-output epilogues */
   int random_names;      /* graph names of 1..300 arbitrary bytes, long value names */
+  int reindex_percent;   /* percent of ops that are SPEC section 7's rows, concat or
+                          * automorphism (0 by default; rg_reference evaluates them) */
 } rg_config;
 
 void rg_default_config(rg_config *cfg);

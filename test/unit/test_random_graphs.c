@@ -225,6 +225,91 @@ START_TEST(test_host_vs_interpreter) {
 }
 END_TEST
 
+/* ------------------------------------------------- re-indexing ops */
+
+/* Random graphs with SPEC section 7's rows, concat and automorphism mixed
+ * into the pointwise ops and, in a third of them, NTT anchors with their
+ * prologues and epilogues (rg_config.reindex_percent; the fuzz_diff target
+ * draws them too): the interpreter against randgraph's evaluator where
+ * there is no NTT (the automorphism by its definition, not through k^-1),
+ * and the host JIT against the interpreter (an automorphism of a computed
+ * value included: the step planner materialises it). */
+START_TEST(test_reindex_graphs) {
+  long count = env_long("FHJIT_RANDOM_REINDEX_GRAPHS", DEFAULT_HOST_GRAPHS / 5);
+  uint64_t base = (uint64_t)env_long("FHJIT_RANDOM_SEED", 1);
+  char err[1 << 15];
+  int aut[3] = {0}, rows = 0, concat = 0, on_concat = 0, with_ntt = 0, computed = 0;
+  fhjit_context *ctx = fhjit_context_create();
+  rg_config cfg;
+  rg_default_config(&cfg);
+  cfg.reindex_percent = 35;
+  cfg.ntt_percent = 33;
+  cfg.max_ops = 16;
+  for (long k = 0; k < count; k++) {
+    uint64_t seed = base + (uint64_t)k;
+    fhjit_graph *g = rg_random_graph(ctx, seed, &cfg, err, sizeof err);
+    if (!g) fail_report("rg_random_graph failed", seed, err);
+    int ntt = 0;
+    for (int32_t v = 0; v < g->nnodes; v++) {
+      const ir_node *n = &g->nodes[v];
+      ntt |= n->op == IR_NTT;
+      if (n->op == IR_AUTOMORPHISM) {
+        aut[n->type.domain]++;
+        ir_op src = g->nodes[n->args[0]].op;
+        on_concat += src == IR_CONCAT;
+        computed += src != IR_CONCAT && src != IR_INPUT && src != IR_EXTRACT;
+      }
+      rows += n->op == IR_ROWS;
+      concat += n->op == IR_CONCAT;
+    }
+    rg_case c;
+    if (rg_case_init(&c, g, NULL, seed, k % 4 == 0 ? 60 : 8, err, sizeof err))
+      fail_report("rg_case_init", seed, err);
+    void **ref = rg_alloc_results(&c, poison(c.radix, POISON_A));
+    void **itp = rg_alloc_results(&c, poison(c.radix, POISON_B));
+    void **host = rg_alloc_results(&c, poison(c.radix, POISON_A));
+    fhjit_status st = fhjit_interpret(g, c.params, c.pstride, (const void *const *)c.inputs, itp);
+    if (st != FHJIT_OK) {
+      snprintf(err, sizeof err, "%s: %s", fhjit_status_name(st), fhjit_last_error(ctx));
+      fail_report("fhjit_interpret failed", seed, err);
+    }
+    with_ntt += ntt;
+    if (!ntt) { /* randgraph's evaluator has no NTT */
+      if (rg_reference(&c, ref, err, sizeof err)) fail_report("rg_reference", seed, err);
+      if (rg_compare(&c, itp, "interpreter", ref, "randgraph reference", err, sizeof err))
+        fail_report("interpreter != independent reference", seed, err);
+    }
+    st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
+                        (int)(seed % 3));
+    if (st != FHJIT_OK) {
+      char *desc = rg_describe(&c);
+      snprintf(err, sizeof err, "fhjit_run_host: %s: %s\n%s", fhjit_status_name(st),
+               fhjit_last_error(ctx), desc ? desc : "");
+      free(desc);
+      fail_report("the host JIT refused a valid graph", seed, err);
+    }
+    if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
+      fail_report("host != interpreter", seed, err);
+    if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+    rg_free_results(&c, ref);
+    rg_free_results(&c, itp);
+    rg_free_results(&c, host);
+    rg_case_free(&c);
+    fhjit_graph_destroy(g);
+  }
+  fhjit_context_destroy(ctx);
+  fprintf(stderr, "re-indexing graphs: %ld, %d with NTTs, all host == interpreter; "
+                  "automorphisms coef %d / NTT %d (%d of a concat, %d of a computed value), "
+                  "rows %d, concat %d\n",
+          count, with_ntt, aut[FHJIT_DOMAIN_COEF], aut[FHJIT_DOMAIN_NTT], on_concat, computed,
+          rows, concat);
+  if (count < 200) return; /* too few to ask for coverage */
+  ck_assert(aut[FHJIT_DOMAIN_COEF] > 20 && aut[FHJIT_DOMAIN_NTT] > 20 && on_concat > 5);
+  ck_assert(rows > 20 && concat > 20 && with_ntt > count / 8);
+  ck_assert(computed > 5);
+}
+END_TEST
+
 /* ------------------------------------------------- invalid graphs */
 
 /* A graph that failed to bind: every execution path must refuse it with an
@@ -362,6 +447,7 @@ int main(void) {
   tcase_add_test(tc, test_invalid_graphs);
   tcase_add_test(tc, test_generator_and_reference);
   tcase_add_test(tc, test_host_vs_interpreter);
+  tcase_add_test(tc, test_reindex_graphs);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
