@@ -56,6 +56,19 @@ static void fail_report(const char *what, uint64_t seed, const char *report) {
   ck_abort_msg("%s (seed %llu); the report is on stderr", what, (unsigned long long)seed);
 }
 
+/* Fails when call (fhjit_interpret, fhjit_run_host) gave st on case c: its
+ * message and the graph's description in the report. */
+static void check_call(const rg_case *c, const char *call, fhjit_status st, const char *what,
+                       uint64_t seed) {
+  if (st == FHJIT_OK) return;
+  static char report[1 << 15];
+  char *desc = rg_describe(c);
+  snprintf(report, sizeof report, "%s: %s: %s\n%s", call, fhjit_status_name(st),
+           fhjit_last_error(fhjit_graph_context(c->g)), desc ? desc : "");
+  free(desc);
+  fail_report(what, seed, report);
+}
+
 /* ------------------------------------------------- generator sanity */
 
 /* The generator must produce what it promises: every op, both radices,
@@ -126,13 +139,7 @@ START_TEST(test_generator_and_reference) {
     void **itp = rg_alloc_results(&c, poison(c.radix, POISON_B));
     if (rg_reference(&c, ref, err, sizeof err)) fail_report("rg_reference", seed, err);
     fhjit_status st = fhjit_interpret(g, c.params, c.pstride, (const void *const *)c.inputs, itp);
-    if (st != FHJIT_OK) {
-      char *desc = rg_describe(&c);
-      snprintf(err, sizeof err, "fhjit_interpret: %s: %s\n%s", fhjit_status_name(st),
-               fhjit_last_error(ctx), desc ? desc : "");
-      free(desc);
-      fail_report("the interpreter refused a valid graph", seed, err);
-    }
+    check_call(&c, "fhjit_interpret", st, "the interpreter refused a valid graph", seed);
     if (rg_compare(&c, itp, "interpreter", ref, "randgraph reference", err, sizeof err))
       fail_report("interpreter != independent reference", seed, err);
     if (rg_check_inputs(&c, "the interpreter", err, sizeof err)) fail_report("inputs", seed, err);
@@ -191,13 +198,7 @@ START_TEST(test_host_vs_interpreter) {
     }
     int threads = (int)(seed % 4); /* 0 = automatic */
     st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host, threads);
-    if (st != FHJIT_OK) {
-      char *desc = rg_describe(&c);
-      snprintf(err, sizeof err, "fhjit_run_host: %s: %s\n%s", fhjit_status_name(st),
-               fhjit_last_error(ctx), desc ? desc : "");
-      free(desc);
-      fail_report("the host JIT refused a valid graph", seed, err);
-    }
+    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
     if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
       fail_report("host != interpreter", seed, err);
     if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
@@ -281,13 +282,7 @@ START_TEST(test_reindex_graphs) {
     }
     st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
                         (int)(seed % 3));
-    if (st != FHJIT_OK) {
-      char *desc = rg_describe(&c);
-      snprintf(err, sizeof err, "fhjit_run_host: %s: %s\n%s", fhjit_status_name(st),
-               fhjit_last_error(ctx), desc ? desc : "");
-      free(desc);
-      fail_report("the host JIT refused a valid graph", seed, err);
-    }
+    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
     if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
       fail_report("host != interpreter", seed, err);
     if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
