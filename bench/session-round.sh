@@ -9,7 +9,10 @@
 #     the section 7 kernels under racecheck, the cluster NTT under
 #     memcheck, racecheck and synccheck (GPU test groups include ckks and
 #     cluster), every example through fhjit-run --backend=cuda --check, graphs that
-#     differ only in name through one disk cache (issue 20), and the Python
+#     differ only in name through one disk cache (issue 20), randgraph's
+#     random graphs (BUILD/random-graphs, from scripts/build-device.sh)
+#     through fhjit-run --backend=cuda --check, 40 of them under memcheck,
+#     and the Python
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
 #   bench/session-round.sh s7bench BUILD OUT
@@ -103,6 +106,22 @@ cluster_sanitizers() {
   return $rc
 }
 
+# randgraph's random graphs (emitted by scripts/build-device.sh into
+# BUILD/random-graphs, with the lit regression graphs) through fhjit-run
+# --backend=cuda --check, then the first 40 of them again under memcheck.
+random_graphs_on_gpu() {
+  local src=$BUILD/random-graphs rc=0 run=$REPO/scripts/random-graphs-run.sh
+  [ -d "$src" ] || { echo "no $src: scripts/build-device.sh emits it"; return 1; }
+  mkdir -p "$LOGS/random-graphs" "$LOGS/random-memcheck"
+  cp "$src"/*.fh "$LOGS/random-graphs/"
+  bash "$run" --backend cuda --jobs 6 "$LOGS/random-graphs" "$BUILD/tools/fhjit-run" || rc=1
+  [ -n "$SAN" ] || return $rc
+  ls "$src"/*.fh | head -n 40 | xargs cp -t "$LOGS/random-memcheck/"
+  bash "$run" --backend cuda --jobs 4 --wrap "$SAN --tool memcheck --error-exitcode 99" \
+    "$LOGS/random-memcheck" "$BUILD/tools/fhjit-run" || rc=1
+  return $rc
+}
+
 python_gpu_tests() {
   FHJIT_LIBRARY="$BUILD/libfhjit.so" PYTHONPATH="$REPO/python" PYTHONUNBUFFERED=1 \
     timeout 300 python3 -m pytest -q -p no:cacheprovider "$REPO/python/tests" -rs
@@ -123,6 +142,7 @@ run_checks() {
   start examples examples_on_gpu
   start names names_through_cache
   start python python_gpu_tests
+  start random_graphs random_graphs_on_gpu
   for i in "${!pids[@]}"; do
     wait "${pids[$i]}"; rc=$?
     [ $rc -ne 0 ] && status=1
@@ -142,6 +162,9 @@ run_checks() {
     done
     echo "######## examples on the GPU: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/examples-cuda.log") clean, $(grep -c FAILED "$LOGS/examples-cuda.log") failed"
     echo "######## names through one cache: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/names/names.log" 2>/dev/null) clean, $(grep -c FAILED "$LOGS/names/names.log" 2>/dev/null) failed"
+    echo "######## $(grep -E '^random graphs on cuda: ' "$LOGS/random_graphs.log" | head -n 1)"
+    echo "######## $(grep -E '^random graphs on cuda under' "$LOGS/random_graphs.log" | head -n 1)"
+    grep -A6 '^FAILED: ' "$LOGS/random_graphs.log" | head -n 30
     echo "######## python: $(tail -n 1 "$LOGS/python.log")"
     grep -E 'FAILED|Error' "$LOGS/python.log" | head -n 10
   } | tee "$OUT/summary.txt"

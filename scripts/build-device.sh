@@ -21,6 +21,20 @@ mkdir -p "$OUT"
 cp -P "$BUILD"/libfhjit.so* "$OUT/"
 # The commit the build came from (the device gets no .git).
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!dist' || echo -dirty)" >"$OUT/COMMIT"
+# randgraph's random graphs as text for session-round.sh's checks (the
+# static build cannot make rg_emit: it is a unit-test program), with the lit
+# graphs that run through fhjit-run --check as they are (regressions). The
+# seed changes by the day; each file's name carries its seed.
+RG_EMIT=${RG_EMIT:-build/debug/test/rg_emit}
+if [ -x "$RG_EMIT" ]; then
+  mkdir -p "$OUT/random-graphs"
+  "$RG_EMIT" --seed "${RG_SEED:-$(( $(date +%s) / 86400 * 1000 ))}" --count "${RG_COUNT:-400}" \
+    "$OUT/random-graphs" | sed 's/^/  /'
+  grep -lE 'RUN: %fhjit-run %s --check( *\|.*)?$' -r test/lit --include='*.fh' |
+    xargs -r cp -t "$OUT/random-graphs"
+else
+  echo "  (no $RG_EMIT: no random graphs for the GPU checks; build the Debug tree first)"
+fi
 find "$OUT" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null || true
 # lit configuration and test inputs are not needed there; graphs come from the tree.
 du -sh "$OUT"
