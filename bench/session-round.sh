@@ -11,7 +11,8 @@
 #     cluster), every example through fhjit-run --backend=cuda --check, graphs that
 #     differ only in name through one disk cache (issue 20), randgraph's
 #     random graphs (BUILD/random-graphs, from scripts/build-device.sh)
-#     through fhjit-run --backend=cuda --check, 40 of them under memcheck,
+#     through fhjit-run --backend=cuda --check (also with ntt_plan one=3:
+#     their NTTs as two kernels), 40 of them under memcheck,
 #     and the Python
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
@@ -115,6 +116,13 @@ random_graphs_on_gpu() {
   mkdir -p "$LOGS/random-graphs" "$LOGS/random-memcheck"
   cp "$src"/*.fh "$LOGS/random-graphs/"
   bash "$run" --backend cuda --jobs 6 "$LOGS/random-graphs" "$BUILD/tools/fhjit-run" || rc=1
+  # again with their NTTs on the two-kernel schedule (n is 16..64, where the
+  # one-kernel plan is the default), so random prologues and epilogues meet
+  # the column and chunk kernels and their dependent launches too
+  mkdir -p "$LOGS/random-two-kernel" && cp "$src"/*.fh "$LOGS/random-two-kernel/"
+  FHJIT_NTT_PLAN=one=3 bash "$run" --backend cuda --jobs 6 "$LOGS/random-two-kernel" \
+    "$BUILD/tools/fhjit-run" >"$LOGS/random-two-kernel.txt" || rc=1
+  sed 's/^random graphs on cuda/random graphs (ntt_plan one=3) on cuda/' "$LOGS/random-two-kernel.txt"
   [ -n "$SAN" ] || return $rc
   ls "$src"/*.fh | head -n 40 | xargs cp -t "$LOGS/random-memcheck/"
   bash "$run" --backend cuda --jobs 4 --wrap "$SAN --tool memcheck --error-exitcode 99" \
@@ -164,6 +172,7 @@ run_checks() {
     echo "######## names through one cache: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/names/names.log" 2>/dev/null) clean, $(grep -c FAILED "$LOGS/names/names.log" 2>/dev/null) failed"
     echo "######## $(grep -E '^random graphs on cuda: ' "$LOGS/random_graphs.log" | head -n 1)"
     echo "######## $(grep -E '^random graphs on cuda under' "$LOGS/random_graphs.log" | head -n 1)"
+    echo "######## $(grep -E '^random graphs \(ntt_plan one=3\) on cuda: ' "$LOGS/random_graphs.log" | head -n 1)"
     grep -A6 '^FAILED: ' "$LOGS/random_graphs.log" | head -n 30
     echo "######## python: $(tail -n 1 "$LOGS/python.log")"
     grep -E 'FAILED|Error' "$LOGS/python.log" | head -n 10

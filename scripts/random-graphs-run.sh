@@ -5,22 +5,24 @@
 # out clean. This is how randgraph's corpus reaches the GPU machine, where
 # randgraph itself does not build: emit here, carry the files, run there.
 #
-#   random-graphs-run.sh [--emit RG_EMIT [--count N] [--seed S]] [--backend B]
+#   random-graphs-run.sh [--emit RG_EMIT [--count N] [--seed S] [--ntt P]] [--backend B]
 #                        [--jobs J] [--wrap "CMD ..."] DIR FHJIT_RUN
 #
-# --emit: first (re)write DIR with RG_EMIT (N graphs from seed S);
+# --emit: first (re)write DIR with RG_EMIT (N graphs from seed S, P % of
+#   them with NTTs);
 # --wrap: a command each run goes under (compute-sanitizer ...): then a run
 #   is clean only when the wrapper's summary says 0 errors too.
 # Each graph's output is kept in DIR/NAME.log. Exit 0 when every graph was
 # clean, 1 when one failed or none ran, 2 on bad usage.
 set -uo pipefail
 
-emit="" count=100 seed=1 backend=cuda jobs=4 wrap=""
+emit="" count=100 seed=1 ntt=40 backend=cuda jobs=4 wrap=""
 while [[ $# -gt 2 ]]; do
   case "$1" in
     --emit) emit=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
+    --ntt) ntt=$2; shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --wrap) wrap=$2; shift 2 ;;
@@ -32,7 +34,7 @@ dir=$1 run=$2
 
 if [[ -n $emit ]]; then
   rm -rf "$dir" && mkdir -p "$dir" || exit 1
-  "$emit" --seed "$seed" --count "$count" "$dir" || exit 1
+  "$emit" --seed "$seed" --count "$count" --ntt "$ntt" "$dir" || exit 1
 fi
 
 # One graph: its own seed for fhjit-run's inputs (from the file's name), the
