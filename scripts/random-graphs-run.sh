@@ -12,6 +12,8 @@
 #   them with NTTs);
 # --wrap: a command each run goes under (compute-sanitizer ...): then a run
 #   is clean only when the wrapper's summary says 0 errors too.
+# A graph whose first line is `// ntt_plan: KEYS` (rg_emit --plans) runs
+# under FHJIT_NTT_PLAN with those keys after the environment's.
 # Each graph's output is kept in DIR/NAME.log. Exit 0 when every graph was
 # clean, 1 when one failed or none ran, 2 on bad usage.
 set -uo pipefail
@@ -40,9 +42,14 @@ fi
 # One graph: its own seed for fhjit-run's inputs (from the file's name), the
 # verdict as the log's last line.
 one() {
-  local f=$1 log=${1%.fh}.log s
+  local f=$1 log=${1%.fh}.log s plan
   s=$(basename "$f" .fh | tr -cd 0-9)
-  timeout 300 $WRAP "$RUN" "$f" --backend="$BACKEND" --check --seed "${s:-1}" >"$log" 2>&1
+  # a plan on the file's first line (rg_emit --plans) goes after the
+  # environment's, so its keys win
+  plan=$(sed -n '1s|^// ntt_plan: ||p' "$f")
+  plan=${FHJIT_NTT_PLAN:+$FHJIT_NTT_PLAN${plan:+,}}$plan
+  FHJIT_NTT_PLAN=$plan timeout 300 $WRAP "$RUN" "$f" --backend="$BACKEND" --check \
+    --seed "${s:-1}" >"$log" 2>&1
   local rc=$?
   if [[ $rc -eq 0 ]] && grep -q "0 mismatching elements in total" "$log" &&
      { [[ -z $WRAP ]] || grep -Eq "ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards" "$log"; }; then

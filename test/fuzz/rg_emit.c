@@ -3,22 +3,68 @@
  * static-LLVM build has no internal library) can run the same corpus through
  * fhjit-run --backend=cuda --check (scripts/random-graphs-run.sh).
  *
- *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] DIR
+ *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] [--plans P] DIR
  *
  * Each graph is printed, parsed back, bound and printed again; the two texts
  * must be equal (so the file is the graph the generator built, layouts and
  * facts included), else rg_emit reports the seed and exits 1. Input
  * aliasing (two inputs over one buffer) does not survive text and is left to
- * the host tests. Files: DIR/rg<seed>.fh. */
+ * the host tests. Files: DIR/rg<seed>.fh.
+ *
+ * --plans P: P % of the graphs (default 50) get a random `ntt_plan` on their
+ * first line (`// ntt_plan: one=3,epivec=0`), which random-graphs-run.sh
+ * passes to fhjit-run: the schedule and fusion keys of docs/ntt.md drawn
+ * from the seed, so that rarely chosen combinations of fusions and
+ * schedules meet random graphs. Every key here must be valid for any graph
+ * (keys that do not apply have no effect). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fhjit/fhjit.h"
 #include "randgraph.h"
 
-static int emit_one(const char *dir, uint64_t seed, const rg_config *cfg) {
+/* Keys of docs/ntt.md's tuning table that any graph accepts: schedules
+ * (one=3: two kernels from n = 16), the fusions' switches, launch forms. */
+static const char *const plan_items[] = {
+    "one=3", "one=3", "one=3", "epi=0", "epivec=0", "provec=0", "autpro=1", "tail=0",
+    "tws=1", "tws=2", "shoup=1", "shoup=2", "early=1", "pdl=0", "entry=0", "pdlmix=0",
+    "pdlmix=1", "pdlmix=2", "rowsync=0", "e=2", "e=5", "c_col=2", "pad=0", "pad_chunk=2",
+    "liftfuse=0", "mixfuse=0", "mixfuse=1", "digitfwd=0", "bconvbatch=0", "ipfuse=1",
+    "ipacc=1", "mdip=0", "mdipk=1", "mdintt=0", "mdbconv=0", "mdrs=0", "l2pf=1", "twpf=1",
+    "minb=2", "rowplans=0", "ipsmem=2", "minb_epi=4"};
+
+static uint64_t next_random(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+  return z ^ (z >> 31);
+}
+
+/* One to four distinct keys drawn from the seed, in plan_items' order (a
+ * key drawn twice keeps its first value). */
+static void random_plan(uint64_t seed, char *out, size_t size) {
+  enum { NITEMS = sizeof plan_items / sizeof *plan_items };
+  uint64_t state = seed ^ UINT64_C(0x6E74745F706C616E);
+  int take[NITEMS] = {0}, n = 1 + (int)(next_random(&state) % 4);
+  for (int i = 0; i < n; i++) take[next_random(&state) % NITEMS] = 1;
+  out[0] = 0;
+  size_t len = 0;
+  for (int i = 0; i < NITEMS; i++) {
+    if (!take[i]) continue;
+    size_t key = strcspn(plan_items[i], "=");
+    char probe[32];
+    snprintf(probe, sizeof probe, ",%.*s=", (int)key, plan_items[i]);
+    char have[600];
+    snprintf(have, sizeof have, ",%s", out);
+    if (strstr(have, probe)) continue;
+    len += (size_t)snprintf(out + len, size - len, "%s%s", len ? "," : "", plan_items[i]);
+  }
+}
+
+static int emit_one(const char *dir, uint64_t seed, const rg_config *cfg, int plans) {
   static char err[1 << 14];
   int rc = 1;
   fhjit_context *ctx = fhjit_context_create();
@@ -50,8 +96,12 @@ static int emit_one(const char *dir, uint64_t seed, const rg_config *cfg) {
   }
   char path[4096];
   snprintf(path, sizeof path, "%s/rg%llu.fh", dir, (unsigned long long)seed);
+  char plan[512] = "";
+  uint64_t draw = seed * UINT64_C(0x2545F4914F6CDD1D);
+  if ((int)((draw >> 33) % 100) < plans) random_plan(seed, plan, sizeof plan);
   FILE *f = fopen(path, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+  if (!f || (plan[0] && fprintf(f, "// ntt_plan: %s\n", plan) < 0) || fputs(text, f) < 0 ||
+      fclose(f) != 0) {
     fprintf(stderr, "rg_emit: %s: %s\n", path, strerror(errno));
     goto done;
   }
@@ -67,6 +117,7 @@ done:
 int main(int argc, char **argv) {
   uint64_t seed = 1;
   long count = 100;
+  int plans = 50;
   rg_config cfg;
   rg_default_config(&cfg);
   cfg.max_ops = 24;
@@ -78,16 +129,22 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--count") && i + 1 < argc) count = strtol(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--ntt") && i + 1 < argc) cfg.ntt_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--reindex") && i + 1 < argc) cfg.reindex_percent = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans = atoi(argv[++i]);
     else if (argv[i][0] != '-' && !dir) dir = argv[i];
     else dir = NULL, i = argc;
   }
   if (!dir) {
-    fprintf(stderr, "usage: %s [--seed S] [--count N] [--ntt PERCENT] [--reindex PERCENT] DIR\n",
+    fprintf(stderr, "usage: %s [--seed S] [--count N] [--ntt PERCENT] [--reindex PERCENT] "
+                    "[--plans PERCENT] DIR\n",
             argv[0]);
     return 2;
   }
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "rg_emit: %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
   long failed = 0;
-  for (long k = 0; k < count; k++) failed += emit_one(dir, seed + (uint64_t)k, &cfg);
+  for (long k = 0; k < count; k++) failed += emit_one(dir, seed + (uint64_t)k, &cfg, plans);
   printf("rg_emit: %ld graphs (seeds %llu..%llu) in %s, %ld failed\n", count - failed,
          (unsigned long long)seed, (unsigned long long)(seed + (uint64_t)count - 1), dir, failed);
   return failed ? 1 : 0;
