@@ -108,8 +108,9 @@ cluster_sanitizers() {
 }
 
 # randgraph's random graphs (emitted by scripts/build-device.sh into
-# BUILD/random-graphs, with the lit regression graphs) through fhjit-run
-# --backend=cuda --check, then the first 40 of them again under memcheck.
+# BUILD/random-graphs, with the examples under random plans and the lit
+# regression graphs) through fhjit-run --backend=cuda --check, then about 40
+# of them again under memcheck.
 random_graphs_on_gpu() {
   local src=$BUILD/random-graphs rc=0 run=$REPO/scripts/random-graphs-run.sh
   [ -d "$src" ] || { echo "no $src: scripts/build-device.sh emits it"; return 1; }
@@ -124,7 +125,11 @@ random_graphs_on_gpu() {
     "$BUILD/tools/fhjit-run" >"$LOGS/random-two-kernel.txt" || rc=1
   sed 's/^random graphs on cuda/random graphs (ntt_plan one=3) on cuda/' "$LOGS/random-two-kernel.txt"
   [ -n "$SAN" ] || return $rc
-  ls "$src"/*.fh | head -n 40 | xargs cp -t "$LOGS/random-memcheck/"
+  # about 40 spread over the corpus (random graphs, plan copies of the
+  # examples), and every lit regression graph
+  ls "$src"/*.fh | awk -v n="$(ls "$src"/*.fh | wc -l)" 'NR % int(n / 40 + 1) == 1' |
+    xargs cp -t "$LOGS/random-memcheck/"
+  ls "$src"/*.fh | grep -v -E '/(rg[0-9]+|[a-z0-9]+_.*_p[0-9]+)\.fh$' | xargs -r cp -t "$LOGS/random-memcheck/"
   bash "$run" --backend cuda --jobs 4 --wrap "$SAN --tool memcheck --error-exitcode 99" \
     "$LOGS/random-memcheck" "$BUILD/tools/fhjit-run" || rc=1
   return $rc

@@ -22,14 +22,20 @@ cp -P "$BUILD"/libfhjit.so* "$OUT/"
 # The commit the build came from (the device gets no .git).
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!dist' || echo -dirty)" >"$OUT/COMMIT"
 # randgraph's random graphs as text for session-round.sh's checks (the
-# static build cannot make rg_emit: it is a unit-test program), with the lit
-# graphs that run through fhjit-run --check as they are (regressions). The
-# seed changes by the day; each file's name carries its seed.
+# static build cannot make rg_emit: it is a unit-test program), half of
+# them under random ntt_plan keys, the CKKS and section 7 examples under
+# four random plans each, and the lit graphs that run through fhjit-run
+# --check as they are (regressions). The seed changes by the day; each
+# random graph's file name carries its seed.
 RG_EMIT=${RG_EMIT:-build/debug/test/rg_emit}
 if [ -x "$RG_EMIT" ]; then
   mkdir -p "$OUT/random-graphs"
+  copies=()
+  for f in examples/ckks/*.fh examples/s7/*.fh examples/ntt/*.fh examples/keyswitch_3digits.fh; do
+    copies+=(--copy "$f")
+  done
   "$RG_EMIT" --seed "${RG_SEED:-$(( $(date +%s) / 86400 * 1000 ))}" --count "${RG_COUNT:-400}" \
-    "$OUT/random-graphs" | sed 's/^/  /'
+    --copies 4 "${copies[@]}" "$OUT/random-graphs" | sed 's/^/  /'
   grep -lE 'RUN: %fhjit-run %s --check( *\|.*)?$' -r test/lit --include='*.fh' |
     xargs -r cp -t "$OUT/random-graphs"
 else

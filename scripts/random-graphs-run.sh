@@ -5,11 +5,12 @@
 # out clean. This is how randgraph's corpus reaches the GPU machine, where
 # randgraph itself does not build: emit here, carry the files, run there.
 #
-#   random-graphs-run.sh [--emit RG_EMIT [--count N] [--seed S] [--ntt P]] [--backend B]
+#   random-graphs-run.sh [--emit RG_EMIT [--count N] [--seed S] [--ntt P]
+#                        [--emit-arg ARG ...]] [--backend B]
 #                        [--jobs J] [--wrap "CMD ..."] DIR FHJIT_RUN
 #
 # --emit: first (re)write DIR with RG_EMIT (N graphs from seed S, P % of
-#   them with NTTs);
+#   them with NTTs; each --emit-arg is passed on, e.g. --copies 2 --copy F);
 # --wrap: a command each run goes under (compute-sanitizer ...): then a run
 #   is clean only when the wrapper's summary says 0 errors too.
 # A graph whose first line is `// ntt_plan: KEYS` (rg_emit --plans) runs
@@ -18,13 +19,14 @@
 # clean, 1 when one failed or none ran, 2 on bad usage.
 set -uo pipefail
 
-emit="" count=100 seed=1 ntt=40 backend=cuda jobs=4 wrap=""
+emit_args=() emit="" count=100 seed=1 ntt=40 backend=cuda jobs=4 wrap=""
 while [[ $# -gt 2 ]]; do
   case "$1" in
     --emit) emit=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --ntt) ntt=$2; shift 2 ;;
+    --emit-arg) emit_args+=("$2"); shift 2 ;;
     --backend) backend=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
     --wrap) wrap=$2; shift 2 ;;
@@ -36,7 +38,7 @@ dir=$1 run=$2
 
 if [[ -n $emit ]]; then
   rm -rf "$dir" && mkdir -p "$dir" || exit 1
-  "$emit" --seed "$seed" --count "$count" --ntt "$ntt" "$dir" || exit 1
+  "$emit" --seed "$seed" --count "$count" --ntt "$ntt" "${emit_args[@]}" "$dir" || exit 1
 fi
 
 # One graph: its own seed for fhjit-run's inputs (from the file's name), the

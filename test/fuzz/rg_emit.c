@@ -3,7 +3,8 @@
  * static-LLVM build has no internal library) can run the same corpus through
  * fhjit-run --backend=cuda --check (scripts/random-graphs-run.sh).
  *
- *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] [--plans P] DIR
+ *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] [--plans P]
+ *           [--copies K --copy FILE ...] DIR
  *
  * Each graph is printed, parsed back, bound and printed again; the two texts
  * must be equal (so the file is the graph the generator built, layouts and
@@ -16,7 +17,12 @@
  * passes to fhjit-run: the schedule and fusion keys of docs/ntt.md drawn
  * from the seed, so that rarely chosen combinations of fusions and
  * schedules meet random graphs. Every key here must be valid for any graph
- * (keys that do not apply have no effect). */
+ * (keys that do not apply have no effect).
+ *
+ * --copy FILE (repeatable) with --copies K: also K copies of FILE (a graph
+ * of the tree, e.g. the CKKS examples) each under its own random plan,
+ * DIR/<folder>_<name>_p<i>.fh (plans drawn from --seed, that and i): the CKKS
+ * operations' fusions under rarely chosen keys. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +120,47 @@ done:
   return rc;
 }
 
+/* K copies of the graph file `src` in dir, each with a random plan line. */
+static int copy_with_plans(const char *dir, const char *src, int copies, uint64_t seed) {
+  FILE *in = fopen(src, "rb");
+  if (!in) {
+    fprintf(stderr, "rg_emit: %s: %s\n", src, strerror(errno));
+    return 1;
+  }
+  static char text[1 << 20];
+  size_t len = fread(text, 1, sizeof text - 1, in);
+  int big = !feof(in);
+  fclose(in);
+  if (big) {
+    fprintf(stderr, "rg_emit: %s: larger than %zu bytes\n", src, sizeof text - 1);
+    return 1;
+  }
+  /* the name: the file's folder and stem (examples/ckks/keyswitch.fh ->
+   * ckks_keyswitch), as several folders hold a keyswitch.fh */
+  const char *base = src, *c;
+  int slashes = 0;
+  for (c = src + strlen(src); c > src && slashes < 2; c--)
+    if (c[-1] == '/' && ++slashes == 2) base = c;
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)strcspn(base, "."), base);
+  for (char *p = name; *p; p++)
+    if (*p == '/') *p = '_';
+  uint64_t h = seed;
+  for (c = name; *c; c++) h = (h ^ (uint8_t)*c) * UINT64_C(0x100000001B3);
+  for (int i = 0; i < copies; i++) {
+    char path[4096], plan[512];
+    random_plan(h + (uint64_t)i, plan, sizeof plan);
+    snprintf(path, sizeof path, "%s/%s_p%d.fh", dir, name, i);
+    FILE *f = fopen(path, "w");
+    if (!f || fprintf(f, "// ntt_plan: %s\n", plan) < 0 || fwrite(text, 1, len, f) != len ||
+        fclose(f) != 0) {
+      fprintf(stderr, "rg_emit: %s: %s\n", path, strerror(errno));
+      return 1;
+    }
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   uint64_t seed = 1;
   long count = 100;
@@ -123,19 +170,22 @@ int main(int argc, char **argv) {
   cfg.max_ops = 24;
   cfg.ntt_percent = 40;
   cfg.reindex_percent = 15;
-  const char *dir = NULL;
+  const char *dir = NULL, *copy[64];
+  int ncopy = 0, copies = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--count") && i + 1 < argc) count = strtol(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--ntt") && i + 1 < argc) cfg.ntt_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--reindex") && i + 1 < argc) cfg.reindex_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--copies") && i + 1 < argc) copies = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--copy") && i + 1 < argc && ncopy < 64) copy[ncopy++] = argv[++i];
     else if (argv[i][0] != '-' && !dir) dir = argv[i];
     else dir = NULL, i = argc;
   }
   if (!dir) {
     fprintf(stderr, "usage: %s [--seed S] [--count N] [--ntt PERCENT] [--reindex PERCENT] "
-                    "[--plans PERCENT] DIR\n",
+                    "[--plans PERCENT] [--copies K --copy FILE ...] DIR\n",
             argv[0]);
     return 2;
   }
@@ -145,6 +195,7 @@ int main(int argc, char **argv) {
   }
   long failed = 0;
   for (long k = 0; k < count; k++) failed += emit_one(dir, seed + (uint64_t)k, &cfg, plans);
+  for (int i = 0; i < ncopy; i++) failed += copy_with_plans(dir, copy[i], copies, seed);
   printf("rg_emit: %ld graphs (seeds %llu..%llu) in %s, %ld failed\n", count - failed,
          (unsigned long long)seed, (unsigned long long)(seed + (uint64_t)count - 1), dir, failed);
   return failed ? 1 : 0;
