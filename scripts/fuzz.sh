@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# fuzz.sh: fuzzes the .fh parser, printer and binder with libFuzzer.
+# fuzz.sh: fuzzes the .fh parser, printer and binder, then the tools' .npy
+# reader (a fifth of the time, at least 10 s), with libFuzzer.
 #   ./scripts/fuzz.sh [BUILD_DIR] [SECONDS]
 # BUILD_DIR is configured with CC=clang -DFHJIT_FUZZ=ON when missing. The
-# corpus grows in BUILD_DIR/fuzz-corpus; seeds are the examples and lit tests.
+# corpora grow in BUILD_DIR/fuzz-corpus (seeds: the examples and lit tests)
+# and BUILD_DIR/fuzz-corpus-npy (seeds: test/fuzz/npy-seeds).
 # Exits non-zero when the fuzzer finds a crash, a leak or a broken property.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +14,12 @@ if [ ! -f "$BUILD/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DFHJIT_FUZZ=ON -DFHJIT_SANITIZE=ON >/dev/null
 fi
-ninja -C "$BUILD" fuzz_parse
+ninja -C "$BUILD" fuzz_parse fuzz_npy
 mkdir -p "$BUILD/fuzz-corpus"
 "$BUILD/test/fuzz/fuzz_parse" -max_total_time="$SECONDS_TO_RUN" -max_len=4096 \
   -dict=test/fuzz/fh.dict -print_final_stats=1 -artifact_prefix="$BUILD/" \
   "$BUILD/fuzz-corpus" examples test/lit/format test/lit/diag test/lit/examples
+NPY_SECONDS=$(( SECONDS_TO_RUN / 5 > 10 ? SECONDS_TO_RUN / 5 : 10 ))
+mkdir -p "$BUILD/fuzz-corpus-npy"
+"$BUILD/test/fuzz/fuzz_npy" -max_total_time="$NPY_SECONDS" -max_len=512 -print_final_stats=1 \
+  -artifact_prefix="$BUILD/" "$BUILD/fuzz-corpus-npy" test/fuzz/npy-seeds

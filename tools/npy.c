@@ -117,8 +117,12 @@ static void describe_descr(const char *descr, char *out, size_t size) {
   case 'O': kinds = "object"; break;
   default: kinds = NULL; break;
   }
-  int bytes = atoi(k + (*k ? 1 : 0));
-  if (kinds && bytes > 0 && *k != 'U' && *k != 'S' && *k != 'b')
+  /* the item size's digits, capped: a hostile header may hold any number
+   * of them (atoi would overflow) */
+  int bytes = 0;
+  for (const char *d = k + (*k ? 1 : 0); *d >= '0' && *d <= '9'; d++)
+    bytes = bytes > 1000 ? 1001 : bytes * 10 + (*d - '0');
+  if (kinds && bytes > 0 && bytes <= 1000 && *k != 'U' && *k != 'S' && *k != 'b')
     snprintf(out, size, "%s%d", kinds, bytes * 8);
   else if (kinds)
     snprintf(out, size, "%s", kinds);

@@ -209,6 +209,11 @@ START_TEST(test_errors) {
       {"{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }", 12, "(int16) is not supported"},
       {"{'descr': '|b1', 'fortran_order': False, 'shape': (2, 3), }", 6, "(bool) is not supported"},
       {"{'descr': '<U8', 'fortran_order': False, 'shape': (2, 3), }", 24, "(string) is not supported"},
+      /* an item size of 2^32 + 2^29 (found by fuzz_npy: atoi's value, truncated to an int,
+       * overflowed when the message multiplied it by 8) */
+      {"{'descr': '<i4831838208', 'fortran_order': False, 'shape': (2, 3), }", 24,
+       "(int) is not supported"},
+      {"{'descr': '<u16', 'fortran_order': False, 'shape': (2, 3), }", 96, "(uint128) is not supported"},
       {"{'descr': '>u4', 'fortran_order': False, 'shape': (2, 3), }", 24, "is big-endian"},
       {"{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", 24, "is big-endian"},
       {"{'descr': [('a', '<u4'), ('b', '<u4')], 'fortran_order': False, 'shape': (3,), }", 24,
