@@ -555,6 +555,11 @@ static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
 }
 
 static void rescale_steps(an_build *B, fhjit_value v) {
+  /* checked here, not only in a conversion step: with the lift in the
+   * NTT's loads (liftfuse) and with mdrs no conversion reads the table,
+   * and the epilogue reads its word r at r (a strided table once gave
+   * wrong rows there) */
+  if (!table_ok(B, v, B->g->nodes[v].args[3])) return;
   if (lw_mix_mdrs_steps(B, v)) return;
   fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v];
