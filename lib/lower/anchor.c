@@ -98,7 +98,8 @@ static void sub_name(char out[SUB_NAME_SIZE], const char *kind, int s, int t) {
  * (NULL: dense), or FHJIT_NO_VALUE. */
 static fhjit_value bound_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
                                const int32_t *cols, const fhjit_layout *l) {
-  fhjit_value x = fhjit_input(sub, name, t);
+  char free_name[LW_SUB_INPUT_NAME_SIZE];
+  fhjit_value x = fhjit_input(sub, lw_sub_input_name(sub, name, free_name), t);
   if (x == FHJIT_NO_VALUE || (cols && fhjit_input_basis(sub, x, cols, (int32_t)t->rows)) ||
       fhjit_bind_input(sub, x, NULL, l))
     return FHJIT_NO_VALUE;
@@ -663,6 +664,17 @@ int lw_step_addressable(const an_build *B, fhjit_value v) {
 }
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t) {
   sub_name(out, kind, s, t);
+}
+const char *lw_sub_input_name(const fhjit_graph *sub, const char *name,
+                              char out[LW_SUB_INPUT_NAME_SIZE]) {
+  if (!name || fhjit_find_value(sub, name) == FHJIT_NO_VALUE) return name;
+  /* a name too long for out with its suffix is left to the builder (the
+   * sub-graph's names only label messages and plans) */
+  for (int k = 1;; k++) {
+    if ((size_t)snprintf(out, LW_SUB_INPUT_NAME_SIZE, "%s_%d", name, k) >= LW_SUB_INPUT_NAME_SIZE)
+      return NULL;
+    if (fhjit_find_value(sub, out) == FHJIT_NO_VALUE) return out;
+  }
 }
 int lw_step_is_barrier(const fhjit_graph *g, const char *live, fhjit_value v) {
   return is_barrier(g, live, v);

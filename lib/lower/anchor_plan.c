@@ -110,13 +110,21 @@ static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const ch
   if (cv > 1 && cu != cv) return 0;
   memset(dep, 0, (size_t)g->nnodes);
   dep[v] = 1;
-  for (int32_t w = v + 1; w <= u; w++) {
+  for (int32_t w = 0; w <= u; w++) {
     if (!cone[w] || lw_step_is_barrier(g, B->live, w) || g->nodes[w].op == IR_INPUT) continue;
     const ir_node *n = &g->nodes[w];
+    ir_op_class cls = ir_op_class_of(n->op);
+    /* a re-indexing op independent of v reads its operand from memory in
+     * the epilogue's kernel as anywhere (lower.c, plan_bases): a computed
+     * operand (not in a buffer yet) would be refused there, so the target
+     * stays in the pointwise step, which materialises that operand first */
+    if (cls == IR_CLASS_ROWS || cls == IR_CLASS_PERMUTE)
+      for (int a = 0; a < n->nargs; a++)
+        if (!lw_step_addressable(B, n->args[a])) return 0;
+    if (w <= v) continue;
     for (int a = 0; a < n->nargs; a++) dep[w] |= dep[n->args[a]];
     if (!dep[w]) continue;
     /* re-indexing ops read their operands at other rows or indices */
-    ir_op_class cls = ir_op_class_of(n->op);
     if (cls != IR_CLASS_POINTWISE && cls != IR_CLASS_VIEW) return 0;
     unsigned f = ir_op_info_of(n->op)->flags;
     if (f & IR_F_REMAPS_INDEX || !ir_op_is_elementwise(n->op)) return 0; /* rows, concat... */

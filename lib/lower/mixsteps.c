@@ -317,7 +317,8 @@ an_step *lw_mix_bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
  * layout l (NULL: dense). */
 fhjit_value lw_mix_sub_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
                              const int32_t *cols, const fhjit_layout *l) {
-  fhjit_value x = fhjit_input(sub, name, t);
+  char free_name[LW_SUB_INPUT_NAME_SIZE];
+  fhjit_value x = fhjit_input(sub, lw_sub_input_name(sub, name, free_name), t);
   if (x == FHJIT_NO_VALUE || fhjit_input_basis(sub, x, cols, (int32_t)t->rows) ||
       fhjit_bind_input(sub, x, NULL, l))
     return FHJIT_NO_VALUE;

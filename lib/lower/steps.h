@@ -213,6 +213,13 @@ fhjit_status lw_step_sub_error(an_build *B, const char *what);
 /* "<kind><s>" or "<kind><s>_<t>" (t < 0: none), unique per step. */
 #define LW_STEP_NAME_SIZE 32
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t);
+/* An input of sub-graph sub named like a value of the graph: `name`, or
+ * name_1, name_2, ... where sub already has a value of that name (its own
+ * nodes take the builder's automatic names, %t<id>, which a graph's value
+ * may also have). NULL name: NULL (the builder names it). */
+#define LW_SUB_INPUT_NAME_SIZE 300
+const char *lw_sub_input_name(const fhjit_graph *sub, const char *name,
+                              char out[LW_SUB_INPUT_NAME_SIZE]);
 
 /* Whether every row and index of v can be loaded from memory as the plan
  * stands: an input, a buffer (where), an alias, or extract, rows, concat of
