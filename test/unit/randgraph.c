@@ -92,8 +92,15 @@ void rg_random_moduli(uint64_t *state, fhjit_radix radix, int32_t rows, uint64_t
 
 /* ------------------------------------------------------------- generator */
 
+/* A basis (SPEC section 7): one distinct chain position per row. */
+typedef struct bas {
+  int n;
+  int32_t pos[RG_MAX_ROWS];
+} bas;
+
 typedef struct pool_val {
   fhjit_value v;
+  bas b;
   int comps;
   int nb;
   int64_t batch[FHJIT_MAX_BATCH];
@@ -120,7 +127,10 @@ typedef struct gen {
   key_val keys[8];
   int nkeys;
   int ntt;                 /* NTT anchors allowed (n a power of two >= 16, NTT primes) */
-  fhjit_value twiddle[2];  /* forward and inverse tables, FHJIT_NO_VALUE until needed */
+  int32_t chain;           /* chain length M: rows, or Q_L (= rows) ++ P with mixing */
+  int32_t nspecial, alpha; /* |P| and the digit size (mixing graphs), else 0 */
+  /* forward and inverse tables by their row count, FHJIT_NO_VALUE until needed */
+  fhjit_value twiddle[2][RG_MAX_ROWS + 1];
   char prefix[160];        /* value-name prefix (random_names), "" otherwise */
   int ops, target_ops;
   int ninputs;
@@ -180,8 +190,10 @@ static void random_layout(gen *G, const fhjit_type *t, fhjit_layout *l) {
 }
 
 /* Declares an input of type t (sometimes with open extents that binding
- * closes) and binds it, with a random layout per the configuration. */
-static fhjit_value make_input(gen *G, const char *name, fhjit_type t) {
+ * closes) and binds it, with a random layout per the configuration. In
+ * mixing graphs a polynomial input states its basis b (so its rows are
+ * known to the keyswitch composite, which needs them when it is built). */
+static fhjit_value make_input(gen *G, const char *name, fhjit_type t, const bas *b) {
   fhjit_type decl = t;
   int open = chance(G, 20);
   if (open) {
@@ -195,6 +207,10 @@ static fhjit_value make_input(gen *G, const char *name, fhjit_type t) {
   if (v == FHJIT_NO_VALUE) {
     gen_fail(G, "fhjit_input");
     return v;
+  }
+  if (b && G->nspecial > 0 && fhjit_input_basis(G->g, v, b->pos, b->n) != FHJIT_OK) {
+    gen_fail(G, "fhjit_input_basis");
+    return FHJIT_NO_VALUE;
   }
   int strided = chance(G, G->cfg->strided_layouts);
   if (open || strided) {
@@ -217,12 +233,18 @@ static void random_batch(gen *G, int *nb, int64_t *batch) {
   }
 }
 
+static bas home_basis(const gen *G) {
+  bas b = {.n = G->rows};
+  for (int r = 0; r < G->rows; r++) b.pos[r] = r;
+  return b;
+}
+
 /* A new polynomial input in the pool with the given domain and form facts
  * (0: not stated), or with facts, random ones as the configuration says
  * (drawn after the batch shape: seeds keep their graphs). shape_of >= 0
- * copies that value's batch shape. */
+ * copies that value's batch shape; b: its basis (NULL: [0, rows)). */
 static int poly_input(gen *G, int comps, int64_t n, int shape_of, int facts, fhjit_domain domain,
-                      fhjit_form form) {
+                      fhjit_form form, const bas *b) {
   if (G->nvals >= RG_MAX_POOL) {
     G->failed = 1;
     rg_fail(G->err, G->errsize, "randgraph: value pool overflow");
@@ -239,7 +261,8 @@ static int poly_input(gen *G, int comps, int64_t n, int shape_of, int facts, fhj
   p->comps = comps;
   p->n = n;
   p->is_input = 1;
-  fhjit_type t = {.kind = FHJIT_KIND_POLY, .comps = comps, .nbatch = p->nb, .rows = G->rows,
+  p->b = b ? *b : home_basis(G);
+  fhjit_type t = {.kind = FHJIT_KIND_POLY, .comps = comps, .nbatch = p->nb, .rows = p->b.n,
                   .n = n, .domain = domain, .form = form};
   memcpy(t.batch, p->batch, sizeof t.batch);
   if (facts && chance(G, G->cfg->domain_facts)) {
@@ -248,15 +271,15 @@ static int poly_input(gen *G, int comps, int64_t n, int shape_of, int facts, fhj
   }
   char name[200];
   snprintf(name, sizeof name, "%sx%d", G->prefix, G->ninputs);
-  p->v = make_input(G, name, t);
+  p->v = make_input(G, name, t, &p->b);
   if (p->v == FHJIT_NO_VALUE) return -1;
   return G->nvals++;
 }
 
 /* A new polynomial input in the pool. shape_of >= 0 copies that value's
- * batch shape; facts: may state a domain and form. */
-static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts) {
-  return poly_input(G, comps, n, shape_of, facts, FHJIT_DOMAIN_ANY, FHJIT_FORM_ANY);
+ * batch shape; facts: may state a domain and form; b: basis (NULL: home). */
+static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts, const bas *b) {
+  return poly_input(G, comps, n, shape_of, facts, FHJIT_DOMAIN_ANY, FHJIT_FORM_ANY, b);
 }
 
 static int new_key(gen *G, int64_t min_rows) {
@@ -272,7 +295,7 @@ static int new_key(gen *G, int64_t min_rows) {
                   .n = G->n};
   char name[200];
   snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
-  k->v = make_input(G, name, t);
+  k->v = make_input(G, name, t, NULL);
   if (k->v == FHJIT_NO_VALUE) return -1;
   return G->nkeys++;
 }
@@ -296,11 +319,16 @@ typedef struct req {
   int with_domain;   /* pool index whose domain it must be compatible with, or -1 */
   fhjit_domain avoid; /* a stated domain it must not have (0: none) */
   int same_shape;    /* pool index whose batch shape it must equal, or -1 */
+  int basis_of;      /* pool index whose basis it must be on, or -1 (any) */
 } req;
 
 static req any_main(gen *G) {
   return (req){.n = G->n, .comps_lo = 0, .comps_hi = 3, .with = -1, .with_domain = -1,
-               .same_shape = -1};
+               .same_shape = -1, .basis_of = -1};
+}
+
+static int same_basis(const bas *a, const bas *b) {
+  return a->n == b->n && memcmp(a->pos, b->pos, sizeof *a->pos * (size_t)a->n) == 0;
 }
 
 static int satisfies(gen *G, int idx, const req *r) {
@@ -319,6 +347,7 @@ static int satisfies(gen *G, int idx, const req *r) {
     const pool_val *s = &G->vals[r->same_shape];
     if (p->nb != s->nb || memcmp(p->batch, s->batch, sizeof p->batch) != 0) return 0;
   }
+  if (r->basis_of >= 0 && !same_basis(&p->b, &G->vals[r->basis_of].b)) return 0;
   return 1;
 }
 
@@ -332,7 +361,8 @@ static int pick(gen *G, const req *r) {
   if (nc == 0 || chance(G, 12)) {
     int comps = r->comps_lo + (int)rnd(G, (uint64_t)(r->comps_hi - r->comps_lo + 1));
     if (r->with >= 0 && comps > 1 && G->vals[r->with].comps > 1) comps = G->vals[r->with].comps;
-    return new_poly_input(G, comps, r->n, r->same_shape, 0);
+    return new_poly_input(G, comps, r->n, r->same_shape, 0,
+                          r->basis_of >= 0 ? &G->vals[r->basis_of].b : NULL);
   }
   if (nc > 4 && chance(G, 55)) return cand[nc - 1 - (int)rnd(G, 4)];
   return cand[rnd(G, (uint64_t)nc)];
@@ -367,6 +397,7 @@ static int push_value(gen *G, fhjit_value v, const char *what, int comps, int64_
   p->v = v;
   p->comps = comps;
   p->n = n;
+  p->b = G->vals[shape_a].b; /* the ops that move to another basis set theirs after */
   if (shape_b >= 0) merge_shape(&G->vals[shape_a], &G->vals[shape_b], p);
   else {
     p->nb = G->vals[shape_a].nb;
@@ -386,7 +417,7 @@ static int max_i(int a, int b) { return a > b ? a : b; }
  * usually an input, sometimes computed from inputs of that extent. */
 static int plain_world_value(gen *G, int64_t u, int ct) {
   req r = {.n = u, .comps_lo = 0, .comps_hi = chance(G, 80) ? 0 : 2, .with = -1,
-           .with_domain = ct, .same_shape = -1};
+           .with_domain = ct, .same_shape = -1, .basis_of = ct};
   if (G->ops + 2 < G->target_ops && chance(G, 20)) {
     int a = pick(G, &r);
     if (a < 0) return -1;
@@ -449,13 +480,13 @@ static int automorphism_operand(gen *G) {
   fhjit_domain d = chance(G, 50) ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
   fhjit_form f = (fhjit_form)rnd(G, 3);
   if (roll < 40) {
-    int a = poly_input(G, 2 + (int)rnd(G, 2), G->n, -1, 0, d, f);
+    int a = poly_input(G, 2 + (int)rnd(G, 2), G->n, -1, 0, d, f, NULL);
     if (a < 0) return -1;
     fhjit_value v = fhjit_extract(G->g, G->vals[a].v, (int32_t)rnd(G, (uint64_t)G->vals[a].comps));
     use(G, a);
     return push_value(G, v, "extract", 0, G->n, a, -1);
   }
-  return poly_input(G, (int)rnd(G, 3), G->n, -1, 0, d, f);
+  return poly_input(G, (int)rnd(G, 3), G->n, -1, 0, d, f, NULL);
 }
 
 /* rows of two inputs joined back to the graph's basis by concat: rows
@@ -466,14 +497,14 @@ static int rows_concat(gen *G) {
   int comps = (int)rnd(G, 3);
   fhjit_domain d = (fhjit_domain)rnd(G, 3);
   fhjit_form f = (fhjit_form)rnd(G, 3);
-  int a = poly_input(G, comps, G->n, -1, 0, d, f);
+  int a = poly_input(G, comps, G->n, -1, 0, d, f, NULL);
   if (a < 0) return -1;
   if (G->rows < 2 || chance(G, 15)) {
     fhjit_value v = fhjit_rows(G->g, G->vals[a].v, 0, G->rows);
     use(G, a);
     return push_value(G, v, "rows", comps, G->n, a, -1);
   }
-  int b = poly_input(G, comps, G->n, a, 0, d, f);
+  int b = poly_input(G, comps, G->n, a, 0, d, f, NULL);
   if (b < 0) return -1;
   int64_t split = 1 + (int64_t)rnd(G, (uint64_t)G->rows - 1);
   fhjit_value lo = fhjit_rows(G->g, G->vals[a].v, 0, split);
@@ -507,6 +538,386 @@ static void random_reindex(gen *G) {
   push_value(G, v, "automorphism", G->vals[x].comps, G->n, x, -1);
 }
 
+
+/* ------------------------------------------------- section 7's limb mixing */
+
+/* Mixing graphs: the chain is Q_L = [0, rows) (the home basis of the other
+ * ops' inputs) ++ P = [rows, chain); digits of G->alpha positions group
+ * Q_L. Operands come from the pool when one fits (a computed value: an NTT,
+ * another mixing op, pointwise work) or are made on a random basis. */
+
+static fhjit_value twiddle_input(gen *G, int inverse, int32_t rows);
+
+static int is_default_basis(const bas *b) {
+  for (int r = 0; r < b->n; r++)
+    if (b->pos[r] != r) return 0;
+  return 1;
+}
+
+/* The twiddle rows an NTT of a value on b needs: on the default basis the
+ * table's rows equal the value's (the binding rule), otherwise a row per
+ * chain position. */
+static int32_t twiddle_rows(const gen *G, const bas *b) {
+  return is_default_basis(b) ? b->n : G->chain;
+}
+
+static void shuffle(gen *G, int32_t *v, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)rnd(G, (uint64_t)i + 1);
+    int32_t t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+/* `count` of the positions from[0..nfrom), in random order. */
+static bas random_basis(gen *G, const int32_t *from, int nfrom, int count) {
+  int32_t v[RG_MAX_ROWS];
+  memcpy(v, from, sizeof *v * (size_t)nfrom);
+  shuffle(G, v, nfrom);
+  bas b = {.n = count};
+  memcpy(b.pos, v, sizeof *v * (size_t)count);
+  return b;
+}
+
+static bas range_basis(int32_t first, int count) {
+  bas b = {.n = count};
+  for (int r = 0; r < count; r++) b.pos[r] = first + r;
+  return b;
+}
+
+static void append_basis(bas *b, const bas *more) {
+  memcpy(b->pos + b->n, more->pos, sizeof *b->pos * (size_t)more->n);
+  b->n += more->n;
+}
+
+/* Chain positions not in b, ascending. */
+static int complement(const gen *G, const bas *b, int32_t *out) {
+  int k = 0;
+  for (int32_t p = 0; p < G->chain; p++) {
+    int in = 0;
+    for (int r = 0; r < b->n; r++) in |= b->pos[r] == p;
+    if (!in) out[k++] = p;
+  }
+  return k;
+}
+
+static int in_q(const gen *G, const bas *b) {
+  for (int r = 0; r < b->n; r++)
+    if (b->pos[r] >= G->rows) return 0;
+  return 1;
+}
+
+static int num_digits(const gen *G) { return (G->rows + G->alpha - 1) / G->alpha; }
+
+/* Rows of b in digit j (their count); *consecutive: they are adjacent rows,
+ * which the lowering needs of a modup's digit. */
+static int digit_rows(const gen *G, const bas *b, int j, int *consecutive) {
+  int first = -1, last = -1, count = 0;
+  for (int r = 0; r < b->n; r++)
+    if (b->pos[r] < G->rows && b->pos[r] / G->alpha == j) {
+      if (first < 0) first = r;
+      last = r;
+      count++;
+    }
+  *consecutive = count > 0 && last - first + 1 == count;
+  return count;
+}
+
+/* A basis of Q_L on which every digit's rows are adjacent: a level [0, l),
+ * or its digits' blocks in random order, each block shuffled. */
+static bas digit_basis(gen *G) {
+  int l = 1 + (int)rnd(G, (uint64_t)G->rows);
+  if (chance(G, 50)) return range_basis(0, l);
+  int32_t order[RG_MAX_ROWS];
+  int nd = (l + G->alpha - 1) / G->alpha;
+  for (int j = 0; j < nd; j++) order[j] = j;
+  shuffle(G, order, nd);
+  bas b = {.n = 0};
+  for (int j = 0; j < nd; j++) {
+    int first = order[j] * G->alpha, count = l - first < G->alpha ? l - first : G->alpha;
+    bas blk = range_basis(first, count);
+    blk = random_basis(G, blk.pos, count, count);
+    append_basis(&b, &blk);
+  }
+  return b;
+}
+
+typedef int (*basis_rule)(const gen *G, const bas *b);
+
+static int fits_bconv(const gen *G, const bas *b) { return b->n < G->chain; }
+static int fits_rescale(const gen *G, const bas *b) { (void)G; return b->n >= 2; }
+
+static int fits_modup(const gen *G, const bas *b) {
+  int ok = 0, consecutive;
+  for (int j = 0; in_q(G, b) && j < num_digits(G); j++)
+    ok |= digit_rows(G, b, j, &consecutive) > 0 && consecutive;
+  return ok;
+}
+
+/* The keyswitch composite raises every digit that has rows. */
+static int fits_keyswitch(const gen *G, const bas *b) {
+  int consecutive;
+  if (!in_q(G, b)) return 0;
+  for (int j = 0; j < num_digits(G); j++)
+    if (digit_rows(G, b, j, &consecutive) > 0 && !consecutive) return 0;
+  return 1;
+}
+
+/* Q ++ P with P last, in order, and Q not empty. */
+static int fits_moddown(const gen *G, const bas *b) {
+  int l = b->n - G->nspecial;
+  if (l < 1) return 0;
+  for (int k = 0; k < G->nspecial; k++)
+    if (b->pos[l + k] != G->rows + k) return 0;
+  for (int r = 0; r < l; r++)
+    if (b->pos[r] >= G->rows) return 0;
+  return 1;
+}
+
+/* An operand of a mixing op in domain d and form f (FHJIT_FORM_ANY: either,
+ * but stated) with at most max_comps components: half the time a value of
+ * the pool whose basis `fits`, else one made on basis b: an input, or (a
+ * computed operand) the sum or difference of two inputs. */
+static int mix_operand(gen *G, fhjit_domain d, fhjit_form f, basis_rule fits, const bas *b,
+                       int max_comps) {
+  if (chance(G, 50)) {
+    int cand[RG_MAX_POOL], nc = 0;
+    for (int i = 0; i < G->nvals; i++) {
+      const pool_val *p = &G->vals[i];
+      if (p->n != G->n || p->comps > max_comps || !fits(G, &p->b)) continue;
+      fhjit_type t = type_of(G, i);
+      if (t.domain == d && t.form && (!f || t.form == f)) cand[nc++] = i;
+    }
+    if (nc > 0) return cand[rnd(G, (uint64_t)nc)];
+  }
+  fhjit_form form = f ? f : chance(G, 50) ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
+  int comps = (int)rnd(G, (uint64_t)max_comps + 1);
+  int a = poly_input(G, comps, G->n, -1, 0, d, form, b);
+  if (a < 0 || !chance(G, 30)) return a;
+  int c = poly_input(G, comps, G->n, a, 0, d, form, b);
+  if (c < 0) return -1;
+  int sub = chance(G, 50);
+  fhjit_value va = G->vals[a].v, vc = G->vals[c].v;
+  fhjit_value v = sub ? fhjit_sub(G->g, va, vc) : fhjit_add(G->g, va, vc);
+  use(G, a);
+  use(G, c);
+  return push_value(G, v, sub ? "sub" : "add", comps, G->n, a, c);
+}
+
+/* A constant-table input of len words (filled by rg_case_init), sometimes
+ * bound at an offset. Not with an index stride other than 1: the lowering
+ * refuses such a table (rescale miscompiled it until randgraph found it:
+ * test/lit/codegen/rescale_strided_table.fh). */
+static fhjit_value table_input(gen *G, int64_t len) {
+  fhjit_type t = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = len};
+  char name[200];
+  snprintf(name, sizeof name, "%stab%d", G->prefix, G->ninputs);
+  fhjit_value v = fhjit_input(G->g, name, &t);
+  if (v == FHJIT_NO_VALUE) {
+    gen_fail(G, "fhjit_input (table)");
+    return v;
+  }
+  if (chance(G, G->cfg->strided_layouts / 2)) {
+    fhjit_layout l = {.offset = 1 + (int64_t)rnd(G, 8), .index_stride = 1};
+    if (fhjit_bind_input(G->g, v, NULL, &l) != FHJIT_OK) {
+      gen_fail(G, "fhjit_bind_input (table)");
+      return FHJIT_NO_VALUE;
+    }
+  }
+  G->ninputs++;
+  return v;
+}
+
+/* Sometimes a reader right after a mixing op's result y (whose domain and
+ * form are stated): an automorphism, an NTT (to the other domain, in a
+ * kind its form allows), or a product with another value on its basis. */
+static void mix_reader(gen *G, int y) {
+  fhjit_type t = type_of(G, y);
+  fhjit_value v = G->vals[y].v, r;
+  const char *what;
+  int roll = (int)rnd(G, 100), b = -1;
+  if (roll < 35) {
+    r = fhjit_automorphism(G->g, v, random_galois(G, G->n)), what = "automorphism";
+  } else if (roll < 70 && G->ntt) {
+    fhjit_ntt_kind kind = t.domain == FHJIT_DOMAIN_NTT
+                              ? (chance(G, 50) ? FHJIT_NTT_TO_COEF_MONT : FHJIT_NTT_TO_COEF_STD)
+                          : t.form == FHJIT_FORM_STD ? FHJIT_NTT_COEF_STD_TO_NTT
+                                                     : FHJIT_NTT_COEF_MONT_TO_NTT;
+    fhjit_value tw =
+        twiddle_input(G, kind >= FHJIT_NTT_TO_COEF_MONT, twiddle_rows(G, &G->vals[y].b));
+    if (tw == FHJIT_NO_VALUE) return;
+    r = fhjit_ntt(G->g, v, tw, kind), what = "ntt";
+  } else {
+    req rb = any_main(G);
+    rb.with = y;
+    rb.with_domain = y;
+    rb.basis_of = y;
+    if ((b = pick(G, &rb)) < 0) return;
+    r = fhjit_mul(G->g, v, G->vals[b].v), what = "mul";
+  }
+  use(G, y);
+  use(G, b);
+  push_value(G, r, what, b >= 0 ? max_i(G->vals[y].comps, G->vals[b].comps) : G->vals[y].comps,
+             G->n, y, b);
+}
+
+/* Records a mixing op's result, on basis b; sometimes a reader of it. */
+static void push_mixed(gen *G, fhjit_value v, const char *what, int x, const bas *b, int comps) {
+  use(G, x);
+  int idx = push_value(G, v, what, comps, G->n, x, -1);
+  if (idx < 0) return;
+  G->vals[idx].b = *b;
+  if (chance(G, 40)) mix_reader(G, idx);
+}
+
+static void mix_bconv(gen *G) {
+  int32_t all[RG_MAX_ROWS];
+  for (int32_t p = 0; p < G->chain; p++) all[p] = p;
+  int most = G->chain - 1 < 4 ? G->chain - 1 : 4;
+  bas s = chance(G, 30) ? home_basis(G)
+                        : random_basis(G, all, G->chain, 1 + (int)rnd(G, (uint64_t)most));
+  int x = mix_operand(G, FHJIT_DOMAIN_COEF, FHJIT_FORM_ANY, fits_bconv, &s, 2);
+  if (x < 0) return;
+  int32_t rest[RG_MAX_ROWS];
+  int nr = complement(G, &G->vals[x].b, rest);
+  bas t = random_basis(G, rest, nr, 1 + (int)rnd(G, (uint64_t)nr));
+  int64_t l = G->vals[x].b.n;
+  fhjit_value tab = table_input(G, l + l * t.n);
+  if (tab == FHJIT_NO_VALUE) return;
+  fhjit_value v = fhjit_bconv(G->g, G->vals[x].v, tab, t.pos, t.n);
+  push_mixed(G, v, "bconv", x, &t, G->vals[x].comps);
+}
+
+/* The twiddle tables by chain position and a constant table of len words:
+ * 0, or -1 (failed). */
+static int mix_tables(gen *G, fhjit_value *fwd, fhjit_value *inv, fhjit_value *tab, int64_t len) {
+  *fwd = twiddle_input(G, 0, G->chain);
+  *inv = twiddle_input(G, 1, G->chain);
+  *tab = table_input(G, len);
+  return *fwd == FHJIT_NO_VALUE || *inv == FHJIT_NO_VALUE || *tab == FHJIT_NO_VALUE ? -1 : 0;
+}
+
+static void mix_rescale(gen *G) {
+  int32_t all[RG_MAX_ROWS];
+  for (int32_t p = 0; p < G->chain; p++) all[p] = p;
+  bas b = G->rows >= 2 && chance(G, 40)
+              ? home_basis(G)
+              : random_basis(G, all, G->chain, 2 + (int)rnd(G, (uint64_t)G->chain - 1));
+  int x = mix_operand(G, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, fits_rescale, &b, 2);
+  if (x < 0) return;
+  bas out = G->vals[x].b;
+  out.n--;
+  fhjit_value fwd, inv, tab;
+  if (mix_tables(G, &fwd, &inv, &tab, out.n)) return;
+  fhjit_value v = fhjit_rescale(G->g, G->vals[x].v, fwd, inv, tab);
+  push_mixed(G, v, "rescale", x, &out, G->vals[x].comps);
+}
+
+static void mix_modup(gen *G) {
+  int32_t q[RG_MAX_ROWS];
+  for (int32_t p = 0; p < G->rows; p++) q[p] = p;
+  bas b = random_basis(G, q, G->rows, 1 + (int)rnd(G, (uint64_t)G->rows));
+  if (chance(G, 70) || !fits_modup(G, &b)) b = digit_basis(G);
+  int x = mix_operand(G, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, fits_modup, &b, 2);
+  if (x < 0) return;
+  const bas *xb = &G->vals[x].b;
+  int digits[RG_MAX_ROWS], count[RG_MAX_ROWS], nd = 0, consecutive;
+  for (int j = 0; j < num_digits(G); j++) {
+    int c = digit_rows(G, xb, j, &consecutive);
+    if (consecutive) digits[nd] = j, count[nd++] = c;
+  }
+  if (nd == 0) return; /* fits_modup promised one */
+  int pick_d = (int)rnd(G, (uint64_t)nd);
+  int64_t nrows = count[pick_d], out_rows = xb->n + G->nspecial;
+  bas out = *xb, p = range_basis(G->rows, G->nspecial);
+  append_basis(&out, &p);
+  fhjit_value fwd, inv, tab;
+  if (mix_tables(G, &fwd, &inv, &tab, nrows + nrows * (out_rows - nrows))) return;
+  fhjit_value v = fhjit_modup(G->g, G->vals[x].v, digits[pick_d], fwd, inv, tab);
+  push_mixed(G, v, "modup", x, &out, G->vals[x].comps);
+}
+
+/* concat(a value on q, an input on P): an operand for moddown. */
+static int concat_operand(gen *G, const bas *q) {
+  int lo = mix_operand(G, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, in_q, q, 2);
+  if (lo < 0) return -1;
+  bas p = range_basis(G->rows, G->nspecial);
+  int hi = poly_input(G, G->vals[lo].comps, G->n, lo, 0, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, &p);
+  if (hi < 0) return -1;
+  fhjit_value v = fhjit_concat(G->g, G->vals[lo].v, G->vals[hi].v);
+  use(G, lo);
+  use(G, hi);
+  bas full = G->vals[lo].b;
+  append_basis(&full, &p);
+  int idx = push_value(G, v, "concat", G->vals[lo].comps, G->n, lo, -1);
+  if (idx >= 0) G->vals[idx].b = full;
+  return idx;
+}
+
+static void mix_moddown(gen *G) {
+  int32_t qp[RG_MAX_ROWS];
+  for (int32_t p = 0; p < G->rows; p++) qp[p] = p;
+  bas q = chance(G, 50) ? digit_basis(G)
+                        : random_basis(G, qp, G->rows, 1 + (int)rnd(G, (uint64_t)G->rows));
+  bas full = q, p = range_basis(G->rows, G->nspecial);
+  append_basis(&full, &p);
+  int x = chance(G, 25) ? concat_operand(G, &q)
+                        : mix_operand(G, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, fits_moddown, &full, 2);
+  if (x < 0) return;
+  bas out = G->vals[x].b;
+  out.n -= G->nspecial;
+  int64_t K = G->nspecial, l = out.n;
+  fhjit_value fwd, inv, tab;
+  if (mix_tables(G, &fwd, &inv, &tab, K + K * l + l)) return;
+  fhjit_value v = fhjit_moddown(G->g, G->vals[x].v, fwd, inv, tab);
+  push_mixed(G, v, "moddown", x, &out, G->vals[x].comps);
+}
+
+/* A key for the keyswitch composite: a digit per digit of Q_L, a row per
+ * chain position. -1 when the key list is full of others. */
+static int ks_key(gen *G) {
+  int ndig = num_digits(G);
+  for (int i = 0; i < G->nkeys; i++)
+    if (G->keys[i].digits >= ndig && G->keys[i].rows >= G->chain && chance(G, 60)) return i;
+  if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) return -1;
+  key_val *k = &G->keys[G->nkeys];
+  k->digits = ndig + (int64_t)rnd(G, 2);
+  k->rows = G->chain;
+  fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = k->digits, .rows = k->rows,
+                  .n = G->n};
+  char name[200];
+  snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
+  k->v = make_input(G, name, t, NULL);
+  if (k->v == FHJIT_NO_VALUE) return -1;
+  return G->nkeys++;
+}
+
+/* SPEC section 7's hybrid key switch (fhjit_keyswitch: modup per digit,
+ * digit products, add_lazy, moddown of both components, its own tables). */
+static void mix_keyswitch(gen *G) {
+  bas b = digit_basis(G);
+  int x = mix_operand(G, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT, fits_keyswitch, &b, 0);
+  if (x < 0) return;
+  int k = ks_key(G);
+  if (k < 0) return;
+  fhjit_value fwd = twiddle_input(G, 0, G->chain), inv = twiddle_input(G, 1, G->chain);
+  if (fwd == FHJIT_NO_VALUE || inv == FHJIT_NO_VALUE) return;
+  fhjit_value v = fhjit_keyswitch(G->g, G->vals[x].v, G->keys[k].v, fwd, inv);
+  push_mixed(G, v, "keyswitch", x, &G->vals[x].b, 2);
+}
+
+/* One limb-mixing op; without NTT primes only bconv. */
+static void random_mix(gen *G) {
+  switch (G->ntt ? rnd(G, 10) : 0) {
+  case 0: case 1: mix_bconv(G); break;
+  case 2: case 3: mix_rescale(G); break;
+  case 4: case 5: mix_modup(G); break;
+  case 6: case 7: mix_moddown(G); break;
+  default: mix_keyswitch(G); break;
+  }
+}
+
 /* Adds one random op (and whatever inputs it needs). */
 static void random_ntt(gen *G);
 
@@ -517,6 +928,10 @@ static void random_op(gen *G) {
   }
   if (G->cfg->reindex_percent > 0 && chance(G, G->cfg->reindex_percent)) {
     random_reindex(G);
+    return;
+  }
+  if (G->cfg->mix_percent > 0 && chance(G, G->cfg->mix_percent)) {
+    random_mix(G);
     return;
   }
   ir_op ops[sizeof all_ops / sizeof *all_ops];
@@ -534,6 +949,7 @@ static void random_op(gen *G) {
     rb.with = a;
     rb.with_form = op != IR_MUL;
     rb.with_domain = a;
+    rb.basis_of = a;
     int b = pick(G, &rb);
     if (b < 0) return;
     if (chance(G, 50)) {
@@ -567,6 +983,7 @@ static void random_op(gen *G) {
     if (ct < 0) return;
     req rp = r;
     rp.with_domain = ct;
+    rp.basis_of = ct;
     if (chance(G, 70)) rp.comps_hi = 0;
     int pt = pick(G, &rp);
     if (pt < 0) return;
@@ -626,14 +1043,18 @@ static void random_op(gen *G) {
     r.comps_hi = 0;
     int d = pick(G, &r);
     if (d < 0) return;
+    /* key row row_start + basis[r] (SPEC section 7): rows past the largest position */
+    int64_t need = 0;
+    for (int i = 0; i < G->vals[d].b.n; i++)
+      if (G->vals[d].b.pos[i] + 1 > need) need = G->vals[d].b.pos[i] + 1;
     int k = -1;
     for (int i = 0; i < G->nkeys && k < 0; i++)
-      if (G->keys[i].rows >= G->rows && chance(G, 70)) k = i;
-    if (k < 0) k = new_key(G, G->rows);
+      if (G->keys[i].rows >= need && chance(G, 70)) k = i;
+    if (k < 0) k = new_key(G, need);
     if (k < 0) return;
     const key_val *kv = &G->keys[k];
     int64_t digit = (int64_t)rnd(G, (uint64_t)kv->digits);
-    int64_t row_start = (int64_t)rnd(G, (uint64_t)(kv->rows - G->rows + 1));
+    int64_t row_start = (int64_t)rnd(G, (uint64_t)(kv->rows - need + 1));
     fhjit_value v = fhjit_keyswitch_digit_product(G->g, G->vals[d].v, kv->v, digit, row_start);
     use(G, d);
     push_value(G, v, "keyswitch_digit_product", 2, G->n, d, -1);
@@ -658,6 +1079,7 @@ static void random_op(gen *G) {
     for (int i = 1; i < count; i++) {
       req rp = r;
       rp.same_shape = parts[0];
+      rp.basis_of = parts[0];
       parts[i] = -1;
       for (int tries = 0; tries < 4 && parts[i] < 0; tries++) {
         int c = pick(G, &rp);
@@ -667,7 +1089,7 @@ static void random_op(gen *G) {
           ok &= domains_compatible(type_of(G, c).domain, type_of(G, parts[j]).domain);
         if (ok) parts[i] = c;
       }
-      if (parts[i] < 0) parts[i] = new_poly_input(G, 0, G->n, parts[0], 0);
+      if (parts[i] < 0) parts[i] = new_poly_input(G, 0, G->n, parts[0], 0, &G->vals[parts[0]].b);
       if (parts[i] < 0) return;
     }
     fhjit_value vs[3];
@@ -683,17 +1105,21 @@ static void random_op(gen *G) {
 
 /* ------------------------------------------------------------- NTT anchors */
 
-/* The forward (0) or inverse (1) twiddle table input, declared once, dense. */
-static fhjit_value twiddle_input(gen *G, int inverse) {
-  if (G->twiddle[inverse] != FHJIT_NO_VALUE) return G->twiddle[inverse];
-  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = G->rows, .n = G->n};
+/* The forward (0) or inverse (1) twiddle table input of `rows` rows (chain
+ * positions 0 .. rows-1), declared once, dense. */
+static fhjit_value twiddle_input(gen *G, int inverse, int32_t rows) {
+  if (G->twiddle[inverse][rows] != FHJIT_NO_VALUE) return G->twiddle[inverse][rows];
+  fhjit_type t = {.kind = FHJIT_KIND_TWIDDLE, .rows = rows, .n = G->n};
   char name[200];
   snprintf(name, sizeof name, "%stw_%s", G->prefix, inverse ? "inv" : "fwd");
+  if (rows != G->rows) snprintf(name, sizeof name, "%stw_%s%d", G->prefix, inverse ? "inv" : "fwd",
+                                (int)rows);
   fhjit_value v = fhjit_input(G->g, name, &t);
   if (v == FHJIT_NO_VALUE) gen_fail(G, "fhjit_input (twiddles)");
   else G->ninputs++;
-  return G->twiddle[inverse] = v;
+  return G->twiddle[inverse][rows] = v;
 }
+
 
 /* A transform of a random value whose domain and form fit a random kind;
  * half the time its result gets two consumers (add and sub of one operand,
@@ -708,7 +1134,7 @@ static void random_ntt(gen *G) {
   if (a < 0) return;
   fhjit_type ta = type_of(G, a);
   if (ta.form && ta.form != want) return; /* no transform reads it in this kind */
-  fhjit_value tw = twiddle_input(G, !forward);
+  fhjit_value tw = twiddle_input(G, !forward, twiddle_rows(G, &G->vals[a].b));
   if (tw == FHJIT_NO_VALUE) return;
   fhjit_value v = fhjit_ntt(G->g, G->vals[a].v, tw, kind);
   use(G, a);
@@ -718,6 +1144,7 @@ static void random_ntt(gen *G) {
   rb.with = y;
   rb.with_form = 1;
   rb.with_domain = y;
+  rb.basis_of = y;
   int b = pick(G, &rb);
   if (b < 0) return;
   fhjit_value vy = G->vals[y].v, vb = G->vals[b].v;
@@ -747,6 +1174,28 @@ static void ntt_moduli(gen *G, fhjit_radix radix, int32_t rows, int64_t n, uint6
     while (contains(out, r, out[r]));
   }
   fhjit_context_destroy(ctx);
+}
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* rg_random_moduli's mix, drawn one at a time until each is coprime to
+ * the earlier ones (bconv's constants need pairwise coprime moduli). */
+static void coprime_moduli(gen *G, fhjit_radix radix, int32_t rows, uint64_t *out) {
+  for (int32_t r = 0; r < rows; r++) {
+    int ok = 0;
+    while (!ok) {
+      rg_random_moduli(&G->rng, radix, 1, &out[r]);
+      ok = 1;
+      for (int32_t k = 0; k < r; k++) ok &= gcd_u64(out[k], out[r]) == 1;
+    }
+  }
 }
 
 /* A graph name of 1..300 arbitrary non-NUL bytes (the API takes any), and a
@@ -791,7 +1240,7 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
   G->err = err;
   G->errsize = errsize;
   fhjit_radix radix = cfg->radix >= 0 ? (fhjit_radix)cfg->radix : (fhjit_radix)rnd(G, 2);
-  G->twiddle[0] = G->twiddle[1] = FHJIT_NO_VALUE;
+  for (int r = 0; r <= RG_MAX_ROWS; r++) G->twiddle[0][r] = G->twiddle[1][r] = FHJIT_NO_VALUE;
   char gname[320];
   snprintf(gname, sizeof gname, "rand%llu", (unsigned long long)seed);
   if (cfg->random_names) random_names(G, gname, sizeof gname);
@@ -802,20 +1251,34 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
     return NULL;
   }
   int max_rows = cfg->max_rows < 1 ? 1 : cfg->max_rows > RG_MAX_ROWS ? RG_MAX_ROWS : cfg->max_rows;
+  if (cfg->mix_percent > 0 && max_rows > RG_MAX_ROWS - 2) max_rows = RG_MAX_ROWS - 2; /* P's room */
   G->rows = 1 + (int32_t)rnd(G, (uint64_t)max_rows);
   static const int64_t pow2_n[] = {1, 2, 4, 8, 16, 32};
   static const int64_t odd_n[] = {3, 6, 12, 24};
   G->n = (cfg->odd_n && chance(G, 20)) ? odd_n[rnd(G, 4)] : pow2_n[rnd(G, 6)];
   G->ntt = chance(G, cfg->ntt_percent);
   if (G->ntt) G->n = INT64_C(16) << rnd(G, 3);
+  /* the conversion kernel (bconv) refuses other lengths than 2^4 .. 2^17 */
+  else if (cfg->mix_percent > 0) G->n = INT64_C(16) << rnd(G, 3);
   int max_rank = cfg->max_batch_rank < 0 ? 0 : cfg->max_batch_rank > 3 ? 3 : cfg->max_batch_rank;
   G->nbg = (int)rnd(G, (uint64_t)max_rank + 1);
   for (int a = 0; a < G->nbg; a++) G->gb[a] = 1 + (int64_t)rnd(G, 3);
 
+  G->chain = G->rows;
+  if (cfg->mix_percent > 0) { /* Q_L = [0, rows) ++ P: 1 or 2 special primes */
+    G->nspecial = 1 + (int32_t)rnd(G, 2);
+    G->alpha = 1 + (int32_t)rnd(G, (uint64_t)G->rows);
+    G->chain = G->rows + G->nspecial;
+  }
   uint64_t moduli[RG_MAX_ROWS];
-  if (G->ntt) ntt_moduli(G, radix, G->rows, G->n, moduli);
+  if (G->ntt) ntt_moduli(G, radix, G->chain, G->n, moduli);
+  else if (cfg->mix_percent > 0) coprime_moduli(G, radix, G->chain, moduli);
   else rg_random_moduli(&G->rng, radix, G->rows, moduli);
-  if (fhjit_graph_set_moduli(G->g, moduli, G->rows) != FHJIT_OK) gen_fail(G, "fhjit_graph_set_moduli");
+  if (fhjit_graph_set_moduli(G->g, moduli, G->chain) != FHJIT_OK)
+    gen_fail(G, "fhjit_graph_set_moduli");
+  if (G->nspecial > 0 && (fhjit_graph_set_special(G->g, G->nspecial) != FHJIT_OK ||
+                          fhjit_graph_set_digits(G->g, G->alpha) != FHJIT_OK))
+    gen_fail(G, "fhjit_graph_set_special / set_digits");
 
   int min_ops = cfg->min_ops < 1 ? 1 : cfg->min_ops;
   int max_ops = cfg->max_ops < min_ops ? min_ops : cfg->max_ops;
@@ -825,7 +1288,7 @@ fhjit_graph *rg_random_graph(fhjit_context *ctx, uint64_t seed, const rg_config 
                                                 : rnd(G, (uint64_t)span));
   int reserve = G->target_ops >= 4 ? 2 : 0; /* room for output extracts */
   for (int i = 0, n0 = 1 + (int)rnd(G, 3); i < n0 && !G->failed; i++)
-    new_poly_input(G, (int)rnd(G, 4), G->n, -1, 1);
+    new_poly_input(G, (int)rnd(G, 4), G->n, -1, 1, NULL);
   while (!G->failed && G->ops < G->target_ops - reserve) random_op(G);
 
   /* Outputs: extracts of inputs and of computed values, then (after the
@@ -988,9 +1451,14 @@ static int fill_twiddles(rg_case *c, int32_t i, const fhjit_type *t, const fhjit
   fhjit_graph *g = c->g;
   fhjit_value tv = fhjit_input_value(g, i);
   int inverse = -1;
-  for (int32_t v = 0; v < g->nnodes; v++)
-    if (g->nodes[v].op == IR_NTT && g->nodes[v].args[1] == tv)
-      inverse = g->nodes[v].attr[0] >= FHJIT_NTT_TO_COEF_MONT;
+  for (int32_t v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    if (n->op == IR_NTT && n->args[1] == tv) inverse = n->attr[0] >= FHJIT_NTT_TO_COEF_MONT;
+    if (n->op == IR_RESCALE || n->op == IR_MODUP || n->op == IR_MODDOWN) {
+      if (n->args[1] == tv) inverse = 0;
+      if (n->args[2] == tv) inverse = 1;
+    }
+  }
   if (inverse < 0) return 0; /* read by nothing: random words do */
   size_t word = ir_word_size(c->radix);
   void *table = malloc(word * (size_t)(t->rows * t->n));
@@ -1011,6 +1479,37 @@ static int fill_twiddles(rg_case *c, int32_t i, const fhjit_type *t, const fhjit
           get(c->radix, table, r * t->n + k));
   free(table);
   return 0;
+}
+
+/* Constant-table input i (SPEC section 7): fhjit_input_table's words, at
+ * the input's layout (the interpreter refuses any other table). */
+static int fill_table(rg_case *c, int32_t i, const fhjit_type *t, const fhjit_layout *l,
+                      char *err, size_t errsize) {
+  size_t word = ir_word_size(c->radix);
+  void *table = malloc(word * (size_t)t->n);
+  int64_t len = 0;
+  if (!table) {
+    rg_fail(err, errsize, "rg_case_init: out of memory");
+    return -1;
+  }
+  if (fhjit_input_table(c->g, i, table, &len) != FHJIT_OK || len != t->n) {
+    rg_fail(err, errsize, "rg_case_init: fhjit_input_table(%d): %s", (int)i,
+            fhjit_last_error(fhjit_graph_context(c->g)));
+    free(table);
+    return -1;
+  }
+  for (int64_t k = 0; k < len; k++)
+    put(c->radix, c->inputs[i], l->offset + k * l->index_stride, get(c->radix, table, k));
+  free(table);
+  return 0;
+}
+
+/* Chain position of each row of polynomial input i (its bound basis). */
+static void input_positions(const rg_case *c, int32_t i, int64_t rows, int32_t *pos) {
+  int32_t count = 0;
+  for (int64_t r = 0; r < rows; r++) pos[r] = (int32_t)r;
+  if (fhjit_value_basis(c->g, fhjit_input_value(c->g, i), pos, (int32_t)rows, &count) != FHJIT_OK)
+    for (int64_t r = 0; r < rows; r++) pos[r] = (int32_t)r;
 }
 
 int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t seed,
@@ -1041,6 +1540,8 @@ int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t se
     if (t.rows > c->rows) c->rows = (int32_t)t.rows;
     if (t.n > c->n) c->n = t.n;
   }
+  /* a chain longer than any value's basis (section 7): its moduli all count */
+  if (!moduli && fhjit_graph_num_moduli(g) > c->rows) c->rows = fhjit_graph_num_moduli(g);
   if (c->rows < 1 || c->rows > RG_MAX_ROWS) {
     rg_fail(err, errsize, "rg_case_init: %d rows is outside 1..%d", (int)c->rows, RG_MAX_ROWS);
     return -1;
@@ -1096,18 +1597,27 @@ int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t se
       free(row_bound);
       goto oom;
     }
-    for (int64_t r = 0; r < t.rows; r++)
-      row_bound[r] = t.kind == FHJIT_KIND_KEY ? 0 : 2 * c->moduli[r < c->rows ? r : 0];
+    int32_t pos[RG_MAX_ROWS];
+    if (t.kind == FHJIT_KIND_POLY && t.rows <= RG_MAX_ROWS) input_positions(c, i, t.rows, pos);
+    for (int64_t r = 0; r < t.rows; r++) {
+      int64_t p = t.kind == FHJIT_KIND_POLY && t.rows <= RG_MAX_ROWS ? pos[r] : r;
+      row_bound[r] = t.kind == FHJIT_KIND_KEY ? 0 : 2 * c->moduli[p < c->rows ? p : 0];
+    }
     if (t.kind == FHJIT_KIND_KEY) {
-      /* key row k is read with limb k - row_start by each digit product */
+      /* key row row_start + basis[r] is read with that position's modulus by
+       * each digit product (SPEC section 7; [0, rows) without bases) */
       fhjit_value kv = fhjit_input_value(g, i);
       for (int32_t v = 0; v < g->nnodes; v++) {
         const ir_node *n = &g->nodes[v];
         if (n->op != IR_KS_DIGIT_PRODUCT || n->args[1] != kv) continue;
         int64_t rs = n->attr[1], dr = g->nodes[n->args[0]].type.rows;
-        for (int64_t r = 0; r < dr && rs + r < t.rows; r++) {
-          uint64_t b = 2 * c->moduli[r];
-          if (row_bound[rs + r] == 0 || b < row_bound[rs + r]) row_bound[rs + r] = b;
+        int32_t dpos[RG_MAX_ROWS], count = 0;
+        for (int64_t r = 0; r < dr && r < RG_MAX_ROWS; r++) dpos[r] = (int32_t)r;
+        fhjit_value_basis(g, n->args[0], dpos, RG_MAX_ROWS, &count);
+        for (int64_t r = 0; r < dr && r < RG_MAX_ROWS && rs + dpos[r] < t.rows; r++) {
+          uint64_t b = 2 * c->moduli[dpos[r]];
+          if (row_bound[rs + dpos[r]] == 0 || b < row_bound[rs + dpos[r]])
+            row_bound[rs + dpos[r]] = b;
         }
       }
       for (int64_t r = 0; r < t.rows; r++)
@@ -1128,7 +1638,8 @@ int rg_case_init(rg_case *c, fhjit_graph *g, const uint64_t *moduli, uint64_t se
       }
       put(c->radix, c->inputs[i], w, x);
     }
-    if (t.kind == FHJIT_KIND_TWIDDLE && fill_twiddles(c, i, &t, &l, err, errsize)) {
+    if ((t.kind == FHJIT_KIND_TWIDDLE && fill_twiddles(c, i, &t, &l, err, errsize)) ||
+        (t.kind == FHJIT_KIND_TABLE && fill_table(c, i, &t, &l, err, errsize))) {
       rg_case_free(c);
       return -1;
     }
@@ -1248,10 +1759,18 @@ static uint64_t ref_neg(const ref_mod *m, uint64_t a) {
 typedef struct ref_state {
   const rg_case *c;
   fhjit_graph *g;
-  ref_mod mods[RG_MAX_ROWS];
+  rg_mutation mut;
+  ref_mod mods[RG_MAX_ROWS]; /* by chain position */
   uint64_t **val;       /* per node: dense tensor of its type */
   fhjit_layout *dense;  /* per node */
+  int32_t **pos;        /* per polynomial node: the chain position of each row */
+  uint64_t *tw[2][RG_MAX_ROWS]; /* SPEC section 5's tables, computed here, by position */
+  int64_t tw_n[2][RG_MAX_ROWS];
 } ref_state;
+
+static int32_t ref_pos(const ref_state *s, fhjit_value v, int64_t row) {
+  return s->pos[v] ? s->pos[v][row] : (int32_t)row;
+}
 
 /* Operand v as read by a consumer element (c, bidx[nb], row, i), broadcast
  * per SPEC section 3. */
@@ -1269,22 +1788,27 @@ static uint64_t ref_bitrev(uint64_t x, int bits) {
   return r;
 }
 
+static int ref_log2(int64_t n) {
+  int bits = 0;
+  while ((INT64_C(1) << bits) < n) bits++;
+  return bits;
+}
+
 /* SPEC section 7's automorphism at element i, by its definition: in the
  * NTT domain slot i holds the value at psi^(2 br(i) + 1), so it reads the
  * slot whose exponent is k times that (mod 2N); in the coefficient domain
  * X^j -> X^(jk) sends coefficient j to jk mod 2N, negated past N, so
  * output i reads the j with jk = i or i + N (mod 2N), searched for here
- * rather than through k^-1. Only the graph's basis (row = limb). */
-static uint64_t ref_automorphism(const ref_state *s, const ir_node *n, int64_t c,
+ * rather than through k^-1. Row `row` is at chain position p. */
+static uint64_t ref_automorphism(const ref_state *s, const ir_node *n, int32_t p, int64_t c,
                                  const int64_t *bidx, int64_t row, int64_t i) {
   int64_t N = n->type.n, k = n->attr[0];
-  int nb = n->type.nbatch, bits = 0;
-  while ((INT64_C(1) << bits) < N) bits++;
+  int nb = n->type.nbatch, bits = ref_log2(N);
   if (n->type.domain == FHJIT_DOMAIN_NTT) {
     int64_t e = (2 * (int64_t)ref_bitrev((uint64_t)i, bits) + 1) * k % (2 * N);
     return ref_read(s, n->args[0], c, bidx, nb, row, (int64_t)ref_bitrev((uint64_t)(e - 1) / 2, bits));
   }
-  const ref_mod *m = &s->mods[row];
+  const ref_mod *m = &s->mods[p];
   for (int64_t j = 0; j < N; j++) {
     int64_t e = j * k % (2 * N);
     if (e != i && e != i + N) continue;
@@ -1295,10 +1819,12 @@ static uint64_t ref_automorphism(const ref_state *s, const ir_node *n, int64_t c
   return 0; /* k odd: some j maps to i or i + N */
 }
 
-static uint64_t ref_elem(const ref_state *s, const ir_node *n, int64_t c, const int64_t *bidx,
+static uint64_t ref_elem(const ref_state *s, fhjit_value v, int64_t c, const int64_t *bidx,
                          int64_t row, int64_t i) {
+  const ir_node *n = &s->g->nodes[v];
   fhjit_radix radix = s->c->radix;
-  const ref_mod *m = &s->mods[row];
+  int32_t p = ref_pos(s, v, row); /* the row's chain position: its modulus */
+  const ref_mod *m = &s->mods[p];
   int nb = n->type.nbatch;
   /* re-indexing ops read their operands elsewhere than (row, i) */
   switch (n->op) {
@@ -1308,7 +1834,7 @@ static uint64_t ref_elem(const ref_state *s, const ir_node *n, int64_t c, const 
     return row < ra ? ref_read(s, n->args[0], c, bidx, nb, row, i)
                     : ref_read(s, n->args[1], c, bidx, nb, row - ra, i);
   }
-  case IR_AUTOMORPHISM: return ref_automorphism(s, n, c, bidx, row, i);
+  case IR_AUTOMORPHISM: return ref_automorphism(s, n, p, c, bidx, row, i);
   default: break;
   }
   uint64_t x = n->nargs > 0 ? ref_read(s, n->args[0], c, bidx, nb, row, i) : 0;
@@ -1339,17 +1865,333 @@ static uint64_t ref_elem(const ref_state *s, const ir_node *n, int64_t c, const 
     if (n->attr[1] == FHJIT_DOMAIN_COEF) return ref_add(m, x, ref_mul(radix, m, ev, 1));
     return ref_add(m, x, ev);
   }
-  case IR_KS_DIGIT_PRODUCT: {
+  case IR_KS_DIGIT_PRODUCT: { /* key row row_start + the row's chain position */
     fhjit_value kv = n->args[1];
     const fhjit_layout *kl = &s->dense[kv];
     uint64_t kx = s->val[kv][n->attr[0] * kl->digit_stride + c * kl->comp_stride +
-                             (n->attr[1] + row) * kl->row_stride + i * kl->index_stride];
+                             (n->attr[1] + p) * kl->row_stride + i * kl->index_stride];
     return ref_mul(radix, m, x, kx);
   }
   case IR_EXTRACT: return ref_read(s, n->args[0], n->attr[0], bidx, nb, row, i);
   case IR_PACK: return ref_read(s, n->args[c], 0, bidx, nb, row, i);
   default: return 0;
   }
+}
+
+/* ------------------------------------- reference: NTTs and limb mixing */
+
+/* Plain modular arithmetic in 128 bits, for the constants below: none of
+ * it comes from fhjit's tables. */
+static uint64_t ref_mulmod(uint64_t a, uint64_t b, uint64_t q) {
+  return (uint64_t)((unsigned __int128)a * b % q);
+}
+
+static uint64_t ref_powmod(uint64_t a, uint64_t e, uint64_t q) {
+  uint64_t r = 1 % q;
+  for (a %= q; e; e >>= 1, a = ref_mulmod(a, a, q))
+    if (e & 1) r = ref_mulmod(r, a, q);
+  return r;
+}
+
+/* a^-1 mod q (gcd(a, q) = 1): the extended Euclidean algorithm. */
+static uint64_t ref_invmod(uint64_t a, uint64_t q) {
+  __int128 t = 0, nt = 1, r = q, nr = a % q;
+  while (nr != 0) {
+    __int128 k = r / nr, x = t - k * nt;
+    t = nt;
+    nt = x;
+    x = r - k * nr;
+    r = nr;
+    nr = x;
+  }
+  return (uint64_t)(t < 0 ? t + q : t);
+}
+
+static uint64_t ref_rmod(const ref_state *s, uint64_t q) {
+  return (uint64_t)(((unsigned __int128)1 << ir_word_bits(s->c->radix)) % q);
+}
+
+/* The integer a word stands for (SPEC section 7's X_r): mod q, times R^-1
+ * for the Montgomery form. */
+static uint64_t ref_integer(const ref_state *s, uint64_t w, fhjit_form form, uint64_t q) {
+  uint64_t x = w % q;
+  return form == FHJIT_FORM_MONT ? ref_mulmod(x, ref_invmod(ref_rmod(s, q), q), q) : x;
+}
+
+static uint64_t ref_lazyadd(uint64_t q, uint64_t a, uint64_t b) {
+  uint64_t x = a + b;
+  return x >= 2 * q ? x - 2 * q : x;
+}
+
+/* SPEC section 5's psi: the first c^((q-1)/2N), c = 2, 3, ..., whose N-th
+ * power is not 1. */
+static uint64_t ref_psi(uint64_t q, int64_t n) {
+  for (uint64_t c = 2;; c++) {
+    uint64_t r = ref_powmod(c, (q - 1) / (2 * (uint64_t)n), q);
+    if (ref_powmod(r, (uint64_t)n, q) != 1) return r;
+  }
+}
+
+/* The forward (psi^br(k)) or inverse (psi^-br(k)) table of position p in
+ * Montgomery form, REDC(x (R^2 mod q)) as SPEC states (lazy for r62). */
+static const uint64_t *ref_twiddles(ref_state *s, int inverse, int32_t p, int64_t n) {
+  if (s->tw[inverse][p] && s->tw_n[inverse][p] == n) return s->tw[inverse][p];
+  free(s->tw[inverse][p]);
+  uint64_t *tw = s->tw[inverse][p] = malloc(sizeof *tw * (size_t)n);
+  if (!tw) return NULL;
+  s->tw_n[inverse][p] = n;
+  const ref_mod *m = &s->mods[p];
+  uint64_t psi = ref_psi(m->q, n);
+  if (inverse) psi = ref_invmod(psi, m->q);
+  int bits = ref_log2(n);
+  for (int64_t k = 0; k < n; k++) {
+    uint64_t e = s->mut == RG_MUT_NTT ? (uint64_t)k : ref_bitrev((uint64_t)k, bits);
+    tw[k] = ref_mul(s->c->radix, m, ref_powmod(psi, e, m->q), m->r2);
+  }
+  return tw;
+}
+
+/* Section 5's butterflies, word for word. */
+static void ref_butterflies(const ref_state *s, const ref_mod *m, const uint64_t *tw, int inverse,
+                            uint64_t *x, int64_t n) {
+  int logn = ref_log2(n);
+  uint64_t q = m->q;
+  for (int st = 0; st < logn; st++) {
+    int64_t t = inverse ? INT64_C(1) << st : n >> (st + 1);
+    for (int64_t j = 0; j < n / 2; j++) {
+      int64_t g = j / t, lo = 2 * g * t + j % t, hi = lo + t;
+      uint64_t a = x[lo], b = x[hi];
+      if (!inverse) {
+        uint64_t p = ref_mul(s->c->radix, m, tw[(INT64_C(1) << st) + g], b);
+        x[lo] = ref_lazyadd(q, a, p);
+        x[hi] = ref_lazyadd(q, a, 2 * q - p);
+      } else {
+        x[lo] = ref_lazyadd(q, a, b);
+        x[hi] = ref_mul(s->c->radix, m, tw[(n >> (st + 1)) + g], ref_lazyadd(q, a, 2 * q - b));
+      }
+    }
+  }
+}
+
+/* One of section 5's four transforms of a row at chain position p. */
+static int ref_transform(ref_state *s, fhjit_ntt_kind kind, int32_t p, uint64_t *x, int64_t n) {
+  const ref_mod *m = &s->mods[p];
+  fhjit_radix radix = s->c->radix;
+  int inverse = kind >= FHJIT_NTT_TO_COEF_MONT;
+  const uint64_t *tw = ref_twiddles(s, inverse, p, n);
+  if (!tw) return -1;
+  if (kind == FHJIT_NTT_COEF_STD_TO_NTT)
+    for (int64_t i = 0; i < n; i++) x[i] = ref_mul(radix, m, x[i], m->r2);
+  ref_butterflies(s, m, tw, inverse, x, n);
+  if (!inverse) return 0;
+  uint64_t ninv = ref_mulmod(ref_invmod((uint64_t)n % m->q, m->q), ref_rmod(s, m->q), m->q);
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = ref_mul(radix, m, x[i], ninv);
+    if (kind == FHJIT_NTT_TO_COEF_STD) {
+      x[i] = ref_mul(radix, m, x[i], 1);
+      if (x[i] >= m->q) x[i] -= m->q;
+    }
+  }
+  return 0;
+}
+
+/* SPEC section 7's fast conversion of the integers X ([l, n], source
+ * positions sp) to position tp: Y = (sum_i [X_i h_i^-1]_{s_i} h_i) mod t,
+ * h_i = prod_{k != i} s_k, its residues computed here. `wrong`: the
+ * mutation that forgets h_i^-1. */
+static void ref_convert(const ref_state *s, const uint64_t *X, const int32_t *sp, int l,
+                        int32_t tp, int64_t n, int wrong, uint64_t *Y) {
+  const uint64_t *q = s->c->moduli;
+  uint64_t t = q[tp], hinv[RG_MAX_ROWS], ht[RG_MAX_ROWS];
+  for (int i = 0; i < l; i++) {
+    uint64_t si = q[sp[i]], hs = 1, h_t = 1;
+    for (int k = 0; k < l; k++)
+      if (k != i) hs = ref_mulmod(hs, q[sp[k]], si), h_t = ref_mulmod(h_t, q[sp[k]], t);
+    hinv[i] = wrong ? 1 : ref_invmod(hs, si);
+    ht[i] = h_t;
+  }
+  for (int64_t k = 0; k < n; k++) {
+    unsigned __int128 acc = 0; /* l < 2^3 products below 2^120 */
+    for (int i = 0; i < l; i++)
+      acc += (unsigned __int128)ref_mulmod(X[i * n + k], hinv[i], q[sp[i]]) * ht[i];
+    Y[k] = (uint64_t)(acc % t);
+  }
+}
+
+/* The polynomial (component c, batch entry bidx) a slice op works on: its
+ * operand's rows in `in` and its result rows in `out`, [rows, n] each. */
+typedef struct ref_slice {
+  int64_t n, rows_in, rows_out;
+  uint64_t *in, *out, *tmp; /* tmp: [rows_in + 1, n] */
+} ref_slice;
+
+static int ref_ntt_op(ref_state *s, fhjit_value v, ref_slice *sl) {
+  const ir_node *n = &s->g->nodes[v];
+  memcpy(sl->out, sl->in, sizeof *sl->out * (size_t)(sl->rows_out * sl->n));
+  for (int64_t r = 0; r < sl->rows_out; r++)
+    if (ref_transform(s, (fhjit_ntt_kind)n->attr[0], ref_pos(s, v, r), sl->out + r * sl->n, sl->n))
+      return -1;
+  return 0;
+}
+
+static int ref_bconv_op(ref_state *s, fhjit_value v, ref_slice *sl) {
+  const ir_node *n = &s->g->nodes[v];
+  fhjit_form form = n->type.form;
+  int32_t sp[RG_MAX_ROWS];
+  for (int64_t r = 0; r < sl->rows_in; r++) {
+    sp[r] = ref_pos(s, n->args[0], r);
+    for (int64_t i = 0; i < sl->n; i++)
+      sl->tmp[r * sl->n + i] = ref_integer(s, sl->in[r * sl->n + i], form, s->c->moduli[sp[r]]);
+  }
+  for (int64_t j = 0; j < sl->rows_out; j++) {
+    int32_t tp = ref_pos(s, v, j);
+    uint64_t *y = sl->out + j * sl->n, t = s->c->moduli[tp];
+    ref_convert(s, sl->tmp, sp, (int)sl->rows_in, tp, sl->n, s->mut == RG_MUT_BCONV, y);
+    if (form == FHJIT_FORM_MONT)
+      for (int64_t i = 0; i < sl->n; i++) y[i] = ref_mulmod(y[i], ref_rmod(s, t), t);
+  }
+  return 0;
+}
+
+/* out = mul(sub(x, u), k) on a row at position p (rescale, moddown). */
+static void ref_sub_mul(const ref_state *s, int32_t p, const uint64_t *x, const uint64_t *u,
+                        uint64_t k, int64_t n, uint64_t *out) {
+  const ref_mod *m = &s->mods[p];
+  for (int64_t i = 0; i < n; i++) out[i] = ref_mul(s->c->radix, m, ref_sub(m, x[i], u[i]), k);
+}
+
+/* SPEC section 7's rescale: the last row to coefficient-standard, centred
+ * by h; each other row minus its lift, times (q^-1 mod q_i) R. */
+static int ref_rescale_op(ref_state *s, fhjit_value v, ref_slice *sl) {
+  fhjit_value a = s->g->nodes[v].args[0];
+  int64_t l = sl->rows_in - 1, n = sl->n;
+  int32_t plast = ref_pos(s, a, l);
+  uint64_t q = s->c->moduli[plast], h = s->mut == RG_MUT_RESCALE ? 0 : q / 2;
+  uint64_t *c = sl->tmp, *u = sl->tmp + n;
+  memcpy(c, sl->in + l * n, sizeof *c * (size_t)n);
+  if (ref_transform(s, FHJIT_NTT_TO_COEF_STD, plast, c, n)) return -1;
+  for (int64_t i = 0; i < n; i++) c[i] = c[i] + h >= q ? c[i] + h - q : c[i] + h;
+  for (int64_t r = 0; r < l; r++) {
+    int32_t p = ref_pos(s, a, r);
+    uint64_t qi = s->c->moduli[p], hq = h % qi;
+    for (int64_t i = 0; i < n; i++) u[i] = (c[i] % qi + qi - hq) % qi;
+    if (ref_transform(s, FHJIT_NTT_COEF_STD_TO_NTT, p, u, n)) return -1;
+    uint64_t k = ref_mulmod(ref_invmod(q % qi, qi), ref_rmod(s, qi), qi);
+    ref_sub_mul(s, p, sl->in + r * n, u, k, n, sl->out + r * n);
+  }
+  return 0;
+}
+
+/* Rows src[0..ns) of the operand through NTT -> coefficient-Montgomery,
+ * then their integers (from Montgomery form; the mutation reads them as
+ * standard) into X; their positions into sp. */
+static int ref_to_integers(ref_state *s, fhjit_value a, const ref_slice *sl, const int64_t *src,
+                           int ns, int wrong, int32_t *sp, uint64_t *X) {
+  for (int k = 0; k < ns; k++) {
+    uint64_t *y = X + k * sl->n;
+    sp[k] = ref_pos(s, a, src[k]);
+    memcpy(y, sl->in + src[k] * sl->n, sizeof *y * (size_t)sl->n);
+    if (ref_transform(s, FHJIT_NTT_TO_COEF_MONT, sp[k], y, sl->n)) return -1;
+    for (int64_t i = 0; i < sl->n; i++)
+      y[i] = ref_integer(s, y[i], wrong ? FHJIT_FORM_STD : FHJIT_FORM_MONT, s->c->moduli[sp[k]]);
+  }
+  return 0;
+}
+
+/* The conversion of X to position tp in Montgomery form, transformed to
+ * the NTT domain: modup's and moddown's converted rows. */
+static int ref_raise(ref_state *s, const uint64_t *X, const int32_t *sp, int ns, int32_t tp,
+                     int64_t n, uint64_t *row) {
+  uint64_t t = s->c->moduli[tp];
+  ref_convert(s, X, sp, ns, tp, n, 0, row);
+  for (int64_t i = 0; i < n; i++) row[i] = ref_mulmod(row[i], ref_rmod(s, t), t);
+  return ref_transform(s, FHJIT_NTT_COEF_MONT_TO_NTT, tp, row, n);
+}
+
+/* modup(d, j): the digit's rows (chain positions in G_j) unchanged, every
+ * other row of d's basis ++ P converted from them. */
+static int ref_modup_op(ref_state *s, fhjit_value v, ref_slice *sl) {
+  const ir_node *n = &s->g->nodes[v];
+  int32_t alpha = fhjit_graph_digit_size(s->g), ql = s->c->rows - fhjit_graph_num_special(s->g);
+  int64_t src[RG_MAX_ROWS];
+  int32_t sp[RG_MAX_ROWS];
+  int ns = 0, in_digit[RG_MAX_ROWS] = {0};
+  for (int64_t r = 0; r < sl->rows_in; r++) {
+    int32_t p = ref_pos(s, n->args[0], r);
+    if (p < ql && p / alpha == n->attr[0]) src[ns++] = r, in_digit[r] = 1;
+  }
+  if (ref_to_integers(s, n->args[0], sl, src, ns, s->mut == RG_MUT_MODUP, sp, sl->tmp)) return -1;
+  for (int64_t o = 0; o < sl->rows_out; o++) {
+    uint64_t *row = sl->out + o * sl->n;
+    if (o < sl->rows_in && in_digit[o])
+      memcpy(row, sl->in + o * sl->n, sizeof *row * (size_t)sl->n);
+    else if (ref_raise(s, sl->tmp, sp, ns, ref_pos(s, v, o), sl->n, row))
+      return -1;
+  }
+  return 0;
+}
+
+/* moddown(a): Q's rows minus P's converted to them, times (P*^-1 mod q_i) R. */
+static int ref_moddown_op(ref_state *s, fhjit_value v, ref_slice *sl) {
+  fhjit_value a = s->g->nodes[v].args[0];
+  int K = fhjit_graph_num_special(s->g);
+  int64_t l = sl->rows_in - K, n = sl->n, src[RG_MAX_ROWS];
+  int32_t sp[RG_MAX_ROWS];
+  for (int k = 0; k < K; k++) src[k] = l + k;
+  uint64_t *u = sl->tmp + K * n;
+  if (ref_to_integers(s, a, sl, src, K, 0, sp, sl->tmp)) return -1;
+  for (int64_t r = 0; r < l; r++) {
+    int32_t p = ref_pos(s, a, r);
+    uint64_t qi = s->c->moduli[p], pstar = 1;
+    if (ref_raise(s, sl->tmp, sp, K, p, n, u)) return -1;
+    for (int k = 0; k < K; k++) pstar = ref_mulmod(pstar, s->c->moduli[sp[k]], qi);
+    uint64_t rq = s->mut == RG_MUT_MODDOWN ? 1 : ref_rmod(s, qi); /* R mod q_i */
+    uint64_t k = ref_mulmod(ref_invmod(pstar, qi), rq, qi);
+    ref_sub_mul(s, p, sl->in + r * n, u, k, n, sl->out + r * n);
+  }
+  return 0;
+}
+
+static int is_slice_op(ir_op op) {
+  return op == IR_NTT || op == IR_BCONV || op == IR_RESCALE || op == IR_MODUP || op == IR_MODDOWN;
+}
+
+/* A slice op of node v: per component and batch entry, its operand's rows
+ * read (broadcast), the op on them, the rows stored. */
+static int ref_slices(ref_state *s, fhjit_value v) {
+  const ir_node *n = &s->g->nodes[v];
+  const fhjit_type *t = &n->type;
+  ref_slice sl = {.n = t->n, .rows_in = s->g->nodes[n->args[0]].type.rows, .rows_out = t->rows};
+  int64_t big = (sl.rows_in > sl.rows_out ? sl.rows_in : sl.rows_out) + 1;
+  sl.in = malloc(sizeof *sl.in * (size_t)(big * t->n));
+  sl.out = malloc(sizeof *sl.out * (size_t)(big * t->n));
+  sl.tmp = malloc(sizeof *sl.tmp * (size_t)(big * t->n));
+  int rc = !sl.in || !sl.out || !sl.tmp ? -1 : 0;
+  int64_t comps = t->comps > 0 ? t->comps : 1, nbe = 1;
+  for (int a = 0; a < t->nbatch; a++) nbe *= t->batch[a];
+  for (int64_t cc = 0; cc < comps && !rc; cc++)
+    for (int64_t be = 0; be < nbe && !rc; be++) {
+      int64_t bidx[FHJIT_MAX_BATCH] = {0}, rest = be;
+      for (int a = t->nbatch - 1; a >= 0; a--) bidx[a] = rest % t->batch[a], rest /= t->batch[a];
+      for (int64_t r = 0; r < sl.rows_in; r++)
+        for (int64_t i = 0; i < t->n; i++)
+          sl.in[r * t->n + i] = ref_read(s, n->args[0], cc, bidx, t->nbatch, r, i);
+      switch (n->op) {
+      case IR_NTT: rc = ref_ntt_op(s, v, &sl); break;
+      case IR_BCONV: rc = ref_bconv_op(s, v, &sl); break;
+      case IR_RESCALE: rc = ref_rescale_op(s, v, &sl); break;
+      case IR_MODUP: rc = ref_modup_op(s, v, &sl); break;
+      default: rc = ref_moddown_op(s, v, &sl); break;
+      }
+      for (int64_t r = 0; r < sl.rows_out && !rc; r++)
+        for (int64_t i = 0; i < t->n; i++)
+          s->val[v][ir_layout_offset(&s->dense[v], t->nbatch, cc, bidx, r, i)] =
+              sl.out[r * t->n + i];
+    }
+  free(sl.in);
+  free(sl.out);
+  free(sl.tmp);
+  return rc;
 }
 
 typedef struct copy_arg {
@@ -1365,56 +2207,89 @@ static void copy_in(int64_t off, int64_t row, void *arg) {
   a->dst[a->next++] = get(a->c->radix, a->src, off);
 }
 
-int rg_reference(const rg_case *c, void *const *results, char *err, size_t errsize) {
+/* Node v's value: an input's words, a slice op, or element by element. */
+static int ref_node(ref_state *s, fhjit_value v) {
+  const ir_node *n = &s->g->nodes[v];
+  const fhjit_type *t = &n->type;
+  if (n->op == IR_INPUT) { /* dense copy, in the row-major order of the dense layout */
+    axes ax;
+    axes_of(t, &n->layout, &ax);
+    copy_arg a = {s->c, s->c->inputs[n->input_index], s->val[v], 0};
+    for_each(&ax, n->layout.offset, copy_in, &a);
+    return 0;
+  }
+  if (is_slice_op(n->op)) return ref_slices(s, v);
+  int64_t comps = t->comps > 0 ? t->comps : 1, nbe = 1;
+  for (int a = 0; a < t->nbatch; a++) nbe *= t->batch[a];
+  for (int64_t cc = 0; cc < comps; cc++)
+    for (int64_t be = 0; be < nbe; be++) {
+      int64_t bidx[FHJIT_MAX_BATCH] = {0}, rest = be;
+      for (int a = t->nbatch - 1; a >= 0; a--) bidx[a] = rest % t->batch[a], rest /= t->batch[a];
+      for (int64_t r = 0; r < t->rows; r++)
+        for (int64_t i = 0; i < t->n; i++)
+          s->val[v][ir_layout_offset(&s->dense[v], t->nbatch, cc, bidx, r, i)] =
+              ref_elem(s, v, cc, bidx, r, i);
+    }
+  return 0;
+}
+
+/* Allocates node v's dense value and, for a polynomial on a stated basis,
+ * its chain positions. */
+static int ref_alloc(ref_state *s, fhjit_value v) {
+  const fhjit_type *t = &s->g->nodes[v].type;
+  int64_t count = fhjit_type_elements(t);
+  s->val[v] = malloc(sizeof **s->val * (size_t)(count > 0 ? count : 1));
+  if (!s->val[v] || fhjit_dense_layout(t, &s->dense[v]) != FHJIT_OK) return -1;
+  if (t->kind != FHJIT_KIND_POLY || t->rows > RG_MAX_ROWS) return 0;
+  int32_t *pos = malloc(sizeof *pos * (size_t)t->rows), nb = 0;
+  if (!pos || fhjit_value_basis(s->g, v, pos, (int32_t)t->rows, &nb) != FHJIT_OK) {
+    free(pos);
+    return -1;
+  }
+  s->pos[v] = pos;
+  return 0;
+}
+
+int rg_reference_mutant(const rg_case *c, void *const *results, rg_mutation mutation,
+                        char *err, size_t errsize) {
   fhjit_graph *g = c->g;
-  ref_state s = {.c = c, .g = g};
+  ref_state s = {.c = c, .g = g, .mut = mutation};
   for (int32_t r = 0; r < c->rows; r++) s.mods[r] = ref_mod_make(c->radix, c->moduli[r]);
   s.val = calloc((size_t)g->nnodes, sizeof *s.val);
   s.dense = calloc((size_t)g->nnodes, sizeof *s.dense);
+  s.pos = calloc((size_t)g->nnodes, sizeof *s.pos);
   int rc = 0;
-  if (!s.val || !s.dense) {
+  if (!s.val || !s.dense || !s.pos) {
     rc = -1;
     rg_fail(err, errsize, "rg_reference: out of memory");
   }
   for (int32_t v = 0; v < g->nnodes && rc == 0; v++) {
-    const ir_node *n = &g->nodes[v];
-    const fhjit_type *t = &n->type;
-    int64_t count = fhjit_type_elements(t);
-    s.val[v] = malloc(sizeof **s.val * (size_t)(count > 0 ? count : 1));
-    if (!s.val[v] || fhjit_dense_layout(t, &s.dense[v]) != FHJIT_OK) {
+    if (ref_alloc(&s, v)) {
       rc = -1;
-      rg_fail(err, errsize, "rg_reference: cannot allocate value %%%s", n->name);
-      break;
+      rg_fail(err, errsize, "rg_reference: cannot allocate value %%%s", g->nodes[v].name);
+    } else if (ref_node(&s, v)) {
+      rc = -1;
+      rg_fail(err, errsize, "rg_reference: out of memory evaluating %%%s", g->nodes[v].name);
     }
-    if (n->op == IR_INPUT) {
-      /* dense copy, in the row-major order of the dense layout */
-      axes ax;
-      axes_of(t, &n->layout, &ax);
-      copy_arg a = {c, c->inputs[n->input_index], s.val[v], 0};
-      for_each(&ax, n->layout.offset, copy_in, &a);
-      continue;
-    }
-    int64_t comps = t->comps > 0 ? t->comps : 1, nbe = 1;
-    for (int a = 0; a < t->nbatch; a++) nbe *= t->batch[a];
-    for (int64_t cc = 0; cc < comps; cc++)
-      for (int64_t be = 0; be < nbe; be++) {
-        int64_t bidx[FHJIT_MAX_BATCH] = {0}, rest = be;
-        for (int a = t->nbatch - 1; a >= 0; a--) bidx[a] = rest % t->batch[a], rest /= t->batch[a];
-        for (int64_t r = 0; r < t->rows; r++)
-          for (int64_t i = 0; i < t->n; i++)
-            s.val[v][ir_layout_offset(&s.dense[v], t->nbatch, cc, bidx, r, i)] =
-                ref_elem(&s, n, cc, bidx, r, i);
-      }
   }
   for (int32_t k = 0; k < c->nresults && rc == 0; k++) {
     fhjit_value v = g->results[k].value;
     for (int64_t i = 0; i < c->result_words[k]; i++) put(c->radix, results[k], i, s.val[v][i]);
   }
   for (int32_t v = 0; s.val && v < g->nnodes; v++) free(s.val[v]);
+  for (int32_t v = 0; s.pos && v < g->nnodes; v++) free(s.pos[v]);
+  for (int d = 0; d < 2; d++)
+    for (int p = 0; p < RG_MAX_ROWS; p++) free(s.tw[d][p]);
   free(s.val);
   free(s.dense);
+  free(s.pos);
   return rc;
 }
+
+int rg_reference(const rg_case *c, void *const *results, char *err, size_t errsize) {
+  return rg_reference_mutant(c, results, RG_MUT_NONE, err, errsize);
+}
+
 
 /* -------------------------------------------------------------- reports */
 
@@ -1431,6 +2306,20 @@ static void describe_type(sp_buf *b, const fhjit_type *t) {
   sp_buf_printf(b, "], %lld, %lld>", (long long)t->rows, (long long)t->n);
   if (t->domain || t->form)
     sp_buf_printf(b, " %s %s", ir_domain_name(t->domain), ir_form_name(t->form));
+}
+
+/* " basis [..]" for a polynomial value on another basis than [0, rows). */
+static void describe_basis(sp_buf *b, const fhjit_graph *g, fhjit_value v) {
+  int32_t pos[RG_MAX_ROWS], count = 0, plain = 1;
+  const fhjit_type *t = &g->nodes[v].type;
+  if (t->kind != FHJIT_KIND_POLY || t->rows > RG_MAX_ROWS ||
+      fhjit_value_basis(g, v, pos, RG_MAX_ROWS, &count) != FHJIT_OK)
+    return;
+  for (int32_t r = 0; r < count; r++) plain &= pos[r] == r;
+  if (plain) return;
+  sp_buf_printf(b, " basis [");
+  for (int32_t r = 0; r < count; r++) sp_buf_printf(b, "%s%d", r ? " " : "", (int)pos[r]);
+  sp_buf_printf(b, "]");
 }
 
 char *rg_describe(const rg_case *c) {
@@ -1455,8 +2344,10 @@ char *rg_describe(const rg_case *c) {
     if (n->op == IR_KS_DIGIT_PRODUCT)
       sp_buf_printf(&b, " [digit %lld, row_start %lld]", (long long)n->attr[0], (long long)n->attr[1]);
     if (n->op == IR_EXTRACT) sp_buf_printf(&b, " [%lld]", (long long)n->attr[0]);
+    if (n->op == IR_MODUP) sp_buf_printf(&b, " [digit %lld]", (long long)n->attr[0]);
     sp_buf_printf(&b, " : ");
     describe_type(&b, &n->type);
+    describe_basis(&b, g, v);
     if (n->op == IR_INPUT) {
       const fhjit_layout *l = &n->layout;
       sp_buf_printf(&b, " layout{off %lld, comp %lld, digit %lld, batch [%lld %lld %lld %lld], "

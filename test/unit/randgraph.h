@@ -7,7 +7,9 @@
  * buffers; any backend can run it, and rg_compare reports the first
  * difference between two backends' results. rg_reference is an independent
  * evaluator (SPEC formulas in unsigned __int128, constants computed here, not
- * read from fhjit's parameter table) that serves as a third opinion.
+ * read from fhjit's parameter table) that serves as a third opinion; it
+ * evaluates NTTs and SPEC section 7's limb-mixing ops (bconv, rescale, modup,
+ * moddown) too, with its own twiddles and constants.
  * Everything is deterministic in the seed. */
 #ifndef FHJIT_RANDGRAPH_H
 #define FHJIT_RANDGRAPH_H
@@ -17,7 +19,7 @@
 
 #include "fhjit/fhjit.h"
 
-#define RG_MAX_ROWS 6
+#define RG_MAX_ROWS 8 /* rows, and chain positions (Q ++ P of limb-mixing graphs) */
 
 typedef struct rg_config {
   int min_ops, max_ops;  /* op nodes (not inputs), 1..40 */
@@ -33,6 +35,11 @@ typedef struct rg_config {
   int random_names;      /* graph names of 1..300 arbitrary bytes, long value names */
   int reindex_percent;   /* percent of ops that are SPEC section 7's rows, concat or
                           * automorphism (0 by default; rg_reference evaluates them) */
+  int mix_percent;       /* percent of ops that are SPEC section 7's limb-mixing ops
+                          * (bconv; with NTT primes also rescale, modup, moddown and the
+                          * keyswitch composite). Non-zero: the graph gets a chain Q_L ++ P
+                          * (1-2 special primes, a digit size), pairwise coprime moduli,
+                          * and values on other bases. 0 by default: no draw changes. */
 } rg_config;
 
 void rg_default_config(rg_config *cfg);
@@ -93,6 +100,20 @@ void rg_free_results(const rg_case *c, void **results);
 
 /* Runs the independent reference evaluator. 0, or -1 with a message. */
 int rg_reference(const rg_case *c, void *const *results, char *err, size_t errsize);
+
+/* Deliberate mistakes in the reference, one op each, so that a test can show
+ * that a wrong evaluation of that op is caught (a mutation check). */
+typedef enum rg_mutation {
+  RG_MUT_NONE = 0,
+  RG_MUT_BCONV,   /* V_i = X_i: the h_i^-1 factor forgotten */
+  RG_MUT_RESCALE, /* no centring by floor(q/2): floor instead of round */
+  RG_MUT_MODUP,   /* the digit's integers read as if in standard form (no R^-1) */
+  RG_MUT_MODDOWN, /* the P*^-1 constant without its Montgomery factor R */
+  RG_MUT_NTT,     /* twiddles in natural rather than bit-reversed order */
+  RG_NUM_MUTATIONS
+} rg_mutation;
+int rg_reference_mutant(const rg_case *c, void *const *results, rg_mutation mutation,
+                        char *err, size_t errsize);
 
 /* Number of differing result words; on the first one writes a report (graph
  * text, result and value, element coordinates, both values, moduli) to

@@ -7,7 +7,8 @@
  *
  * FHJIT_RANDOM_GRAPHS sets the number of host-vs-interpreter graphs (default
  * sized for about three minutes of a Debug build on 2 cores, fewer under
- * ASan); FHJIT_RANDOM_SEED the first seed (graph i uses seed + i), so a
+ * ASan), FHJIT_RANDOM_REINDEX_GRAPHS and FHJIT_RANDOM_MIX_GRAPHS those of the
+ * section 7 tests; FHJIT_RANDOM_SEED the first seed (graph i uses seed + i), so a
  * failure report's seed reproduces it alone: FHJIT_RANDOM_SEED=s
  * FHJIT_RANDOM_GRAPHS=1. */
 #include <check.h>
@@ -23,9 +24,11 @@
 #if defined(__SANITIZE_ADDRESS__)
 #define DEFAULT_HOST_GRAPHS 250
 #define DEFAULT_REF_GRAPHS 1000
+#define DEFAULT_MIX_GRAPHS 30
 #else
 #define DEFAULT_HOST_GRAPHS 3000
 #define DEFAULT_REF_GRAPHS 5000
+#define DEFAULT_MIX_GRAPHS 200
 #endif
 
 #define POISON_A UINT64_C(0x5555555555555555)
@@ -61,10 +64,12 @@ static void fail_report(const char *what, uint64_t seed, const char *report) {
 static void check_call(const rg_case *c, const char *call, fhjit_status st, const char *what,
                        uint64_t seed) {
   if (st == FHJIT_OK) return;
-  static char report[1 << 15];
+  static char report[1 << 15], msg[4096];
+  /* the message first: rg_describe prints the graph, which clears it */
+  snprintf(msg, sizeof msg, "%s", fhjit_last_error(fhjit_graph_context(c->g)));
   char *desc = rg_describe(c);
-  snprintf(report, sizeof report, "%s: %s: %s\n%s", call, fhjit_status_name(st),
-           fhjit_last_error(fhjit_graph_context(c->g)), desc ? desc : "");
+  snprintf(report, sizeof report, "%s: %s: %s\n%s", call, fhjit_status_name(st), msg,
+           desc ? desc : "");
   free(desc);
   fail_report(what, seed, report);
 }
@@ -305,6 +310,161 @@ START_TEST(test_reindex_graphs) {
 }
 END_TEST
 
+
+/* ------------------------------------------------- limb-mixing ops */
+
+/* What test_limb_mixing_graphs counts. */
+typedef struct mix_counts {
+  int op[IR_NUM_OPS][2];       /* by op and radix */
+  int of_input[IR_NUM_OPS], of_computed[IR_NUM_OPS];
+  int bconv_form[3];           /* by the operand's form */
+  int keyswitch, with_ntt, with_reindex, read_by_ntt, read_by_aut, read_pointwise;
+  int tried[RG_NUM_MUTATIONS], caught[RG_NUM_MUTATIONS];
+} mix_counts;
+
+static int is_mixing(ir_op op) {
+  return op == IR_BCONV || op == IR_RESCALE || op == IR_MODUP || op == IR_MODDOWN;
+}
+
+/* Counts the graph's mixing ops, where their operands come from and what
+ * reads their results; has[op]: the graph has one (a bconv only counts
+ * from two source rows: with one, h_i = 1 and its mutant is right). */
+static void count_mixing(const fhjit_graph *g, mix_counts *mc, int *has) {
+  int ntt = 0, reindex = 0, ks = 0;
+  for (int32_t v = 0; v < g->nnodes; v++) {
+    const ir_node *n = &g->nodes[v];
+    has[n->op] |= n->op != IR_BCONV || g->nodes[n->args[0]].type.rows >= 2;
+    ntt |= n->op == IR_NTT;
+    reindex |= n->op == IR_AUTOMORPHISM || n->op == IR_CONCAT;
+    ks |= n->op == IR_MODUP && strstr(n->name, ".modup") != NULL; /* the composite's names */
+    if (n->nargs > 0 && is_mixing(g->nodes[n->args[0]].op)) {
+      mc->read_by_ntt += n->op == IR_NTT;
+      mc->read_by_aut += n->op == IR_AUTOMORPHISM;
+      mc->read_pointwise += n->op == IR_ADD || n->op == IR_SUB || n->op == IR_MUL ||
+                            n->op == IR_ADD_LAZY || n->op == IR_KS_DIGIT_PRODUCT;
+    }
+    if (!is_mixing(n->op)) continue;
+    mc->op[n->op][fhjit_graph_radix(g)]++;
+    if (g->nodes[n->args[0]].op == IR_INPUT) mc->of_input[n->op]++;
+    else mc->of_computed[n->op]++;
+    if (n->op == IR_BCONV) mc->bconv_form[n->type.form]++;
+  }
+  mc->with_ntt += ntt;
+  mc->with_reindex += reindex;
+  mc->keyswitch += ks;
+}
+
+/* The mutation check: each deliberately wrong reference whose op the
+ * graph has must (on enough graphs) disagree with the interpreter. */
+static void try_mutants(const rg_case *c, void *const *itp, const int *has, mix_counts *mc,
+                        uint64_t seed) {
+  static const ir_op op_of[RG_NUM_MUTATIONS] = {
+      [RG_MUT_BCONV] = IR_BCONV, [RG_MUT_RESCALE] = IR_RESCALE, [RG_MUT_MODUP] = IR_MODUP,
+      [RG_MUT_MODDOWN] = IR_MODDOWN, [RG_MUT_NTT] = IR_NTT};
+  char err[1 << 14];
+  for (int m = 1; m < RG_NUM_MUTATIONS; m++) {
+    if (!has[op_of[m]]) continue;
+    void **mut = rg_alloc_results(c, poison(c->radix, POISON_A));
+    if (rg_reference_mutant(c, mut, (rg_mutation)m, err, sizeof err))
+      fail_report("rg_reference_mutant", seed, err);
+    mc->tried[m]++;
+    mc->caught[m] += rg_compare(c, itp, "interpreter", mut, "mutant", NULL, 0) > 0;
+    rg_free_results(c, mut);
+  }
+}
+
+static void check_mix_coverage(const mix_counts *mc, long count) {
+  static const ir_op ops[] = {IR_BCONV, IR_RESCALE, IR_MODUP, IR_MODDOWN};
+  for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+    ir_op op = ops[i];
+    ck_assert_msg(mc->op[op][FHJIT_R32] > 10 && mc->op[op][FHJIT_R62] > 10,
+                  "%s: %d r32, %d r62", ir_op_name(op), mc->op[op][FHJIT_R32],
+                  mc->op[op][FHJIT_R62]);
+    ck_assert_msg(mc->of_input[op] > 5 && mc->of_computed[op] > 5, "%s: %d of inputs, %d computed",
+                  ir_op_name(op), mc->of_input[op], mc->of_computed[op]);
+  }
+  ck_assert(mc->bconv_form[FHJIT_FORM_STD] > 5 && mc->bconv_form[FHJIT_FORM_MONT] > 5);
+  ck_assert(mc->keyswitch > 5 && mc->with_ntt > count / 4 && mc->with_reindex > 5);
+  ck_assert(mc->read_by_ntt > 5 && mc->read_by_aut > 5 && mc->read_pointwise > 20);
+  for (int m = 1; m < RG_NUM_MUTATIONS; m++)
+    ck_assert_msg(mc->caught[m] * 4 >= mc->tried[m] * 3 && mc->tried[m] > 5,
+                  "mutation %d caught on %d of %d graphs", m, mc->caught[m], mc->tried[m]);
+}
+
+/* Random graphs with SPEC section 7's limb-mixing ops (bconv; with NTT
+ * primes rescale, modup, moddown and the keyswitch composite) among the
+ * pointwise ops, NTT anchors, extracts, rows, concats and automorphisms,
+ * on a chain Q_L ++ P with values on many bases (rg_config.mix_percent):
+ * the host JIT against the interpreter bit for bit, and the interpreter
+ * against randgraph's evaluator (its own NTT, twiddles and constants).
+ * Every third graph also runs the evaluator's deliberate mutants: each
+ * must be caught, so that agreement means something. */
+START_TEST(test_limb_mixing_graphs) {
+  long count = env_long("FHJIT_RANDOM_MIX_GRAPHS", DEFAULT_MIX_GRAPHS);
+  uint64_t base = (uint64_t)env_long("FHJIT_RANDOM_SEED", 1);
+  char err[1 << 15];
+  mix_counts mc;
+  memset(&mc, 0, sizeof mc);
+  fhjit_context *ctx = fhjit_context_create();
+  rg_config cfg;
+  rg_default_config(&cfg);
+  cfg.mix_percent = 35;
+  cfg.ntt_percent = 75;
+  cfg.reindex_percent = 10;
+  cfg.max_ops = 12;
+  double t0 = now_s();
+  for (long k = 0; k < count; k++) {
+    uint64_t seed = base + (uint64_t)k;
+    fhjit_graph *g = rg_random_graph(ctx, seed, &cfg, err, sizeof err);
+    if (!g) fail_report("rg_random_graph failed", seed, err);
+    int has[IR_NUM_OPS] = {0};
+    count_mixing(g, &mc, has);
+    rg_case c;
+    if (rg_case_init(&c, g, NULL, seed, k % 4 == 0 ? 60 : 8, err, sizeof err))
+      fail_report("rg_case_init", seed, err);
+    void **ref = rg_alloc_results(&c, poison(c.radix, POISON_A));
+    void **itp = rg_alloc_results(&c, poison(c.radix, POISON_B));
+    void **host = rg_alloc_results(&c, poison(c.radix, POISON_A));
+    fhjit_status st = fhjit_interpret(g, c.params, c.pstride, (const void *const *)c.inputs, itp);
+    check_call(&c, "fhjit_interpret", st, "the interpreter refused a valid graph", seed);
+    if (rg_reference(&c, ref, err, sizeof err)) fail_report("rg_reference", seed, err);
+    if (rg_compare(&c, itp, "interpreter", ref, "randgraph reference", err, sizeof err))
+      fail_report("interpreter != independent reference", seed, err);
+    if (k % 3 == 0) try_mutants(&c, itp, has, &mc, seed);
+    st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
+                        (int)(seed % 3));
+    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
+    if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
+      fail_report("host != interpreter", seed, err);
+    if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+    rg_free_results(&c, ref);
+    rg_free_results(&c, itp);
+    rg_free_results(&c, host);
+    rg_case_free(&c);
+    fhjit_graph_destroy(g);
+  }
+  fhjit_context_destroy(ctx);
+  fprintf(stderr,
+          "limb-mixing graphs: %ld (seeds %llu..%llu), host == interpreter == reference, %.1f s; "
+          "bconv %d+%d (std %d, mont %d), rescale %d+%d, modup %d+%d, moddown %d+%d (r32+r62); "
+          "operands: inputs %d/%d/%d/%d, computed %d/%d/%d/%d; %d keyswitch graphs, %d with "
+          "NTTs, %d with automorphisms or concats; results read by NTTs %d, automorphisms %d, "
+          "pointwise %d; mutants caught",
+          count, (unsigned long long)base, (unsigned long long)(base + (uint64_t)count - 1),
+          now_s() - t0, mc.op[IR_BCONV][0], mc.op[IR_BCONV][1], mc.bconv_form[FHJIT_FORM_STD],
+          mc.bconv_form[FHJIT_FORM_MONT], mc.op[IR_RESCALE][0], mc.op[IR_RESCALE][1],
+          mc.op[IR_MODUP][0], mc.op[IR_MODUP][1], mc.op[IR_MODDOWN][0], mc.op[IR_MODDOWN][1],
+          mc.of_input[IR_BCONV], mc.of_input[IR_RESCALE], mc.of_input[IR_MODUP],
+          mc.of_input[IR_MODDOWN], mc.of_computed[IR_BCONV], mc.of_computed[IR_RESCALE],
+          mc.of_computed[IR_MODUP], mc.of_computed[IR_MODDOWN], mc.keyswitch, mc.with_ntt,
+          mc.with_reindex, mc.read_by_ntt, mc.read_by_aut, mc.read_pointwise);
+  for (int m = 1; m < RG_NUM_MUTATIONS; m++) fprintf(stderr, " %d/%d", mc.caught[m], mc.tried[m]);
+  fprintf(stderr, "\n");
+  if (count < 150) return; /* too few to ask for coverage */
+  check_mix_coverage(&mc, count);
+}
+END_TEST
+
 /* ------------------------------------------------- invalid graphs */
 
 /* A graph that failed to bind: every execution path must refuse it with an
@@ -443,6 +603,7 @@ int main(void) {
   tcase_add_test(tc, test_generator_and_reference);
   tcase_add_test(tc, test_host_vs_interpreter);
   tcase_add_test(tc, test_reindex_graphs);
+  tcase_add_test(tc, test_limb_mixing_graphs);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
