@@ -578,7 +578,11 @@ static int scatter_input(run_state *s, int32_t i, const char *name, const source
     int64_t row = 0;
     uint64_t x = source_get(s, src, e, &negative);
     int64_t off = walk_next(sh, coords, &row);
-    uint64_t bound = t->kind == FHJIT_KIND_KEY ? max_key : 2 * s->moduli[row];
+    /* a constant table's words are constants of several moduli, which
+     * the library checks against the chain when it runs (SPEC 7) */
+    uint64_t bound = t->kind == FHJIT_KIND_TABLE ? UINT64_MAX
+                     : t->kind == FHJIT_KIND_KEY ? max_key
+                                                 : 2 * s->moduli[row];
     if (negative || x >= bound) {
       rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
                  "be in [0, %llu) (2q of %s %llu)",
@@ -656,6 +660,29 @@ static int twiddle_input(run_state *s, int32_t i, const char *name, const fhjit_
   return rc;
 }
 
+/* Constant-table input i (SPEC section 7): fhjit_input_table's words,
+ * scattered through the input's layout (an offset, an index stride). */
+static int table_input(run_state *s, int32_t i, const char *name, const fhjit_type *t,
+                       const shape *sh) {
+  int64_t len = 0;
+  if (fhjit_input_table(s->g, i, NULL, &len) != FHJIT_OK)
+    return error("input %%%s: %s", name, fhjit_last_error(s->ctx));
+  if (len != sh->count)
+    return error("input %%%s: the chain's table has %lld words, the input %lld", name,
+                 (long long)len, (long long)sh->count);
+  void *table = calloc((size_t)(len ? len : 1), s->word);
+  if (!table) return error("out of memory");
+  int rc;
+  if (fhjit_input_table(s->g, i, table, &len) != FHJIT_OK) {
+    rc = error("input %%%s: %s", name, fhjit_last_error(s->ctx));
+  } else {
+    source src = {.what = "the chain's constant table", .words = table};
+    rc = scatter_input(s, i, name, &src, t, sh, 0);
+  }
+  free(table);
+  return rc;
+}
+
 /* Random lazy residues: each stored word is below 2q of every row that
  * reads it (a broadcast row axis shares words between moduli). Key tables
  * take the smallest modulus: which limb reads a key row depends on the
@@ -712,10 +739,7 @@ static int setup_inputs(run_state *s, options *o) {
       rc = load_input(s, i, name, o->in_file[given], &t, &sh, max2q);
       if (!rc) printf("input %%%s: %s, shape %s, from %s\n", name, ty, sht, o->in_file[given]);
     } else if (t.kind == FHJIT_KIND_TABLE) { /* SPEC section 7: built from the chain */
-      int64_t len;
-      rc = 0;
-      if (fhjit_input_table(s->g, i, s->inputs[i], &len) != FHJIT_OK)
-        rc = error("input %%%s: %s", name, fhjit_last_error(fhjit_graph_context(s->g)));
+      rc = table_input(s, i, name, &t, &sh);
       if (!rc) printf("input %%%s: %s, the constants of the chain\n", name, ty);
     } else if (t.kind == FHJIT_KIND_TWIDDLE) {
       const char *which = "";
