@@ -3,14 +3,15 @@
  * static-LLVM build has no internal library) can run the same corpus through
  * fhjit-run --backend=cuda --check (scripts/random-graphs-run.sh).
  *
- *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] [--plans P]
+ *   rg_emit [--seed S] [--count N] [--ntt P] [--reindex P] [--mix P] [--plans P]
  *           [--copies K --copy FILE ...] DIR
  *
  * Each graph is printed, parsed back, bound and printed again; the two texts
  * must be equal (so the file is the graph the generator built, layouts and
  * facts included), else rg_emit reports the seed and exits 1. Input
  * aliasing (two inputs over one buffer) does not survive text and is left to
- * the host tests. Files: DIR/rg<seed>.fh.
+ * the host tests. --mix P: P % of the ops SPEC 7's limb-mixing ops (on a
+ * chain Q ++ P; randgraph's mix_percent). Files: DIR/rg<seed>.fh.
  *
  * --plans P: P % of the graphs (default 50) get a random `ntt_plan` on their
  * first line (`// ntt_plan: one=3,epivec=0`), which random-graphs-run.sh
@@ -178,13 +179,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--ntt") && i + 1 < argc) cfg.ntt_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--reindex") && i + 1 < argc) cfg.reindex_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--plans") && i + 1 < argc) plans = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--mix") && i + 1 < argc) cfg.mix_percent = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--copies") && i + 1 < argc) copies = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--copy") && i + 1 < argc && ncopy < 64) copy[ncopy++] = argv[++i];
     else if (argv[i][0] != '-' && !dir) dir = argv[i];
     else dir = NULL, i = argc;
   }
   if (!dir) {
-    fprintf(stderr, "usage: %s [--seed S] [--count N] [--ntt PERCENT] [--reindex PERCENT] "
+    fprintf(stderr, "usage: %s [--seed S] [--count N] [--ntt PERCENT] [--reindex PERCENT] [--mix PERCENT] "
                     "[--plans PERCENT] [--copies K --copy FILE ...] DIR\n",
             argv[0]);
     return 2;
