@@ -654,13 +654,13 @@ fhjit_graph *lw_step_sub_rows(an_build *B, const char *name, fhjit_value target,
                               an_buf store) {
   return make_sub_rows(B, name, target, first, count, in, store_t, store);
 }
+static int in_memory_leaf(const void *ctx, fhjit_value w) {
+  const an_build *B = ctx;
+  return B->g->nodes[w].op == IR_INPUT || B->where[w].kind >= 0 || B->alias[w];
+}
 int lw_step_addressable(const an_build *B, fhjit_value v) {
-  const ir_node *n = &B->g->nodes[v];
-  if (n->op == IR_INPUT || B->where[v].kind >= 0 || B->alias[v]) return 1;
-  if (n->op == IR_EXTRACT || n->op == IR_ROWS) return lw_step_addressable(B, n->args[0]);
-  if (n->op == IR_CONCAT)
-    return lw_step_addressable(B, n->args[0]) && lw_step_addressable(B, n->args[1]);
-  return 0;
+  /* out of memory counts as no: v is then materialised, always correct */
+  return lw_chain_leaves(B->g, v, in_memory_leaf, B) == 1;
 }
 void lw_step_name(char out[LW_STEP_NAME_SIZE], const char *kind, int s, int t) {
   sub_name(out, kind, s, t);

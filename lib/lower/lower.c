@@ -119,21 +119,53 @@ LLVMValueRef lw_column(LLVMBuilderRef b, LLVMModuleRef m, lw_target target, cons
   return LLVMBuildZExt(b, v, i64, "");
 }
 
-/* Whether v is read from memory: an input, or extract, rows and concat of
- * such (an address chain). */
-int lw_addressable(const fhjit_graph *g, fhjit_value v) {
-  for (;;) {
-    const ir_node *n = &g->nodes[v];
-    switch (n->op) {
-    case IR_INPUT: return 1;
-    case IR_EXTRACT: case IR_ROWS: v = n->args[0]; continue;
-    case IR_CONCAT:
-      if (!lw_addressable(g, n->args[0])) return 0;
-      v = n->args[1];
-      continue;
-    default: return 0;
+int lw_chain_leaves(const fhjit_graph *g, fhjit_value v,
+                    int (*is_leaf)(const void *ctx, fhjit_value w), const void *ctx) {
+  /* depth-first with a visited set: a walk as a tree was exponential in
+   * the depth of concat-of-rows chains (the planner asks this per node) */
+  lw_imap seen = {0};
+  fhjit_value *stack = malloc(sizeof *stack * 16);
+  int32_t top = 0, cap = 16, ok = 1;
+  if (!stack) return -1;
+  stack[top++] = v;
+  while (top > 0 && ok == 1) {
+    fhjit_value w = stack[--top];
+    if (lw_imap_get(&seen, (uint64_t)w, 0) >= 0) continue;
+    if (lw_imap_put(&seen, (uint64_t)w, 0, 1) != 0) {
+      ok = -1;
+      break;
     }
+    if (is_leaf(ctx, w)) continue;
+    const ir_node *n = &g->nodes[w];
+    if (n->op != IR_EXTRACT && n->op != IR_ROWS && n->op != IR_CONCAT) {
+      ok = 0;
+      break;
+    }
+    if (top + 2 > cap) {
+      fhjit_value *grown = realloc(stack, sizeof *stack * (size_t)(2 * cap));
+      if (!grown) {
+        ok = -1;
+        break;
+      }
+      stack = grown;
+      cap *= 2;
+    }
+    for (int a = n->op == IR_CONCAT ? 1 : 0; a >= 0; a--) stack[top++] = n->args[a];
   }
+  free(stack);
+  lw_imap_free(&seen);
+  return ok;
+}
+
+static int is_input(const void *ctx, fhjit_value w) {
+  return ((const fhjit_graph *)ctx)->nodes[w].op == IR_INPUT;
+}
+
+/* Whether v is read from memory: an input, or extract, rows and concat of
+ * such (an address chain). Out of memory counts as no: the planner then
+ * materialises v, which is always correct. */
+int lw_addressable(const fhjit_graph *g, fhjit_value v) {
+  return lw_chain_leaves(g, v, is_input, g) == 1;
 }
 
 /* The node computes with its rows' moduli (parameter columns). */
@@ -710,14 +742,53 @@ typedef struct lw_lanes {
   LLVMValueRef idx[LW_VMAX];
 } lw_lanes;
 
+/* One top-level resolve: the walk row `base` and lanes `ln`, with the
+ * addresses found so far by (node, component, row offset) and the rows
+ * base + offset built so far. An address chain is a DAG (a concat of two
+ * rows views of one value, and that again): walked as a tree it cost
+ * 2^depth calls and as many instructions (a 62-op graph of 20 such levels
+ * took 75 s to compile); memoized it is linear in the distinct (node,
+ * offset) pairs, and a row offset stays within the value's rows. */
+typedef struct resolve_memo {
+  LLVMValueRef base;
+  const lw_lanes *ln;
+  lw_imap addr_of, row_of; /* (v * 4 + c, offset) -> addr[]; (offset, 0) -> rows[] */
+  lw_addr *addr;
+  LLVMValueRef *rows;
+  int32_t naddr, addr_cap, nrows, rows_cap;
+} resolve_memo;
+
+static void resolve_at(lw *L, resolve_memo *M, fhjit_value v, int c, int64_t off, lw_addr *a);
+
+/* base + off (i64), one value per offset: rows views add their start,
+ * concat's second part subtracts the first's rows (the same flags as one
+ * such step alone) */
+static LLVMValueRef memo_row(lw *L, resolve_memo *M, int64_t off) {
+  if (off == 0) return M->base;
+  int32_t k = lw_imap_get(&M->row_of, (uint64_t)off, 0);
+  if (k >= 0) return M->rows[k];
+  LLVMValueRef r = off > 0 ? LLVMBuildNUWAdd(L->b, M->base, ci64(L, off), "")
+                           : LLVMBuildSub(L->b, M->base, ci64(L, -off), "");
+  if (M->nrows == M->rows_cap) {
+    int32_t cap = M->rows_cap ? 2 * M->rows_cap : 16;
+    LLVMValueRef *grown = realloc(M->rows, sizeof *grown * (size_t)cap);
+    if (!grown) return r; /* not remembered: still correct */
+    M->rows = grown;
+    M->rows_cap = cap;
+  }
+  if (lw_imap_put(&M->row_of, (uint64_t)off, 0, M->nrows) == 0) M->rows[M->nrows++] = r;
+  return r;
+}
+
 /* The address of component c of address-chain node v (addressable) at
- * walk row `row` (i64) and lanes `ln`. */
-static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lanes *ln,
-                    lw_addr *a) {
+ * walk row base + off and the memo's lanes. */
+static void resolve_node(lw *L, resolve_memo *M, fhjit_value v, int c, int64_t off,
+                         lw_addr *a) {
   const fhjit_graph *g = L->g;
   LLVMBuilderRef b = L->b;
   int V = L->p->vec;
   const ir_node *n = &g->nodes[v];
+  const lw_lanes *ln = M->ln;
   memset(a, 0, sizeof *a);
   switch (n->op) {
   case IR_INPUT: {
@@ -728,7 +799,7 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
     const fhjit_layout *l = &n->layout;
     int64_t konst = l->offset + (n->type.comps > 1 ? c * l->comp_stride : 0);
     int aligned;
-    LLVMValueRef var = view_offset(L, n, row, 1, &aligned);
+    LLVMValueRef var = view_offset(L, n, memo_row(L, M, off), 1, &aligned);
     LLVMValueRef fixed = ci64(L, konst);
     if (var) fixed = konst ? LLVMBuildNUWAdd(b, var, fixed, "") : var;
     int64_t stride = n->type.n > 1 ? l->index_stride : 0;
@@ -756,13 +827,12 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
   }
   case IR_EXTRACT: {
     fhjit_value s = n->args[0];
-    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? (int)n->attr[0] : 0, row, ln, a);
+    resolve_at(L, M, s, nc_of(&g->nodes[s]) > 1 ? (int)n->attr[0] : 0, off, a);
     return;
   }
   case IR_ROWS: {
     fhjit_value s = n->args[0];
-    LLVMValueRef r = n->attr[0] ? LLVMBuildNUWAdd(b, row, ci64(L, n->attr[0]), "") : row;
-    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, r, ln, a);
+    resolve_at(L, M, s, nc_of(&g->nodes[s]) > 1 ? c : 0, off + n->attr[0], a);
     return;
   }
   case IR_CONCAT: {
@@ -771,10 +841,9 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
     fhjit_value s0 = n->args[0], s1 = n->args[1];
     int64_t ra = g->nodes[s0].type.rows;
     lw_addr a0, a1;
-    resolve(L, s0, nc_of(&g->nodes[s0]) > 1 ? c : 0, row, ln, &a0);
-    resolve(L, s1, nc_of(&g->nodes[s1]) > 1 ? c : 0, LLVMBuildSub(b, row, ci64(L, ra), ""), ln,
-            &a1);
-    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, row, ci64(L, ra), "first");
+    resolve_at(L, M, s0, nc_of(&g->nodes[s0]) > 1 ? c : 0, off, &a0);
+    resolve_at(L, M, s1, nc_of(&g->nodes[s1]) > 1 ? c : 0, off - ra, &a1);
+    LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, memo_row(L, M, off), ci64(L, ra), "first");
     a->uniform = a0.uniform && a1.uniform;
     for (int k = 0; k < V; k++)
       a->ptr[k] = (k > 0 && a->uniform) ? a->ptr[0]
@@ -789,6 +858,36 @@ static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lane
     for (int k = 0; k < V; k++) a->ptr[k] = LLVMGetUndef(L->ptr);
     a->uniform = 1;
   }
+}
+
+static void resolve_at(lw *L, resolve_memo *M, fhjit_value v, int c, int64_t off, lw_addr *a) {
+  uint64_t key = (uint64_t)v * 4 + (uint64_t)c;
+  int32_t k = lw_imap_get(&M->addr_of, key, (uint64_t)off);
+  if (k >= 0) {
+    *a = M->addr[k];
+    return;
+  }
+  resolve_node(L, M, v, c, off, a);
+  if (M->naddr == M->addr_cap) {
+    int32_t cap = M->addr_cap ? 2 * M->addr_cap : 16;
+    lw_addr *grown = realloc(M->addr, sizeof *grown * (size_t)cap);
+    if (!grown) return; /* not remembered: still correct */
+    M->addr = grown;
+    M->addr_cap = cap;
+  }
+  if (lw_imap_put(&M->addr_of, key, (uint64_t)off, M->naddr) == 0) M->addr[M->naddr++] = *a;
+}
+
+/* The address of component c of address-chain node v (addressable) at
+ * walk row `row` (i64) and lanes `ln`. */
+static void resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lanes *ln,
+                    lw_addr *a) {
+  resolve_memo M = {.base = row, .ln = ln};
+  resolve_at(L, &M, v, c, 0, a);
+  lw_imap_free(&M.addr_of);
+  lw_imap_free(&M.row_of);
+  free(M.addr);
+  free(M.rows);
 }
 
 /* The lanes' words at address a. */

@@ -88,6 +88,12 @@ int lw_symbol_taken(LLVMModuleRef m, const char *name);
  * rows, concat and automorphism must be, else the step planner
  * materialises them. */
 int lw_addressable(const fhjit_graph *g, fhjit_value v);
+/* Whether every leaf of v's address chain (extract, rows and concat,
+ * walked once each) satisfies is_leaf, which is asked first of each node
+ * (v included); a node that is neither a leaf nor such a view fails. A
+ * chain is a DAG: linear in its distinct nodes. -1 when out of memory. */
+int lw_chain_leaves(const fhjit_graph *g, fhjit_value v,
+                    int (*is_leaf)(const void *ctx, fhjit_value w), const void *ctx);
 /* Records that internal error for `name` (FHJIT_ERR_LLVM). */
 fhjit_status lw_duplicate_symbol(fhjit_context *ctx, const char *name);
 
