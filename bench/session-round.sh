@@ -16,6 +16,9 @@
 #     and the Python
 #     package's pytest suite on torch tensors. Logs: OUT/logs.tgz; the
 #     summary is printed last.
+#   bench/session-round.sh random BUILD OUT
+#     The random graphs of checks alone (BUILD/random-graphs; a larger
+#     corpus: RG_COUNT, RG_MIX_COUNT and RG_SEED of scripts/build-device.sh).
 #   bench/session-round.sh s7bench BUILD OUT
 #     bench/s7-run.sh alone (SPEC section 7's ops, issue 16, and the whole
 #     CKKS operations, issue 17).
@@ -110,18 +113,18 @@ cluster_sanitizers() {
 # randgraph's random graphs (emitted by scripts/build-device.sh into
 # BUILD/random-graphs, with the examples under random plans and the lit
 # regression graphs) through fhjit-run --backend=cuda --check, then about 40
-# of them again under memcheck.
+# of them again under memcheck and 30 with NTTs (two kernels) under racecheck.
 random_graphs_on_gpu() {
   local src=$BUILD/random-graphs rc=0 run=$REPO/scripts/random-graphs-run.sh
   [ -d "$src" ] || { echo "no $src: scripts/build-device.sh emits it"; return 1; }
   mkdir -p "$LOGS/random-graphs" "$LOGS/random-memcheck"
   cp "$src"/*.fh "$LOGS/random-graphs/"
-  bash "$run" --backend cuda --jobs 6 "$LOGS/random-graphs" "$BUILD/tools/fhjit-run" || rc=1
+  bash "$run" --backend cuda --jobs "${RG_JOBS:-6}" "$LOGS/random-graphs" "$BUILD/tools/fhjit-run" || rc=1
   # again with their NTTs on the two-kernel schedule (n is 16..64, where the
   # one-kernel plan is the default), so random prologues and epilogues meet
   # the column and chunk kernels and their dependent launches too
   mkdir -p "$LOGS/random-two-kernel" && cp "$src"/*.fh "$LOGS/random-two-kernel/"
-  FHJIT_NTT_PLAN=one=3 bash "$run" --backend cuda --jobs 6 "$LOGS/random-two-kernel" \
+  FHJIT_NTT_PLAN=one=3 bash "$run" --backend cuda --jobs "${RG_JOBS:-6}" "$LOGS/random-two-kernel" \
     "$BUILD/tools/fhjit-run" >"$LOGS/random-two-kernel.txt" || rc=1
   sed 's/^random graphs on cuda/random graphs (ntt_plan one=3) on cuda/' "$LOGS/random-two-kernel.txt"
   [ -n "$SAN" ] || return $rc
@@ -132,6 +135,14 @@ random_graphs_on_gpu() {
   ls "$src"/*.fh | grep -v -E '/(rg[0-9]+|[a-z0-9]+_.*_p[0-9]+)\.fh$' | xargs -r cp -t "$LOGS/random-memcheck/"
   bash "$run" --backend cuda --jobs 4 --wrap "$SAN --tool memcheck --error-exitcode 99" \
     "$LOGS/random-memcheck" "$BUILD/tools/fhjit-run" || rc=1
+  # racecheck on 30 graphs with NTTs, on the two-kernel schedule: shared
+  # memory and barriers around random fused prologues and epilogues
+  mkdir -p "$LOGS/random-racecheck"
+  grep -l -E 'ntt_(fwd|inv)' "$src"/rg*.fh | head -n 30 | xargs -r cp -t "$LOGS/random-racecheck/"
+  FHJIT_NTT_PLAN=one=3 bash "$run" --backend cuda --jobs 4 \
+    --wrap "$SAN --tool racecheck --racecheck-report all --error-exitcode 99" \
+    "$LOGS/random-racecheck" "$BUILD/tools/fhjit-run" >"$LOGS/random-racecheck.txt" || rc=1
+  sed 's/^random graphs on cuda under/random graphs (ntt_plan one=3) on cuda under/' "$LOGS/random-racecheck.txt"
   return $rc
 }
 
@@ -178,6 +189,7 @@ run_checks() {
     echo "######## $(grep -E '^random graphs on cuda: ' "$LOGS/random_graphs.log" | head -n 1)"
     echo "######## $(grep -E '^random graphs on cuda under' "$LOGS/random_graphs.log" | head -n 1)"
     echo "######## $(grep -E '^random graphs \(ntt_plan one=3\) on cuda: ' "$LOGS/random_graphs.log" | head -n 1)"
+    echo "######## $(grep -E '^random graphs \(ntt_plan one=3\) on cuda under' "$LOGS/random_graphs.log" | head -n 1)"
     grep -A6 '^FAILED: ' "$LOGS/random_graphs.log" | head -n 30
     echo "######## python: $(tail -n 1 "$LOGS/python.log")"
     grep -E 'FAILED|Error' "$LOGS/python.log" | head -n 10
@@ -395,6 +407,8 @@ run_profile() {
 
 case $MODE in
   checks) run_checks; STATUS=$? ;;
+  random) random_graphs_on_gpu >"$LOGS/random_graphs.log" 2>&1; STATUS=$?
+          grep -E '^random graphs|^FAILED' "$LOGS/random_graphs.log" | tee "$OUT/summary.txt" ;;
   bench) run_bench; STATUS=$?; run_s7_bench || STATUS=1 ;;
   s7bench) run_s7_bench; STATUS=$? ;;
   ckksbench) S7_PROGRAMS=ckks_bench run_s7_bench; STATUS=$? ;;
@@ -404,7 +418,7 @@ case $MODE in
   ab) run_ab; STATUS=$? ;;
   ckksab) run_ckksab; STATUS=$? ;;
   profile) run_profile; STATUS=$? ;;
-  *) echo "usage: $0 checks|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab|ckksab|profile BUILD OUT" >&2; exit 2 ;;
+  *) echo "usage: $0 checks|random|bench|s7bench|ckksbench|s7sweep|followup|ksab|ab|ckksab|profile BUILD OUT" >&2; exit 2 ;;
 esac
 if [ -d "$OUT/results" ]; then
   python3 "$REPO/bench/check-results.py" "$OUT/results" || STATUS=1

@@ -22,8 +22,9 @@ cp -P "$BUILD"/libfhjit.so* "$OUT/"
 # The commit the build came from (the device gets no .git).
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!dist' || echo -dirty)" >"$OUT/COMMIT"
 # randgraph's random graphs as text for session-round.sh's checks (the
-# static build cannot make rg_emit: it is a unit-test program), half of
-# them under random ntt_plan keys, the CKKS and section 7 examples under
+# static build cannot make rg_emit: it is a unit-test program), 300 of
+# pointwise ops, NTTs and re-indexing and 200 with limb-mixing ops, half
+# of them under random ntt_plan keys, the CKKS and section 7 examples under
 # four random plans each, and the lit graphs that run through fhjit-run
 # --check as they are (regressions). The seed changes by the day; each
 # random graph's file name carries its seed.
@@ -34,8 +35,13 @@ if [ -x "$RG_EMIT" ]; then
   for f in examples/ckks/*.fh examples/s7/*.fh examples/ntt/*.fh examples/keyswitch_3digits.fh; do
     copies+=(--copy "$f")
   done
-  "$RG_EMIT" --seed "${RG_SEED:-$(( $(date +%s) / 86400 * 1000 ))}" --count "${RG_COUNT:-400}" \
-    --copies 4 "${copies[@]}" "$OUT/random-graphs" | sed 's/^/  /'
+  seed=${RG_SEED:-$(( $(date +%s) / 86400 * 1000 ))}
+  "$RG_EMIT" --seed "$seed" --count "${RG_COUNT:-300}" --copies 4 "${copies[@]}" \
+    "$OUT/random-graphs" | sed 's/^/  /'
+  # and graphs with SPEC 7's limb-mixing ops (bconv, rescale, modup,
+  # moddown, key switches on a chain Q ++ P), seeds 500000 further on
+  "$RG_EMIT" --seed "$((seed + 500000))" --count "${RG_MIX_COUNT:-200}" --mix 25 \
+    "$OUT/random-graphs" | sed 's/^/  /'
   grep -lE 'RUN: %fhjit-run %s --check( *\|.*)?$' -r test/lit --include='*.fh' |
     xargs -r cp -t "$OUT/random-graphs"
 else
