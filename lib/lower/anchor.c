@@ -412,10 +412,20 @@ fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v) {
     for (int32_t w = v + 1; w <= u; w++)
       if (cone[w] && !is_leaf(B, w))
         for (int a = 0; a < g->nodes[w].nargs; a++) dep[w] |= dep[g->nodes[w].args[a]];
-    /* v read by nothing else: it is never stored */
-    for (int32_t w = v + 1; w < g->nnodes && ok; w++)
-      for (int a = 0; a < g->nodes[w].nargs && ok; a++)
-        if (B->live[w] && g->nodes[w].args[a] == v && !cone[w]) ok = 0;
+    /* v read by nothing else, and nothing computed from it but u: v is
+     * never stored, so neither v nor a value between it and u (computed
+     * only in this epilogue) may have a reader outside u's cone or be a
+     * result of its own (a moddown's product read by a result and by a
+     * later NTT's operand was once left unstored: "graph @pro7: %t11 =
+     * moddown: the graph states no special primes") */
+    for (int32_t w = v + 1; w < g->nnodes && ok; w++) {
+      if (w < u && cone[w] && dep[w] && g->result_of[w] >= 0) ok = 0;
+      if (!B->live[w] || cone[w]) continue;
+      for (int a = 0; a < g->nodes[w].nargs && ok; a++) {
+        fhjit_value x = g->nodes[w].args[a];
+        if (x == v || (x > v && x < u && cone[x] && dep[x])) ok = 0;
+      }
+    }
     int nc = g->nodes[u].type.comps > 1 ? g->nodes[u].type.comps : 1;
     for (int c = 0; c < nc && ok; c++) ok = reads_at(B, dep, u, c, v, c, 0);
     if (ok) found = u;
