@@ -282,22 +282,28 @@ static int new_poly_input(gen *G, int comps, int64_t n, int shape_of, int facts,
   return poly_input(G, comps, n, shape_of, facts, FHJIT_DOMAIN_ANY, FHJIT_FORM_ANY, b);
 }
 
+/* A key input of `digits` digits and `rows` rows appended to the key list
+ * (which has room): its index, or -1. */
+static int add_key(gen *G, int64_t digits, int64_t rows) {
+  key_val *k = &G->keys[G->nkeys];
+  k->digits = digits;
+  k->rows = rows;
+  fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = digits, .rows = rows, .n = G->n};
+  char name[200];
+  snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
+  k->v = make_input(G, name, t, NULL);
+  if (k->v == FHJIT_NO_VALUE) return -1;
+  return G->nkeys++;
+}
+
 static int new_key(gen *G, int64_t min_rows) {
   if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) {
     for (int i = 0; i < G->nkeys; i++)
       if (G->keys[i].rows >= min_rows) return i;
   }
   if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) return -1;
-  key_val *k = &G->keys[G->nkeys];
-  k->digits = 1 + (int64_t)rnd(G, 3);
-  k->rows = min_rows + (int64_t)rnd(G, 3);
-  fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = k->digits, .rows = k->rows,
-                  .n = G->n};
-  char name[200];
-  snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
-  k->v = make_input(G, name, t, NULL);
-  if (k->v == FHJIT_NO_VALUE) return -1;
-  return G->nkeys++;
+  int64_t digits = 1 + (int64_t)rnd(G, 3);
+  return add_key(G, digits, min_rows + (int64_t)rnd(G, 3));
 }
 
 static fhjit_type type_of(gen *G, int idx) {
@@ -881,16 +887,7 @@ static int ks_key(gen *G) {
   for (int i = 0; i < G->nkeys; i++)
     if (G->keys[i].digits >= ndig && G->keys[i].rows >= G->chain && chance(G, 60)) return i;
   if (G->nkeys == (int)(sizeof G->keys / sizeof *G->keys)) return -1;
-  key_val *k = &G->keys[G->nkeys];
-  k->digits = ndig + (int64_t)rnd(G, 2);
-  k->rows = G->chain;
-  fhjit_type t = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = k->digits, .rows = k->rows,
-                  .n = G->n};
-  char name[200];
-  snprintf(name, sizeof name, "%skey%d", G->prefix, G->nkeys);
-  k->v = make_input(G, name, t, NULL);
-  if (k->v == FHJIT_NO_VALUE) return -1;
-  return G->nkeys++;
+  return add_key(G, ndig + (int64_t)rnd(G, 2), G->chain);
 }
 
 /* SPEC section 7's hybrid key switch (fhjit_keyswitch: modup per digit,

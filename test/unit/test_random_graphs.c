@@ -74,6 +74,18 @@ static void check_call(const rg_case *c, const char *call, fhjit_status st, cons
   fail_report(what, seed, report);
 }
 
+/* The host JIT on case c (`threads`), against the interpreter's results
+ * itp: word for word, inputs untouched. */
+static void host_matches(rg_case *c, void **host, void *const *itp, int threads, uint64_t seed) {
+  static char err[1 << 14];
+  fhjit_status st = fhjit_run_host(c->g, c->params, c->pstride, (const void *const *)c->inputs,
+                                   host, threads);
+  check_call(c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
+  if (rg_compare(c, host, "host", itp, "interpreter", err, sizeof err))
+    fail_report("host != interpreter", seed, err);
+  if (rg_check_inputs(c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+}
+
 /* ------------------------------------------------- generator sanity */
 
 /* The generator must produce what it promises: every op, both radices,
@@ -201,12 +213,7 @@ START_TEST(test_host_vs_interpreter) {
       snprintf(err, sizeof err, "%s: %s", fhjit_status_name(st), fhjit_last_error(ctx));
       fail_report("fhjit_interpret failed", seed, err);
     }
-    int threads = (int)(seed % 4); /* 0 = automatic */
-    st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host, threads);
-    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
-    if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
-      fail_report("host != interpreter", seed, err);
-    if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+    host_matches(&c, host, itp, (int)(seed % 4) /* 0 = automatic */, seed);
     /* A second run on the compiled graph (cached code) must agree too. */
     if (k % 16 == 0) {
       void **again = rg_alloc_results(&c, poison(c.radix, POISON_B));
@@ -285,12 +292,7 @@ START_TEST(test_reindex_graphs) {
       if (rg_compare(&c, itp, "interpreter", ref, "randgraph reference", err, sizeof err))
         fail_report("interpreter != independent reference", seed, err);
     }
-    st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
-                        (int)(seed % 3));
-    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
-    if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
-      fail_report("host != interpreter", seed, err);
-    if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+    host_matches(&c, host, itp, (int)(seed % 3), seed);
     rg_free_results(&c, ref);
     rg_free_results(&c, itp);
     rg_free_results(&c, host);
@@ -431,12 +433,7 @@ START_TEST(test_limb_mixing_graphs) {
     if (rg_compare(&c, itp, "interpreter", ref, "randgraph reference", err, sizeof err))
       fail_report("interpreter != independent reference", seed, err);
     if (k % 3 == 0) try_mutants(&c, itp, has, &mc, seed);
-    st = fhjit_run_host(g, c.params, c.pstride, (const void *const *)c.inputs, host,
-                        (int)(seed % 3));
-    check_call(&c, "fhjit_run_host", st, "the host JIT refused a valid graph", seed);
-    if (rg_compare(&c, host, "host", itp, "interpreter", err, sizeof err))
-      fail_report("host != interpreter", seed, err);
-    if (rg_check_inputs(&c, "fhjit_run_host", err, sizeof err)) fail_report("inputs", seed, err);
+    host_matches(&c, host, itp, (int)(seed % 3), seed);
     rg_free_results(&c, ref);
     rg_free_results(&c, itp);
     rg_free_results(&c, host);
