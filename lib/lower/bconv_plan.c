@@ -65,6 +65,10 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
   if (p->radix != FHJIT_R32 && p->radix != FHJIT_R62)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: radix %d is neither r32 nor r62",
                     (int)p->radix);
+  /* log_n is ir_ntt_log2's: -1 for an N that is no power of two in its range */
+  if (p->log_n < 0)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: bconv plan: N is not a power of two from 2^4 to 2^17");
   if (p->log_n < 4 || p->log_n > 17)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: bconv plan: N = 2^%d is outside 2^4 .. 2^17", p->log_n);
