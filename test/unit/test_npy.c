@@ -213,7 +213,7 @@ START_TEST(test_errors) {
        * overflowed when the message multiplied it by 8) */
       {"{'descr': '<i4831838208', 'fortran_order': False, 'shape': (2, 3), }", 24,
        "(int) is not supported"},
-      {"{'descr': '<u16', 'fortran_order': False, 'shape': (2, 3), }", 96, "(uint128) is not supported"},
+      {"{'descr': '<u16', 'fortran_order': False, 'shape': (2, 3), }", 24, "(uint128) is not supported"},
       {"{'descr': '>u4', 'fortran_order': False, 'shape': (2, 3), }", 24, "is big-endian"},
       {"{'descr': '>i8', 'fortran_order': False, 'shape': (3,), }", 24, "is big-endian"},
       {"{'descr': [('a', '<u4'), ('b', '<u4')], 'fortran_order': False, 'shape': (3,), }", 24,
