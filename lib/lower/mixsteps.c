@@ -230,6 +230,21 @@ static int table_ok(an_build *B, fhjit_value v, fhjit_value table) {
  * the table is input `table` from word `skip` (lift: no table). With
  * nmore > 0 the same kernel also converts more[0 .. nmore) of the same
  * shape (lw_bconv_plan.digits; their tables' buffers in the step's in[]). */
+/* The conversion kernel's plan refused the step of node v: its message
+ * ("error: bconv plan: ...") again, at v's place in the graph text and
+ * naming v, as every other refusal of a valid graph is. */
+static fhjit_status bconv_refusal_at(fhjit_graph *g, fhjit_value v) {
+  fhjit_status st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+  const char *why = fhjit_last_error(g->ctx);
+  if (!strncmp(why, "error: ", 7)) why += 7;
+  char *copy = strdup(why);
+  const ir_node *n = &g->nodes[v];
+  ir_error_at(g, n->loc, st, "%%%s = %s: %s", n->name, ir_op_name(n->op),
+              copy ? copy : "the conversion kernel's plan refused it");
+  free(copy);
+  return st;
+}
+
 an_step *lw_mix_bconv_step_digits(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
                                   const int32_t *scols, an_buf src, const fhjit_layout *view,
                                   int64_t m, const int32_t *dcols, fhjit_value table,
@@ -290,7 +305,7 @@ an_step *lw_mix_bconv_step_digits(an_build *B, fhjit_value v, int lift, const fh
     }
   }
   if (lw_bconv_tuning_apply(g->ctx, bp) || lw_bconv_plan_make(g->ctx, bp)) {
-    if (!B->st) B->st = fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
+    if (!B->st) B->st = bconv_refusal_at(g, v);
     return NULL;
   }
   return s;
