@@ -120,8 +120,9 @@ static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, 
  * launch facts, arguments) in launch order and scratch buffers. NTT plans
  * are adjusted to the target (lw_ntt_for_target) on the way, and so are
  * the other steps: with programmatic dependent launch, p->pdl_mix makes
- * the conversion kernels (1) and the pointwise ones too (2) dependent
- * launches as the NTTs' kernels are, so that they launch while the kernel
+ * the conversion kernels (1; but for a program's first kernel) and the
+ * pointwise ones too (2) dependent launches as the NTTs' kernels are, so
+ * that they launch while the kernel
  * before them drains (why it is safe: scratch.c; what it gains:
  * anchor_plan.c, mix_default). */
 static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *t,
@@ -131,7 +132,12 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
   for (int s = 0; s < p->nsteps; s++) {
     an_step *sp = &p->steps[s];
     sp->pdl = !sp->is_ntt && !sp->is_bconv && mix >= 2;
-    sp->bconv.pdl_entry = sp->is_bconv && mix >= 1;
+    /* not the program's first kernel: a dependent launch overlaps the
+     * kernel before it in the program, whose early trigger this plan
+     * knows; first, it would only let the stream's next kernels in early
+     * (a lone r32 bconv launched back to back: 11.6 us against 10.0 plain,
+     * H200, 04d6635, bench/RESULTS.md) */
+    sp->bconv.pdl_entry = sp->is_bconv && mix >= 1 && s > 0;
     if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
