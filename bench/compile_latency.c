@@ -136,7 +136,7 @@ static void add_realistic(item *items, int *n, fhjit_radix radix, int keyswitch)
   if (!keyswitch) {
     fhjit_value in[4];
     for (int i = 0; i < 4; i++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "x%d", i);
       in[i] = fhjit_input(g, name, &t);
     }
@@ -155,7 +155,7 @@ static void add_realistic(item *items, int *n, fhjit_radix radix, int keyswitch)
     enum { D = 13 };
     fhjit_value dg[D];
     for (int j = 0; j < D; j++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "d%d", j);
       dg[j] = fhjit_input(g, name, &t);
     }

@@ -161,7 +161,7 @@ static fhjit_graph *build(fhjit_context *c, int which, fhjit_radix radix, int64_
     key.form = FHJIT_FORM_MONT;
     fhjit_value dg[3];
     for (int j = 0; j < 3; j++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "d%d", j);
       dg[j] = fhjit_input(g, name, &t);
     }

@@ -1585,7 +1585,7 @@ static LLVMValueRef build_body(lw *L) {
   types[n] = L->idxt;
   int V = L->p->vec, reg = L->eval_comp >= 0 ? L->nreg * V : 0;
   for (int j = 0; j < reg; j++) types[n + 1 + j] = L->word;
-  char suffix[24]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
+  char suffix[40]; /* ".body", or [".r" and a result] ".eval" and a component (< 4) */
   if (L->eval_comp >= 0 && L->eval_result > 0)
     snprintf(suffix, sizeof suffix, ".r%d.eval%d", (int)L->eval_result, L->eval_comp);
   else if (L->eval_comp >= 0) snprintf(suffix, sizeof suffix, ".eval%d", L->eval_comp);
@@ -1594,7 +1594,7 @@ static LLVMValueRef build_body(lw *L) {
     free(types);
     return NULL;
   }
-  char fname[LW_NAME_MAX + 24];
+  char fname[LW_NAME_MAX + 40];
   snprintf(fname, sizeof fname, "%s%s", L->p->name, suffix);
   /* an evaluator returns its word, or with vec > 1 the group's lanes */
   LLVMTypeRef ret = L->eval_comp < 0 ? L->voidt : V > 1 ? L->vect : L->word;

@@ -295,7 +295,7 @@ static fhjit_graph *rotate_graph(rlwe *r, const ckks_builders *b, int hoisted, c
     ok = out[0] >= 0;
   }
   for (int i = 0; i < count && ok; i++) {
-    char name[16];
+    char name[24];
     snprintf(name, sizeof name, "%s%d", hoisted ? "hoist" : "rot", i);
     ok = fhjit_output(g, out[i], name) == FHJIT_OK;
   }
@@ -371,7 +371,7 @@ void ckks_check_rotate(rlwe *r, const ckks_builders *b, const int64_t *ks, int c
     res = run_all(r, g, run, nrun, data, 1 + count, &nres, rep, wv);
   }
   for (int i = 0; i < count && res; i++) {
-    char hn[16];
+    char hn[24];
     snprintf(hn, sizeof hn, "hoist%d", i);
     rlwe_automorph(r, m, ks[i], mk);
     decrypt_out(r, g, res, hn, s, dh);

@@ -478,6 +478,7 @@ START_TEST(test_digits) {
   c.vec = _i % 3 == 0 ? 0 : 1;
   c.moduli = _i % 3;
   env e[16];
+  memset(e, 0, sizeof e); /* D >= 2, which gcc -O1 cannot see */
   for (int k = 0; k < D; k++) {
     c.seed = 7000 + (uint64_t)(_i * 16 + k); /* each digit its own columns and words */
     env_init(&e[k], &c);

@@ -673,8 +673,8 @@ static void opcode_histogram(const char *ptx, char *out, size_t size) {
   for (int k = 0; k < n; k++) /* names in first-seen order: compare as sorted sets */
     for (int j = k + 1; j < n; j++)
       if (strcmp(names[j], names[k]) < 0) {
-        char t[48];
-        strcpy(t, names[k]), strcpy(names[k], names[j]), strcpy(names[j], t);
+        char t[48]; /* whole rows: k < j, never the same one */
+        memcpy(t, names[k], sizeof t), memcpy(names[k], names[j], sizeof t), memcpy(names[j], t, sizeof t);
         int c = counts[k];
         counts[k] = counts[j], counts[j] = c;
       }

@@ -363,7 +363,7 @@ static void plan_scratch(const bshape *s, bop o, int64_t *sum, int64_t *arena) {
     fhjit_value ct = bpoly(s, g, "ct", 2, FHJIT_KIND_POLY), keys[8], out[8];
     int64_t ks[8], k = 1;
     for (int i = 0; i < n; i++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "gk%d", i);
       k = k * 5 % (INT64_C(2) << LOGN);
       ks[i] = k, keys[i] = bpoly(s, g, name, 0, FHJIT_KIND_KEY);
