@@ -122,9 +122,8 @@ static fhjit_status describe_pointwise(fhjit_graph *g, const an_plan *p, int s, 
  * the other steps: with programmatic dependent launch, p->pdl_mix makes
  * the conversion kernels (1; but for a program's first kernel) and the
  * pointwise ones too (2) dependent launches as the NTTs' kernels are, so
- * that they launch while the kernel
- * before them drains (why it is safe: scratch.c; what it gains:
- * anchor_plan.c, mix_default). */
+ * that they launch while the kernel before them drains (why it is safe:
+ * scratch.c; what it gains: anchor_plan.c, mix_default). */
 static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *t,
                                    lw_program *out) {
   memset(out, 0, sizeof *out);

@@ -224,12 +224,6 @@ static int table_ok(an_build *B, fhjit_value v, fhjit_value table) {
   return 1;
 }
 
-/* A conversion step: the l rows of src (type ts, chain positions
- * scols, through view) to the m chain positions dcols, into dst at
- * dst_offset words, polynomials dst_poly_stride words apart (0: dense);
- * the table is input `table` from word `skip` (lift: no table). With
- * nmore > 0 the same kernel also converts more[0 .. nmore) of the same
- * shape (lw_bconv_plan.digits; their tables' buffers in the step's in[]). */
 /* The conversion kernel's plan refused the step of node v: its message
  * ("error: bconv plan: ...") again, at v's place in the graph text and
  * naming v, as every other refusal of a valid graph is. */
@@ -245,6 +239,12 @@ static fhjit_status bconv_refusal_at(fhjit_graph *g, fhjit_value v) {
   return st;
 }
 
+/* A conversion step: the l rows of src (type ts, chain positions
+ * scols, through view) to the m chain positions dcols, into dst at
+ * dst_offset words, polynomials dst_poly_stride words apart (0: dense);
+ * the table is input `table` from word `skip` (lift: no table). With
+ * nmore > 0 the same kernel also converts more[0 .. nmore) of the same
+ * shape (lw_bconv_plan.digits; their tables' buffers in the step's in[]). */
 an_step *lw_mix_bconv_step_digits(an_build *B, fhjit_value v, int lift, const fhjit_type *ts,
                                   const int32_t *scols, an_buf src, const fhjit_layout *view,
                                   int64_t m, const int32_t *dcols, fhjit_value table,
