@@ -19,10 +19,11 @@
  * (bench/ckks-run.sh runs it first).
  *
  *   ckks_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
- *              [--fused-only] [--ops I,J,...]
+ *              [--fused-only] [--ops I,J,...] [--plan]
  * --quick: N = 2^12 (a check of this program); --fused-only: not the
  * separate graphs (an A/B of plans in half the time); --ops: only the
- * operations of those indices (0 key switch ... 5 hoisted rotations). */
+ * operations of those indices (0 key switch ... 5 hoisted rotations);
+ * --plan: print their kernel plans (fhjit_emit, sm_90; no GPU) instead. */
 #include "s7_harness.h"
 
 #define HOISTED 8
@@ -248,6 +249,21 @@ static int op_wanted(int o) {
   return 0;
 }
 
+/* --plan: each wanted operation's kernel plan (fhjit_emit, sm_90), no GPU. */
+static void plan_set(fhjit_radix radix, int log_n) {
+  set s;
+  set_init(&s, radix, log_n);
+  for (int o = 0; o < NUM_OPS; o++) {
+    if (!op_wanted(o)) continue;
+    fhjit_graph *g = fused_graph(&s, (op)o);
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    printf("== %s, %s\n%s\n", op_name[o], radix == FHJIT_R62 ? "r62" : "r32",
+           text ? text : fhjit_last_error(ctx));
+    fhjit_graph_destroy(g);
+  }
+  set_free(&s);
+}
+
 static void bench_set(fhjit_radix radix, int log_n, int quick) {
   set s;
   set_init(&s, radix, log_n);
@@ -269,23 +285,32 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
 
 int main(int argc, char **argv) {
   const char *floors = NULL, *radices = "r62,r32", *json = NULL;
-  int quick = 0;
+  int quick = 0, plan = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--floors") && i + 1 < argc) floors = argv[++i];
     else if (!strcmp(argv[i], "--radix") && i + 1 < argc) radices = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--plan")) plan = 1;
     else if (!strcmp(argv[i], "--fused-only")) fused_only = 1;
     else if (!strcmp(argv[i], "--ops") && i + 1 < argc) ops_wanted = argv[++i];
     else {
       fprintf(stderr,
               "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick] "
-              "[--fused-only] [--ops I,J,...]\n",
+              "[--fused-only] [--ops I,J,...] [--plan]\n",
               argv[0]);
       return 2;
     }
   }
   report_kind = "ckks";
+  int log_n = quick ? 12 : 16;
+  if (plan) {
+    ctx = fhjit_context_create();
+    if (strstr(radices, "r62")) plan_set(FHJIT_R62, log_n);
+    if (strstr(radices, "r32")) plan_set(FHJIT_R32, log_n);
+    fhjit_context_destroy(ctx);
+    return 0;
+  }
   if (!harness_start()) return 77;
   if (floors) read_floors(floors);
   printf("floors (CUDA baseline, same script): copy %.0f GB/s, products r32 %.0f G/s, r62 %.0f "
@@ -293,7 +318,6 @@ int main(int argc, char **argv) {
          copy_gbps, rate_gps[0], rate_gps[1], mac_gps[0], mac_gps[1]);
   if (json && (bu_json = fopen(json, "w")))
     fprintf(bu_json, "{\"fhjit\": \"%s\", \"results\": [", fhjit_version());
-  int log_n = quick ? 12 : 16;
   if (strstr(radices, "r62")) bench_set(FHJIT_R62, log_n, quick);
   if (strstr(radices, "r32")) bench_set(FHJIT_R32, log_n, quick);
   if (bu_json) fprintf(bu_json, "\n]}\n"), fclose(bu_json);

@@ -98,13 +98,14 @@ static inline void set_init(set *s, fhjit_radix radix, int log_n) {
   if (fhjit_param_table(ctx, radix, s->q, s->m, s->n, 1, 0, s->params, s->m) ||
       fhjit_twiddle_tables(ctx, radix, s->q, s->m, s->n, s->fwd, s->inv))
     die("tables");
+  if (!fhjit_cuda_available(ctx)) return; /* a plan printer: host tables only */
   if (fhjit_cuda_alloc(ctx, (size_t)(8 * s->m) * s->ws, &s->dparams) ||
       fhjit_cuda_upload(ctx, s->dparams, s->params, (size_t)(8 * s->m) * s->ws))
     die("params");
 }
 
 static inline void set_free(set *s) {
-  fhjit_cuda_free(ctx, s->dparams);
+  if (s->dparams) fhjit_cuda_free(ctx, s->dparams);
   free(s->params), free(s->fwd), free(s->inv);
 }
 
