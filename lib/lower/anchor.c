@@ -617,7 +617,12 @@ void lw_step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu) {
   fu->store_rows = s->pro_store_rows;
   fu->store_first = s->pro_store_first;
   fu->red = s->red;
+  fu->chain = s->chain ? &s[1].plan : NULL; /* the next step of the same plan */
+  fu->chain_row0 = s->chain_row0;
+  fu->chained = s->chained;
 }
+
+int lw_step_kernels(const an_step *st) { return st->is_ntt ? st->plan.nkernels - st->chained : 1; }
 
 /* Whether an NTT step's first kernel reads its source: always without a
  * prologue; with one only where the plan lifts the source or loads rows

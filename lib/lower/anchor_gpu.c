@@ -16,8 +16,6 @@
 /* --------------------------------------------------------------- GPU */
 
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
-  (void)p;
-  (void)np;
   const an_step *st = &p->steps[s];
   k->nargs = 0;
   k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
@@ -45,6 +43,12 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
           k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_in[t][i].kind, st->epi_in[t][i].index};
         k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_out[t].kind, st->epi_out[t].index};
       }
+    if (j == np->nkernels - 1 && st->chain) { /* the next step's kernel 0 (ipchain) */
+      const an_step *nx = &p->steps[s + 1];
+      const an_buf *cb[LW_NTT_CHAIN_ARGS] = {&nx->tw, &nx->src, &nx->dst};
+      for (int i = 0; i < LW_NTT_CHAIN_ARGS; i++)
+        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)cb[i]->kind, cb[i]->index};
+    }
     return;
   }
   for (int32_t i = 0; i < st->sub->ninputs; i++)
@@ -69,7 +73,8 @@ static void describe_ntt(const an_plan *p, int s, lw_program *out) {
   const an_step *sp = &p->steps[s];
   char prefix[40];
   ntt_prefix(prefix, s, &sp->plan);
-  for (int j = 0; j < sp->plan.nkernels; j++) {
+  /* chained: kernel 0 runs in the step before (ipchain) */
+  for (int j = sp->chained; j < sp->plan.nkernels; j++) {
     lw_kernel *k = &out->kernels[out->nkernels++];
     snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
     k->grid[0] = (uint32_t)sp->plan.k[j].blocks;
@@ -137,7 +142,7 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
      * (a lone r32 bconv launched back to back: 11.6 us against 10.0 plain,
      * H200, 04d6635, bench/RESULTS.md) */
     sp->bconv.pdl_entry = sp->is_bconv && mix >= 1 && s > 0;
-    if (out->nkernels + (sp->is_ntt ? sp->plan.nkernels : 1) > LW_MAX_KERNELS)
+    if (out->nkernels + lw_step_kernels(sp) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
       lw_bconv_for_target(&sp->bconv, t);
@@ -273,7 +278,7 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
     int kk = 0;
     for (int s = 0; s < p->nsteps; s++) {
       const an_step *sp = &p->steps[s];
-      int nk = sp->is_ntt ? sp->plan.nkernels : 1;
+      int nk = lw_step_kernels(sp);
       if (sp->is_ntt) {
         sp_buf_printf(&b, "step %d: %s, %lld rows x N %lld (%lld polynomial rows), ", s,
                       kinds[sp->plan.kind], (long long)sp->plan.rows,
@@ -316,6 +321,13 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
           put_buf(&b, sp->epi_out[e]);
           sp_buf_printf(&b, "\n");
         }
+        if (sp->chain)
+          sp_buf_printf(&b, "  chain: step %d's first kernel in the last kernel, on rows "
+                        "%lld..%lld of each component of the sum\n", s + 1,
+                        (long long)sp->chain_row0,
+                        (long long)(sp->chain_row0 + p->steps[s + 1].plan.rows - 1));
+        if (sp->chained)
+          sp_buf_printf(&b, "  first kernel: in step %d's last kernel (chain)\n", s - 1);
       } else if (sp->is_bconv) {
         const lw_bconv_plan *bp = &sp->bconv;
         sp_buf_printf(&b, "step %d: %s %d -> %d rows x N %lld, %lld polynomials, %s form, ", s,

@@ -425,6 +425,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
     free(dests);
   }
   if (B.st) goto fail;
+  lw_mix_chain_steps(&B); /* mixsteps_ipchain.c: moddown's inverse NTT started in the reduce kernel */
   lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
   free(B.live);
   free(B.where);

@@ -204,6 +204,11 @@ static fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64
           extra[nextra++] = buf_ptr(&sp->epi_in[t][i], inputs, results, scratch);
         if (nextra < LW_MAX_ARGS) extra[nextra++] = buf_ptr(&sp->epi_out[t], inputs, results, scratch);
       }
+      if (sp->chain && nextra + LW_NTT_CHAIN_ARGS <= LW_MAX_ARGS) { /* the next step's kernel 0 */
+        extra[nextra++] = buf_ptr(&sp[1].tw, inputs, results, scratch);
+        extra[nextra++] = buf_ptr(&sp[1].src, inputs, results, scratch);
+        extra[nextra++] = buf_ptr(&sp[1].dst, inputs, results, scratch);
+      }
       st = lw_ntt_host_run(g->ctx, p->host[s], params, pstride,
                            buf_ptr(&sp->tw, inputs, results, scratch),
                            lw_step_reads_source(sp) ? buf_ptr(&sp->src, inputs, results, scratch)

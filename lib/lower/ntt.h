@@ -334,6 +334,9 @@ typedef struct lw_ntt_tuning {
   int mdrs;       /* rescale(add(d, moddown(a))) (mixsteps.c, mdrs_steps; HMult): 1 (default)
                    * one forward NTT for both, of moddown's converted rows plus rescale's
                    * lift, 0 moddown's and rescale's steps each */
+  int ipchain;    /* 1 (default): the inverse NTT after a reduce kernel (ipfuse), when it reads
+                   * rows of the sum, runs its first kernel inside the reduce kernel
+                   * (mixsteps_ipchain.c); 0 its two kernels of its own */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -342,7 +345,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, pminor, rowplans) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */
@@ -443,7 +446,30 @@ typedef struct lw_ntt_fusion {
    * reads is written where it is computed (a modup's digit rows) */
   int64_t store_rows, store_first;
   lw_ntt_reduce red; /* ipfuse: members > 0 with the plan's reduce_members */
+  /* ipchain (mixsteps_ipchain.c): chain != NULL on a reduce plan: its last
+   * kernel also runs kernel 0 of plan `chain` (an inverse NTT of rows
+   * [chain_row0, chain_row0 + chain->rows) of each component of epilogue
+   * 0's output, which that plan's source view reads) on the words the
+   * block has just stored, its arguments (chain's twiddles, source,
+   * destination) appended to the kernel's (ntt_emit_chain.c). chained: this
+   * plan's kernel 0 is that work of the step before it: only its last
+   * kernel is built and run. */
+  const lw_ntt_plan *chain;
+  int64_t chain_row0;
+  int chained;
 } lw_ntt_fusion;
+
+/* ipchain: the arguments a chain adds to the reduce kernel (twiddles,
+ * source, destination of the chained plan), and whether plan `chain`'s
+ * kernel 0 can run in reduce plan p's last kernel on output rows [row0,
+ * row0 + chain->rows) of each component: a two-kernel inverse NTT of the
+ * same size whose kernel 0 is a chunk kernel (not in place, no lift, no
+ * row offset) with the reduce kernel's threads, whose blocks each lie
+ * within one reduce block, reading those rows of the sum (its source view
+ * the dense rows of epilogue 0's output: component c's row r at (c
+ * out_rows + row0 + r) N), one polynomial. */
+#define LW_NTT_CHAIN_ARGS 3
+int lw_ntt_chain_fits(const lw_ntt_plan *p, const lw_ntt_plan *chain, int64_t row0);
 
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every
  * kernel takes (params, i64 pstride, twiddles, src, dst); the first one also

@@ -23,12 +23,14 @@
 /* ------------------------------------------------------------ functions */
 
 /* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...,
- * per epilogue target: its inputs..., its output, [GPU, pdl 2: i64 own]). */
+ * per epilogue target: its inputs..., its output, [ipchain: the chained
+ * plan's tw, src, dst], [GPU, pdl 2: i64 own]). */
 static int num_pro_args(const ne *E) { return E->pro_active ? (int)E->pro->sub->ninputs : 0; }
 
 static int num_kernel_args(const ne *E) {
   int n = 5 + num_pro_args(E);
   for (int t = 0; E->epi_active && t < E->pro->nepi; t++) n += (int)E->pro->epi[t].sub->ninputs + 1;
+  n += lw_ne_chain_active(E) ? LW_NTT_CHAIN_ARGS : 0;
   return n + (E->target == LW_GPU && E->K->pdl == 2);
 }
 
@@ -84,10 +86,14 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
     snprintf(nm, sizeof nm, "epi%d.out", t);
     LLVMSetValueName2(E->epi_out[t], nm, strlen(nm));
     param_attr(E, fn, (unsigned)j, "nocapture");
-    param_attr(E, fn, (unsigned)j, "noalias");
-    param_attr(E, fn, (unsigned)j, "writeonly");
+    /* ipchain reads the sum back through its own source argument */
+    if (!(t == 0 && lw_ne_chain_active(E))) {
+      param_attr(E, fn, (unsigned)j, "noalias");
+      param_attr(E, fn, (unsigned)j, "writeonly");
+    }
     j++;
   }
+  if (lw_ne_chain_active(E)) j = lw_ne_chain_params(E, fn, j);
   E->own = NULL;
   if (E->K->pdl == 2) {
     E->own = LLVMGetParam(fn, (unsigned)j);
@@ -304,6 +310,8 @@ static void build_gpu_kernel(ne *E, const char *name) {
   /* the reduce kernel's shared slots after the body's words (red_slot) */
   uint64_t words = k->smem_words;
   if (E->red_active) words += (uint64_t)E->P->reduce_smem << (k->log_c + k->m);
+  if (lw_ne_chain_active(E) && E->pro->chain->k[0].smem_words > words)
+    words = E->pro->chain->k[0].smem_words;
   LLVMTypeRef arr = LLVMArrayType2(E->W, words);
   LLVMValueRef sm = LLVMAddGlobalInAddressSpace(E->m, arr, sname, 3);
   LLVMSetInitializer(sm, LLVMGetUndef(arr));
@@ -315,6 +323,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(lw_ne_red_nslots(E) * lw_ne_red_words(E))), "slots");
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
+  if (lw_ne_chain_active(E)) blk = lw_ne_chain_first(E, blk);
   E->preloaded = 0;
   int first = k == &E->P->k[0];
   lw_ne_offset_rows(E, first);
@@ -363,6 +372,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     LLVMPositionBuilderAtEnd(E->b, join);
   }
   if (E->red_active) lw_ne_red_epilogue(E, tid, blk);
+  if (lw_ne_chain_active(E)) lw_ne_chain(E, tid, blk);
   for (int ph = 0; !E->red_active && ph < lw_ne_num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     lw_ne_emit_phase(E, ph, tid, blk);
@@ -510,6 +520,7 @@ static void build_host_fn(ne *E, const char *name) {
     lw_ne_red_epilogue(E, t.iv, blk.iv);
     lw_ne_loop_end(E, &t, c32(E, k->threads), "epi_done");
   }
+  if (lw_ne_chain_active(E)) lw_ne_chain(E, NULL, blk.iv);
   LLVMValueRef ordered = block_order(E, blk.iv); /* blk.iv in reduce mode */
   for (int ph = 0; !E->red_active && ph < lw_ne_num_phases(k); ph++) {
     /* a phase for every thread of the block before the next phase starts:
@@ -557,6 +568,16 @@ static fhjit_status check_inlined(ne *E, const char *name) {
                   (long long)E->inlined, (long long)limit);
 }
 
+int lw_ne_src_is_dense(const lw_ntt_plan *p) {
+  int64_t want = INT64_C(1) << p->log_n;
+  int dense = p->src_index_stride == 1;
+  for (int a = p->src_nax - 1; a >= 0; a--) {
+    if (p->src_ext[a] > 1 && p->src_stride[a] != want) dense = 0;
+    want *= p->src_ext[a];
+  }
+  return dense;
+}
+
 fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt_fusion *pro,
                           lw_target target, const char *prefix, LLVMContextRef c,
                           LLVMModuleRef m) {
@@ -572,20 +593,14 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
   E.gptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 1 : 0);
   E.sptr = LLVMPointerTypeInContext(c, target == LW_GPU ? 3 : 0);
   E.V = 16 / (E.wbits / 8);
-  {
-    int64_t want = INT64_C(1) << p->log_n;
-    E.src_dense = p->src_index_stride == 1;
-    for (int a = p->src_nax - 1; a >= 0; a--) {
-      if (p->src_ext[a] > 1 && p->src_stride[a] != want) E.src_dense = 0;
-      want *= p->src_ext[a];
-    }
-  }
+  E.src_dense = lw_ne_src_is_dense(p);
   E.vecW = LLVMVectorType(E.W, (unsigned)E.V);
   lw_arith_init(&E.A, c, m, E.b, p->radix, target);
   if (target == LW_GPU) E.barrier_fn = intrinsic(&E, "llvm.nvvm.barrier0", &E.barrier_ty);
   if (pro) {
     int nargs = 5 + (pro->sub ? pro->sub->ninputs : 0);
     for (int t = 0; t < pro->nepi; t++) nargs += pro->epi[t].sub->ninputs + 1;
+    nargs += pro->chain ? LW_NTT_CHAIN_ARGS : 0;
     fhjit_status st = FHJIT_OK;
     if (nargs > LW_MAX_ARGS || pro->nepi > LW_NTT_MAX_EPI)
       st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
@@ -601,6 +616,10 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
          !ir_ntt_is_forward(p->kind)))
       st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "internal: an NTT reduce plan (ipfuse) the emitter cannot build");
+    if (!st && ((pro->chain && !lw_ntt_chain_fits(p, pro->chain, pro->chain_row0)) ||
+                (pro->chained && p->nkernels != 2)))
+      st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "internal: an NTT chain (ipchain) the emitter cannot build");
     if (!st && pro->sub) st = lw_ne_build_prologue(&E);
     if (!st && pro->nepi) st = lw_ne_build_epilogue(&E);
     if (st) {
@@ -609,7 +628,8 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
     }
   }
   fhjit_status st = FHJIT_OK;
-  for (int j = 0; j < p->nkernels && !st; j++) {
+  /* chained: kernel 0 is built into the step before (ntt_emit_chain.c) */
+  for (int j = pro && pro->chained ? 1 : 0; j < p->nkernels && !st; j++) {
     E.K = &p->k[j];
     E.src_view = j == 0;
     E.pro_active = pro && pro->sub && j == 0;
@@ -724,7 +744,9 @@ fhjit_status lw_ntt_compile_ptx(fhjit_context *ctx, const lw_ntt_plan *p, const 
 struct lw_ntt_host {
   lw_ntt_plan plan;
   int nextra; /* prologue inputs (-1: no prologue) */
-  int nepi_args; /* epilogue arguments of the last kernel */
+  int nepi_args; /* epilogue arguments of the last kernel (ipchain's included) */
+  int first;     /* the first kernel built and run: 1 when chained */
+  size_t chain_smem; /* ipchain: the chained kernel's shared words */
   jit_code *jit;
   jit_block_fn fn[2];
 };
@@ -757,24 +779,29 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   h->plan = *p;
   h->nextra = pro && pro->sub ? pro->sub->ninputs : -1;
   for (int t = 0; pro && t < pro->nepi; t++) h->nepi_args += pro->epi[t].sub->ninputs + 1;
+  if (pro && pro->chain) {
+    h->nepi_args += LW_NTT_CHAIN_ARGS;
+    h->chain_smem = pro->chain->k[0].smem_words;
+  }
+  h->first = pro && pro->chained;
   char prefix[40], who[64], names[2][96];
   plan_prefix(p, prefix, sizeof prefix);
   snprintf(who, sizeof who, "NTT %s (host)", prefix);
   const char *syms[2];
-  SP_ASSERT(p->nkernels <= 2); /* h->fn */
-  for (int j = 0; j < p->nkernels; j++) {
+  SP_ASSERT(p->nkernels <= 2 && h->first < p->nkernels); /* h->fn */
+  for (int j = h->first; j < p->nkernels; j++) {
     snprintf(names[j], sizeof names[j], "%s_k%d_host", prefix, j);
-    syms[j] = names[j];
+    syms[j - h->first] = names[j];
   }
   ntt_build b = {ctx, p, pro, prefix};
   void *addrs[2];
   fhjit_status st = jit_compile(&ctx->err, prefix, "default<O2>", build_ntt, &b, who, syms,
-                                p->nkernels, addrs, &h->jit);
+                                p->nkernels - h->first, addrs, &h->jit);
   if (st) {
     free(h);
     return st;
   }
-  for (int j = 0; j < p->nkernels; j++) h->fn[j] = (jit_block_fn)(uintptr_t)addrs[j];
+  for (int j = h->first; j < p->nkernels; j++) h->fn[j] = (jit_block_fn)(uintptr_t)addrs[j - h->first];
   *out = h;
   return FHJIT_OK;
 }
@@ -794,7 +821,8 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
   if (threads > 64) threads = 64;
   size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
   uint64_t slots[LW_MAX_ARGS + 8];
-  for (int j = 0; j < p->nkernels; j++) {
+  /* chained: kernel 0 ran in the step before (ntt_emit_chain.c) */
+  for (int j = h->first; j < p->nkernels; j++) {
     const lw_ntt_kplan *k = &p->k[j];
     /* kernel arguments: params, pstride, tw, src, dst[, prologue inputs] */
     int nslots = 5;
@@ -815,6 +843,7 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
     if (p->reduce_members > 0 && j == p->nkernels - 1) /* the members' slots (red_slot) */
       shared += ((size_t)(p->reduce_acc > 0 ? 1 + p->reduce_acc : p->reduce_members)
                  << (k->log_c + k->m)) * ws;
+    if (j == p->nkernels - 1 && h->chain_smem * ws > shared) shared = h->chain_smem * ws;
     fhjit_status st = jit_run_blocks(&ctx->err, h->fn[j], slots, units, threads, shared, "NTT host run");
     if (st) return st;
   }

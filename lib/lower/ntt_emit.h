@@ -90,6 +90,9 @@ typedef struct ne {
   LLVMValueRef acc_vfn[LW_MAX_REG][3];
   LLVMTypeRef acc_vty[LW_MAX_REG][3];
   int64_t acc_vvalues[LW_MAX_REG];
+  /* ipchain (lw_ntt_fusion.chain): the chained plan's twiddles, source and
+   * destination among the reduce kernel's arguments */
+  LLVMValueRef chain_tw, chain_src, chain_dst;
 } ne;
 
 /* Per-row constants of the thread's row. */
@@ -252,6 +255,18 @@ int lw_ne_num_phases(const lw_ntt_kplan *k);
 void lw_ne_emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk);
 void lw_ne_preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+
+/* ntt_emit_chain.c: ipchain, the chained plan's kernel 0 in the reduce
+ * kernel: whether E's kernel runs it; its arguments from parameter j on
+ * (returns the next); the block order that runs the chained rows first
+ * (GPU); its phases on the block's rows after the epilogue (GPU: tid the
+ * thread; host: loops over the threads). */
+int lw_ne_chain_active(const ne *E);
+int lw_ne_chain_params(ne *E, LLVMValueRef fn, int j);
+LLVMValueRef lw_ne_chain_first(ne *E, LLVMValueRef blk);
+void lw_ne_chain(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+/* ntt_emit.c: whether plan p's source view is dense [batch_rows, N]. */
+int lw_ne_src_is_dense(const lw_ntt_plan *p);
 
 /* ntt_cluster.c: the cluster schedule's GPU kernel and host function */
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name);

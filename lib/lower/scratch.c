@@ -46,6 +46,11 @@
 /* Calls f for every buffer step s reads or writes (what its kernels get as
  * arguments, and what the host path passes its steps). */
 static void step_refs(const an_step *s, void (*f)(void *, an_buf), void *arg) {
+  if (s->chain) { /* the next step's kernel 0 runs in this step's last kernel */
+    f(arg, s[1].tw);
+    f(arg, s[1].src);
+    f(arg, s[1].dst);
+  }
   f(arg, s->src);
   f(arg, s->dst);
   f(arg, s->tw);
@@ -159,12 +164,12 @@ void lw_scratch_describe(const an_plan *p, lw_program *out) {
   memcpy(out->scratch_offset, p->scratch_offset, sizeof out->scratch_offset);
   out->scratch_arena = p->scratch_arena;
   /* every scratch argument of a step's kernels (in launch order: an NTT
-   * step's plan.nkernels, one for the others) is live at that step: a
+   * step's lw_step_kernels, one for the others) is live at that step: a
    * buffer the range walk missed would be shared while in use */
   int32_t k = 0;
   for (int32_t s = 0; s < p->nsteps; s++) {
     const an_step *sp = &p->steps[s];
-    for (int j = 0; j < (sp->is_ntt ? sp->plan.nkernels : 1); j++, k++) {
+    for (int j = 0; j < lw_step_kernels(sp); j++, k++) {
       SP_ASSERT(k < out->nkernels);
       const lw_kernel *kd = &out->kernels[k];
       for (int32_t a = 0; a < kd->nargs; a++)

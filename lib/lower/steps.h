@@ -48,6 +48,13 @@ typedef struct an_step {
   /* ipfuse: the last kernel reduces over a batched forward NTT's members
    * (lw_ntt_reduce; members 0: not) */
   lw_ntt_reduce red;
+  /* ipchain (mixsteps_ipchain.c): chain, on a reduce step: the next step's
+   * kernel 0 runs in this step's last kernel, on rows [chain_row0,
+   * chain_row0 + its rows) of each of its chain_comps components of the
+   * sum; chained, on that next step: its kernel 0 is not launched (the
+   * step's kernels: lw_step_kernels) */
+  int chain, chained;
+  int64_t chain_row0;
   /* bconv: src (plan's view) and the table (tw) into dst */
   lw_bconv_plan bconv;
   /* words from the start of the destination buffer (NTT: dst, set with
@@ -191,11 +198,18 @@ typedef struct an_build {
 an_plan *lw_anchor_build_plan(fhjit_graph *g);
 void lw_anchor_plan_free(an_plan *p);
 
-/* anchor.c: what NTT step s fuses (prologue, epilogues, reduction), for
- * ntt_emit.c's GPU and host builds; whether its first kernel reads its
- * source (no prologue, or one that lifts or loads rows of it). */
+/* anchor.c: what NTT step s fuses (prologue, epilogues, reduction, a
+ * chain: s points into its plan's steps[], of which s + 1 is the chained
+ * one), for ntt_emit.c's GPU and host builds; whether its first kernel
+ * reads its source (no prologue, or one that lifts or loads rows of it);
+ * the kernels a step launches. */
 void lw_step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu);
 int lw_step_reads_source(const an_step *st);
+int lw_step_kernels(const an_step *st);
+
+/* mixsteps_ipchain.c: chains each reduce step whose next step transforms
+ * rows of its sum back (ipchain), after every step is planned. */
+void lw_mix_chain_steps(an_build *B);
 
 /* anchor.c's step builders, for anchor_plan.c, mixsteps.c and mixsteps_*.c */
 an_step *lw_step_new(an_build *B);

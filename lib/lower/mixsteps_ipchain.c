@@ -1,0 +1,56 @@
+/* mixsteps_ipchain.c: ipchain, a reduce step's next inverse NTT started in
+ * the reduce kernel (ntt_emit_chain.c builds it).
+ *
+ * After ipfuse (mixsteps_ipfuse.c) a key switch's batched forward NTT ends
+ * in a reduce kernel that stores the inner product S; moddown's first step
+ * is the inverse NTT of S's P rows, whose first kernel reads contiguous
+ * words of a row, the words one reduce block has just stored. Run there,
+ * it costs no launch and no pass over memory of its own. Planned here,
+ * after every step exists: a reduce step s and the step s + 1 after it
+ * are chained when s + 1 is an NTT of two kernels with no prologue and no
+ * epilogue (an epilogue's inputs are read before the kernel's wait, which
+ * the reduce kernel, still running, might be writing) reading rows of S
+ * (epilogue 0's output) that lw_ntt_chain_fits accepts. Step s + 1 then
+ * launches its second kernel only, a dependent launch of the reduce kernel
+ * that waits for all of it (never the per-row counters of its own first
+ * kernel: pdl 2 becomes 1). ntt_plan ipchain=0 turns it off. */
+#include "lower/mixsteps.h"
+
+/* Components of epilogue 0's output of step s (its sum S). */
+static int64_t sum_comps(const an_step *s) {
+  const fhjit_graph *sub = s->epi_sub[0];
+  if (!sub || sub->nresults < 1) return 0;
+  int32_t c = sub->nodes[sub->results[sub->nresults - 1].value].type.comps;
+  return c > 1 ? c : 1;
+}
+
+static int same_buf(an_buf a, an_buf b) { return a.kind == b.kind && a.index == b.index; }
+
+/* Whether steps s and s + 1 can be chained; *row0 the first row of S the
+ * next step reads. */
+static int chainable(const an_step *s, int64_t *row0) {
+  const an_step *n = s + 1;
+  if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chained || !n->is_ntt ||
+      n->pro_sub || n->nepi || n->plan.nkernels != 2 || n->dst_off || n->chain ||
+      !same_buf(n->src, s->epi_out[0]))
+    return 0;
+  int64_t comps = n->plan.rows > 0 ? n->plan.batch_rows / n->plan.rows : 0;
+  if (comps < 1 || comps > sum_comps(s)) return 0;
+  *row0 = n->plan.src_offset >> n->plan.log_n;
+  return lw_ntt_chain_fits(&s->plan, &n->plan, *row0);
+}
+
+void lw_mix_chain_steps(an_build *B) {
+  if (B->tune.ipchain == 0) return;
+  an_plan *p = B->p;
+  for (int i = 0; i + 1 < p->nsteps; i++) {
+    an_step *s = &p->steps[i];
+    int64_t row0;
+    if (!chainable(s, &row0)) continue;
+    s->chain = 1;
+    s->chain_row0 = row0;
+    s[1].chained = 1;
+    for (int j = 0; j < 2; j++)
+      if (s[1].plan.k[j].pdl > 1) s[1].plan.k[j].pdl = 1;
+  }
+}
