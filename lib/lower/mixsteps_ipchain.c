@@ -13,7 +13,16 @@
  * (epilogue 0's output) that lw_ntt_chain_fits accepts. Step s + 1 then
  * launches its second kernel only, a dependent launch of the reduce kernel
  * that waits for all of it (never the per-row counters of its own first
- * kernel: pdl 2 becomes 1). ntt_plan ipchain=0 turns it off. */
+ * kernel: pdl 2 becomes 1).
+ *
+ * Off by default (ntt_plan ipchain=1 turns it on): on the H200 the r32
+ * benchmark key switch, relinearise and rotation ran 224.6, 235.3 and
+ * 236.1 us chained against 223.5, 233.7 and 233.5 with the inverse NTT's
+ * own first kernel (12584a1, one run, every result checked). That kernel
+ * already overlapped its neighbours (programmatic dependent launch), and
+ * in the reduce kernel its work lengthens the chained rows' blocks by
+ * about as much as it took alone: a launch less saves nothing where no
+ * pass over memory goes with it (docs/ckks.md). */
 #include "lower/mixsteps.h"
 
 /* Components of epilogue 0's output of step s (its sum S). */
@@ -41,7 +50,7 @@ static int chainable(const an_step *s, int64_t *row0) {
 }
 
 void lw_mix_chain_steps(an_build *B) {
-  if (B->tune.ipchain == 0) return;
+  if (B->tune.ipchain <= 0) return; /* off by default: see above */
   an_plan *p = B->p;
   for (int i = 0; i + 1 < p->nsteps; i++) {
     an_step *s = &p->steps[i];

@@ -334,9 +334,10 @@ typedef struct lw_ntt_tuning {
   int mdrs;       /* rescale(add(d, moddown(a))) (mixsteps.c, mdrs_steps; HMult): 1 (default)
                    * one forward NTT for both, of moddown's converted rows plus rescale's
                    * lift, 0 moddown's and rescale's steps each */
-  int ipchain;    /* 1 (default): the inverse NTT after a reduce kernel (ipfuse), when it reads
-                   * rows of the sum, runs its first kernel inside the reduce kernel
-                   * (mixsteps_ipchain.c); 0 its two kernels of its own */
+  int ipchain;    /* 1: the inverse NTT after a reduce kernel (ipfuse), when it reads rows of
+                   * the sum, runs its first kernel inside the reduce kernel
+                   * (mixsteps_ipchain.c); 0 (default: measured slower) its two kernels of
+                   * its own */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */

@@ -1137,8 +1137,8 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * one-kernel sizes, HMult + relinearise + rescale, and r62 with ipfuse
  * forced (not its default past 32 bytes of digit words a position); with
  * moddown's inverse NTT started in the reduce kernel where it fits
- * (ipchain, the default: checked to happen at the benchmark shape) and
- * without (ipchain=0). The
+ * (ipchain=1: checked to happen at the benchmark shape) and without (the
+ * default). The
  * plan must name the inner product, or the case would test nothing of
  * the reduce kernel. */
 static void group_ipfuse(int quick) {
@@ -1150,7 +1150,7 @@ static void group_ipfuse(int quick) {
             {0, 48, 12, 12, 16, 3}, {1, 6, 2, 2, 12, 3}};
   static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1", "ipfuse=1,ipsmem=0",
                                        "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16",
-                                       "ipfuse=1,ipchain=0"};
+                                       "ipfuse=1,ipchain=1"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
       if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
@@ -1177,10 +1177,11 @@ static void group_ipfuse(int quick) {
         check((strstr(plan, "in shared memory)") != NULL) == want, "%s: the plan keeps %sslots in shared memory",
               label, want ? "" : "no ");
       }
-      /* ipchain: at the benchmark shape the key switch starts moddown's
-       * inverse NTT in the reduce kernel (mixsteps_ipchain.c), unless off */
+      /* ipchain=1: at the benchmark shape the key switch starts moddown's
+       * inverse NTT in the reduce kernel (mixsteps_ipchain.c); not by
+       * default */
       int chained = plan && strstr(plan, "chain: step") != NULL;
-      if (strstr(plans[pl], "ipchain=0")) check(!chained, "%s: no chain", label);
+      if (!strstr(plans[pl], "ipchain=1")) check(!chained, "%s: no chain", label);
       else if (i == 0) check(chained, "%s: the plan chains moddown's inverse NTT", label);
       if (reduce) s7_case(g, q, m, n, label);
       fhjit_graph_destroy(g);

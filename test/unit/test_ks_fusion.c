@@ -266,11 +266,7 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
   return g;
 }
 
-/* kernels and scratch buffers of each operation's plan (fused), counted
- * with moddown's inverse NTT's own first kernel: where the plan chains it
- * into the reduce kernel (ipchain, mixsteps_ipchain.c: "chain: step" in
- * the plan, the key switch, relinearise and rotation here), one kernel
- * less */
+/* kernels and scratch buffers of each operation's plan (fused) */
 /* (the digits' inverse NTTs shared: 2 kernels and 1 scratch buffer less
  * than with one per digit; their forward NTTs batched: 2 kernels and 2
  * scratch buffers less again, test_shared_intt; their two conversions one
@@ -290,8 +286,6 @@ static fhjit_graph *plan_graph(env *e, fhjit_value *a, fhjit_value *c3, fhjit_va
 #define ROT_SCRATCH 7
 #define HOIST_KERNELS 25
 #define HOIST_SCRATCH 15
-static int count_of(const char *text, const char *needle);
-
 START_TEST(test_plans) {
   env e;
   s7_env_init(&e, FHJIT_R62, 6, 10, 0x180);
@@ -300,13 +294,12 @@ START_TEST(test_plans) {
     const char *what;
     int kernels, scratch; /* fused */
     int before_kernels;   /* before issue 17 */
-    int chains;           /* ipchain */
   } want[] = {
-      {"keyswitch", KS_KERNELS, KS_SCRATCH, 18, 1},
-      {"relinearize", RELIN_KERNELS, RELIN_SCRATCH, 19, 1},
-      {"hmult_relin_rescale", HM_KERNELS, HM_SCRATCH, 25, 0},
-      {"rotate", ROT_KERNELS, ROT_SCRATCH, 20, 1},
-      {"rotate_hoisted", HOIST_KERNELS, HOIST_SCRATCH, 37, 0},
+      {"keyswitch", KS_KERNELS, KS_SCRATCH, 18},
+      {"relinearize", RELIN_KERNELS, RELIN_SCRATCH, 19},
+      {"hmult_relin_rescale", HM_KERNELS, HM_SCRATCH, 25},
+      {"rotate", ROT_KERNELS, ROT_SCRATCH, 20},
+      {"rotate_hoisted", HOIST_KERNELS, HOIST_SCRATCH, 37},
   };
   for (int w = 0; w < 5; w++) {
     fhjit_graph *g = plan_graph(&e, &a, &c3, &d, &k, &fwd, &inv);
@@ -326,12 +319,9 @@ START_TEST(test_plans) {
     }
     out(&e, g, r, NULL);
     counts c = plan_counts(&e, g);
-    int chains = count_of(fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90"), "chain: step");
-    ck_assert_msg(chains == want[w].chains, "%s: %d chains, want %d", want[w].what, chains,
-                  want[w].chains);
-    ck_assert_msg(c.kernels == want[w].kernels - chains && c.scratch == want[w].scratch,
+    ck_assert_msg(c.kernels == want[w].kernels && c.scratch == want[w].scratch,
                   "%s: %d kernels, %d scratch buffers; want %d, %d", want[w].what, c.kernels,
-                  c.scratch, want[w].kernels - chains, want[w].scratch);
+                  c.scratch, want[w].kernels, want[w].scratch);
     ck_assert_int_lt(c.kernels, want[w].before_kernels);
   }
   s7_env_free(&e);
@@ -380,7 +370,7 @@ START_TEST(test_plans_digitfwd) {
   fhjit_radix radix = _i ? FHJIT_R32 : FHJIT_R62;
   s7_env_init(&e, radix, 8, 10, 0x191 + _i);
   const shape s = {radix, 8, 2, 1, 10, 6, NULL};
-  int kernels[2], chains = 0;
+  int kernels[2];
   for (int batched = 0; batched < 2; batched++) {
     ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", batched ? NULL : "digitfwd=0"),
                      FHJIT_OK);
@@ -390,8 +380,6 @@ START_TEST(test_plans_digitfwd) {
     out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
     counts c = plan_counts(&e, g);
     kernels[batched] = c.kernels;
-    /* moddown's inverse NTT in the reduce kernel (ipchain): a kernel less */
-    if (batched) chains = count_of(fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90"), "chain: step");
     check_host(&e, g);
   }
   /* six forward NTTs of 2 kernels against one, which with ipfuse (r32's
@@ -400,11 +388,10 @@ START_TEST(test_plans_digitfwd) {
    * r62's 48 bytes keep that kernel); six conversion kernels against one
    * (bconvbatch applies to the batched forward NTT only) */
   int ip = radix == FHJIT_R32;
-  ck_assert_int_eq(chains, ip); /* after a reduce kernel only */
-  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + ip + 5 + chains);
+  ck_assert_int_eq(kernels[0] - kernels[1], 6 * 2 - 2 + ip + 5);
   /* the inverse NTT, the 6 conversions' one kernel, the forward NTT,
    * moddown's 5, and the inner product's own kernel without ipfuse */
-  ck_assert_int_eq(kernels[1], 2 + 1 + 2 + 5 + !ip - chains);
+  ck_assert_int_eq(kernels[1], 2 + 1 + 2 + 5 + !ip);
   ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "digitfwd=2"), FHJIT_OK);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "digitfwd"));
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
@@ -452,20 +439,25 @@ static const struct ipcase {
 };
 #define NIPCASES 10
 
+static int count_of(const char *text, const char *needle);
+
 START_TEST(test_ipfuse) {
   TU_SAMPLED(_i);
   const struct ipcase *c = &ipcases[_i];
   const shape *s = &c->s;
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1a0 + (uint64_t)_i);
-  int kernels[2], chains = 0;
+  int kernels[2];
   /* 0: off, 1: forced (accumulating), 2: forced with every digit's words
    * kept, 3: the default, fused up to 32 bytes of digit words a position
-   * (ipfuse_target) with every digit's words kept */
-  static const char *const plans[4] = {"ipfuse=0,mixfuse=0", "ipfuse=1,ipacc=1", "ipfuse=1",
-                                       NULL};
+   * (ipfuse_target) with every digit's words kept; 4: forced with
+   * moddown's inverse NTT's first kernel in the reduce kernel (ipchain,
+   * mixsteps_ipchain.c: where the NTTs run as two kernels, N = 2^10
+   * here), one kernel less */
+  static const char *const plans[5] = {"ipfuse=0,mixfuse=0", "ipfuse=1,ipacc=1", "ipfuse=1",
+                                       NULL, "ipfuse=1,ipchain=1"};
   int by_default = c->dnum * (s->radix == FHJIT_R32 ? 4 : 8) <= 32;
-  for (int mode = 0; mode < 4; mode++) {
+  for (int mode = 0; mode < 5; mode++) {
     int on = mode == 3 ? by_default : mode > 0;
     ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
     fhjit_graph *g = s7_graph(&e, "ipfuse", s->special, s->alpha);
@@ -477,25 +469,21 @@ START_TEST(test_ipfuse) {
     else r = fhjit_ckks_rotate(g, poly(&e, g, s, "a", 2), 5, k, fwd, inv);
     out(&e, g, r, "r");
     counts n = plan_counts(&e, g);
-    if (mode < 2) kernels[on] = n.kernels;
-    else ck_assert_int_eq(n.kernels, kernels[on]);
     const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     ck_assert_ptr_nonnull(text);
+    int chains = count_of(text, "chain: step");
+    ck_assert_msg(chains == (mode == 4 && s->logn >= 10), "mode %d:\n%s", mode, text);
+    if (mode < 2) kernels[on] = n.kernels;
+    else ck_assert_int_eq(n.kernels, kernels[on] - chains);
     char want[64];
     snprintf(want, sizeof want, "inner product of %d digits", c->dnum);
     ck_assert_msg((strstr(text, want) != NULL) == on, "ipfuse=%d, dnum %d:\n%s", on, c->dnum, text);
     /* the mode that ran: accumulated only with ipacc=1 */
     ck_assert_msg(count_of(text, ", accumulated: ") == (mode == 1), "mode %d:\n%s", mode, text);
     ck_assert_msg(count_of(text, ", slots") == (on && mode != 1), "mode %d:\n%s", mode, text);
-    /* moddown's inverse NTT started in the reduce kernel (ipchain) where
-     * it fits: one kernel less; the same plans in every mode */
-    int ch = count_of(text, "chain: step");
-    ck_assert_msg(ch <= on, "mode %d:\n%s", mode, text);
-    if (mode == 1) chains = ch;
-    else if (mode > 1 && on) ck_assert_int_eq(ch, chains);
-    if (mode < 3) check_host(&e, g);
+    if (mode != 3) check_host(&e, g);
   }
-  ck_assert_int_eq(kernels[0] - kernels[1], 1 + chains);
+  ck_assert_int_eq(kernels[0] - kernels[1], 1);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
 }
@@ -609,14 +597,10 @@ START_TEST(test_shared_intt) {
     ck_assert_ptr_nonnull(text);
     int nm = want[w].members;
     int after = want[w].before - 2 * (nm - 1) - (want[w].batched ? 3 * (nm - 1) : 0) - want[w].other;
-    /* moddown's inverse NTT's first kernel in the reduce kernel (ipchain):
-     * one kernel less where it fits */
-    int moddowns = w < 4; /* its inverse NTT and forward NTT */
-    int chains = count_of(text, "chain: step");
-    ck_assert_msg(chains <= moddowns, "%s:\n%s", want[w].what, text);
-    ck_assert_msg(c.kernels == want[w].kernels - chains && c.kernels == after - chains,
+    ck_assert_msg(c.kernels == want[w].kernels && c.kernels == after,
                   "%s: %d kernels, want %d (before: %d)\n%s", want[w].what, c.kernels,
-                  want[w].kernels - chains, want[w].before, text);
+                  want[w].kernels, want[w].before, text);
+    int moddowns = w < 4; /* its inverse NTT and forward NTT */
     ck_assert_msg(count_of(text, "ntt_inv to coef-mont") == 1 + moddowns &&
                       count_of(text, "ntt_inv to coef-mont, 6 rows") == 1,
                   "%s: not one inverse NTT for the modups\n%s", want[w].what, text);

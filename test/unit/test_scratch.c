@@ -437,10 +437,8 @@ START_TEST(ckks_benchmark_shapes) {
        * rotation's forward NTT (201326592 / 352321536 with mdbconv=0,
        * 176160768 / 301989888 with mdintt=0); arena
        * 150994944 for x4 and x8 with mdip=0; 339738624 / 566231040 and
-       * arena 100663296 when they were fused; the key switch's arena
-       * 81788928 before moddown's inverse NTT started in the reduce
-       * kernel, ipchain: its intermediate is live at that step) */
-      {[B_KEYSWITCH] = {150994944, 88080384},
+       * arena 100663296 when they were fused) */
+      {[B_KEYSWITCH] = {150994944, 81788928},
        [B_HOIST4] = {465567744, 251658240},
        [B_HOIST8] = {817889280, 503316480}}};
   fhjit_context *c = fhjit_context_create();
