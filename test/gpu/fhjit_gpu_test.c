@@ -12,8 +12,10 @@
  * per group and "N passed, N failed"; exits 77 (skipped) without a driver.
  *
  *   fhjit_gpu_test [--examples DIR] [--max-log2 K] [--random N] [--seed S]
- *                  [--quick] [--verbose] [--only GROUP]
- * --quick: small sizes and few graphs (for compute-sanitizer). */
+ *                  [--quick] [--verbose] [--only G1,G2,..] [--skip G1,G2,..]
+ * --quick: small sizes and few graphs (for compute-sanitizer); --only and
+ * --skip: the groups (their names in the PASS/FAIL lines) to run or to
+ * leave out, so that a time-limited round can run them in two processes. */
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1595,11 +1597,23 @@ static void group_cache(void) {
   group_end("cache");
 }
 
+/* Whether `name` is one of the comma-separated names of `list`. */
+static int in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && !strncmp(p, name, n)) return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0); /* logs survive a crash */
   const char *examples = FHJIT_EXAMPLES_DIR;
   int max_log2 = 26, nrandom = 120, quick = 0;
-  const char *only = NULL; /* run one group (its name in the PASS/FAIL line) */
+  const char *only = NULL, *skip = NULL; /* group names (as in the PASS/FAIL lines) */
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--examples") && i + 1 < argc) examples = argv[++i];
     else if (!strcmp(argv[i], "--max-log2") && i + 1 < argc) max_log2 = atoi(argv[++i]);
@@ -1607,10 +1621,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng_state = strtoull(argv[++i], NULL, 0);
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--skip") && i + 1 < argc) skip = argv[++i];
     else if (!strcmp(argv[i], "--verbose")) verbose = 1;
     else {
       fprintf(stderr, "usage: %s [--examples DIR] [--max-log2 K] [--random N] [--seed S] "
-                      "[--quick] [--verbose] [--only GROUP]\n", argv[0]);
+                      "[--quick] [--verbose] [--only G1,G2,..] [--skip G1,G2,..]\n", argv[0]);
       return 2;
     }
   }
@@ -1634,7 +1649,7 @@ int main(int argc, char **argv) {
   char dir[] = "/tmp/fhjit-gpu-test-XXXXXX";
   if (mkdtemp(dir)) setenv("FHJIT_CACHE_DIR", dir, 1);
 #define RUN(name, call) \
-  if (!only || !strcmp(only, name)) call
+  if ((!only || in_list(only, name)) && !in_list(skip, name)) call
   RUN("examples", group_examples(examples));
   RUN("random", group_random(nrandom, quick ? 14 : 20));
   RUN("sizes", group_sizes(max_log2));
