@@ -1642,6 +1642,14 @@ int main(int argc, char **argv) {
     return 77;
   }
   if (!load_driver()) return 1;
+  /* the streams groups create streams before any fhjit call has made a
+   * context current: make fhjit's current first, so that any group can run
+   * alone (--only capture stopped at cuStreamCreate with error 201) */
+  fhjit_cuda_context current;
+  if (fhjit_cuda_current_context(ctx, 0, &current) != FHJIT_OK) {
+    printf("no current CUDA context: %s\n", fhjit_last_error(ctx));
+    return 1;
+  }
   if ((on_fake = fx_install(ctx, NULL))) printf("fake driver: kernels run on the host (fhjit_run_host)\n");
   printf("fhjit %s GPU tests: sizes up to 2^%d, %d random graphs, seed %llu\n", fhjit_version(),
          max_log2, nrandom, (unsigned long long)rng_state);
