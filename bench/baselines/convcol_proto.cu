@@ -26,13 +26,14 @@
 // this run's copy bandwidth (a device-to-device cudaMemcpy).
 //
 // Measured on the H200 (2026-12-04, docs/ckks.md "What the r32 targets
-// need"): conv 48.0 us, col 75.4, convcol 162.9 with 12 target rows a
-// block (174.7-200.2 with 4, 6, 24, 48), words identical. This column
-// kernel is 2.5x slower than fhjit's own (29.5 us for the same 192 rows
-// under ncu: it loads a twiddle from global memory per butterfly, 8 words
-// a thread), so the figures bound the design, not fhjit: with 12 source
-// rows in shared memory (60 KB a block) only 12 warps fit an SM, and
-// latency-bound butterflies then lose more than the traffic saved.
+// need"): conv 48.0 us, col 65.0, convcol 142.1 with 12 target rows a
+// block (146.5-171.2 with 4, 6, 24, 48), words identical (a first version,
+// a twiddle from global memory per butterfly: 48.0, 75.4, 162.9). This
+// column kernel is still 2.2x slower than fhjit's own (29.5 us for the
+// same 192 rows under ncu: 8 words a thread, canonical words), so the
+// figures bound the design, not fhjit: with 12 source rows in shared
+// memory (60 KB a block) only 12 warps fit an SM, and latency-bound
+// butterflies then lose more than the traffic saved.
 //
 // Build and run (on the GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o convcol_proto convcol_proto.cu && ./convcol_proto
@@ -59,6 +60,7 @@ constexpr int C = 8;            // columns per block
 constexpr int POS = C * N1;     // positions per block (1024)
 constexpr int T = 128;          // threads; a thread holds 8 words of a column
 constexpr int GROUP = 12;       // target rows per convcol block (and others timed)
+static_assert(T == N1, "a thread loads one twiddle of the row");
 // shared layout of a block's words: column c's word k at c CS + k + k / 16
 // (CS = 144: a column 16 banks from the next; the padding keeps the three
 // exchange layouts below free of bank conflicts)
@@ -97,55 +99,53 @@ __device__ __forceinline__ void bfly(uint32_t &a, uint32_t &b, uint32_t w, const
   a = canon(s, m.q);
 }
 
-// The stages of bits `bits` (strides 2^bit in k) on a thread's 8 words,
-// word e at k = base + sum_j e_j 2^bits[j]; twiddle tw[(k >> (bit + 1)) ...]
-// generic: the twiddle of a butterfly indexed by its stage and lower k.
-__device__ __forceinline__ void reg_stages(uint32_t *x, const int *bits, int nb, int kbase,
-                                           const uint32_t *tw, const Mod &m) {
+// The stages of k-bits kb[j] (j in `order`, strides 2^kb[j]) on a thread's
+// 8 words, word e at k = kbase + sum_j e_j 2^kb[j]: Cooley-Tukey, the
+// twiddle of a butterfly of stride 2^b at position k is w[2^(6-b) + (k >>
+// (b + 1))] (127 per column transform, the same for every column: the
+// first log N1 stages of the row's transform), read from shared memory.
+__device__ __forceinline__ void reg_stages(uint32_t *x, const int *kb, const int *order, int nb,
+                                           int kbase, const uint32_t *w, const Mod &m) {
 #pragma unroll
   for (int s = 0; s < nb; s++) {
-    int bit = bits[s];
+    int j = order[s], b = kb[j];
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      if (e & (1 << s)) continue;
+      if (e & (1 << j)) continue;
       int k = kbase;
 #pragma unroll
-      for (int j = 0; j < 3; j++)
-        if (e & (1 << j)) k += 1 << bits[j];
-      uint32_t w = tw[(6 - bit) * N1 + (k & ((1 << bit) - 1)) + (k >> (bit + 1) << bit)];
-      bfly(x[e], x[e | (1 << s)], w, m);
+      for (int i = 0; i < 3; i++)
+        if (e & (1 << i)) k += 1 << kb[i];
+      bfly(x[e], x[e | (1 << j)], w[(1 << (6 - b)) + (k >> (b + 1))], m);
     }
   }
 }
 
 // Column stages of C columns held in shared memory y[at(c, k)] by T
-// threads: thread (col = tid / 16, lane = tid % 16) in three layouts:
-// bits {6,5,4} (k = lane + 16 e), {3,2,1} (k = (lane & 1) + 16 (lane >> 1) ... )
-// simplified to: layout A: k = lane + 16 e; layout B: k = (lane >> 3) * 64 +
-// ((lane & 7) << 3) + e (bits {2,1,0} in e; bit 3 covered by lane ... ).
-// For the measurement only the counts matter: 7 stages, 2 exchanges.
-__device__ void column_stages(uint32_t *y, const uint32_t *tw, const Mod &m) {
+// threads (16 a column, 8 words each) in three layouts: k = lane + 16 e
+// (bits 6, 5, 4 in registers), k = (lane & 1) + 16 (lane >> 1) + 2 e
+// (bits 3, 2, 1), k = 8 lane + e (bit 0); w: the row's 128 twiddles in
+// shared memory.
+__device__ void column_stages(uint32_t *y, const uint32_t *w, const Mod &m) {
   int tid = threadIdx.x, col = tid / 16, lane = tid % 16;
   uint32_t x[8];
-  // layout A: k = lane + 16 e: bits 4, 5, 6 in registers
+  const int hi[3] = {2, 1, 0};
 #pragma unroll
   for (int e = 0; e < 8; e++) x[e] = y[at(col, lane + 16 * e)];
-  { const int bits[3] = {4, 5, 6}; reg_stages(x, bits, 3, lane, tw, m); }
+  { const int kb[3] = {4, 5, 6}; reg_stages(x, kb, hi, 3, lane, w, m); }
 #pragma unroll
   for (int e = 0; e < 8; e++) y[at(col, lane + 16 * e)] = x[e];
   __syncthreads();
-  // layout B: k = (lane & 1) + 16 (lane >> 1) + 2 e': bits 1, 2, 3
-  int kb = (lane & 1) + 16 * (lane >> 1);
+  int kq = (lane & 1) + 16 * (lane >> 1);
 #pragma unroll
-  for (int e = 0; e < 8; e++) x[e] = y[at(col, kb + 2 * e)];
-  { const int bits[3] = {1, 2, 3}; reg_stages(x, bits, 3, kb, tw, m); }
+  for (int e = 0; e < 8; e++) x[e] = y[at(col, kq + 2 * e)];
+  { const int kb[3] = {1, 2, 3}; reg_stages(x, kb, hi, 3, kq, w, m); }
 #pragma unroll
-  for (int e = 0; e < 8; e++) y[at(col, kb + 2 * e)] = x[e];
+  for (int e = 0; e < 8; e++) y[at(col, kq + 2 * e)] = x[e];
   __syncthreads();
-  // layout C: k = 8 lane + e: bit 0
 #pragma unroll
   for (int e = 0; e < 8; e++) x[e] = y[at(col, 8 * lane + e)];
-  { const int bits[3] = {0, 1, 2}; reg_stages(x, bits, 1, 8 * lane, tw, m); }
+  { const int kb[3] = {0, 1, 2}, lo[1] = {0}; reg_stages(x, kb, lo, 1, 8 * lane, w, m); }
 #pragma unroll
   for (int e = 0; e < 8; e++) y[at(col, 8 * lane + e)] = x[e];
   __syncthreads();
@@ -155,7 +155,7 @@ struct Args {
   const uint32_t *src; // [DIGITS][L][N]
   const uint32_t *tab; // [DIGITS][M][L]
   const Mod *mods;     // [M] (target rows' moduli, the same for every digit)
-  const uint32_t *tw;  // [M][7 * N1]
+  const uint32_t *tw;  // [M][N1]: the row's column twiddles (entry 0 unused)
   uint32_t *dst;       // [ROWS][N]
 };
 
@@ -174,13 +174,14 @@ __global__ void __launch_bounds__(256) k_conv(Args a) {
 
 // col: C columns of one row per block, in place.
 __global__ void __launch_bounds__(T) k_col(Args a) {
-  __shared__ uint32_t y[SROW];
+  __shared__ uint32_t y[SROW], w[N1];
   int row = blockIdx.y, c0 = blockIdx.x * C, j = row % M;
   Mod m = a.mods[j];
   uint32_t *r = a.dst + (size_t)row * N;
   for (int i = threadIdx.x; i < POS; i += T) y[at(i % C, i / C)] = r[(i / C) * N2 + c0 + i % C];
+  w[threadIdx.x] = a.tw[(size_t)j * N1 + threadIdx.x]; // T == N1
   __syncthreads();
-  column_stages(y, a.tw + (size_t)j * 7 * N1, m);
+  column_stages(y, w, m);
   for (int i = threadIdx.x; i < POS; i += T) r[(i / C) * N2 + c0 + i % C] = y[at(i % C, i / C)];
 }
 
@@ -188,7 +189,7 @@ __global__ void __launch_bounds__(T) k_col(Args a) {
 // target row of the block's group: converted into y, column stages, store.
 __global__ void __launch_bounds__(T) k_convcol(Args a, int group) {
   extern __shared__ uint32_t sm[];
-  uint32_t *s = sm, *y = sm + L * SROW; // s[i][at(c, k)]
+  uint32_t *s = sm, *y = sm + L * SROW, *w = y + SROW; // s[i][at(c, k)]
   int c0 = blockIdx.x * C, d = blockIdx.y, g = blockIdx.z;
   for (int i = threadIdx.x; i < L * POS; i += T) {
     int row = i / POS, q = i % POS;
@@ -200,11 +201,12 @@ __global__ void __launch_bounds__(T) k_convcol(Args a, int group) {
     Mod m = a.mods[j];
     const uint32_t *c = a.tab + ((size_t)d * M + j) * L;
     for (int q = threadIdx.x; q < POS; q += T) {
-      int w = at(q / N1, q % N1);
-      y[w] = convert(s + w, SROW, c, m);
+      int o = at(q / N1, q % N1);
+      y[o] = convert(s + o, SROW, c, m);
     }
+    w[threadIdx.x] = a.tw[(size_t)j * N1 + threadIdx.x];
     __syncthreads();
-    column_stages(y, a.tw + (size_t)j * 7 * N1, m);
+    column_stages(y, w, m);
     uint32_t *r = a.dst + ((size_t)d * M + j) * N;
     for (int i = threadIdx.x; i < POS; i += T) r[(i / C) * N2 + c0 + i % C] = y[at(i % C, i / C)];
     __syncthreads();
@@ -248,13 +250,13 @@ int main() {
     if (q % (2 * N) == 1 && is_prime(q)) mods.push_back({q, (uint32_t)(0u - inv32(q)), (uint32_t)((1ull << 32) % q)});
   uint64_t rng = 0x9e3779b97f4a7c15ull;
   auto next = [&] { rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17; return rng; };
-  std::vector<uint32_t> src((size_t)DIGITS * L * N), tab((size_t)DIGITS * M * L), tw((size_t)M * 7 * N1);
+  std::vector<uint32_t> src((size_t)DIGITS * L * N), tab((size_t)DIGITS * M * L), tw((size_t)M * N1);
   for (auto &x : src) x = (uint32_t)(next() % ((1u << 30) - 35)); // canonical source words
   for (int d = 0; d < DIGITS; d++)
     for (int j = 0; j < M; j++)
       for (int i = 0; i < L; i++) tab[((size_t)d * M + j) * L + i] = (uint32_t)(next() % mods[j].q);
   for (int j = 0; j < M; j++)
-    for (int k = 0; k < 7 * N1; k++) tw[(size_t)j * 7 * N1 + k] = (uint32_t)(next() % mods[j].q);
+    for (int k = 0; k < N1; k++) tw[(size_t)j * N1 + k] = (uint32_t)(next() % mods[j].q);
   uint32_t *dsrc, *dtab, *dtw, *dout, *dref;
   Mod *dmods;
   CK(cudaMalloc(&dsrc, src.size() * 4));
@@ -268,7 +270,7 @@ int main() {
   CK(cudaMemcpy(dtw, tw.data(), tw.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dmods, mods.data(), M * sizeof(Mod), cudaMemcpyHostToDevice));
   Args ref{dsrc, dtab, dmods, dtw, dref}, out{dsrc, dtab, dmods, dtw, dout};
-  size_t smem = (size_t)(L + 1) * SROW * 4;
+  size_t smem = ((size_t)(L + 1) * SROW + N1) * 4;
   CK(cudaFuncSetAttribute(k_convcol, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   auto conv = [&] { k_conv<<<dim3(N / 256, DIGITS), 256>>>(ref); };
   auto col = [&] { k_col<<<dim3(N2 / C, ROWS), T>>>(ref); };
