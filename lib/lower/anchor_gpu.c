@@ -89,6 +89,26 @@ static void describe_ntt(const an_plan *p, int s, lw_program *out) {
 /* The name of bconv step s's kernel. */
 static void bconv_name(char out[LW_NAME_MAX], int s) { snprintf(out, LW_NAME_MAX, "fhjit_bconv%d", s); }
 
+/* Whether conversion step s runs its blocks in reverse order (bconv.c, lw_bconv_plan.rev):
+ * bcrev 2 always; 1 (the default) where a step follows and the output is
+ * at least LW_BCONV_REV_MIN_BYTES. Blocks start in launch order, so the
+ * conversion writes its last rows last, and the step after it (a forward
+ * NTT over every digit, one row after another) reads its first rows
+ * first: of an output larger than the L2 those were evicted already.
+ * Reversed, the next step starts on the rows written last. Measured on
+ * the H200 (ckks_bench, N = 2^16, docs/ckks.md "Block order of the
+ * conversion"). */
+#define LW_BCONV_REV_MIN_BYTES (INT64_C(32) << 20)
+static int bconv_reversed(const an_plan *p, int s) {
+  const lw_bconv_plan *bp = &p->steps[s].bconv;
+  int mode = p->bc_rev < 0 ? 1 : p->bc_rev;
+  if (mode == 2) return 1;
+  if (mode == 0 || s + 1 >= p->nsteps) return 0;
+  int64_t ws = bp->radix == FHJIT_R32 ? 4 : 8;
+  int64_t bytes = (int64_t)(bp->digits > 1 ? bp->digits : 1) * bp->polys * bp->m * ws << bp->log_n;
+  return bytes >= LW_BCONV_REV_MIN_BYTES;
+}
+
 /* Appends the kernel of bconv step s. */
 static void describe_bconv(const an_plan *p, int s, lw_program *out) {
   const lw_bconv_plan *bp = &p->steps[s].bconv;
@@ -142,6 +162,7 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
      * (a lone r32 bconv launched back to back: 11.6 us against 10.0 plain,
      * H200, 04d6635, bench/RESULTS.md) */
     sp->bconv.pdl_entry = sp->is_bconv && mix >= 1 && s > 0;
+    sp->bconv.rev = sp->is_bconv && bconv_reversed(p, s);
     if (out->nkernels + lw_step_kernels(sp) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
@@ -358,6 +379,7 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         } else if (bp->dst_offset) /* rows of a larger buffer */
           sp_buf_printf(&b, " from row %lld", (long long)(bp->dst_offset >> bp->log_n));
         sp_buf_printf(&b, "\n");
+        if (bp->rev) sp_buf_printf(&b, "  block order: reversed (the rows written last are read first)\n");
       } else {
         sp_buf_printf(&b, "step %d: pointwise ", s);
         put_ops(&b, sp->sub);

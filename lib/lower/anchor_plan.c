@@ -330,6 +330,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
    * epilogues off (comparisons) */
   lw_ntt_tuning_default(&B.tune);
   lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B.tune);
+  B.p->bc_rev = B.tune.bcrev;
   B.p->pdl_mix = B.tune.pdl != 0 && B.tune.entry != 0 ? mix_default(g, B.tune.pdlmix) : 0;
   if (B.tune.epi != 0) choose_epilogues(&B);
 

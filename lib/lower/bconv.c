@@ -1273,6 +1273,11 @@ static void build_gpu(bc *E, const char *name) {
   if (E->P->pdl_entry) lw_dependent_entry(E->c, E->b);
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64);
+  if (E->P->rev) {
+    LLVMValueRef last = LLVMBuildSub(E->b, zext(E, sreg(E, "llvm.nvvm.read.ptx.sreg.nctaid.x"), E->i64),
+                                     LLVMConstInt(E->i64, 1, 0), "");
+    blk = LLVMBuildSub(E->b, last, blk, "blk.rev");
+  }
   blk = set_digit(E, blk);
   if (E->mma) {
     build_mma_body(E, tid, blk);

@@ -105,6 +105,11 @@ typedef struct lw_bconv_plan {
   /* GPU: a dependent launch (lw_dependent_entry at the kernel's entry, no
    * noalias arguments); set for a step program by anchor_gpu.c */
   int pdl_entry;
+  /* GPU: the grid's block x runs block blocks - 1 - x (the same work, in
+   * reverse launch order), so that the rows it writes last are the first
+   * the next step reads, while they are still in the L2; set for a step
+   * program by anchor_gpu.c (bconv_reversed) */
+  int rev;
 } lw_bconv_plan;
 
 /* The launch facts of the form p builds for the GPU. */

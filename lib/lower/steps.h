@@ -78,6 +78,7 @@ typedef struct an_plan {
    * pointwise ones too (2) are dependent launches, like the NTTs'
    * (anchor_gpu.c, describe_steps) */
   int pdl_mix;
+  int bc_rev; /* ntt_plan's bcrev (anchor_gpu.c, bconv_reversed) */
   int nscratch;
   int64_t scratch_bytes[LW_MAX_KERNELS];
   /* scratch.c (lw_scratch_assign, after planning): each buffer's live range
