@@ -1140,7 +1140,8 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * forced (not its default past 32 bytes of digit words a position); with
  * moddown's inverse NTT started in the reduce kernel where it fits
  * (ipchain=1: checked to happen at the benchmark shape) and without (the
- * default). The
+ * default), and with the conversions' blocks in reverse order (bcrev: by
+ * default at the benchmark shape, always, never). The
  * plan must name the inner product, or the case would test nothing of
  * the reduce kernel. */
 static void group_ipfuse(int quick) {
@@ -1152,7 +1153,8 @@ static void group_ipfuse(int quick) {
             {0, 48, 12, 12, 16, 3}, {1, 6, 2, 2, 12, 3}};
   static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1", "ipfuse=1,ipsmem=0",
                                        "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16",
-                                       "ipfuse=1,ipchain=1"};
+                                       "ipfuse=1,ipchain=1", "ipfuse=1,bcrev=0",
+                                       "ipfuse=1,bcrev=2"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
       if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
@@ -1185,6 +1187,13 @@ static void group_ipfuse(int quick) {
       int chained = plan && strstr(plan, "chain: step") != NULL;
       if (!strstr(plans[pl], "ipchain=1")) check(!chained, "%s: no chain", label);
       else if (i == 0) check(chained, "%s: the plan chains moddown's inverse NTT", label);
+      /* bcrev: the digits' conversion of the benchmark shape (50 MB) runs
+       * its blocks in reverse by default, every conversion with bcrev=2,
+       * none with bcrev=0 (anchor_gpu.c, bconv_reversed) */
+      int rev = plan && strstr(plan, "block order: reversed") != NULL;
+      if (strstr(plans[pl], "bcrev=0")) check(!rev, "%s: no conversion reversed", label);
+      else if (strstr(plans[pl], "bcrev=2") || (i == 0 && pl == 0))
+        check(rev, "%s: the plan reverses the conversion's blocks", label);
       if (reduce) s7_case(g, q, m, n, label);
       fhjit_graph_destroy(g);
     }

@@ -489,6 +489,46 @@ START_TEST(test_ipfuse) {
 }
 END_TEST
 
+/* bcrev (anchor_gpu.c, bconv_reversed): a conversion whose output is at
+ * least 32 MB runs its blocks in reverse order on the GPU, by default. At
+ * SPEC 7's r32 benchmark shape (_i 0: the digits' conversion writes 192
+ * rows of 256 KB, moddown's 2 x 48 rows) exactly the first is reversed;
+ * with bcrev=0 none, with bcrev=2 both. At a small shape (_i 1) none by
+ * default, and with bcrev=2 every conversion, whose kernels then read
+ * %nctaid.x, while the host path (which keeps its order) still matches
+ * the interpreter. bcrev=3 is refused. */
+START_TEST(test_bcrev) {
+  env e;
+  int big = _i == 0;
+  const shape s = big ? (shape){FHJIT_R32, 60, 12, 12, 16, 60, NULL}
+                      : (shape){FHJIT_R62, 8, 2, 1, 10, 6, NULL};
+  s7_env_init(&e, s.radix, s.m, s.logn, 0x1c0 + (uint64_t)_i);
+  static const char *const plans[3] = {NULL, "bcrev=0", "bcrev=2"};
+  for (int mode = 0; mode < 3; mode++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "bcrev", s.special, s.alpha);
+    fhjit_value d = poly(&e, g, &s, "d", 0), k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    out(&e, g, fhjit_keyswitch(g, d, k, fwd, inv), NULL);
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_ptr_nonnull(text);
+    int convs = count_of(text, ": bconv "), rev = count_of(text, "block order: reversed");
+    int want = mode == 2 ? convs : mode == 1 ? 0 : big;
+    ck_assert_msg(convs >= 2 && rev == want, "mode %d: %d of %d reversed:\n%s", mode, rev, convs, text);
+    if (!big) {
+      const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
+      ck_assert_ptr_nonnull(ptx);
+      ck_assert_int_eq(strstr(ptx, "%nctaid.x") != NULL, mode == 2);
+      check_host(&e, g);
+    }
+  }
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "bcrev=3"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "bcrev"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
 /* Where ipfuse does not apply, the plan and the words are those of
  * ipfuse=0: hoisted rotations (each raised digit read under several
  * automorphisms), a raised digit that is also a result, a sum read by a
@@ -986,6 +1026,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_shared_intt, 0, 2);
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
+  tcase_add_loop_test(t, test_bcrev, 0, 2);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
