@@ -278,7 +278,7 @@ typedef struct lw_ntt_tuning {
                   * pointwise ones too (2) are dependent launches (an_plan.pdl_mix; default:
                   * anchor_plan.c, mix_default) */
   int bcrev;     /* GPU: a conversion kernel's blocks in reverse order (lw_bconv_plan.rev):
-                  * 0 never, 1 where its output is large and the next step reads it
+                  * 0 never, 1 where its output is at least 32 MB and a step follows
                   * (anchor_gpu.c, bconv_reversed; default), 2 always */
   int rowsync;   /* with pdl: 1 for pdl 2 up to LW_NTT_ROWSYNC_MAX_ROWS rows (default: N >= 2^16
                   * and at least LW_NTT_ROWSYNC_MIN_BLOCKS blocks in kernel 0) */
