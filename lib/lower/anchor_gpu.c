@@ -349,6 +349,13 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                         (long long)(sp->chain_row0 + p->steps[s + 1].plan.rows - 1));
         if (sp->chained)
           sp_buf_printf(&b, "  first kernel: in step %d's last kernel (chain)\n", s - 1);
+        if (sp->plan.sync_role == 1)
+          sp_buf_printf(&b, "  sync: rows %lld..%lld of the sum first, counted for step %d\n",
+                        (long long)sp->plan.sync_row0,
+                        (long long)(sp->plan.sync_row0 + sp->plan.sync_rows - 1), s + 1);
+        if (sp->plan.sync_role == 2)
+          sp_buf_printf(&b, "  sync: first kernel waits for its row of step %d's sum (%lld blocks "
+                        "each), not for the whole kernel\n", s - 1, (long long)sp->plan.sync_need);
       } else if (sp->is_bconv) {
         const lw_bconv_plan *bp = &sp->bconv;
         sp_buf_printf(&b, "step %d: %s %d -> %d rows x N %lld, %lld polynomials, %s form, ", s,

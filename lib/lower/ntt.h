@@ -227,6 +227,19 @@ typedef struct lw_ntt_plan {
    * memory anyway. At most reduce_members - 1 (the last member's words
    * are read at once). */
   int reduce_smem;
+  /* ipsync (mixsteps_ipsync.c; GPU, sm_90): sync_role 1 on a reduce plan:
+   * its last kernel runs the blocks of rows [sync_row0, sync_row0 +
+   * sync_rows) of the sum first and counts its blocks done, per row of
+   * those and in all, in the module's counters "fhjit_ipsync<sync_id>"; 2
+   * on the plan of the step after it (reading those rows of every
+   * component of the sum): its kernel 0 starts on a block's row once that
+   * row's count is sync_need, in place of waiting for the whole reduce
+   * kernel, and waits for the total (sync_total) before it ends. Both
+   * kernels then take LW_ARG_OWN (0: the grid-wide wait, no counters).
+   * ntt_emit_sync.c. 0: none (lw_ntt_plan_make). */
+  int sync_role;
+  int sync_id;
+  int64_t sync_row0, sync_rows, sync_need, sync_total;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -341,6 +354,9 @@ typedef struct lw_ntt_tuning {
                    * the sum, runs its first kernel inside the reduce kernel
                    * (mixsteps_ipchain.c); 0 (default: measured slower) its two kernels of
                    * its own */
+  int ipsync;     /* 1 (default): the step after a reduce kernel that reads rows of its sum
+                   * (moddown's inverse NTT of the P rows) waits for those rows only, counted
+                   * per row (lw_ntt_plan.sync_role), 0: for the whole reduce kernel */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -349,7 +365,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

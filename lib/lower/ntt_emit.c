@@ -3,14 +3,14 @@
  * functions around the phase bodies, PTX, and the host JIT that runs the
  * same IR.
  *
- * The files: this one holds the kernels' arguments, the programmatic
- * dependent launch with its per-row completion counters, the GPU kernel and
+ * The files: this one holds the kernels' arguments, the GPU kernel and
  * host function builders and the entry points (lw_ntt_build, the standalone
  * GPU module, the host JIT); ntt_emit_phase.c the arithmetic, the per-row
  * constants and the phase bodies (passes, staged load and store,
  * twiddles); ntt_emit_fuse.c the fused prologue and epilogue and ipfuse's
- * reduce mode; ntt_cluster.c the cluster schedule; ntt_emit.h what they
- * share. */
+ * reduce mode; ntt_emit_sync.c the waits between kernels finer than a
+ * grid's (per-row completion counters); ntt_cluster.c the cluster
+ * schedule; ntt_emit.h what they share. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +24,14 @@
 
 /* Kernel arguments: (params, pstride, tw, src, dst, prologue inputs...,
  * per epilogue target: its inputs..., its output, [ipchain: the chained
- * plan's tw, src, dst], [GPU, pdl 2: i64 own]). */
+ * plan's tw, src, dst], [GPU, pdl 2 or ipsync: i64 own]). */
 static int num_pro_args(const ne *E) { return E->pro_active ? (int)E->pro->sub->ninputs : 0; }
 
 static int num_kernel_args(const ne *E) {
   int n = 5 + num_pro_args(E);
   for (int t = 0; E->epi_active && t < E->pro->nepi; t++) n += (int)E->pro->epi[t].sub->ninputs + 1;
   n += lw_ne_chain_active(E) ? LW_NTT_CHAIN_ARGS : 0;
-  return n + (E->target == LW_GPU && E->K->pdl == 2);
+  return n + lw_ne_has_own(E);
 }
 
 static void kernel_params(ne *E, LLVMValueRef fn) {
@@ -95,7 +95,7 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
   }
   if (lw_ne_chain_active(E)) j = lw_ne_chain_params(E, fn, j);
   E->own = NULL;
-  if (E->K->pdl == 2) {
+  if (lw_ne_has_own(E)) {
     E->own = LLVMGetParam(fn, (unsigned)j);
     LLVMSetValueName2(E->own, "own", 3);
   }
@@ -104,157 +104,11 @@ static void kernel_params(ne *E, LLVMValueRef fn) {
 static void kernel_types(ne *E, LLVMTypeRef *types) {
   int n = num_kernel_args(E);
   for (int j = 0; j < n; j++) types[j] = j == 1 ? E->i64 : E->gptr;
-  if (E->target == LW_GPU && E->K->pdl == 2) types[n - 1] = E->i64;
+  if (lw_ne_has_own(E)) types[n - 1] = E->i64;
 }
 
 /* Programmatic dependent launch (sm_90): lw_grid_dep. */
 static void grid_dep(ne *E, const char *text) { lw_grid_dep(E->c, E->b, text); }
-
-/* Per-row completion counters (k->pdl 2, launches with own = 1): kernel 0's
- * blocks of batch-row r count themselves in <prefix>.rowdone[r] when their
- * stores are done (release); kernel 1's blocks of row r start on it once
- * the count is complete (acquire), instead of waiting for all of kernel 0:
- * kernel 1 then fills the SM slots of kernel 0's last wave. Kernel 0 writes
- * nothing but dst, whose rows the blocks of one row own, so no other
- * ordering is needed. The last of row r's kernel-1 blocks to finish (counted
- * in <prefix>.rowused[r]) sets both back to zero, the state the module was
- * loaded with, for the next launch. So no two launches that use them may
- * overlap: the runtime passes own = 1 only on the kernel's home stream
- * (launch.c), every other launch waits for kernel 0's whole grid
- * (griddepcontrol.wait). A count that never completes would end in a trap
- * after 30 s rather than a hang. */
-static LLVMValueRef row_counter(ne *E, const char *which) {
-  char nm[96];
-  snprintf(nm, sizeof nm, "%s.%s", E->prefix, which);
-  LLVMValueRef g = LLVMGetNamedGlobal(E->m, nm);
-  if (!g) {
-    LLVMTypeRef arr = LLVMArrayType2(E->i32, (uint64_t)E->P->batch_rows);
-    g = LLVMAddGlobalInAddressSpace(E->m, arr, nm, 1);
-    LLVMSetInitializer(g, LLVMConstNull(arr));
-    LLVMSetLinkage(g, LLVMInternalLinkage);
-    LLVMSetAlignment(g, 4);
-  }
-  return g;
-}
-
-/* The batch-row of a block (every block lies in one row). */
-static LLVMValueRef block_row(ne *E, LLVMValueRef blk) {
-  const lw_ntt_kplan *k = E->K;
-  if (k->cols) return LLVMBuildLShr(E->b, blk, c64(E, (uint64_t)(k->log_subs - k->log_c)), "brow");
-  return LLVMBuildLShr(E->b, LLVMBuildShl(E->b, blk, c64(E, (uint64_t)k->log_c), ""),
-                       c64(E, (uint64_t)k->log_subs), "brow");
-}
-
-static LLVMValueRef row_counter_addr(ne *E, const char *which, LLVMValueRef row) {
-  LLVMValueRef p = LLVMBuildInBoundsGEP2(E->b, E->i32, row_counter(E, which), &row, 1, "");
-  return LLVMBuildPtrToInt(E->b, p, E->i64, "");
-}
-
-/* Branches on cond: returns the join block, the builder in the then-block. */
-static LLVMBasicBlockRef begin_if(ne *E, LLVMValueRef cond, const char *name) {
-  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(E->c, E->fn, name);
-  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, E->fn, "join");
-  LLVMBuildCondBr(E->b, cond, body, join);
-  LLVMPositionBuilderAtEnd(E->b, body);
-  return join;
-}
-
-static void end_if(ne *E, LLVMBasicBlockRef join) {
-  LLVMBuildBr(E->b, join);
-  LLVMPositionBuilderAtEnd(E->b, join);
-}
-
-static LLVMValueRef owned(ne *E) {
-  return LLVMBuildICmp(E->b, LLVMIntNE, E->own, c64(E, 0), "owned");
-}
-
-static LLVMValueRef is_tid0(ne *E, LLVMValueRef tid) {
-  return LLVMBuildICmp(E->b, LLVMIntEQ, tid, c32(E, 0), "");
-}
-
-/* Kernel 0, after its last store: the block counts itself done. */
-static void row_signal(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  LLVMBasicBlockRef j1 = begin_if(E, owned(E), "signal");
-  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  LLVMBasicBlockRef j2 = begin_if(E, is_tid0(E, tid), "signal.t0");
-  LLVMValueRef a[1] = {row_counter_addr(E, "rowdone", block_row(E, blk))};
-  asm_call(E, E->voidt, "red.release.gpu.global.add.u32 [$0], 1;", "l,~{memory}", a, 1);
-  end_if(E, j2);
-  end_if(E, j1);
-}
-
-/* Kernel 1, before its first access to dst: own = 1, thread 0 waits for the
- * row's count (relaxed polling, then an acquire fence: an acquire load
- * would invalidate the SM's L1 at every poll) and the block follows it
- * through the barrier; own = 0, every thread waits for kernel 0's grid. */
-static void row_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_plan *P = E->P;
-  uint64_t need = (uint64_t)(P->k[0].blocks / P->batch_rows);
-  LLVMBasicBlockRef grid = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.grid");
-  LLVMBasicBlockRef rows = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.row");
-  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(E->c, E->fn, "wait.done");
-  LLVMBuildCondBr(E->b, owned(E), rows, grid);
-  LLVMPositionBuilderAtEnd(E->b, grid);
-  grid_dep(E, "griddepcontrol.wait;");
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, rows);
-  LLVMBasicBlockRef j0 = begin_if(E, is_tid0(E, tid), "wait.t0");
-  LLVMValueRef row = block_row(E, blk);
-  LLVMValueRef da = row_counter_addr(E, "rowdone", row);
-  LLVMValueRef t0 = asm_call(E, E->i64, "mov.u64 $0, %globaltimer;", "=l,~{memory}", NULL, 0);
-  LLVMBasicBlockRef spin = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin");
-  LLVMBasicBlockRef late = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin.late");
-  LLVMBasicBlockRef go = LLVMAppendBasicBlockInContext(E->c, E->fn, "spin.done");
-  LLVMBuildBr(E->b, spin);
-  LLVMPositionBuilderAtEnd(E->b, spin);
-  LLVMValueRef a[1] = {da};
-  LLVMValueRef v = asm_call(E, E->i32, "ld.relaxed.gpu.global.u32 $0, [$1];", "=r,l,~{memory}", a, 1);
-  LLVMBuildCondBr(E->b, LLVMBuildICmp(E->b, LLVMIntUGE, v, c32(E, need), ""), go, late);
-  LLVMPositionBuilderAtEnd(E->b, late);
-  LLVMValueRef now = asm_call(E, E->i64, "mov.u64 $0, %globaltimer;", "=l,~{memory}", NULL, 0);
-  LLVMValueRef over = LLVMBuildICmp(E->b, LLVMIntUGT, LLVMBuildSub(E->b, now, t0, ""),
-                                    c64(E, UINT64_C(30000000000)), "");
-  LLVMBasicBlockRef jt = begin_if(E, over, "spin.trap");
-  asm_call(E, E->voidt, "trap;", "~{memory}", NULL, 0);
-  end_if(E, jt);
-  LLVMBuildBr(E->b, spin);
-  /* (the trap's join block polls again) */
-  LLVMPositionBuilderAtEnd(E->b, go);
-  asm_call(E, E->voidt, "fence.acq_rel.gpu;", "~{memory}", NULL, 0);
-  end_if(E, j0);
-  LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-  LLVMBuildBr(E->b, done);
-  LLVMPositionBuilderAtEnd(E->b, done);
-}
-
-/* Kernel 1, at its end (off the path to its first access): the block counts
- * itself in rowused[row]; the row's last one sets both counts back to zero
- * for the next launch (whose kernel 0 counts only after this kernel has
- * completed). */
-static void row_release(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_plan *P = E->P;
-  uint64_t users = (uint64_t)(P->k[1].blocks / P->batch_rows);
-  LLVMBasicBlockRef j1 = begin_if(E, owned(E), "release");
-  LLVMBasicBlockRef j2 = begin_if(E, is_tid0(E, tid), "release.t0");
-  LLVMValueRef row = block_row(E, blk);
-  LLVMValueRef da = row_counter_addr(E, "rowdone", row), ua = row_counter_addr(E, "rowused", row);
-  LLVMValueRef b1[1] = {ua};
-  LLVMValueRef old = asm_call(E, E->i32, "atom.relaxed.gpu.global.add.u32 $0, [$1], 1;",
-                              "=r,l,~{memory}", b1, 1);
-  LLVMBasicBlockRef jr = begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, old, c32(E, users - 1), ""), "reset");
-  LLVMValueRef c2[2] = {da, ua};
-  asm_call(E, E->voidt, "st.relaxed.gpu.global.u32 [$0], 0;\n\tst.relaxed.gpu.global.u32 [$1], 0;",
-           "l,l,~{memory}", c2, 2);
-  end_if(E, jr);
-  end_if(E, j2);
-  end_if(E, j1);
-}
-
-/* Kernel 1's wait for kernel 0 (pdl 1: the grid; pdl 2: as the launch says). */
-static void wait_for_kernel0(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  if (E->K->pdl == 2) row_wait(E, tid, blk);
-  else grid_dep(E, "griddepcontrol.wait;");
-}
 
 /* The block that the grid's block x runs (lw_ntt_plan.pminor): x counts
  * (row, polynomial, block of the row) row-major, the block numbering of
@@ -324,6 +178,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
   if (lw_ne_chain_active(E)) blk = lw_ne_chain_first(E, blk);
+  blk = lw_ne_sync_first(E, blk); /* ipsync: the counted rows first */
   E->preloaded = 0;
   int first = k == &E->P->k[0];
   lw_ne_offset_rows(E, first);
@@ -340,10 +195,10 @@ static void build_gpu_kernel(ne *E, const char *name) {
    * kernel too (its wait comes before its trigger: see above), and kernel 1
    * lets the stream's next kernel launch early */
   if (first && k->entry && k->l2pf && !E->pro_active) lw_ne_prefetch_source(E, tid, blk);
-  if (first && k->entry) grid_dep(E, "griddepcontrol.wait;");
+  if (first && k->entry) lw_ne_entry_wait(E, tid, blk);
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
-  if (!first && k->pdl && !wait_after_tws) wait_for_kernel0(E, tid, blk);
+  if (!first && k->pdl && !wait_after_tws) lw_ne_wait_for_kernel0(E, tid, blk);
   if (k->early && !wait_after_tws) {
     lw_ne_preload_pass0(E, tid, blk);
     E->preloaded = 1;
@@ -377,15 +232,14 @@ static void build_gpu_kernel(ne *E, const char *name) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     lw_ne_emit_phase(E, ph, tid, blk);
     if (ph == 0 && wait_after_tws) {
-      wait_for_kernel0(E, tid, blk);
+      lw_ne_wait_for_kernel0(E, tid, blk);
       if (k->early) {
         lw_ne_preload_pass0(E, tid, blk);
         E->preloaded = 1;
       }
     }
   }
-  if (first && k->pdl == 2) row_signal(E, tid, blk);
-  if (!first && k->pdl == 2) row_release(E, tid, blk);
+  lw_ne_kernel_end(E, tid, blk); /* ntt_emit_sync.c: counts for the kernels after it */
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;
   /* launch bounds, before any pass runs (added later they are dropped) */
@@ -670,6 +524,7 @@ void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
   }
   if (nv_target_has_pdl(t)) return;
   for (int j = 0; j < 2; j++) p->k[j].pdl = p->k[j].entry = 0;
+  p->sync_role = 0; /* ipsync: a dependent launch's */
 }
 
 void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
@@ -680,7 +535,8 @@ void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
     k->cluster[1] = k->cluster[2] = 1;
     k->shared_bytes = kp->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u);
   }
-  if (kp->pdl == 2) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
+  int sync = (p->sync_role == 1 && j == p->nkernels - 1) || (p->sync_role == 2 && j == 0);
+  if (kp->pdl == 2 || sync) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
 }
 
 static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,

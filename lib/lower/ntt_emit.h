@@ -1,5 +1,6 @@
 /* ntt_emit.h: what the NTT emitter's files share (private to ntt_emit.c,
- * ntt_emit_fuse.c, ntt_emit_phase.c and ntt_cluster.c; ntt.h is the
+ * ntt_emit_fuse.c, ntt_emit_phase.c, ntt_emit_sync.c, ntt_emit_chain.c
+ * and ntt_cluster.c; ntt.h is the
  * emitter's interface): its state (ne), the per-row constants (rowc), the
  * IR helpers every part uses, and the functions one file calls in another
  * (prefix lw_ne_). What each does in full: the comment at its
@@ -69,7 +70,7 @@ typedef struct ne {
    * twiddle phase (the host runs phases as loops over threads: it loads
    * them in the pass) */
   const char *prefix; /* of the kernel names: the completion counters' */
-  LLVMValueRef own;   /* pdl 2: the LW_ARG_OWN argument */
+  LLVMValueRef own;   /* pdl 2 or ipsync: the LW_ARG_OWN argument */
   int preloaded;
   LLVMValueRef pre_x[1 << LW_NTT_MAX_LOG_E];
   /* ipfuse (lw_ntt_reduce), the last kernel: red_active; red_k >= 0 while
@@ -192,6 +193,18 @@ LLVMValueRef lw_ne_host_body_begin(ne *E, const char *name, LLVMTypeRef *types, 
                                    LLVMBasicBlockRef *done);
 void lw_ne_host_body_end(ne *E, const char *name, const LLVMTypeRef *types, int n,
                          LLVMTypeRef fty, LLVMValueRef fn, LLVMBasicBlockRef done);
+
+/* ntt_emit_sync.c: the waits between kernels (GPU) */
+/* Whether the kernel takes LW_ARG_OWN (rowsync or ipsync). */
+int lw_ne_has_own(const ne *E);
+/* Kernel 0 with k->entry: its wait for the stream's previous kernel;
+ * kernel 1 with k->pdl: its wait for kernel 0. */
+void lw_ne_entry_wait(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+void lw_ne_wait_for_kernel0(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+/* ipsync's reduce kernel: the block that grid block blk runs. */
+LLVMValueRef lw_ne_sync_first(ne *E, LLVMValueRef blk);
+/* After the kernel's last access: its counts for the kernels after it. */
+void lw_ne_kernel_end(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 
 /* ntt_emit_fuse.c: the fused prologue and epilogue, the reduce mode */
 /* The evaluator functions of the prologue and of the epilogue targets

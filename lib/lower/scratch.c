@@ -24,7 +24,13 @@
  *     The one exception is an NTT step's second kernel, which reads its
  *     epilogue inputs before its wait, while the same step's first kernel
  *     may still run: both are in one step, where every buffer either touches
- *     is live and so never shares memory with another live buffer. L2
+ *     is live and so never shares memory with another live buffer. The
+ *     other is ipsync (mixsteps_ipsync.c): a reduce step's next step may
+ *     start a block once the rows of the sum it reads are counted, so it
+ *     writes its destination while the reduce kernel runs: that buffer is
+ *     live across the reduce step too (step_refs). It waits for the reduce
+ *     kernel's total count before it ends, so the steps after it find every
+ *     earlier kernel done as above. L2
  *     prefetches issued before the wait (ntt_emit_phase.c, prefetch_source)
  *     are hints that read no data.
  *   So while any kernel of step s touches a buffer, the kernels of steps
@@ -51,6 +57,9 @@ static void step_refs(const an_step *s, void (*f)(void *, an_buf), void *arg) {
     f(arg, s[1].src);
     f(arg, s[1].dst);
   }
+  /* ipsync: the next step writes its buffer while this step's reduce
+   * kernel still runs (mixsteps_ipsync.c) */
+  if (s->is_ntt && s->plan.sync_role == 1) f(arg, s[1].dst);
   f(arg, s->src);
   f(arg, s->dst);
   f(arg, s->tw);
@@ -66,6 +75,22 @@ static void step_refs(const an_step *s, void (*f)(void *, an_buf), void *arg) {
     for (int32_t i = 0; i < s->epi_sub[t]->ninputs; i++) f(arg, s->epi_in[t][i]);
     f(arg, s->epi_out[t]);
   }
+}
+
+typedef struct touch_walk {
+  an_buf b;
+  int hit;
+} touch_walk;
+
+static void touch(void *arg, an_buf b) {
+  touch_walk *w = arg;
+  w->hit |= b.kind == w->b.kind && b.index == w->b.index;
+}
+
+int lw_step_touches(const an_step *s, an_buf b) {
+  touch_walk w = {b, 0};
+  step_refs(s, touch, &w);
+  return w.hit;
 }
 
 typedef struct range_walk {

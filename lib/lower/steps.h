@@ -211,6 +211,9 @@ int lw_step_kernels(const an_step *st);
 /* mixsteps_ipchain.c: chains each reduce step whose next step transforms
  * rows of its sum back (ipchain), after every step is planned. */
 void lw_mix_chain_steps(an_build *B);
+/* mixsteps_ipsync.c: the step after each reduce step that reads rows of
+ * its sum waits for those rows only (ipsync), after lw_mix_chain_steps. */
+void lw_mix_sync_steps(an_build *B);
 
 /* anchor.c's step builders, for anchor_plan.c, mixsteps.c and mixsteps_*.c */
 an_step *lw_step_new(an_build *B);
@@ -304,6 +307,8 @@ void lw_steps_s7(an_build *B, fhjit_value v);
 #define LW_SCRATCH_ALIGN 256 /* bytes: each buffer's offset in the arena */
 /* Sets p's scratch_first/last (the steps touching each buffer; -1: none). */
 void lw_scratch_ranges(an_plan *p);
+/* Whether step s reads or writes buffer b (scratch.c). */
+int lw_step_touches(const an_step *s, an_buf b);
 /* Live ranges, then offsets and the arena: run once the plan is complete. */
 void lw_scratch_assign(an_plan *p);
 /* Places n buffers of bytes[i] live over steps [first[i], last[i]] at

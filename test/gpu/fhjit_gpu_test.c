@@ -910,6 +910,36 @@ static int s7_fill(gcase *c, int32_t i, const void *fwd, const void *inv, const 
   return 1;
 }
 
+/* Set by a group whose graph's plan has ipsync counters: s7_case then
+ * runs it again as s7_repeat says. */
+static int s7_repeats;
+
+/* A compiled case run again (after case_run): 10 launches in a row on the
+ * default stream (its home stream: ipsync's counters must be back at zero
+ * after each), 3 on another stream (own = 0: grid-wide waits, the counters
+ * untouched), 3 more on the default stream; checked after each series. */
+static void s7_repeat(gcase *c, const char *label) {
+  static const int reps[3] = {10, 3, 3};
+  CUstream other;
+  CU_OK(cu.cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+  for (int series = 0; series < 3; series++) {
+    fhjit_cuda_stream st = series == 1 ? (fhjit_cuda_stream)other : NULL;
+    case_poison(c);
+    CU_OK(cu.cuCtxSynchronize());
+    fhjit_cuda_args a;
+    case_args(c, &a, st);
+    int ok = 1;
+    for (int r = 0; r < reps[series] && ok; r++) ok = fhjit_cuda_launch_kernel(c->kernel, &a) == FHJIT_OK;
+    if (!ok) check(0, "%s: series %d: %s", label, series, fhjit_last_error(ctx));
+    CU_OK(cu.cuCtxSynchronize());
+    char what[160];
+    snprintf(what, sizeof what, "%s x %d on %s", label, reps[series],
+             series == 1 ? "another stream" : "the home stream");
+    if (ok) check(case_verify(c, what), "%s", what);
+  }
+  CU_OK(cu.cuStreamDestroy(other));
+}
+
 /* Bound graph g on chain q[0..m) with transforms of length n: compiled,
  * launched and checked word for word against the interpreter. */
 static void s7_case(fhjit_graph *g, const uint64_t *q, int m, int64_t n, const char *label) {
@@ -953,7 +983,11 @@ static void s7_case(fhjit_graph *g, const uint64_t *q, int m, int64_t n, const c
        fhjit_cuda_alloc(ctx, (size_t)(8 * m) * c.ws, &c.dparams) == FHJIT_OK &&
        fhjit_cuda_upload(ctx, c.dparams, c.params, (size_t)(8 * m) * c.ws) == FHJIT_OK;
   if (!ok) check(0, "%s: %s", label, fhjit_last_error(ctx));
-  else check(case_run(&c, NULL, label), "%s", label);
+  else {
+    int ran = case_run(&c, NULL, label);
+    check(ran, "%s", label);
+    if (ran && s7_repeats) s7_repeat(&c, label);
+  }
   case_free(&c);
   free(fwd);
   free(inv);
@@ -1141,7 +1175,9 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * moddown's inverse NTT started in the reduce kernel where it fits
  * (ipchain=1: checked to happen at the benchmark shape) and without (the
  * default), and with the conversions' blocks in reverse order (bcrev: by
- * default at the benchmark shape, always, never). The
+ * default at the benchmark shape, always, never), and with moddown's
+ * inverse NTT waiting for the reduce kernel per row (ipsync: by default,
+ * every shape; then launched again, s7_repeat) or for all of it. The
  * plan must name the inner product, or the case would test nothing of
  * the reduce kernel. */
 static void group_ipfuse(int quick) {
@@ -1154,7 +1190,7 @@ static void group_ipfuse(int quick) {
   static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1", "ipfuse=1,ipsmem=0",
                                        "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16",
                                        "ipfuse=1,ipchain=1", "ipfuse=1,bcrev=0",
-                                       "ipfuse=1,bcrev=2"};
+                                       "ipfuse=1,bcrev=2", "ipfuse=1,ipsync=0"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
       if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
@@ -1194,7 +1230,15 @@ static void group_ipfuse(int quick) {
       if (strstr(plans[pl], "bcrev=0")) check(!rev, "%s: no conversion reversed", label);
       else if (strstr(plans[pl], "bcrev=2") || (i == 0 && pl == 0))
         check(rev, "%s: the plan reverses the conversion's blocks", label);
+      /* ipsync (mixsteps_ipsync.c): moddown's inverse NTT waits per row
+       * of the sum unless ipsync=0 or ipchain runs it in the reduce
+       * kernel; a plan that counts is run again (s7_repeat) */
+      int sync = plan && strstr(plan, "sync: first kernel waits") != NULL;
+      if (strstr(plans[pl], "ipsync=0") || chained) check(!sync, "%s: no ipsync", label);
+      else if (reduce) check(sync, "%s: moddown's inverse NTT waits per row of the sum", label);
+      s7_repeats = sync;
       if (reduce) s7_case(g, q, m, n, label);
+      s7_repeats = 0;
       fhjit_graph_destroy(g);
     }
   fhjit_context_set_option(ctx, "ntt_plan", NULL);

@@ -1,0 +1,97 @@
+/* mixsteps_ipsync.c: ipsync, the step after a reduce kernel waiting for the
+ * rows of the sum it reads, not for the whole kernel (ntt_emit_sync.c
+ * emits the counters).
+ *
+ * After ipfuse (mixsteps_ipfuse.c) a key switch's batched forward NTT ends
+ * in a reduce kernel that stores the inner product S; moddown's first step
+ * is the inverse NTT of S's P rows, 2 x 12 of the 2 x 60 rows at r32. With
+ * programmatic dependent launch its first kernel starts while the reduce
+ * kernel's last wave runs, but then waits for every block of it: measured
+ * on the H200 (bench/results/2026-12-04-1ce89e5), that wait alone costs the
+ * r32 key switch 7.4 us, the largest of its kernels' waits. Here the
+ * reduce kernel runs the blocks of those rows first and counts them per
+ * row, and the inverse NTT's first kernel starts a block once its row is
+ * complete: it fills the reduce kernel's last wave instead of following it.
+ *
+ * Planned after every step exists (as ipchain, which it excludes): a
+ * reduce step s and the NTT step s + 1 after it when s + 1 has no prologue
+ * and no epilogue (their inputs are read before or without the wait: one
+ * could be a row of the sum not counted), reads rows [row0, row0 + rows)
+ * of every component of the sum and nothing else the reduce kernel writes,
+ * and writes a scratch buffer step s does not touch (scratch.c keeps that
+ * buffer's memory apart from step s's: the two steps now overlap), both
+ * kernels dependent launches. A kernel's completion then no longer implies
+ * the reduce kernel's: step s + 1's first kernel waits for the reduce
+ * kernel's total count before it ends, so every kernel after it finds the
+ * reduce kernel done as before. */
+#include "lower/mixsteps.h"
+
+/* Components of epilogue 0's output of step s (its sum S). */
+static int64_t sum_comps(const an_step *s) {
+  const fhjit_graph *sub = s->epi_sub[0];
+  if (!sub || sub->nresults < 1) return 0;
+  int32_t c = sub->nodes[sub->results[sub->nresults - 1].value].type.comps;
+  return c > 1 ? c : 1;
+}
+
+static int same_buf(an_buf a, an_buf b) { return a.kind == b.kind && a.index == b.index; }
+
+/* Whether plan n's batch row b = c rows + r reads exactly row (c out_rows +
+ * row0 + r) of the sum (out_rows rows per component), for every b. */
+static int reads_sum_rows(const lw_ntt_plan *n, int64_t out_rows, int64_t row0) {
+  int64_t len = INT64_C(1) << n->log_n;
+  if (n->src_index_stride != 1 || n->rows <= 0 || n->batch_rows % n->rows || row0 < 0 ||
+      row0 + n->rows > out_rows)
+    return 0;
+  for (int64_t b = 0; b < n->batch_rows; b++) {
+    int64_t off = n->src_offset, rest = b;
+    for (int a = n->src_nax - 1; a >= 0; a--) {
+      off += rest % n->src_ext[a] * n->src_stride[a];
+      rest /= n->src_ext[a];
+    }
+    int64_t c = b / n->rows, r = b % n->rows;
+    if (rest || off != (c * out_rows + row0 + r) * len) return 0;
+  }
+  return 1;
+}
+
+/* Whether steps s and s + 1 can be synchronised per row; *row0 the first
+ * row of the sum step s + 1 reads. */
+static int syncable(const an_step *s, int64_t *row0) {
+  const an_step *n = s + 1;
+  const lw_ntt_plan *p = &s->plan, *np = &n->plan;
+  if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chain || s->chained || !n->is_ntt ||
+      n->chain || n->chained || n->pro_sub || n->nepi || np->lift || np->dst_offset ||
+      np->k[0].cluster || np->sync_role || p->sync_role || p->batch_rows != p->rows ||
+      p->reduce_members <= 0 || !same_buf(n->src, s->epi_out[0]))
+    return 0;
+  /* both dependent launches: without, the next step starts after the
+   * reduce kernel anyway */
+  if (!p->k[p->nkernels - 1].entry || !np->k[0].entry) return 0;
+  /* its writes overlap the reduce kernel: a buffer of its own */
+  if (n->dst.kind != LW_ARG_SCRATCH || lw_step_touches(s, n->dst)) return 0;
+  int64_t comps = np->batch_rows / np->rows;
+  if (comps < 1 || comps > sum_comps(s)) return 0;
+  *row0 = np->src_offset >> np->log_n; /* component 0's first row: reads_sum_rows checks all */
+  return reads_sum_rows(np, p->reduce_rows, *row0);
+}
+
+void lw_mix_sync_steps(an_build *B) {
+  if (B->tune.ipsync == 0) return; /* on by default: docs/ckks.md */
+  an_plan *p = B->p;
+  for (int i = 0; i + 1 < p->nsteps; i++) {
+    an_step *s = &p->steps[i];
+    int64_t row0;
+    if (!syncable(s, &row0)) continue;
+    lw_ntt_plan *rp = &s->plan, *np = &s[1].plan;
+    const lw_ntt_kplan *rk = &rp->k[rp->nkernels - 1];
+    rp->sync_role = 1, np->sync_role = 2;
+    rp->sync_id = np->sync_id = i;
+    rp->sync_row0 = np->sync_row0 = row0;
+    rp->sync_rows = np->sync_rows = np->rows;
+    /* one polynomial: the reduce kernel's blocks per output row */
+    rp->sync_need = np->sync_need = rk->blocks / rp->reduce_rows;
+    rp->sync_total = np->sync_total = rk->blocks;
+    SP_ASSERT(rk->blocks % rp->reduce_rows == 0);
+  }
+}
