@@ -23,7 +23,13 @@
  * kernels dependent launches. A kernel's completion then no longer implies
  * the reduce kernel's: step s + 1's first kernel waits for the reduce
  * kernel's total count before it ends, so every kernel after it finds the
- * reduce kernel done as before. */
+ * reduce kernel done as before.
+ *
+ * Off by default (ntt_plan ipsync=1 turns it on): written in a session
+ * without the GPU (2026-12-04), it is checked on the host (plans, PTX,
+ * arguments, the words of the host path, which has no counters) but has
+ * not run on the H200 yet; bench/results/2026-12-04-4250ae9/round30a.sh
+ * is the round that checks and measures it there. */
 #include "lower/mixsteps.h"
 
 /* Components of epilogue 0's output of step s (its sum S). */
@@ -77,7 +83,7 @@ static int syncable(const an_step *s, int64_t *row0) {
 }
 
 void lw_mix_sync_steps(an_build *B) {
-  if (B->tune.ipsync == 0) return; /* on by default: docs/ckks.md */
+  if (B->tune.ipsync <= 0) return; /* off by default until measured: docs/ckks.md */
   an_plan *p = B->p;
   for (int i = 0; i + 1 < p->nsteps; i++) {
     an_step *s = &p->steps[i];

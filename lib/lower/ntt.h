@@ -354,9 +354,10 @@ typedef struct lw_ntt_tuning {
                    * the sum, runs its first kernel inside the reduce kernel
                    * (mixsteps_ipchain.c); 0 (default: measured slower) its two kernels of
                    * its own */
-  int ipsync;     /* 1 (default): the step after a reduce kernel that reads rows of its sum
-                   * (moddown's inverse NTT of the P rows) waits for those rows only, counted
-                   * per row (lw_ntt_plan.sync_role), 0: for the whole reduce kernel */
+  int ipsync;     /* 1: the step after a reduce kernel that reads rows of its sum (moddown's
+                   * inverse NTT of the P rows) waits for those rows only, counted per row
+                   * (lw_ntt_plan.sync_role, mixsteps_ipsync.c); 0 (default until measured
+                   * on the H200) for the whole reduce kernel */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lower/lower.h"
 #include "s7env.h"
 #include "testutil.h"
 
@@ -521,6 +522,142 @@ START_TEST(test_bcrev) {
   }
   ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "bcrev=3"), FHJIT_OK);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "bcrev"));
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  s7_env_free(&e);
+}
+END_TEST
+
+/* The PTX of kernel `name` in ptx: from its .entry to the next (or the
+ * end); *len its length. */
+static const char *entry_text(const char *ptx, const char *name, size_t *len) {
+  char head[96];
+  snprintf(head, sizeof head, ".entry %s(", name);
+  const char *at = strstr(ptx, head);
+  ck_assert_msg(at != NULL, "no kernel %s in the PTX", name);
+  const char *next = strstr(at + 1, ".entry ");
+  *len = next ? (size_t)(next - at) : strlen(at);
+  return at;
+}
+
+/* Whether the first len characters at text contain needle. */
+static int has(const char *text, size_t len, const char *needle) {
+  const char *at = strstr(text, needle);
+  return at && (size_t)(at - text) + strlen(needle) <= len;
+}
+
+/* Every kernel of prog takes as many .param as its description has
+ * arguments; returns the index of kernel `name` (-1: none). */
+static int check_params(const lw_program *prog, const char *name) {
+  int found = -1;
+  for (int32_t k = 0; k < prog->nkernels; k++) {
+    size_t len;
+    const char *t = entry_text(prog->ptx, prog->kernels[k].name, &len);
+    const char *end = strchr(t, ')');
+    int np = 0;
+    for (const char *p = strstr(t, ".param"); p && p < end; p = strstr(p + 1, ".param")) np++;
+    ck_assert_msg(np == prog->kernels[k].nargs, "%s: %d .param, %d arguments described",
+                  prog->kernels[k].name, np, (int)prog->kernels[k].nargs);
+    if (!strcmp(prog->kernels[k].name, name)) found = (int)k;
+  }
+  return found;
+}
+
+static int last_is_own(const lw_kernel *k) {
+  return k->nargs > 0 && k->args[k->nargs - 1].kind == LW_ARG_OWN;
+}
+
+/* ipsync (mixsteps_ipsync.c), a key switch and a rotation, both radices:
+ * with ipsync=1 the reduce step counts the rows of the sum moddown's
+ * inverse NTT reads for the step after it (plan text), both kernels take
+ * LW_ARG_OWN (described and in the PTX, whose parameters match every
+ * kernel's description), the reduce kernel releases the counts
+ * (fhjit_ipsync<step>) and the inverse NTT's first kernel polls, fences
+ * and counts itself done; the inverse NTT's destination is live from the
+ * reduce step on (scratch.c); the host words unchanged. Not by default,
+ * not with ipchain=1 (the inverse NTT's first kernel then runs in the
+ * reduce kernel), and ipsync=2 is refused. */
+START_TEST(test_ipsync) {
+  env e;
+  fhjit_radix radix = _i & 1 ? FHJIT_R32 : FHJIT_R62;
+  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
+  s7_env_init(&e, radix, 8, 10, 0x1d0 + (uint64_t)_i);
+  static const char *const plans[3] = {"ipfuse=1", "ipfuse=1,ipsync=1", "ipfuse=1,ipsync=1,ipchain=1"};
+  for (int mode = 0; mode < 3; mode++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "ipsync", 2, 1);
+    fhjit_value k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    fhjit_value r = _i < 2 ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
+                           : fhjit_ckks_rotate(g, poly(&e, g, &s, "a", 2), 5, k, fwd, inv);
+    out(&e, g, r, NULL);
+    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
+    ck_assert_msg(count_of(text, "inner product of") == 1, "mode %d:\n%s", mode, text);
+    int on = mode == 1;
+    ck_assert_msg(count_of(text, "  sync: rows ") == on && count_of(text, "  sync: first kernel waits") == on,
+                  "mode %d:\n%s", mode, text);
+    /* the reduce step: its epilogue's line comes first; the inverse NTT the next step */
+    const char *ip = strstr(text, "inner product of");
+    const char *st = ip;
+    while (st > text && strncmp(st, "step ", 5)) st--;
+    int rs = atoi(st + 5), s1 = rs + 1;
+    if (on) {
+      char want[64];
+      snprintf(want, sizeof want, "counted for step %d\n", s1);
+      ck_assert_msg(strstr(text, want) != NULL, "%s", text);
+    }
+    /* the inverse NTT's destination: live from the reduce step with ipsync */
+    char head[32];
+    snprintf(head, sizeof head, "step %d: ntt_inv", s1);
+    const char *ln = strstr(text, head);
+    if (mode < 2) {
+      ck_assert_msg(ln != NULL, "mode %d: step %d is no inverse NTT:\n%s", mode, s1, text);
+      const char *arrow = strstr(ln, "-> scratch ");
+      ck_assert_ptr_nonnull(arrow);
+      int x = atoi(arrow + 11);
+      char sh[32];
+      snprintf(sh, sizeof sh, "\nscratch %d: ", x);
+      const char *range = strstr(strstr(text, sh), ", steps ");
+      ck_assert_ptr_nonnull(range);
+      ck_assert_msg(atoi(range + 8) == (on ? rs : s1), "mode %d: scratch %d:\n%s", mode, x, text);
+    }
+    lw_program prog, desc;
+    ck_assert_msg(lw_compile_ptx(g, "sm_90", &prog) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+    ck_assert_msg(lw_describe_program(g, "sm_90", &desc) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+    ck_assert_int_eq(prog.nkernels, desc.nkernels);
+    for (int32_t j = 0; j < prog.nkernels; j++) ck_assert_int_eq(prog.kernels[j].nargs, desc.kernels[j].nargs);
+    char rname[64], cname[64], counters[32];
+    snprintf(rname, sizeof rname, "fhjit_ntt%d_n10_k1", rs);
+    snprintf(cname, sizeof cname, "fhjit_ntt%d_n10_k0", s1);
+    snprintf(counters, sizeof counters, "fhjit_ipsync%d", rs);
+    int kr = check_params(&prog, rname), kc = check_params(&prog, cname);
+    ck_assert_int_ge(kr, 0);
+    ck_assert_int_eq(kc >= 0, mode < 2); /* ipchain: that kernel runs in the reduce kernel */
+    ck_assert_int_eq(last_is_own(&prog.kernels[kr]), on);
+    size_t rl, cl;
+    const char *rt = entry_text(prog.ptx, rname, &rl);
+    ck_assert_int_eq(has(rt, rl, counters), on);
+    ck_assert_int_eq(has(rt, rl, "red.release.gpu.global.add.u32"), on);
+    if (kc >= 0) {
+      ck_assert_int_eq(last_is_own(&prog.kernels[kc]), on);
+      const char *ct = entry_text(prog.ptx, cname, &cl);
+      ck_assert_int_eq(has(ct, cl, counters), on);
+      ck_assert_int_eq(has(ct, cl, "ld.relaxed.gpu.global.u32"), on);
+      ck_assert_int_eq(has(ct, cl, "fence.acq_rel.gpu"), on);
+      ck_assert_int_eq(has(ct, cl, "atom.relaxed.gpu.global.add.u32"), on);
+      ck_assert(has(ct, cl, "griddepcontrol.wait")); /* own = 0 */
+    }
+    lw_program_free(&prog);
+    lw_program_free(&desc);
+    /* before sm_90 (no dependent launches) there is nothing to count */
+    const char *old = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_80");
+    ck_assert_msg(old != NULL, "%s", fhjit_last_error(e.ctx));
+    ck_assert_int_eq(count_of(old, "sync: "), 0);
+    check_host(&e, g);
+  }
+  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "ipsync=2"), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "ipsync"));
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
   s7_env_free(&e);
 }
@@ -1024,6 +1161,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   tcase_add_loop_test(t, test_bcrev, 0, 2);
+  tcase_add_loop_test(t, test_ipsync, 0, 4);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
