@@ -71,7 +71,7 @@ typedef struct lw_ntt_kplan {
    * reads parameters and twiddles, then waits for kernel 0 (LW_KERNEL_PDL).
    * 1: griddepcontrol.wait; 2: both kernels take a last argument
    * (LW_ARG_OWN): 1 selects per-row completion counters in the module
-   * (ntt_emit.c, row_wait), 0 the grid-wide wait */
+   * (ntt_emit_sync.c), 0 the grid-wide wait */
   int pdl;
   /* with pdl: kernel 0 is a dependent launch of the stream's previous
    * kernel too (griddepcontrol.wait before any access, LW_KERNEL_PDL), and

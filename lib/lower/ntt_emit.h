@@ -1,10 +1,9 @@
 /* ntt_emit.h: what the NTT emitter's files share (private to ntt_emit.c,
  * ntt_emit_fuse.c, ntt_emit_phase.c, ntt_emit_sync.c, ntt_emit_chain.c
- * and ntt_cluster.c; ntt.h is the
- * emitter's interface): its state (ne), the per-row constants (rowc), the
- * IR helpers every part uses, and the functions one file calls in another
- * (prefix lw_ne_). What each does in full: the comment at its
- * definition. */
+ * and ntt_cluster.c; ntt.h is the emitter's interface): its state (ne),
+ * the per-row constants (rowc), the IR helpers every part uses, and the
+ * functions one file calls in another (prefix lw_ne_). What each does in
+ * full: the comment at its definition. */
 #ifndef FHJIT_LOWER_NTT_EMIT_H
 #define FHJIT_LOWER_NTT_EMIT_H
 
