@@ -177,8 +177,9 @@ static void row_release(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   LLVMValueRef da = row_counter_addr(E, "rowdone", row), ua = row_counter_addr(E, "rowused", row);
   LLVMValueRef old = count_in(E, ua);
   LLVMBasicBlockRef jr = begin_if(E, LLVMBuildICmp(E->b, LLVMIntEQ, old, c32(E, users - 1), ""), "reset");
-  store_zero(E, da);
-  store_zero(E, ua);
+  LLVMValueRef both[2] = {da, ua};
+  asm_call(E, E->voidt, "st.relaxed.gpu.global.u32 [$0], 0;\n\tst.relaxed.gpu.global.u32 [$1], 0;",
+           "l,l,~{memory}", both, 2);
   end_if(E, jr);
   end_if(E, j2);
   end_if(E, j1);
