@@ -144,6 +144,15 @@ int32_t *lw_mix_cols_of(an_build *B, fhjit_value v, int64_t first, int64_t n) {
   return c;
 }
 
+int64_t lw_mix_sum_comps(const an_step *s) {
+  const fhjit_graph *sub = s->epi_sub[0];
+  if (!sub || sub->nresults < 1) return 0;
+  int32_t c = sub->nodes[sub->results[sub->nresults - 1].value].type.comps;
+  return c > 1 ? c : 1;
+}
+
+int lw_mix_same_buf(an_buf a, an_buf b) { return a.kind == b.kind && a.index == b.index; }
+
 an_buf lw_mix_scratch_for(an_build *B, const fhjit_type *t) {
   int sc = lw_step_scratch(B, t);
   return (an_buf){sc < 0 ? -1 : LW_ARG_SCRATCH, sc};

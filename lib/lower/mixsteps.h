@@ -27,6 +27,11 @@ fhjit_type lw_mix_part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
 fhjit_value lw_mix_sub_input(fhjit_graph *sub, const char *name, const fhjit_type *t,
                              const int32_t *cols, const fhjit_layout *l);
 
+/* Components of epilogue 0's output of reduce step s (its sum S); whether
+ * a and b are one buffer (ipchain, ipsync). */
+int64_t lw_mix_sum_comps(const an_step *s);
+int lw_mix_same_buf(an_buf a, an_buf b);
+
 /* mixsteps.c: step builders */
 /* An NTT step of `kind` over a value of type t. */
 an_step *lw_mix_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhjit_type *t,

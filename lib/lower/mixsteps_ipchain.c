@@ -25,26 +25,16 @@
  * pass over memory goes with it (docs/ckks.md). */
 #include "lower/mixsteps.h"
 
-/* Components of epilogue 0's output of step s (its sum S). */
-static int64_t sum_comps(const an_step *s) {
-  const fhjit_graph *sub = s->epi_sub[0];
-  if (!sub || sub->nresults < 1) return 0;
-  int32_t c = sub->nodes[sub->results[sub->nresults - 1].value].type.comps;
-  return c > 1 ? c : 1;
-}
-
-static int same_buf(an_buf a, an_buf b) { return a.kind == b.kind && a.index == b.index; }
-
 /* Whether steps s and s + 1 can be chained; *row0 the first row of S the
  * next step reads. */
 static int chainable(const an_step *s, int64_t *row0) {
   const an_step *n = s + 1;
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chained || !n->is_ntt ||
       n->pro_sub || n->nepi || n->plan.nkernels != 2 || n->dst_off || n->chain ||
-      !same_buf(n->src, s->epi_out[0]))
+      !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
   int64_t comps = n->plan.rows > 0 ? n->plan.batch_rows / n->plan.rows : 0;
-  if (comps < 1 || comps > sum_comps(s)) return 0;
+  if (comps < 1 || comps > lw_mix_sum_comps(s)) return 0;
   *row0 = n->plan.src_offset >> n->plan.log_n;
   return lw_ntt_chain_fits(&s->plan, &n->plan, *row0);
 }

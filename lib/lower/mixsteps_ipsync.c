@@ -28,38 +28,9 @@
  * Off by default (ntt_plan ipsync=1 turns it on): written in a session
  * without the GPU (2026-12-04), it is checked on the host (plans, PTX,
  * arguments, the words of the host path, which has no counters) but has
- * not run on the H200 yet; bench/results/2026-12-04-4250ae9/round30a.sh
- * is the round that checks and measures it there. */
+ * not run on the H200 yet; bench/ipsync-round.sh is the round that
+ * checks and measures it there. */
 #include "lower/mixsteps.h"
-
-/* Components of epilogue 0's output of step s (its sum S). */
-static int64_t sum_comps(const an_step *s) {
-  const fhjit_graph *sub = s->epi_sub[0];
-  if (!sub || sub->nresults < 1) return 0;
-  int32_t c = sub->nodes[sub->results[sub->nresults - 1].value].type.comps;
-  return c > 1 ? c : 1;
-}
-
-static int same_buf(an_buf a, an_buf b) { return a.kind == b.kind && a.index == b.index; }
-
-/* Whether plan n's batch row b = c rows + r reads exactly row (c out_rows +
- * row0 + r) of the sum (out_rows rows per component), for every b. */
-static int reads_sum_rows(const lw_ntt_plan *n, int64_t out_rows, int64_t row0) {
-  int64_t len = INT64_C(1) << n->log_n;
-  if (n->src_index_stride != 1 || n->rows <= 0 || n->batch_rows % n->rows || row0 < 0 ||
-      row0 + n->rows > out_rows)
-    return 0;
-  for (int64_t b = 0; b < n->batch_rows; b++) {
-    int64_t off = n->src_offset, rest = b;
-    for (int a = n->src_nax - 1; a >= 0; a--) {
-      off += rest % n->src_ext[a] * n->src_stride[a];
-      rest /= n->src_ext[a];
-    }
-    int64_t c = b / n->rows, r = b % n->rows;
-    if (rest || off != (c * out_rows + row0 + r) * len) return 0;
-  }
-  return 1;
-}
 
 /* Whether steps s and s + 1 can be synchronised per row; *row0 the first
  * row of the sum step s + 1 reads. */
@@ -69,7 +40,7 @@ static int syncable(const an_step *s, int64_t *row0) {
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chain || s->chained || !n->is_ntt ||
       n->chain || n->chained || n->pro_sub || n->nepi || np->lift || np->dst_offset ||
       np->k[0].cluster || np->sync_role || p->sync_role || p->batch_rows != p->rows ||
-      p->reduce_members <= 0 || !same_buf(n->src, s->epi_out[0]))
+      p->reduce_members <= 0 || !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
   /* both dependent launches: without, the next step starts after the
    * reduce kernel anyway */
@@ -77,9 +48,9 @@ static int syncable(const an_step *s, int64_t *row0) {
   /* its writes overlap the reduce kernel: a buffer of its own */
   if (n->dst.kind != LW_ARG_SCRATCH || lw_step_touches(s, n->dst)) return 0;
   int64_t comps = np->batch_rows / np->rows;
-  if (comps < 1 || comps > sum_comps(s)) return 0;
-  *row0 = np->src_offset >> np->log_n; /* component 0's first row: reads_sum_rows checks all */
-  return reads_sum_rows(np, p->reduce_rows, *row0);
+  if (comps < 1 || comps > lw_mix_sum_comps(s)) return 0;
+  *row0 = np->src_offset >> np->log_n; /* component 0's first row: checked with the rest */
+  return lw_ntt_reads_sum_rows(np, p->reduce_rows, *row0);
 }
 
 void lw_mix_sync_steps(an_build *B) {

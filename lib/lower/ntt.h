@@ -491,6 +491,11 @@ typedef struct lw_ntt_fusion {
  * out_rows + row0 + r) N), one polynomial. */
 #define LW_NTT_CHAIN_ARGS 3
 int lw_ntt_chain_fits(const lw_ntt_plan *p, const lw_ntt_plan *chain, int64_t row0);
+/* Whether plan n's batch row b = c n->rows + r reads exactly row (c
+ * out_rows + row0 + r) of a sum of out_rows rows per component (its
+ * source view the dense rows [row0, row0 + n->rows) of each component),
+ * for every b (ipchain, ipsync; ntt_emit_chain.c). */
+int lw_ntt_reads_sum_rows(const lw_ntt_plan *n, int64_t out_rows, int64_t row0);
 
 /* Adds the kernels of plan p to module m, named "<prefix>_k<j>". Every
  * kernel takes (params, i64 pstride, twiddles, src, dst); the first one also

@@ -30,21 +30,24 @@ int lw_ntt_chain_fits(const lw_ntt_plan *p, const lw_ntt_plan *chain, int64_t ro
   if (chain->radix != p->radix || chain->log_n != p->log_n || ir_ntt_is_forward(chain->kind) ||
       k->cluster || k->cols || k->in_place || chain->lift || chain->dst_offset || chain->pro_rows ||
       k->threads != r->threads || k->log_c > k->log_subs || r->log_c > r->log_subs ||
-      k->log_c + k->m > r->log_c + r->m || p->batch_rows != p->rows ||
-      chain->src_index_stride != 1 || chain->rows <= 0 || chain->batch_rows % chain->rows ||
-      row0 < 0 || row0 + chain->rows > p->reduce_rows)
+      k->log_c + k->m > r->log_c + r->m || p->batch_rows != p->rows)
     return 0;
-  /* batch row b = c rows + r of the chained plan reads row (c out_rows +
-   * row0 + r) of the sum */
-  int64_t n = INT64_C(1) << p->log_n;
-  for (int64_t b = 0; b < chain->batch_rows; b++) {
-    int64_t off = chain->src_offset, rest = b;
-    for (int a = chain->src_nax - 1; a >= 0; a--) {
-      off += rest % chain->src_ext[a] * chain->src_stride[a];
-      rest /= chain->src_ext[a];
+  return lw_ntt_reads_sum_rows(chain, p->reduce_rows, row0);
+}
+
+int lw_ntt_reads_sum_rows(const lw_ntt_plan *n, int64_t out_rows, int64_t row0) {
+  if (n->src_index_stride != 1 || n->rows <= 0 || n->batch_rows % n->rows || row0 < 0 ||
+      row0 + n->rows > out_rows)
+    return 0;
+  int64_t len = INT64_C(1) << n->log_n;
+  for (int64_t b = 0; b < n->batch_rows; b++) {
+    int64_t off = n->src_offset, rest = b;
+    for (int a = n->src_nax - 1; a >= 0; a--) {
+      off += rest % n->src_ext[a] * n->src_stride[a];
+      rest /= n->src_ext[a];
     }
-    int64_t c = b / chain->rows, rr = b % chain->rows;
-    if (rest || off != (c * p->reduce_rows + row0 + rr) * n) return 0;
+    int64_t c = b / n->rows, r = b % n->rows;
+    if (rest || off != (c * out_rows + row0 + r) * len) return 0;
   }
   return 1;
 }

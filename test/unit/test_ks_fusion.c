@@ -490,6 +490,14 @@ START_TEST(test_ipfuse) {
 }
 END_TEST
 
+/* ntt_plan `plan` is refused with an error naming `key`; the plan then
+ * back to the default. */
+static void assert_refused(env *e, const char *plan, const char *key) {
+  ck_assert_int_ne(fhjit_context_set_option(e->ctx, "ntt_plan", plan), FHJIT_OK);
+  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e->ctx), key));
+  ck_assert_int_eq(fhjit_context_set_option(e->ctx, "ntt_plan", NULL), FHJIT_OK);
+}
+
 /* bcrev (anchor_gpu.c, bconv_reversed): a conversion whose output is at
  * least 32 MB runs its blocks in reverse order on the GPU by default
  * (test/lit/run/bcrev.fh checks that rule at SPEC 7's r32 benchmark
@@ -520,9 +528,7 @@ START_TEST(test_bcrev) {
     ck_assert_int_eq(strstr(ptx, "%nctaid.x") != NULL, mode == 2);
     check_host(&e, g);
   }
-  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "bcrev=3"), FHJIT_OK);
-  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "bcrev"));
-  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  assert_refused(&e, "bcrev=3", "bcrev");
   s7_env_free(&e);
 }
 END_TEST
@@ -656,9 +662,7 @@ START_TEST(test_ipsync) {
     ck_assert_int_eq(count_of(old, "sync: "), 0);
     check_host(&e, g);
   }
-  ck_assert_int_ne(fhjit_context_set_option(e.ctx, "ntt_plan", "ipsync=2"), FHJIT_OK);
-  ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "ipsync"));
-  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", NULL), FHJIT_OK);
+  assert_refused(&e, "ipsync=2", "ipsync");
   s7_env_free(&e);
 }
 END_TEST
