@@ -6,15 +6,16 @@
 # The GPU test's ipfuse group (its ipsync=1 plans are run again on the
 # home stream and another, s7_repeat), ckks and section7 under ipsync=1,
 # memcheck and synccheck of the ipfuse group, then ckks_bench A/B (r32 key
-# switch, relinearise, rotate(1): ipsync=1 against the default, two
-# rounds; r62 key switch once).
+# switch, relinearise, HMult + relin + rescale, rotate(1): ipsync=1
+# against the default, two rounds; r62 key switch and HMult once, with
+# ipfuse=1, without which r62 has no reduce kernel).
 B=dist/device; export LD_LIBRARY_PATH=$PWD/$B FHJIT_CACHE=0
 echo "commit $(cat $B/COMMIT)"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
 timeout 240 $B/test/gpu/fhjit_gpu_test --only ipfuse > $OUT/gpu_ipfuse.log 2>&1; echo "gpu ipfuse rc $?"; grep -E "PASS|FAIL" $OUT/gpu_ipfuse.log | tail -6
 FHJIT_NTT_PLAN=ipsync=1 timeout 100 $B/test/gpu/fhjit_gpu_test --only ckks,section7 --quick > $OUT/gpu_ckks.log 2>&1; echo "gpu ckks,section7 ipsync=1 rc $?"; grep -E "PASS|FAIL" $OUT/gpu_ckks.log | tail -4
 ab() { echo "== $1 ${2:-default}"; FHJIT_NTT_PLAN=$2 timeout 100 $B/bench/ckks_bench --fused-only --radix $1 --ops $3 2>&1 | grep -E "^r(32|62) |FAILED|checked" | sed 's/| floors.*//'; }
-for rep in 1 2; do ab r32 ipsync=1 0,1,4; ab r32 "" 0,1,4; done
-ab r62 ipsync=1 0; ab r62 "" 0
+for rep in 1 2; do ab r32 ipsync=1 0,1,2,4; ab r32 "" 0,1,2,4; done
+ab r62 ipfuse=1,ipsync=1 0,2; ab r62 ipfuse=1 0,2
 FHJIT_NTT_PLAN=ipsync=1 timeout 170 $SAN --tool memcheck $B/test/gpu/fhjit_gpu_test --only ipfuse --quick > $OUT/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "PASS|FAIL|ERROR SUMMARY" $OUT/memcheck.log | tail -3
 FHJIT_NTT_PLAN=ipsync=1 timeout 90 $SAN --tool synccheck $B/test/gpu/fhjit_gpu_test --only ipfuse --quick > $OUT/synccheck.log 2>&1; echo "synccheck rc $?"; grep -E "PASS|FAIL|ERROR SUMMARY" $OUT/synccheck.log | tail -3

@@ -14,10 +14,13 @@
  * complete: it fills the reduce kernel's last wave instead of following it.
  *
  * Planned after every step exists (as ipchain, which it excludes): a
- * reduce step s and the NTT step s + 1 after it when s + 1 has no prologue
- * and no epilogue (their inputs are read before or without the wait: one
- * could be a row of the sum not counted), reads rows [row0, row0 + rows)
- * of every component of the sum and nothing else the reduce kernel writes,
+ * reduce step s and the NTT step s + 1 after it when s + 1 has no
+ * epilogue (its inputs are read before the wait for kernel 0: one could
+ * be a row of the sum not counted), reads rows [row0, row0 + rows) of
+ * every component of the sum (its source view; with a prologue of rows
+ * [0, pro_rows), HMult's, the prologue's input of the sum exactly at the
+ * rows it computes, prologue_fits) and nothing else the reduce kernel
+ * writes,
  * and writes a scratch buffer step s does not touch (scratch.c keeps that
  * buffer's memory apart from step s's: the two steps now overlap), both
  * kernels dependent launches. A kernel's completion then no longer implies
@@ -32,13 +35,46 @@
  * checks and measures it there. */
 #include "lower/mixsteps.h"
 
+/* Whether step s writes buffer b (its NTT's own buffer or an epilogue's
+ * output). */
+static int writes(const an_step *s, an_buf b) {
+  if (lw_mix_same_buf(s->dst, b)) return 1;
+  for (int t = 0; t < s->nepi; t++)
+    if (lw_mix_same_buf(s->epi_out[t], b)) return 1;
+  return 0;
+}
+
+/* Whether step n's prologue, which computes rows [0, pro_rows) of each
+ * polynomial (mixsteps_mdrs.c: HMult's rescale row), reads of what step s
+ * writes only rows [row0, row0 + pro_rows) of the sum, which the block
+ * of batch row (c, r) then finds counted as row0 + r: an input bound to
+ * the sum with those rows (any component: every component's row is
+ * counted together), at the index it computes. */
+static int prologue_fits(const an_step *s, const an_step *n, int64_t row0) {
+  const lw_ntt_plan *np = &n->plan;
+  if (!n->pro_sub) return 1;
+  if (np->pro_rows <= 0 || n->pro_store_rows > 0) return 0;
+  int64_t len = INT64_C(1) << np->log_n;
+  for (int32_t i = 0; i < n->pro_sub->ninputs; i++) {
+    if (!writes(s, n->pro_in[i])) continue;
+    fhjit_type t;
+    fhjit_layout l;
+    if (!lw_mix_same_buf(n->pro_in[i], s->epi_out[0]) ||
+        fhjit_input_binding(n->pro_sub, i, &t, &l) != FHJIT_OK || t.nbatch || t.n != len ||
+        t.rows != np->pro_rows || l.offset != row0 * len || (t.rows > 1 && l.row_stride != len) ||
+        l.index_stride != 1 || (t.comps > 1 && l.comp_stride != s->plan.reduce_rows * len))
+      return 0;
+  }
+  return 1;
+}
+
 /* Whether steps s and s + 1 can be synchronised per row; *row0 the first
  * row of the sum step s + 1 reads. */
 static int syncable(const an_step *s, int64_t *row0) {
   const an_step *n = s + 1;
   const lw_ntt_plan *p = &s->plan, *np = &n->plan;
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chain || s->chained || !n->is_ntt ||
-      n->chain || n->chained || n->pro_sub || n->nepi || np->lift || np->dst_offset ||
+      n->chain || n->chained || n->nepi || np->lift || np->dst_offset ||
       np->k[0].cluster || np->sync_role || p->sync_role || p->batch_rows != p->rows ||
       p->reduce_members <= 0 || !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
@@ -50,7 +86,7 @@ static int syncable(const an_step *s, int64_t *row0) {
   int64_t comps = np->batch_rows / np->rows;
   if (comps < 1 || comps > lw_mix_sum_comps(s)) return 0;
   *row0 = np->src_offset >> np->log_n; /* component 0's first row: checked with the rest */
-  return lw_ntt_reads_sum_rows(np, p->reduce_rows, *row0);
+  return lw_ntt_reads_sum_rows(np, p->reduce_rows, *row0) && prologue_fits(s, n, *row0);
 }
 
 void lw_mix_sync_steps(an_build *B) {

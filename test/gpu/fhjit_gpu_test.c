@@ -1177,8 +1177,8 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * default), and with the conversions' blocks in reverse order (bcrev: by
  * default at the benchmark shape, always, never), and with moddown's
  * inverse NTT waiting for the reduce kernel per row (ipsync=1, every
- * shape but HMult's; then launched again, s7_repeat) or for all of it
- * (the default). The
+ * shape; then launched again, s7_repeat) or for all of it (the
+ * default). The
  * plan must name the inner product, or the case would test nothing of
  * the reduce kernel. */
 static void group_ipfuse(int quick) {
@@ -1232,11 +1232,11 @@ static void group_ipfuse(int quick) {
       else if (strstr(plans[pl], "bcrev=2") || (i == 0 && pl == 0))
         check(rev, "%s: the plan reverses the conversion's blocks", label);
       /* ipsync=1 (mixsteps_ipsync.c): moddown's inverse NTT waits per
-       * row of the sum (not in HMult, whose inverse NTT has a prologue);
+       * row of the sum (in HMult also for the row its prologue reads);
        * not by default. A plan that counts is run again (s7_repeat) */
       int sync = plan && strstr(plan, "sync: first kernel waits") != NULL;
       if (!strstr(plans[pl], "ipsync=1")) check(!sync, "%s: no ipsync", label);
-      else if (reduce && sh[i].op != 3) check(sync, "%s: moddown's inverse NTT waits per row of the sum", label);
+      else if (reduce) check(sync, "%s: moddown's inverse NTT waits per row of the sum", label);
       s7_repeats = sync;
       if (reduce) s7_case(g, q, m, n, label);
       s7_repeats = 0;

@@ -572,7 +572,9 @@ static int last_is_own(const lw_kernel *k) {
   return k->nargs > 0 && k->args[k->nargs - 1].kind == LW_ARG_OWN;
 }
 
-/* ipsync (mixsteps_ipsync.c), a key switch and a rotation, both radices:
+/* ipsync (mixsteps_ipsync.c), a key switch, a rotation and HMult +
+ * relinearise + rescale (whose inverse NTT's prologue reads the sum's
+ * last Q row, counted with P's), both radices:
  * with ipsync=1 the reduce step counts the rows of the sum moddown's
  * inverse NTT reads for the step after it (plan text), both kernels take
  * LW_ARG_OWN (described and in the PTX, whose parameters match every
@@ -580,8 +582,9 @@ static int last_is_own(const lw_kernel *k) {
  * (fhjit_ipsync<step>) and the inverse NTT's first kernel polls, fences
  * and counts itself done; the inverse NTT's destination is live from the
  * reduce step on (scratch.c); the host words unchanged. Not by default,
- * not with ipchain=1 (the inverse NTT's first kernel then runs in the
- * reduce kernel), and ipsync=2 is refused. */
+ * not with ipchain=1 where that applies (the inverse NTT's first kernel
+ * then runs in the reduce kernel; HMult's has a prologue, so it syncs),
+ * and ipsync=2 is refused. */
 START_TEST(test_ipsync) {
   env e;
   fhjit_radix radix = _i & 1 ? FHJIT_R32 : FHJIT_R62;
@@ -593,14 +596,18 @@ START_TEST(test_ipsync) {
     fhjit_graph *g = s7_graph(&e, "ipsync", 2, 1);
     fhjit_value k = key(&e, g, &s, "k");
     fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
-    fhjit_value r = _i < 2 ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
-                           : fhjit_ckks_rotate(g, poly(&e, g, &s, "a", 2), 5, k, fwd, inv);
+    fhjit_value r = _i < 2   ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
+                    : _i < 4 ? fhjit_ckks_rotate(g, poly(&e, g, &s, "a", 2), 5, k, fwd, inv)
+                             : fhjit_ckks_mul_relin_rescale(g, poly(&e, g, &s, "a", 2),
+                                                            poly(&e, g, &s, "b", 2), k, fwd, inv);
     out(&e, g, r, NULL);
     ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
     const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
     ck_assert_msg(count_of(text, "inner product of") == 1, "mode %d:\n%s", mode, text);
-    int on = mode == 1;
+    /* ipchain applies to the key switch and the rotation, not to HMult
+     * (moddown's inverse NTT has a prologue there): it then syncs */
+    int chained = mode == 2 && _i < 4, on = mode == 1 || (mode == 2 && !chained);
     ck_assert_msg(count_of(text, "  sync: rows ") == on && count_of(text, "  sync: first kernel waits") == on,
                   "mode %d:\n%s", mode, text);
     /* the reduce step: its epilogue's line comes first; the inverse NTT the next step */
@@ -617,7 +624,7 @@ START_TEST(test_ipsync) {
     char head[32];
     snprintf(head, sizeof head, "step %d: ntt_inv", s1);
     const char *ln = strstr(text, head);
-    if (mode < 2) {
+    if (!chained) {
       ck_assert_msg(ln != NULL, "mode %d: step %d is no inverse NTT:\n%s", mode, s1, text);
       const char *arrow = strstr(ln, "-> scratch ");
       ck_assert_ptr_nonnull(arrow);
@@ -639,7 +646,7 @@ START_TEST(test_ipsync) {
     snprintf(counters, sizeof counters, "fhjit_ipsync%d", rs);
     int kr = check_params(&prog, rname), kc = check_params(&prog, cname);
     ck_assert_int_ge(kr, 0);
-    ck_assert_int_eq(kc >= 0, mode < 2); /* ipchain: that kernel runs in the reduce kernel */
+    ck_assert_int_eq(kc >= 0, !chained); /* ipchain: that kernel runs in the reduce kernel */
     ck_assert_int_eq(last_is_own(&prog.kernels[kr]), on);
     size_t rl, cl;
     const char *rt = entry_text(prog.ptx, rname, &rl);
@@ -1165,7 +1172,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipfuse, 0, NIPCASES);
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   tcase_add_loop_test(t, test_bcrev, 0, 2);
-  tcase_add_loop_test(t, test_ipsync, 0, 4);
+  tcase_add_loop_test(t, test_ipsync, 0, 6);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
