@@ -20,10 +20,9 @@
  * every component of the sum (its source view; with a prologue of rows
  * [0, pro_rows), HMult's, the prologue's input of the sum exactly at the
  * rows it computes, prologue_fits) and nothing else the reduce kernel
- * writes,
- * and writes a scratch buffer step s does not touch (scratch.c keeps that
- * buffer's memory apart from step s's: the two steps now overlap), both
- * kernels dependent launches. A kernel's completion then no longer implies
+ * writes, and writes a scratch buffer step s does not touch (scratch.c
+ * keeps that buffer's memory apart from step s's: the two steps now
+ * overlap), both kernels dependent launches. A kernel's completion then no longer implies
  * the reduce kernel's: step s + 1's first kernel waits for the reduce
  * kernel's total count before it ends, so every kernel after it finds the
  * reduce kernel done as before.
@@ -76,7 +75,7 @@ static int syncable(const an_step *s, int64_t *row0) {
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chain || s->chained || !n->is_ntt ||
       n->chain || n->chained || n->nepi || np->lift || np->dst_offset ||
       np->k[0].cluster || np->sync_role || p->sync_role || p->batch_rows != p->rows ||
-      p->reduce_members <= 0 || !lw_mix_same_buf(n->src, s->epi_out[0]))
+      p->reduce_members <= 0 || p->reduce_rows <= 0 || !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
   /* both dependent launches: without, the next step starts after the
    * reduce kernel anyway */

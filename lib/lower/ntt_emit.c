@@ -177,7 +177,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(lw_ne_red_nslots(E) * lw_ne_red_words(E))), "slots");
   LLVMValueRef tid = sreg(E, "llvm.nvvm.read.ptx.sreg.tid.x");
   LLVMValueRef blk = block_order(E, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, "x"));
-  if (lw_ne_chain_active(E)) blk = lw_ne_chain_first(E, blk);
+  if (lw_ne_chain_active(E)) blk = lw_ne_rows_first(E, blk, E->pro->chain_row0);
   blk = lw_ne_sync_first(E, blk); /* ipsync: the counted rows first */
   E->preloaded = 0;
   int first = k == &E->P->k[0];

@@ -270,12 +270,13 @@ void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 
 /* ntt_emit_chain.c: ipchain, the chained plan's kernel 0 in the reduce
  * kernel: whether E's kernel runs it; its arguments from parameter j on
- * (returns the next); the block order that runs the chained rows first
- * (GPU); its phases on the block's rows after the epilogue (GPU: tid the
+ * (returns the next); the reduce kernel's block order that runs output
+ * rows row0.. first (GPU; ipchain's chained rows, ipsync's counted ones);
+ * its phases on the block's rows after the epilogue (GPU: tid the
  * thread; host: loops over the threads). */
 int lw_ne_chain_active(const ne *E);
 int lw_ne_chain_params(ne *E, LLVMValueRef fn, int j);
-LLVMValueRef lw_ne_chain_first(ne *E, LLVMValueRef blk);
+LLVMValueRef lw_ne_rows_first(ne *E, LLVMValueRef blk, int64_t row0);
 void lw_ne_chain(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 /* ntt_emit.c: whether plan p's source view is dense [batch_rows, N]. */
 int lw_ne_src_is_dense(const lw_ntt_plan *p);

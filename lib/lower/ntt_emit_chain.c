@@ -18,7 +18,7 @@
  * state over the same function, builder and shared memory (chain_state):
  * the same IR as the standalone kernel, so the same words. The reduce
  * kernel's blocks of the chained rows do about twice the work of the
- * others, so on the GPU they run first (lw_ne_chain_first), not in the
+ * others, so on the GPU they run first (lw_ne_rows_first), not in the
  * grid's last wave. */
 #include "lower/ntt_emit.h"
 
@@ -71,11 +71,11 @@ int lw_ne_chain_params(ne *E, LLVMValueRef fn, int j) {
 /* Blocks per output row of the reduce kernel (log2). */
 static int log_bpr(const ne *E) { return E->K->log_subs - E->K->log_c; }
 
-LLVMValueRef lw_ne_chain_first(ne *E, LLVMValueRef blk) {
+LLVMValueRef lw_ne_rows_first(ne *E, LLVMValueRef blk, int64_t row0) {
   /* block x runs output block (x + row0 bpr) mod blocks: rows row0.. first */
-  uint64_t shift = (uint64_t)E->pro->chain_row0 << log_bpr(E);
+  uint64_t shift = (uint64_t)row0 << log_bpr(E);
   LLVMValueRef x = LLVMBuildNUWAdd(E->b, blk, c64(E, shift), "");
-  return LLVMBuildURem(E->b, x, c64(E, (uint64_t)E->K->blocks), "chainfirst");
+  return LLVMBuildURem(E->b, x, c64(E, (uint64_t)E->K->blocks), "rowsfirst");
 }
 
 /* The emitter state of the chained plan's kernel 0 over E's function,

@@ -203,11 +203,8 @@ int lw_ne_has_own(const ne *E) {
 }
 
 LLVMValueRef lw_ne_sync_first(ne *E, LLVMValueRef blk) {
-  if (!sync_signals(E)) return blk;
-  /* block x runs output block (x + row0 need) mod blocks: the counted rows first */
-  uint64_t shift = (uint64_t)(E->P->sync_row0 * E->P->sync_need);
-  LLVMValueRef x = LLVMBuildNUWAdd(E->b, blk, c64(E, shift), "");
-  return LLVMBuildURem(E->b, x, c64(E, (uint64_t)E->K->blocks), "syncfirst");
+  /* the counted rows first (ntt_emit_chain.c) */
+  return sync_signals(E) ? lw_ne_rows_first(E, blk, E->P->sync_row0) : blk;
 }
 
 /* The waiting kernel's block's counter: its batch row's row of the sum. */
