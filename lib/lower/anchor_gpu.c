@@ -26,6 +26,7 @@ static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_
     k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
     for (int d = 1; d < st->bconv.digits; d++)
       k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[d - 1].kind, st->in[d - 1].index};
+    if (st->bconv.sig.on) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0}; /* convsync */
     return;
   }
   if (st->is_ntt) {
@@ -163,6 +164,8 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
      * H200, 04d6635, bench/RESULTS.md) */
     sp->bconv.pdl_entry = sp->is_bconv && mix >= 1 && s > 0;
     sp->bconv.rev = sp->is_bconv && bconv_reversed(p, s);
+    /* convsync: the forward NTT runs the digits in the order they finish */
+    if (sp->is_bconv && sp->bconv.sig.on) p->steps[s + 1].plan.wait.rev = sp->bconv.rev;
     if (out->nkernels + lw_step_kernels(sp) > LW_MAX_KERNELS)
       return too_many_kernels(g);
     if (sp->is_bconv) {
@@ -349,13 +352,18 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                         (long long)(sp->chain_row0 + p->steps[s + 1].plan.rows - 1));
         if (sp->chained)
           sp_buf_printf(&b, "  first kernel: in step %d's last kernel (chain)\n", s - 1);
-        if (sp->plan.sync_role == 1)
+        if (sp->plan.sig.on)
           sp_buf_printf(&b, "  sync: rows %lld..%lld of the sum first, counted for step %d\n",
-                        (long long)sp->plan.sync_row0,
-                        (long long)(sp->plan.sync_row0 + sp->plan.sync_rows - 1), s + 1);
-        if (sp->plan.sync_role == 2)
+                        (long long)sp->plan.sig.row0,
+                        (long long)(sp->plan.sig.row0 + sp->plan.sig.rows - 1), s + 1);
+        if (sp->plan.wait.on && p->steps[s - 1].is_bconv)
+          sp_buf_printf(&b, "  sync: first kernel waits for its row's digit of step %d (%lld "
+                        "blocks each), %s, not for the whole kernel\n", s - 1,
+                        (long long)sp->plan.wait.need,
+                        sp->plan.wait.rev ? "the last digit first" : "in digit order");
+        else if (sp->plan.wait.on)
           sp_buf_printf(&b, "  sync: first kernel waits for its row of step %d's sum (%lld blocks "
-                        "each), not for the whole kernel\n", s - 1, (long long)sp->plan.sync_need);
+                        "each), not for the whole kernel\n", s - 1, (long long)sp->plan.wait.need);
       } else if (sp->is_bconv) {
         const lw_bconv_plan *bp = &sp->bconv;
         sp_buf_printf(&b, "step %d: %s %d -> %d rows x N %lld, %lld polynomials, %s form, ", s,
@@ -387,6 +395,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
           sp_buf_printf(&b, " from row %lld", (long long)(bp->dst_offset >> bp->log_n));
         sp_buf_printf(&b, "\n");
         if (bp->rev) sp_buf_printf(&b, "  block order: reversed (the rows written last are read first)\n");
+        if (bp->sig.on)
+          sp_buf_printf(&b, "  sync: its blocks counted per digit (%lld each) for step %d\n",
+                        (long long)bp->sig.need, s + 1);
       } else {
         sp_buf_printf(&b, "step %d: pointwise ", s);
         put_ops(&b, sp->sub);

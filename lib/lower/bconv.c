@@ -72,6 +72,7 @@ typedef struct bc {
   int mma;   /* building the tensor-core form */
   uint32_t threads, digit_blocks; /* the form's block size and blocks per digit */
   LLVMValueRef fn, params, pstride, table, src, dst, smem;
+  LLVMValueRef own; /* sig (GPU): the LW_ARG_OWN argument */
   LLVMValueRef scols, dcols; /* constant i32 arrays: the columns ([digits][l], [digits][m]) */
   int32_t scol0, dcol0;      /* >= 0 when every digit's columns are consecutive, else -1 */
   LLVMTypeRef scols_ty, dcols_ty;
@@ -1125,14 +1126,22 @@ static void build_mma_body(bc *E, LLVMValueRef tid, LLVMValueRef blk) {
 
 /* ------------------------------------------------------------ functions */
 
-/* The kernel's arguments: 5, and digits - 1 more tables. */
-static unsigned kernel_nargs(const lw_bconv_plan *p) {
-  return 5 + (unsigned)(p->digits > 1 ? p->digits - 1 : 0);
+/* The kernel's arguments: 5, digits - 1 more tables, and on the GPU with
+ * counts for the next step (sig) the LW_ARG_OWN argument. */
+static int has_own(const bc *E) { return E->target == LW_GPU && E->P->sig.on; }
+
+static unsigned kernel_nargs(const bc *E) {
+  return 5 + (unsigned)(E->P->digits > 1 ? E->P->digits - 1 : 0) + (unsigned)has_own(E);
 }
 
 static void kernel_params(bc *E, LLVMValueRef fn) {
   static const char *const names[5] = {"params", "pstride", "table", "src", "dst"};
-  for (unsigned j = 0; j < kernel_nargs(E->P); j++) {
+  unsigned ntables = kernel_nargs(E) - (unsigned)has_own(E);
+  if (has_own(E)) {
+    E->own = LLVMGetParam(fn, ntables);
+    LLVMSetValueName2(E->own, "own", 3);
+  }
+  for (unsigned j = 0; j < ntables; j++) {
     char tname[24];
     const char *nm = j < 5 ? names[j] : tname;
     if (j >= 5) snprintf(tname, sizeof tname, "table%u", j - 4);
@@ -1140,8 +1149,10 @@ static void kernel_params(bc *E, LLVMValueRef fn) {
     if (j == 1) continue;
     param_attr(E, fn, j, "nocapture");
     /* digits' tables may be one buffer: readonly, not noalias; none in a
-     * dependent launch (its wait at the entry: no load may move above it) */
-    if (j < 5 && !(E->target == LW_GPU && E->P->pdl_entry)) param_attr(E, fn, j, "noalias");
+     * dependent launch (its wait at the entry: no load may move above it)
+     * or one that counts its blocks (no store may move below the count) */
+    if (j < 5 && !(E->target == LW_GPU && (E->P->pdl_entry || E->P->sig.on)))
+      param_attr(E, fn, j, "noalias");
     param_attr(E, fn, j, j == 4 ? "writeonly" : "readonly");
     if (j >= 5) E->more_tables[j - 5] = LLVMGetParam(fn, j);
   }
@@ -1153,7 +1164,8 @@ static void kernel_params(bc *E, LLVMValueRef fn) {
 }
 
 static void kernel_types(bc *E, LLVMTypeRef *types) {
-  for (unsigned j = 0; j < kernel_nargs(E->P); j++) types[j] = j == 1 ? E->i64 : E->gptr;
+  for (unsigned j = 0; j < kernel_nargs(E); j++) types[j] = j == 1 ? E->i64 : E->gptr;
+  if (has_own(E)) types[kernel_nargs(E) - 1] = E->i64;
 }
 
 /* The block's digit's value among vals[0 .. digits) (i64): a constant
@@ -1256,7 +1268,7 @@ static void build_gpu(bc *E, const char *name) {
   LLVMTypeRef types[5 + LW_BCONV_MAX_DIGITS];
   kernel_types(E, types);
   LLVMValueRef fn =
-      LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, kernel_nargs(E->P), 0));
+      LLVMAddFunction(E->m, name, LLVMFunctionType(E->voidt, types, kernel_nargs(E), 0));
   LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
   fn_attr(E, fn, "nounwind");
   kernel_params(E, fn);
@@ -1278,6 +1290,7 @@ static void build_gpu(bc *E, const char *name) {
                                      LLVMConstInt(E->i64, 1, 0), "");
     blk = LLVMBuildSub(E->b, last, blk, "blk.rev");
   }
+  LLVMValueRef run = blk; /* the block this one runs, across the digits */
   blk = set_digit(E, blk);
   if (E->mma) {
     build_mma_body(E, tid, blk);
@@ -1287,6 +1300,12 @@ static void build_gpu(bc *E, const char *name) {
     emit_phase0(E, tid);
     LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
     phase1_compute(E, &S);
+  }
+  if (E->P->sig.on) { /* convsync: after the last store, counted in its digit */
+    SP_ASSERT(E->P->sig.need == E->digit_blocks);
+    lw_cnt C = {.c = E->c, .m = E->m, .b = E->b, .fn = fn, .own = E->own,
+                .barrier_fn = E->barrier_fn, .barrier_ty = E->barrier_ty};
+    lw_cnt_sync_signal(&C, &E->P->sig, tid, run);
   }
   LLVMBuildRetVoid(E->b);
   LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
@@ -1308,7 +1327,7 @@ static void build_gpu(bc *E, const char *name) {
 
 static void build_host(bc *E, const char *name) {
   /* the kernel's arguments, then (i64 begin, i64 end, ptr shared) */
-  unsigned na = kernel_nargs(E->P);
+  unsigned na = kernel_nargs(E);
   LLVMTypeRef types[8 + LW_BCONV_MAX_DIGITS];
   kernel_types(E, types);
   types[na] = types[na + 1] = E->i64;

@@ -26,6 +26,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "lower/counters.h"
 #include "lower/lw_llvm.h"
 #include "nvptx/nvptx.h"
 
@@ -110,6 +111,12 @@ typedef struct lw_bconv_plan {
    * the next step reads, while they are still in the L2; set for a step
    * program by anchor_gpu.c (bconv_reversed) */
   int rev;
+  /* GPU, sm_90: its blocks count themselves done per digit (convsync:
+   * counters.h, mixsteps_ipsync.c), for a forward NTT whose blocks wait
+   * for their digit only; the kernel then takes LW_ARG_OWN last. Set for a
+   * step program by the planner; off on targets without dependent
+   * launches (lw_bconv_for_target). */
+  lw_sync sig;
 } lw_bconv_plan;
 
 /* The launch facts of the form p builds for the GPU. */

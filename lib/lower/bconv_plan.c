@@ -215,6 +215,7 @@ void lw_bconv_launch(const lw_bconv_plan *p, uint32_t *blocks, uint32_t *threads
 
 void lw_bconv_for_target(lw_bconv_plan *p, const nv_target *t) {
   if (!nv_target_has_mma_u8(t)) p->mma = 0;
+  if (!nv_target_has_pdl(t)) p->sig.on = 0; /* convsync: dependent launches' */
 }
 
 /* ---------------------------------------------------------- the tuning */

@@ -1,6 +1,7 @@
 /* mixsteps_ipsync.c: ipsync, the step after a reduce kernel waiting for the
- * rows of the sum it reads, not for the whole kernel (ntt_emit_sync.c
- * emits the counters).
+ * rows of the sum it reads, not for the whole kernel, and convsync, a
+ * forward NTT waiting for the digits of the conversion before it one by
+ * one (counters.h has the scheme, ntt_emit_sync.c and bconv.c emit it).
  *
  * After ipfuse (mixsteps_ipfuse.c) a key switch's batched forward NTT ends
  * in a reduce kernel that stores the inner product S; moddown's first step
@@ -27,11 +28,25 @@
  * kernel's total count before it ends, so every kernel after it finds the
  * reduce kernel done as before.
  *
- * Off by default (ntt_plan ipsync=1 turns it on): written in a session
- * without the GPU (2026-12-04), it is checked on the host (plans, PTX,
- * arguments, the words of the host path, which has no counters) but has
- * not run on the H200 yet; bench/ipsync-round.sh is the round that
- * checks and measures it there. */
+ * convsync, the same for the edge before: a key switch's digits are
+ * converted in one launch (bconvbatch), the batched forward NTT after it
+ * reading each digit's rows; its first kernel's block of a row needs only
+ * that row's digit, done once the conversion's blocks of that digit are.
+ * So the conversion counts its blocks per digit and the NTT's first kernel
+ * waits for its row's digit, running the digits in the order the
+ * conversion finishes them (its block order reversed with the
+ * conversion's, anchor_gpu.c). The edge was worth 3-4 us of the r32 key
+ * switch in the ablation (docs/ckks.md, "The waits between kernels").
+ * Every digit is waited for by some block, so the first kernel's
+ * completion implies the conversion's; the second kernel reads its
+ * epilogue inputs before its wait, while the conversion may still run:
+ * none may be what the conversion writes.
+ *
+ * Both off by default (ntt_plan ipsync=1, convsync=1 turn them on):
+ * written in sessions without the GPU (2026-12-04, 2026-12-05), they are
+ * checked on the host (plans, PTX, arguments, the words of the host path,
+ * which has no counters) but have not run on the H200 yet;
+ * bench/sync-round.sh is the round that checks and measures them. */
 #include "lower/mixsteps.h"
 
 /* Whether step s writes buffer b (its NTT's own buffer or an epilogue's
@@ -74,7 +89,7 @@ static int syncable(const an_step *s, int64_t *row0) {
   const lw_ntt_plan *p = &s->plan, *np = &n->plan;
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chain || s->chained || !n->is_ntt ||
       n->chain || n->chained || n->nepi || np->lift || np->dst_offset ||
-      np->k[0].cluster || np->sync_role || p->sync_role || p->batch_rows != p->rows ||
+      np->k[0].cluster || np->wait.on || p->sig.on || p->batch_rows != p->rows ||
       p->reduce_members <= 0 || p->reduce_rows <= 0 || !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
   /* both dependent launches: without, the next step starts after the
@@ -88,8 +103,7 @@ static int syncable(const an_step *s, int64_t *row0) {
   return lw_ntt_reads_sum_rows(np, p->reduce_rows, *row0) && prologue_fits(s, n, *row0);
 }
 
-void lw_mix_sync_steps(an_build *B) {
-  if (B->tune.ipsync <= 0) return; /* off by default until measured: docs/ckks.md */
+static void ipsync_steps(an_build *B) {
   an_plan *p = B->p;
   for (int i = 0; i + 1 < p->nsteps; i++) {
     an_step *s = &p->steps[i];
@@ -97,13 +111,76 @@ void lw_mix_sync_steps(an_build *B) {
     if (!syncable(s, &row0)) continue;
     lw_ntt_plan *rp = &s->plan, *np = &s[1].plan;
     const lw_ntt_kplan *rk = &rp->k[rp->nkernels - 1];
-    rp->sync_role = 1, np->sync_role = 2;
-    rp->sync_id = np->sync_id = i;
-    rp->sync_row0 = np->sync_row0 = row0;
-    rp->sync_rows = np->sync_rows = np->rows;
-    /* one polynomial: the reduce kernel's blocks per output row */
-    rp->sync_need = np->sync_need = rk->blocks / rp->reduce_rows;
-    rp->sync_total = np->sync_total = rk->blocks;
     SP_ASSERT(rk->blocks % rp->reduce_rows == 0);
+    /* one polynomial: the reduce kernel's blocks per output row */
+    lw_sync c = {.on = 1, .id = i, .row0 = row0, .rows = np->rows, .div = 1,
+                 .need = rk->blocks / rp->reduce_rows, .total = rk->blocks};
+    rp->sig = np->wait = c;
   }
+}
+
+/* ------------------------------------------------------------ convsync */
+
+/* The GPU form's blocks per digit and in all (lw_bconv_launch's). */
+static void conv_blocks(const lw_bconv_plan *bp, int64_t *per_digit, int64_t *all) {
+  *per_digit = bp->mma > 0 ? bp->mma_digit_blocks : bp->digit_blocks;
+  *all = bp->mma > 0 ? bp->mma_blocks : bp->blocks;
+}
+
+/* Whether digit d of conversion bp writes the dense rows [d m, (d + 1) m)
+ * of one buffer (from the first digit's offset). */
+static int digits_dense(const lw_bconv_plan *bp) {
+  int64_t len = INT64_C(1) << bp->log_n;
+  for (int d = 1; d < bp->digits; d++)
+    if (bp->more[d - 1].dst_offset != bp->dst_offset + (int64_t)d * bp->m * len) return 0;
+  return 1;
+}
+
+/* Whether conversion step s and forward NTT step s + 1 can be
+ * synchronised per digit. */
+static int conv_syncable(const an_step *s) {
+  const an_step *n = s + 1;
+  const lw_bconv_plan *bp = &s->bconv;
+  const lw_ntt_plan *np = &n->plan;
+  if (!s->is_bconv || bp->lift || bp->digits < 2 || bp->polys != 1 || !digits_dense(bp) ||
+      !n->is_ntt || n->chained || n->pro_sub || np->lift || np->nkernels != 2 ||
+      np->k[0].cluster || np->wait.on || !np->k[0].entry || !lw_mix_same_buf(n->src, s->dst) ||
+      np->batch_rows != np->rows || np->rows != (int64_t)bp->digits * bp->m ||
+      np->src_offset != bp->dst_offset || !lw_ntt_reads_sum_rows(np, np->rows, 0))
+    return 0;
+  /* its second kernel reads epilogue inputs before its wait, when the
+   * conversion may still run: none written by the conversion, but for its
+   * own transform's buffer (in place: kernel 0's output, which it reads
+   * only after the wait) */
+  for (int t = 0; t < n->nepi; t++)
+    for (int32_t i = 0; i < n->epi_sub[t]->ninputs; i++)
+      if (lw_mix_same_buf(n->epi_in[t][i], s->dst) && !lw_mix_same_buf(n->epi_in[t][i], n->dst))
+        return 0;
+  /* its first kernel writes in place (rows of digits done) or a buffer of
+   * its own, live across the conversion (scratch.c) */
+  if (!lw_mix_same_buf(n->dst, s->dst) && (n->dst.kind != LW_ARG_SCRATCH || lw_step_touches(s, n->dst)))
+    return 0;
+  int64_t per, all;
+  conv_blocks(bp, &per, &all);
+  return per > 0 && all == per * bp->digits;
+}
+
+static void convsync_steps(an_build *B) {
+  an_plan *p = B->p;
+  for (int i = 0; i + 1 < p->nsteps; i++) {
+    an_step *s = &p->steps[i];
+    if (!conv_syncable(s)) continue;
+    int64_t per, all;
+    conv_blocks(&s->bconv, &per, &all);
+    /* rev: set with the conversion's block order (anchor_gpu.c) */
+    lw_sync c = {.on = 1, .id = i, .row0 = 0, .rows = s->bconv.digits, .div = s->bconv.m,
+                 .need = per, .total = all};
+    s->bconv.sig = s[1].plan.wait = c;
+  }
+}
+
+void lw_mix_sync_steps(an_build *B) {
+  /* each off by default until measured: docs/ckks.md */
+  if (B->tune.convsync > 0) convsync_steps(B);
+  if (B->tune.ipsync > 0) ipsync_steps(B);
 }

@@ -29,6 +29,7 @@
 
 #include "ir/ntt.h"
 #include "lower/arith.h"
+#include "lower/counters.h"
 #include "lower/lw_llvm.h"
 #include "nvptx/nvptx.h"
 
@@ -227,19 +228,16 @@ typedef struct lw_ntt_plan {
    * memory anyway. At most reduce_members - 1 (the last member's words
    * are read at once). */
   int reduce_smem;
-  /* ipsync (mixsteps_ipsync.c; GPU, sm_90): sync_role 1 on a reduce plan:
-   * its last kernel runs the blocks of rows [sync_row0, sync_row0 +
-   * sync_rows) of the sum first and counts its blocks done, per row of
-   * those and in all, in the module's counters "fhjit_ipsync<sync_id>"; 2
-   * on the plan of the step after it (reading those rows of every
-   * component of the sum): its kernel 0 starts on a block's row once that
-   * row's count is sync_need, in place of waiting for the whole reduce
-   * kernel, and waits for the total (sync_total) before it ends. Both
-   * kernels then take LW_ARG_OWN (0: the grid-wide wait, no counters).
-   * ntt_emit_sync.c. 0: none (lw_ntt_plan_make). */
-  int sync_role;
-  int sync_id;
-  int64_t sync_row0, sync_rows, sync_need, sync_total;
+  /* Counts between kernels (counters.h, planned by mixsteps_ipsync.c;
+   * GPU, sm_90, dependent launches): sig on a reduce plan (ipsync): its
+   * last kernel runs the blocks of the sum's counted rows first and
+   * counts them; wait: kernel 0 starts a block once the part of the step
+   * before it that its row reads is counted (ipsync: a row of the sum;
+   * convsync: a digit of the conversion), in place of waiting for the
+   * whole kernel, and waits for the total before it ends. Such kernels
+   * take LW_ARG_OWN (0: the grid-wide wait, no counters). ntt_emit_sync.c.
+   * off: on 0 (lw_ntt_plan_make). */
+  lw_sync sig, wait;
 } lw_ntt_plan;
 
 /* Makes plan p's last kernel a reduce kernel (ipfuse, mixsteps.c) over
@@ -356,8 +354,13 @@ typedef struct lw_ntt_tuning {
                    * its own */
   int ipsync;     /* 1: the step after a reduce kernel that reads rows of its sum (moddown's
                    * inverse NTT of the P rows) waits for those rows only, counted per row
-                   * (lw_ntt_plan.sync_role, mixsteps_ipsync.c); 0 (default until measured
-                   * on the H200) for the whole reduce kernel */
+                   * (lw_ntt_plan.sig and .wait, mixsteps_ipsync.c); 0 (default until
+                   * measured on the H200) for the whole reduce kernel */
+  int convsync;   /* 1: a key switch's batched forward NTT after the digits' conversion
+                   * (one launch, bconvbatch) waits for each row's digit only, counted
+                   * per digit, and runs the digits the conversion finishes first first
+                   * (mixsteps_ipsync.c); 0 (default until measured on the H200) for
+                   * the whole conversion */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -366,7 +369,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

@@ -524,7 +524,7 @@ void lw_ntt_for_target(lw_ntt_plan *p, const nv_target *t) {
   }
   if (nv_target_has_pdl(t)) return;
   for (int j = 0; j < 2; j++) p->k[j].pdl = p->k[j].entry = 0;
-  p->sync_role = 0; /* ipsync: a dependent launch's */
+  p->sig.on = p->wait.on = 0; /* counts between kernels: dependent launches' */
 }
 
 void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
@@ -535,7 +535,7 @@ void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
     k->cluster[1] = k->cluster[2] = 1;
     k->shared_bytes = kp->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u);
   }
-  int sync = (p->sync_role == 1 && j == p->nkernels - 1) || (p->sync_role == 2 && j == 0);
+  int sync = (p->sig.on && j == p->nkernels - 1) || (p->wait.on && j == 0);
   if (kp->pdl == 2 || sync) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
 }
 

@@ -77,7 +77,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->bconvbatch = t->epivec = t->provec = -1;
-  t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = -1;
+  t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = -1;
 }
 
@@ -134,6 +134,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"rowplans", {offsetof(lw_ntt_tuning, rowplans)}, 1, 0, 1},
       {"bcrev", {offsetof(lw_ntt_tuning, bcrev)}, 1, 0, 2},
       {"ipsync", {offsetof(lw_ntt_tuning, ipsync)}, 1, 0, 1},
+      {"convsync", {offsetof(lw_ntt_tuning, convsync)}, 1, 0, 1},
       {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
       {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
       {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
@@ -166,7 +167,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;

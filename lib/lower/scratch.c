@@ -30,7 +30,9 @@
  *     writes its destination while the reduce kernel runs: that buffer is
  *     live across the reduce step too (step_refs). It waits for the reduce
  *     kernel's total count before it ends, so the steps after it find every
- *     earlier kernel done as above. L2
+ *     earlier kernel done as above. convsync is the same for a conversion
+ *     and the forward NTT after it, whose first kernel's blocks each wait
+ *     for their digit, every digit by some of them. L2
  *     prefetches issued before the wait (ntt_emit_phase.c, prefetch_source)
  *     are hints that read no data.
  *   So while any kernel of step s touches a buffer, the kernels of steps
@@ -57,9 +59,9 @@ static void step_refs(const an_step *s, void (*f)(void *, an_buf), void *arg) {
     f(arg, s[1].src);
     f(arg, s[1].dst);
   }
-  /* ipsync: the next step writes its buffer while this step's reduce
-   * kernel still runs (mixsteps_ipsync.c) */
-  if (s->is_ntt && s->plan.sync_role == 1) f(arg, s[1].dst);
+  /* ipsync, convsync: the next step writes its buffer while this step's
+   * reduce kernel or conversion still runs (mixsteps_ipsync.c) */
+  if ((s->is_ntt && s->plan.sig.on) || (s->is_bconv && s->bconv.sig.on)) f(arg, s[1].dst);
   f(arg, s->src);
   f(arg, s->dst);
   f(arg, s->tw);

@@ -910,8 +910,8 @@ static int s7_fill(gcase *c, int32_t i, const void *fwd, const void *inv, const 
   return 1;
 }
 
-/* Set by a group whose graph's plan has ipsync counters: s7_case then
- * runs it again as s7_repeat says. */
+/* Set by a group whose graph's plan has counters between kernels (ipsync,
+ * convsync): s7_case then runs it again as s7_repeat says. */
 static int s7_repeats;
 
 /* A compiled case run again (after case_run): 10 launches in a row on the
@@ -1178,7 +1178,9 @@ static fhjit_graph *ipfuse_graph(fhjit_radix radix, const uint64_t *q, int mq, i
  * default at the benchmark shape, always, never), and with moddown's
  * inverse NTT waiting for the reduce kernel per row (ipsync=1, every
  * shape; then launched again, s7_repeat) or for all of it (the
- * default). The
+ * default), and with the batched forward NTT waiting for the digits'
+ * conversion per digit (convsync=1, also with ipsync=1 and the blocks
+ * reversed; launched again too). The
  * plan must name the inner product, or the case would test nothing of
  * the reduce kernel. */
 static void group_ipfuse(int quick) {
@@ -1191,7 +1193,8 @@ static void group_ipfuse(int quick) {
   static const char *const plans[] = {"ipfuse=1", "ipfuse=1,ipacc=1", "ipfuse=1,ipsmem=0",
                                        "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16",
                                        "ipfuse=1,ipchain=1", "ipfuse=1,bcrev=0",
-                                       "ipfuse=1,bcrev=2", "ipfuse=1,ipsync=1"};
+                                       "ipfuse=1,bcrev=2", "ipfuse=1,ipsync=1",
+                                       "ipfuse=1,convsync=1", "ipfuse=1,convsync=1,ipsync=1,bcrev=2"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
       if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
@@ -1234,10 +1237,16 @@ static void group_ipfuse(int quick) {
       /* ipsync=1 (mixsteps_ipsync.c): moddown's inverse NTT waits per
        * row of the sum (in HMult also for the row its prologue reads);
        * not by default. A plan that counts is run again (s7_repeat) */
-      int sync = plan && strstr(plan, "sync: first kernel waits") != NULL;
+      int sync = plan && strstr(plan, "sync: first kernel waits for its row of step") != NULL;
       if (!strstr(plans[pl], "ipsync=1")) check(!sync, "%s: no ipsync", label);
       else if (reduce) check(sync, "%s: moddown's inverse NTT waits per row of the sum", label);
-      s7_repeats = sync;
+      /* convsync=1 (the same file): the batched forward NTT after the
+       * digits' conversion (one launch) waits per digit; not by default */
+      int csync = plan && strstr(plan, "waits for its row's digit") != NULL;
+      if (!strstr(plans[pl], "convsync=1")) check(!csync, "%s: no convsync", label);
+      else if (plan && strstr(plan, " digits: row 0"))
+        check(csync, "%s: the batched forward NTT waits per digit", label);
+      s7_repeats = sync || csync;
       if (reduce) s7_case(g, q, m, n, label);
       s7_repeats = 0;
       fhjit_graph_destroy(g);

@@ -579,7 +579,7 @@ static int last_is_own(const lw_kernel *k) {
  * inverse NTT reads for the step after it (plan text), both kernels take
  * LW_ARG_OWN (described and in the PTX, whose parameters match every
  * kernel's description), the reduce kernel releases the counts
- * (fhjit_ipsync<step>) and the inverse NTT's first kernel polls, fences
+ * (fhjit_sync<step>) and the inverse NTT's first kernel polls, fences
  * and counts itself done; the inverse NTT's destination is live from the
  * reduce step on (scratch.c); the host words unchanged. Not by default,
  * not with ipchain=1 where that applies (the inverse NTT's first kernel
@@ -645,7 +645,7 @@ START_TEST(test_ipsync) {
     char rname[64], cname[64], counters[32];
     snprintf(rname, sizeof rname, "fhjit_ntt%d_n10_k1", rs);
     snprintf(cname, sizeof cname, "fhjit_ntt%d_n10_k0", s1);
-    snprintf(counters, sizeof counters, "fhjit_ipsync%d", rs);
+    snprintf(counters, sizeof counters, "fhjit_sync%d", rs);
     int kr = check_params(&prog, rname), kc = check_params(&prog, cname);
     ck_assert_int_ge(kr, 0);
     ck_assert_int_eq(kc >= 0, !chained); /* ipchain: that kernel runs in the reduce kernel */
@@ -672,6 +672,127 @@ START_TEST(test_ipsync) {
     check_host(&e, g);
   }
   assert_refused(&e, "ipsync=2", "ipsync");
+  s7_env_free(&e);
+}
+END_TEST
+
+/* The step index of the plan line that contains needle (-1: none). */
+static int step_of(const char *text, const char *needle) {
+  const char *at = strstr(text, needle);
+  if (!at) return -1;
+  while (at > text && (strncmp(at, "step ", 5) || at[-1] != '\n')) at--;
+  return at > text ? atoi(at + 5) : -1;
+}
+
+/* The first step of scratch buffer x's live range in plan text. */
+static int scratch_first(const char *text, int x) {
+  char sh[32];
+  snprintf(sh, sizeof sh, "\nscratch %d: ", x);
+  const char *range = strstr(text, sh);
+  ck_assert_ptr_nonnull(range);
+  range = strstr(range, ", steps ");
+  ck_assert_ptr_nonnull(range);
+  return atoi(range + 8);
+}
+
+/* convsync (mixsteps_ipsync.c): a key switch and HMult + relinearise +
+ * rescale at r62 and r32, and two hoisted rotations at r32 (whose batched
+ * forward NTT writes a buffer of its own): with convsync=1 the digits'
+ * conversion (one launch) counts its blocks per digit for the batched
+ * forward NTT after it (plan text), whose first kernel waits for its
+ * row's digit (in digit order; with bcrev=2 the last digit first, the
+ * kernel then reading %nctaid-free reversed blocks); both kernels take
+ * LW_ARG_OWN (described, and in the PTX, whose parameters match every
+ * kernel's description), the conversion releases its counts into
+ * fhjit_sync<step> and the forward NTT's first kernel polls, fences,
+ * counts itself done and keeps griddepcontrol.wait for own = 0; a
+ * forward NTT that does not write in place has its destination live from
+ * the conversion's step on (scratch.c); with ipsync=1 beside it both
+ * edges are counted, in counters of their own; nothing before sm_90; the
+ * host words unchanged. Not by default, and convsync=2 is refused. */
+START_TEST(test_convsync) {
+  TU_SAMPLED(_i); /* under ASan: the r62 key switch and the hoisted rotations */
+  env e;
+  fhjit_radix radix = _i == 0 || _i == 2 ? FHJIT_R62 : FHJIT_R32;
+  int op = _i / 2; /* 0 key switch, 1 HMult, (_i 4) 2 hoisted rotations */
+  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
+  s7_env_init(&e, radix, 8, 10, 0x1e0 + (uint64_t)_i);
+  static const char *const plans[4] = {"ipfuse=1", "ipfuse=1,convsync=1", "ipfuse=1,convsync=1,bcrev=2",
+                                       "ipfuse=1,convsync=1,ipsync=1"};
+  for (int mode = 0; mode < 4; mode++) {
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
+    fhjit_graph *g = s7_graph(&e, "convsync", 2, 1);
+    fhjit_value k = key(&e, g, &s, "k");
+    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
+    if (op == 2) {
+      int64_t ks[2] = {5, 2 * e.n - 1};
+      fhjit_value keys[2] = {k, k}, res[2];
+      ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, poly(&e, g, &s, "a", 2), 2, ks, keys, fwd, inv, res), FHJIT_OK);
+      out(&e, g, res[0], "h5");
+      out(&e, g, res[1], "hconj");
+    } else {
+      fhjit_value r = op == 0 ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
+                              : fhjit_ckks_mul_relin_rescale(g, poly(&e, g, &s, "a", 2),
+                                                             poly(&e, g, &s, "b", 2), k, fwd, inv);
+      out(&e, g, r, NULL);
+    }
+    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
+    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
+    int on = mode > 0, rev = mode == 2;
+    ck_assert_msg(count_of(text, "  sync: its blocks counted per digit") == on &&
+                      count_of(text, "  sync: first kernel waits for its row's digit") == on &&
+                      count_of(text, "the last digit first") == rev,
+                  "mode %d:\n%s", mode, text);
+    ck_assert_int_eq(count_of(text, "  sync: rows "), mode == 3 && op < 2);
+    int cs = step_of(text, " digits: row 0"), fs = cs + 1;
+    ck_assert_msg(cs >= 0, "no batched conversion:\n%s", text);
+    char head[32];
+    snprintf(head, sizeof head, "step %d: ntt_fwd", fs);
+    const char *ln = strstr(text, head);
+    ck_assert_msg(ln != NULL, "step %d is no forward NTT:\n%s", fs, text);
+    if (on)
+      ck_assert_msg(step_of(text, "counted per digit") == cs && step_of(text, "waits for its row's digit") == fs,
+                    "mode %d:\n%s", mode, text);
+    /* not in place (hoisted): the destination live from the conversion */
+    const char *arrow = strstr(ln, "-> scratch ");
+    const char *eol = strchr(ln, '\n');
+    ck_assert_int_eq(arrow != NULL && arrow < eol, op == 2);
+    if (op == 2) ck_assert_int_eq(scratch_first(text, atoi(arrow + 11)), on ? cs : fs);
+    lw_program prog, desc;
+    ck_assert_msg(lw_compile_ptx(g, "sm_90", &prog) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+    ck_assert_msg(lw_describe_program(g, "sm_90", &desc) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+    ck_assert_int_eq(prog.nkernels, desc.nkernels);
+    for (int32_t j = 0; j < prog.nkernels; j++) ck_assert_int_eq(prog.kernels[j].nargs, desc.kernels[j].nargs);
+    char bname[64], fname[64], counters[32];
+    snprintf(bname, sizeof bname, "fhjit_bconv%d", cs);
+    snprintf(fname, sizeof fname, "fhjit_ntt%d_n10_k0", fs);
+    snprintf(counters, sizeof counters, "fhjit_sync%d[", cs);
+    int kb = check_params(&prog, bname), kf = check_params(&prog, fname);
+    ck_assert_int_ge(kb, 0);
+    ck_assert_int_ge(kf, 0);
+    ck_assert_int_eq(last_is_own(&prog.kernels[kb]), on);
+    ck_assert_int_eq(last_is_own(&prog.kernels[kf]), on);
+    ck_assert_int_eq(strstr(prog.ptx, counters) != NULL, on);
+    counters[strlen(counters) - 1] = 0;
+    size_t bl, fl;
+    const char *bt = entry_text(prog.ptx, bname, &bl);
+    ck_assert_int_eq(has(bt, bl, counters), on);
+    ck_assert_int_eq(has(bt, bl, "red.release.gpu.global.add.u32"), on);
+    const char *ft = entry_text(prog.ptx, fname, &fl);
+    ck_assert_int_eq(has(ft, fl, counters), on);
+    ck_assert_int_eq(has(ft, fl, "ld.relaxed.gpu.global.u32"), on);
+    ck_assert_int_eq(has(ft, fl, "fence.acq_rel.gpu"), on);
+    ck_assert_int_eq(has(ft, fl, "atom.relaxed.gpu.global.add.u32"), on);
+    ck_assert(has(ft, fl, "griddepcontrol.wait")); /* own = 0 */
+    lw_program_free(&prog);
+    lw_program_free(&desc);
+    const char *old = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_80");
+    ck_assert_msg(old != NULL, "%s", fhjit_last_error(e.ctx));
+    ck_assert_int_eq(count_of(old, "sync: "), 0);
+    check_host(&e, g);
+  }
+  assert_refused(&e, "convsync=2", "convsync");
   s7_env_free(&e);
 }
 END_TEST
@@ -1175,6 +1296,7 @@ Suite *ks_fusion_suite(void) {
   tcase_add_loop_test(t, test_ipfuse_not, 0, 2);
   tcase_add_loop_test(t, test_bcrev, 0, 2);
   tcase_add_loop_test(t, test_ipsync, 0, 6);
+  tcase_add_loop_test(t, test_convsync, 0, 5);
   tcase_add_loop_test(t, test_ipacc_shapes, 0, 8);
   tcase_add_loop_test(t, test_bconv_batch, 0, 2 * NIPCASES);
   suite_add_tcase(s, t);
