@@ -354,13 +354,13 @@ typedef struct lw_ntt_tuning {
                    * its own */
   int ipsync;     /* 1: the step after a reduce kernel that reads rows of its sum (moddown's
                    * inverse NTT of the P rows) waits for those rows only, counted per row
-                   * (lw_ntt_plan.sig and .wait, mixsteps_ipsync.c); 0 (default until
-                   * measured on the H200) for the whole reduce kernel */
+                   * (lw_ntt_plan.sig and .wait, mixsteps_ipsync.c); 0 (default: measured
+                   * 4 us slower on the H200) for the whole reduce kernel */
   int convsync;   /* 1: a key switch's batched forward NTT after the digits' conversion
                    * (one launch, bconvbatch) waits for each row's digit only, counted
                    * per digit, and runs the digits the conversion finishes first first
-                   * (mixsteps_ipsync.c); 0 (default until measured on the H200) for
-                   * the whole conversion */
+                   * (mixsteps_ipsync.c); 0 (default: measured 4 us slower on the H200)
+                   * for the whole conversion */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
