@@ -60,6 +60,16 @@ void lw_grid_dep(LLVMContextRef c, LLVMBuilderRef b, const char *text) {
   LLVMBuildCall2(b, fty, fn, NULL, 0, "");
 }
 
+LLVMValueRef lw_asm(LLVMBuilderRef b, LLVMTypeRef ret, const char *text, const char *cons,
+                    LLVMValueRef *args, unsigned n) {
+  LLVMTypeRef at[4];
+  for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
+  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
+                                     LLVMInlineAsmDialectATT, 0);
+  return LLVMBuildCall2(b, fty, fn, args, n, "");
+}
+
 void lw_dependent_entry(LLVMContextRef c, LLVMBuilderRef b) {
   lw_grid_dep(c, b, "griddepcontrol.wait;");
   lw_grid_dep(c, b, "griddepcontrol.launch_dependents;");

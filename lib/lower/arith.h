@@ -76,6 +76,10 @@ LLVMValueRef lw_intrinsic0(LLVMContextRef c, LLVMModuleRef m, LLVMBuilderRef b,
  * or "griddepcontrol.launch_dependents;") at b's position: inline PTX with
  * side effects and a memory clobber, so that no data access moves across it. */
 void lw_grid_dep(LLVMContextRef c, LLVMBuilderRef b, const char *text);
+/* A call at b's position of inline PTX `text` with side effects
+ * (constraints cons) on args[0 .. n), n <= 4, returning ret. */
+LLVMValueRef lw_asm(LLVMBuilderRef b, LLVMTypeRef ret, const char *text, const char *cons,
+                    LLVMValueRef *args, unsigned n);
 /* A kernel's entry as a dependent launch (its description's LW_KERNEL_PDL;
  * anchor_gpu.c for a step program's conversion and pointwise kernels): it
  * waits for the stream's previous kernel before any access, then lets the

@@ -2,8 +2,8 @@
  * scheme): the counter arrays, the PTX of their accesses, the wait, and
  * lw_sync's producer and waiter parts. */
 #include <stdio.h>
-#include <string.h>
 
+#include "lower/arith.h"
 #include "lower/counters.h"
 
 static LLVMTypeRef i32_of(const lw_cnt *C) { return LLVMInt32TypeInContext(C->c); }
@@ -11,16 +11,10 @@ static LLVMTypeRef i64_of(const lw_cnt *C) { return LLVMInt64TypeInContext(C->c)
 static LLVMValueRef k32(const lw_cnt *C, uint64_t v) { return LLVMConstInt(i32_of(C), v, 0); }
 static LLVMValueRef k64(const lw_cnt *C, uint64_t v) { return LLVMConstInt(i64_of(C), v, 0); }
 
-/* A call of inline PTX `text` with side effects (constraints cons) on
- * args[0 .. n), n <= 2, returning ret. */
+/* A call of inline PTX `text` with side effects (arith.c's lw_asm). */
 static LLVMValueRef ptx(const lw_cnt *C, LLVMTypeRef ret, const char *text, const char *cons,
                         LLVMValueRef *args, unsigned n) {
-  LLVMTypeRef at[2];
-  for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
-  LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(C->b, fty, fn, args, n, "");
+  return lw_asm(C->b, ret, text, cons, args, n);
 }
 
 static LLVMValueRef ptx_void(const lw_cnt *C, const char *text, const char *cons,

@@ -168,12 +168,7 @@ static inline LLVMValueRef add_const64(ne *E, LLVMValueRef x, uint64_t c) {
  * n), n <= 4, returning ret. */
 static inline LLVMValueRef asm_call(ne *E, LLVMTypeRef ret, const char *text, const char *cons,
                                     LLVMValueRef *args, unsigned n) {
-  LLVMTypeRef at[4];
-  for (unsigned i = 0; i < n; i++) at[i] = LLVMTypeOf(args[i]);
-  LLVMTypeRef fty = LLVMFunctionType(ret, at, n, 0);
-  LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0,
-                                     LLVMInlineAsmDialectATT, 0);
-  return LLVMBuildCall2(E->b, fty, fn, args, n, "");
+  return lw_asm(E->b, ret, text, cons, args, n);
 }
 
 /* ntt_emit.c: the kernels' arguments and host functions */

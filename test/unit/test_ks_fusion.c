@@ -572,6 +572,109 @@ static int last_is_own(const lw_kernel *k) {
   return k->nargs > 0 && k->args[k->nargs - 1].kind == LW_ARG_OWN;
 }
 
+/* g's sm_90 program compiled into *prog, its kernels and their argument
+ * counts those of its description. */
+static void compile_described(env *e, fhjit_graph *g, lw_program *prog) {
+  lw_program desc;
+  ck_assert_msg(lw_compile_ptx(g, "sm_90", prog) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
+  ck_assert_msg(lw_describe_program(g, "sm_90", &desc) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
+  ck_assert_int_eq(prog->nkernels, desc.nkernels);
+  for (int32_t j = 0; j < prog->nkernels; j++) ck_assert_int_eq(prog->kernels[j].nargs, desc.kernels[j].nargs);
+  lw_program_free(&desc);
+}
+
+/* Kernel k (`name`) of prog with counts between kernels iff on: it takes
+ * LW_ARG_OWN last and names the counters; a counting kernel releases
+ * into them, a waiting one polls, fences and counts itself done, and
+ * keeps griddepcontrol.wait (own = 0) either way. */
+static void check_counts(const lw_program *prog, int k, const char *name, const char *counters,
+                         int on, int waits) {
+  size_t len;
+  const char *t = entry_text(prog->ptx, name, &len);
+  ck_assert_int_eq(last_is_own(&prog->kernels[k]), on);
+  ck_assert_int_eq(has(t, len, counters), on);
+  if (!waits) {
+    ck_assert_int_eq(has(t, len, "red.release.gpu.global.add.u32"), on);
+    return;
+  }
+  ck_assert_int_eq(has(t, len, "ld.relaxed.gpu.global.u32"), on);
+  ck_assert_int_eq(has(t, len, "fence.acq_rel.gpu"), on);
+  ck_assert_int_eq(has(t, len, "atom.relaxed.gpu.global.add.u32"), on);
+  ck_assert(has(t, len, "griddepcontrol.wait"));
+}
+
+/* The step index of the plan line that contains needle (-1: none). */
+static int step_of(const char *text, const char *needle) {
+  const char *at = strstr(text, needle);
+  if (!at) return -1;
+  while (at > text && (strncmp(at, "step ", 5) || at[-1] != '\n')) at--;
+  return at > text ? atoi(at + 5) : -1;
+}
+
+/* The first step of scratch buffer x's live range in plan text. */
+static int scratch_first(const char *text, int x) {
+  char sh[32];
+  snprintf(sh, sizeof sh, "\nscratch %d: ", x);
+  const char *range = strstr(text, sh);
+  ck_assert_ptr_nonnull(range);
+  range = strstr(range, ", steps ");
+  ck_assert_ptr_nonnull(range);
+  return atoi(range + 8);
+}
+
+/* The producer `pname` and the waiting kernel `wname` (present iff
+ * waiter) of the counters fhjit_sync<id> in prog, with counts iff on (the
+ * counters' array declared then); both kernels' parameters match their
+ * descriptions. */
+static void check_pair(const lw_program *prog, const char *pname, const char *wname, int id,
+                       int on, int waiter) {
+  char counters[32];
+  snprintf(counters, sizeof counters, "fhjit_sync%d[", id);
+  ck_assert_int_eq(strstr(prog->ptx, counters) != NULL, on);
+  counters[strlen(counters) - 1] = 0;
+  int kp = check_params(prog, pname), kw = check_params(prog, wname);
+  ck_assert_int_ge(kp, 0);
+  ck_assert_int_eq(kw >= 0, waiter);
+  check_counts(prog, kp, pname, counters, on, 0);
+  if (kw >= 0) check_counts(prog, kw, wname, counters, on, 1);
+}
+
+/* A bound graph "name" of CKKS operation op on e's chain (Q 6 + P 2,
+ * digits of 1, N = 1024): 0 a key switch, 1 rotate(5), 2 HMult + relin +
+ * rescale, 3 two hoisted rotations; *text its sm_90 plan. */
+static fhjit_graph *ckks_op_graph(env *e, fhjit_radix radix, const char *name, int op, const char **text) {
+  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
+  fhjit_graph *g = s7_graph(e, name, 2, 1);
+  fhjit_value k = key(e, g, &s, "k");
+  fhjit_value fwd = s7_twiddles(e, g, "fwd"), inv = s7_twiddles(e, g, "inv");
+  if (op == 3) {
+    int64_t ks[2] = {5, 2 * e->n - 1};
+    fhjit_value keys[2] = {k, k}, res[2];
+    ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, poly(e, g, &s, "a", 2), 2, ks, keys, fwd, inv, res), FHJIT_OK);
+    out(e, g, res[0], "h5");
+    out(e, g, res[1], "hconj");
+  } else {
+    fhjit_value r = op == 0   ? fhjit_keyswitch(g, poly(e, g, &s, "d", 0), k, fwd, inv)
+                    : op == 1 ? fhjit_ckks_rotate(g, poly(e, g, &s, "a", 2), 5, k, fwd, inv)
+                              : fhjit_ckks_mul_relin_rescale(g, poly(e, g, &s, "a", 2),
+                                                             poly(e, g, &s, "b", 2), k, fwd, inv);
+    out(e, g, r, NULL);
+  }
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e->ctx));
+  *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+  ck_assert_msg(*text != NULL, "%s", fhjit_last_error(e->ctx));
+  return g;
+}
+
+/* Before sm_90 (no dependent launches) g's plan counts nothing; its host
+ * words match the interpreter's. */
+static void check_old_and_host(env *e, fhjit_graph *g) {
+  const char *old = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_80");
+  ck_assert_msg(old != NULL, "%s", fhjit_last_error(e->ctx));
+  ck_assert_int_eq(count_of(old, "sync: "), 0);
+  check_host(e, g);
+}
+
 /* ipsync (mixsteps_ipsync.c), a key switch, a rotation and HMult +
  * relinearise + rescale (whose inverse NTT's prologue reads the sum's
  * last Q row, counted with P's), both radices:
@@ -590,22 +693,12 @@ START_TEST(test_ipsync) {
   env e;
   fhjit_radix radix = _i < 3 ? FHJIT_R62 : FHJIT_R32;
   int op = (_i + 2 * (_i / 3)) % 3; /* 0 key switch, 1 rotation, 2 HMult */
-  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
   s7_env_init(&e, radix, 8, 10, 0x1d0 + (uint64_t)_i);
   static const char *const plans[3] = {"ipfuse=1", "ipfuse=1,ipsync=1", "ipfuse=1,ipsync=1,ipchain=1"};
   for (int mode = 0; mode < 3; mode++) {
     ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
-    fhjit_graph *g = s7_graph(&e, "ipsync", 2, 1);
-    fhjit_value k = key(&e, g, &s, "k");
-    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
-    fhjit_value r = op == 0   ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
-                    : op == 1 ? fhjit_ckks_rotate(g, poly(&e, g, &s, "a", 2), 5, k, fwd, inv)
-                              : fhjit_ckks_mul_relin_rescale(g, poly(&e, g, &s, "a", 2),
-                                                             poly(&e, g, &s, "b", 2), k, fwd, inv);
-    out(&e, g, r, NULL);
-    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
-    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
-    ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
+    const char *text;
+    fhjit_graph *g = ckks_op_graph(&e, radix, "ipsync", op, &text);
     ck_assert_msg(count_of(text, "inner product of") == 1, "mode %d:\n%s", mode, text);
     /* ipchain applies to the key switch and the rotation, not to HMult
      * (moddown's inverse NTT has a prologue there): it then syncs */
@@ -630,70 +723,22 @@ START_TEST(test_ipsync) {
       ck_assert_msg(ln != NULL, "mode %d: step %d is no inverse NTT:\n%s", mode, s1, text);
       const char *arrow = strstr(ln, "-> scratch ");
       ck_assert_ptr_nonnull(arrow);
-      int x = atoi(arrow + 11);
-      char sh[32];
-      snprintf(sh, sizeof sh, "\nscratch %d: ", x);
-      const char *range = strstr(strstr(text, sh), ", steps ");
-      ck_assert_ptr_nonnull(range);
-      ck_assert_msg(atoi(range + 8) == (on ? rs : s1), "mode %d: scratch %d:\n%s", mode, x, text);
+      ck_assert_msg(scratch_first(text, atoi(arrow + 11)) == (on ? rs : s1), "mode %d:\n%s", mode, text);
     }
-    lw_program prog, desc;
-    ck_assert_msg(lw_compile_ptx(g, "sm_90", &prog) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
-    ck_assert_msg(lw_describe_program(g, "sm_90", &desc) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
-    ck_assert_int_eq(prog.nkernels, desc.nkernels);
-    for (int32_t j = 0; j < prog.nkernels; j++) ck_assert_int_eq(prog.kernels[j].nargs, desc.kernels[j].nargs);
-    char rname[64], cname[64], counters[32];
+    lw_program prog;
+    compile_described(&e, g, &prog);
+    char rname[64], cname[64];
     snprintf(rname, sizeof rname, "fhjit_ntt%d_n10_k1", rs);
     snprintf(cname, sizeof cname, "fhjit_ntt%d_n10_k0", s1);
-    snprintf(counters, sizeof counters, "fhjit_sync%d", rs);
-    int kr = check_params(&prog, rname), kc = check_params(&prog, cname);
-    ck_assert_int_ge(kr, 0);
-    ck_assert_int_eq(kc >= 0, !chained); /* ipchain: that kernel runs in the reduce kernel */
-    ck_assert_int_eq(last_is_own(&prog.kernels[kr]), on);
-    size_t rl, cl;
-    const char *rt = entry_text(prog.ptx, rname, &rl);
-    ck_assert_int_eq(has(rt, rl, counters), on);
-    ck_assert_int_eq(has(rt, rl, "red.release.gpu.global.add.u32"), on);
-    if (kc >= 0) {
-      ck_assert_int_eq(last_is_own(&prog.kernels[kc]), on);
-      const char *ct = entry_text(prog.ptx, cname, &cl);
-      ck_assert_int_eq(has(ct, cl, counters), on);
-      ck_assert_int_eq(has(ct, cl, "ld.relaxed.gpu.global.u32"), on);
-      ck_assert_int_eq(has(ct, cl, "fence.acq_rel.gpu"), on);
-      ck_assert_int_eq(has(ct, cl, "atom.relaxed.gpu.global.add.u32"), on);
-      ck_assert(has(ct, cl, "griddepcontrol.wait")); /* own = 0 */
-    }
+    /* ipchain: the inverse NTT's first kernel runs in the reduce kernel */
+    check_pair(&prog, rname, cname, rs, on, !chained);
     lw_program_free(&prog);
-    lw_program_free(&desc);
-    /* before sm_90 (no dependent launches) there is nothing to count */
-    const char *old = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_80");
-    ck_assert_msg(old != NULL, "%s", fhjit_last_error(e.ctx));
-    ck_assert_int_eq(count_of(old, "sync: "), 0);
-    check_host(&e, g);
+    check_old_and_host(&e, g);
   }
   assert_refused(&e, "ipsync=2", "ipsync");
   s7_env_free(&e);
 }
 END_TEST
-
-/* The step index of the plan line that contains needle (-1: none). */
-static int step_of(const char *text, const char *needle) {
-  const char *at = strstr(text, needle);
-  if (!at) return -1;
-  while (at > text && (strncmp(at, "step ", 5) || at[-1] != '\n')) at--;
-  return at > text ? atoi(at + 5) : -1;
-}
-
-/* The first step of scratch buffer x's live range in plan text. */
-static int scratch_first(const char *text, int x) {
-  char sh[32];
-  snprintf(sh, sizeof sh, "\nscratch %d: ", x);
-  const char *range = strstr(text, sh);
-  ck_assert_ptr_nonnull(range);
-  range = strstr(range, ", steps ");
-  ck_assert_ptr_nonnull(range);
-  return atoi(range + 8);
-}
 
 /* convsync (mixsteps_ipsync.c): a key switch and HMult + relinearise +
  * rescale at r62 and r32, and two hoisted rotations at r32 (whose batched
@@ -714,37 +759,21 @@ START_TEST(test_convsync) {
   TU_SAMPLED(_i); /* under ASan: the r62 key switch and the hoisted rotations */
   env e;
   fhjit_radix radix = _i == 0 || _i == 2 ? FHJIT_R62 : FHJIT_R32;
-  int op = _i / 2; /* 0 key switch, 1 HMult, (_i 4) 2 hoisted rotations */
-  const shape s = {radix, 8, 2, 1, 10, 6, NULL};
+  static const int ops[5] = {0, 0, 2, 2, 3}; /* ckks_op_graph's */
+  int op = ops[_i];
   s7_env_init(&e, radix, 8, 10, 0x1e0 + (uint64_t)_i);
   static const char *const plans[4] = {"ipfuse=1", "ipfuse=1,convsync=1", "ipfuse=1,convsync=1,bcrev=2",
                                        "ipfuse=1,convsync=1,ipsync=1"};
   for (int mode = 0; mode < 4; mode++) {
     ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plans[mode]), FHJIT_OK);
-    fhjit_graph *g = s7_graph(&e, "convsync", 2, 1);
-    fhjit_value k = key(&e, g, &s, "k");
-    fhjit_value fwd = s7_twiddles(&e, g, "fwd"), inv = s7_twiddles(&e, g, "inv");
-    if (op == 2) {
-      int64_t ks[2] = {5, 2 * e.n - 1};
-      fhjit_value keys[2] = {k, k}, res[2];
-      ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, poly(&e, g, &s, "a", 2), 2, ks, keys, fwd, inv, res), FHJIT_OK);
-      out(&e, g, res[0], "h5");
-      out(&e, g, res[1], "hconj");
-    } else {
-      fhjit_value r = op == 0 ? fhjit_keyswitch(g, poly(&e, g, &s, "d", 0), k, fwd, inv)
-                              : fhjit_ckks_mul_relin_rescale(g, poly(&e, g, &s, "a", 2),
-                                                             poly(&e, g, &s, "b", 2), k, fwd, inv);
-      out(&e, g, r, NULL);
-    }
-    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
-    const char *text = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
-    ck_assert_msg(text != NULL, "%s", fhjit_last_error(e.ctx));
+    const char *text;
+    fhjit_graph *g = ckks_op_graph(&e, radix, "convsync", op, &text);
     int on = mode > 0, rev = mode == 2;
     ck_assert_msg(count_of(text, "  sync: its blocks counted per digit") == on &&
                       count_of(text, "  sync: first kernel waits for its row's digit") == on &&
                       count_of(text, "the last digit first") == rev,
                   "mode %d:\n%s", mode, text);
-    ck_assert_int_eq(count_of(text, "  sync: rows "), mode == 3 && op < 2);
+    ck_assert_int_eq(count_of(text, "  sync: rows "), mode == 3 && op != 3);
     int cs = step_of(text, " digits: row 0"), fs = cs + 1;
     ck_assert_msg(cs >= 0, "no batched conversion:\n%s", text);
     char head[32];
@@ -757,40 +786,16 @@ START_TEST(test_convsync) {
     /* not in place (hoisted): the destination live from the conversion */
     const char *arrow = strstr(ln, "-> scratch ");
     const char *eol = strchr(ln, '\n');
-    ck_assert_int_eq(arrow != NULL && arrow < eol, op == 2);
-    if (op == 2) ck_assert_int_eq(scratch_first(text, atoi(arrow + 11)), on ? cs : fs);
-    lw_program prog, desc;
-    ck_assert_msg(lw_compile_ptx(g, "sm_90", &prog) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
-    ck_assert_msg(lw_describe_program(g, "sm_90", &desc) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
-    ck_assert_int_eq(prog.nkernels, desc.nkernels);
-    for (int32_t j = 0; j < prog.nkernels; j++) ck_assert_int_eq(prog.kernels[j].nargs, desc.kernels[j].nargs);
-    char bname[64], fname[64], counters[32];
+    ck_assert_int_eq(arrow != NULL && arrow < eol, op == 3);
+    if (op == 3) ck_assert_int_eq(scratch_first(text, atoi(arrow + 11)), on ? cs : fs);
+    lw_program prog;
+    compile_described(&e, g, &prog);
+    char bname[64], fname[64];
     snprintf(bname, sizeof bname, "fhjit_bconv%d", cs);
     snprintf(fname, sizeof fname, "fhjit_ntt%d_n10_k0", fs);
-    snprintf(counters, sizeof counters, "fhjit_sync%d[", cs);
-    int kb = check_params(&prog, bname), kf = check_params(&prog, fname);
-    ck_assert_int_ge(kb, 0);
-    ck_assert_int_ge(kf, 0);
-    ck_assert_int_eq(last_is_own(&prog.kernels[kb]), on);
-    ck_assert_int_eq(last_is_own(&prog.kernels[kf]), on);
-    ck_assert_int_eq(strstr(prog.ptx, counters) != NULL, on);
-    counters[strlen(counters) - 1] = 0;
-    size_t bl, fl;
-    const char *bt = entry_text(prog.ptx, bname, &bl);
-    ck_assert_int_eq(has(bt, bl, counters), on);
-    ck_assert_int_eq(has(bt, bl, "red.release.gpu.global.add.u32"), on);
-    const char *ft = entry_text(prog.ptx, fname, &fl);
-    ck_assert_int_eq(has(ft, fl, counters), on);
-    ck_assert_int_eq(has(ft, fl, "ld.relaxed.gpu.global.u32"), on);
-    ck_assert_int_eq(has(ft, fl, "fence.acq_rel.gpu"), on);
-    ck_assert_int_eq(has(ft, fl, "atom.relaxed.gpu.global.add.u32"), on);
-    ck_assert(has(ft, fl, "griddepcontrol.wait")); /* own = 0 */
+    check_pair(&prog, bname, fname, cs, on, 1);
     lw_program_free(&prog);
-    lw_program_free(&desc);
-    const char *old = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_80");
-    ck_assert_msg(old != NULL, "%s", fhjit_last_error(e.ctx));
-    ck_assert_int_eq(count_of(old, "sync: "), 0);
-    check_host(&e, g);
+    check_old_and_host(&e, g);
   }
   assert_refused(&e, "convsync=2", "convsync");
   s7_env_free(&e);
