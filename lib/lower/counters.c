@@ -110,7 +110,7 @@ void lw_cnt_wait(const lw_cnt *C, LLVMValueRef tid, LLVMValueRef (*addr_of)(void
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(C->c, C->fn, "wait.done");
   LLVMBuildCondBr(C->b, lw_cnt_owned(C), rows, grid);
   LLVMPositionBuilderAtEnd(C->b, grid);
-  ptx_void(C, "griddepcontrol.wait;", "~{memory}", NULL, 0);
+  lw_grid_dep(C->c, C->b, "griddepcontrol.wait;");
   LLVMBuildBr(C->b, done);
   LLVMPositionBuilderAtEnd(C->b, rows);
   LLVMBasicBlockRef j0 = lw_cnt_if(C, lw_cnt_is_tid0(C, tid), "wait.t0");

@@ -124,10 +124,12 @@ static void ipsync_steps(an_build *B) {
 
 /* ------------------------------------------------------------ convsync */
 
-/* The GPU form's blocks per digit and in all (lw_bconv_launch's). */
-static void conv_blocks(const lw_bconv_plan *bp, int64_t *per_digit, int64_t *all) {
-  *per_digit = bp->mma > 0 ? bp->mma_digit_blocks : bp->digit_blocks;
-  *all = bp->mma > 0 ? bp->mma_blocks : bp->blocks;
+/* The GPU form's blocks in all (lw_bconv_launch's: digits x the blocks
+ * of one digit). */
+static int64_t conv_blocks(const lw_bconv_plan *bp) {
+  uint32_t blocks, threads, shared;
+  lw_bconv_launch(bp, &blocks, &threads, &shared);
+  return blocks;
 }
 
 /* Whether digit d of conversion bp writes the dense rows [d m, (d + 1) m)
@@ -163,9 +165,7 @@ static int conv_syncable(const an_step *s) {
    * its own, live across the conversion (scratch.c) */
   if (!lw_mix_same_buf(n->dst, s->dst) && (n->dst.kind != LW_ARG_SCRATCH || lw_step_touches(s, n->dst)))
     return 0;
-  int64_t per, all;
-  conv_blocks(bp, &per, &all);
-  return per > 0 && all == per * bp->digits;
+  return conv_blocks(bp) % bp->digits == 0;
 }
 
 static void convsync_steps(an_build *B) {
@@ -173,11 +173,10 @@ static void convsync_steps(an_build *B) {
   for (int i = 0; i + 1 < p->nsteps; i++) {
     an_step *s = &p->steps[i];
     if (!conv_syncable(s)) continue;
-    int64_t per, all;
-    conv_blocks(&s->bconv, &per, &all);
+    int64_t all = conv_blocks(&s->bconv);
     /* rev: set with the conversion's block order (anchor_gpu.c) */
     lw_sync c = {.on = 1, .id = i, .row0 = 0, .rows = s->bconv.digits, .div = s->bconv.m,
-                 .need = per, .total = all};
+                 .need = all / s->bconv.digits, .total = all};
     s->bconv.sig = s[1].plan.wait = c;
   }
 }
