@@ -950,7 +950,8 @@ static int64_t inverse_mod(int64_t k, int64_t m) {
  * word where the formula in 64 bits took about twenty (brev.b64, a 64-bit
  * multiply, 64-bit shifts), which cost an r32 inverse NTT 8% when it read
  * the automorphism in its loads. */
-static LLVMValueRef aut_ntt_source(lw *L, LLVMValueRef o, int64_t N, int64_t k) {
+static LLVMValueRef aut_ntt_source(lw *L, LLVMValueRef o, int64_t N, int64_t k,
+                                   LLVMValueRef *unreversed) {
   LLVMBuilderRef b = L->b;
   int bits = 0;
   while ((INT64_C(1) << bits) < N) bits++;
@@ -959,8 +960,67 @@ static LLVMValueRef aut_ntt_source(lw *L, LLVMValueRef o, int64_t N, int64_t k) 
   LLVMValueRef m = bitrev(L, t, t == L->i32 ? LLVMBuildTrunc(b, o, t, "") : o, bits);
   LLVMValueRef s = LLVMBuildAdd(b, LLVMBuildMul(b, m, LLVMConstInt(t, (uint64_t)k, 0), ""),
                                 LLVMConstInt(t, (uint64_t)((k - 1) / 2), 0), "");
-  s = bitrev(L, t, LLVMBuildAnd(b, s, LLVMConstInt(t, (uint64_t)(N - 1), 0), ""), bits);
+  s = LLVMBuildAnd(b, s, LLVMConstInt(t, (uint64_t)(N - 1), 0), "");
+  if (unreversed) *unreversed = s;
+  s = bitrev(L, t, s, bits);
   return t == L->i32 ? LLVMBuildZExt(b, s, L->i64, "src") : s;
+}
+
+/* The low v bits of j reversed (0 <= j < 2^v). */
+static int brv_small(int j, int v) {
+  int r = 0;
+  for (int i = 0; i < v; i++) r |= ((j >> i) & 1) << (v - 1 - i);
+  return r;
+}
+
+/* The NTT-domain automorphism at V = 2^v consecutive lanes o0 + l, o0 a
+ * multiple of V dividing N: br(o0 + l) = br(o0) + br_v(l) N / V, so the
+ * sources' unreversed indices s_l = s_0 + k br_v(l) N / V mod N differ in
+ * their top v bits only, and the sources are one aligned group of V words
+ * read as one vector (the lane-by-lane form took V scalar loads and V
+ * index computations: an r32 inverse NTT 7% slower with an automorphism
+ * in its prologue). Lane l takes word br_v((t + k br_v(l)) mod V) of the
+ * group, t = the top v bits of s_0: with u[j] = w[br_v(j)], a rotation of
+ * u by t (v stages of V selects), then r[j] = u'[k j mod V] and out[l] =
+ * r[br_v(l)]. 0 when the lanes are not such a group (the caller reads
+ * lane by lane). */
+static int aut_ntt_group(lw *L, const ictx *cx, int64_t N, int64_t k, ictx *group,
+                         LLVMValueRef *t) {
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec, v = 0, bits = 0;
+  while ((1 << v) < V) v++;
+  while ((INT64_C(1) << bits) < N) bits++;
+  if (V < 2 || !cx->contig || cx->uniform || N % V || bits < v) return 0;
+  LLVMValueRef s;
+  LLVMValueRef src = aut_ntt_source(L, to64(L, cx->idx[0]), N, k, &s);
+  LLVMTypeRef st = LLVMTypeOf(s);
+  *t = LLVMBuildLShr(b, s, LLVMConstInt(st, (uint64_t)(bits - v), 0), "aut.t");
+  LLVMValueRef base = LLVMBuildAnd(b, src, ci64(L, ~(int64_t)(V - 1)), "aut.group");
+  if (L->p->idx_bits != 64) base = LLVMBuildTrunc(b, base, L->idxt, "");
+  memset(group, 0, sizeof *group);
+  group->a = 1, group->b = N, group->contig = 1;
+  for (int l = 0; l < V; l++) group->idx[l] = l ? LLVMBuildNUWAdd(b, base, cidx(L, l), "") : base;
+  return 1;
+}
+
+/* out[l] = w[br_v((t + k br_v(l)) mod V)] (aut_ntt_group). */
+static void aut_ntt_permute(lw *L, const LLVMValueRef *w, LLVMValueRef t, int64_t k,
+                            LLVMValueRef *out) {
+  LLVMBuilderRef b = L->b;
+  int V = L->p->vec, v = 0;
+  while ((1 << v) < V) v++;
+  LLVMValueRef u[LW_VMAX], r[LW_VMAX];
+  for (int j = 0; j < V; j++) u[j] = w[brv_small(j, v)];
+  LLVMTypeRef tt = LLVMTypeOf(t);
+  for (int st = 0; st < v; st++) { /* rotate by 2^st when bit st of t is set */
+    LLVMValueRef bit = LLVMBuildICmp(
+        b, LLVMIntNE, LLVMBuildAnd(b, t, LLVMConstInt(tt, (uint64_t)1 << st, 0), ""),
+        LLVMConstInt(tt, 0, 0), "");
+    for (int j = 0; j < V; j++) r[j] = LLVMBuildSelect(b, bit, u[(j + (1 << st)) % V], u[j], "");
+    memcpy(u, r, sizeof *u * (size_t)V);
+  }
+  int64_t kv = k % V;
+  for (int l = 0; l < V; l++) out[l] = u[(kv * brv_small(l, v)) % V];
 }
 
 /* The source index of output o (i64, o < N) of the coefficient-domain
@@ -1014,6 +1074,18 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
     }
     return;
   }
+  ictx group;
+  LLVMValueRef t;
+  if (!coef && aut_ntt_group(L, cx, N, k, &group, &t)) {
+    lw_lanes gl = {.x = &group};
+    fhjit_value s = n->args[0];
+    lw_addr a;
+    LLVMValueRef w[LW_VMAX];
+    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, L->row64, &gl, &a);
+    load_addr(L, &a, name, w);
+    aut_ntt_permute(L, w, t, k, out);
+    return;
+  }
   lw_lanes ln = {.x = NULL};
   LLVMValueRef neg[LW_VMAX] = {0};
   for (int l = 0; l < V; l++) {
@@ -1024,7 +1096,7 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
     if (coef)
       ln.idx[l] = aut_coef_source(L, to64(L, cx->idx[l]), N, k, &neg[l]);
     else
-      ln.idx[l] = aut_ntt_source(L, to64(L, cx->idx[l]), N, k);
+      ln.idx[l] = aut_ntt_source(L, to64(L, cx->idx[l]), N, k, NULL);
   }
   fhjit_value s = n->args[0];
   lw_addr a;

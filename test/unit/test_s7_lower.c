@@ -650,6 +650,66 @@ START_TEST(test_automorphism_staged) {
 }
 END_TEST
 
+/* The low bits bits of x reversed. */
+static int64_t brev_bits(int64_t x, int bits) {
+  int64_t r = 0;
+  for (int i = 0; i < bits; i++) r |= ((x >> i) & 1) << (bits - 1 - i);
+  return r;
+}
+
+/* The NTT-domain automorphism read as one vector per V lanes (lower.c
+ * aut_ntt_group: the V sources of V consecutive outputs are one aligned
+ * group, permuted) for every odd k < 2N, N = 2^2 .. 2^6, V = 1, 2, 4 (the
+ * lane-by-lane form, r62's and r32's vectors): each output word against
+ * SPEC's formula evaluated here, out[j] = x[br((k (2 br(j) + 1) mod 2N -
+ * 1) / 2)] (not the interpreter's code), stored as is and through an
+ * add_lazy with zero (the fused path), on a two-row basis and on a concat
+ * of its row slices (the rows swapped). */
+START_TEST(test_automorphism_ntt_groups) {
+  static const char *const plans[] = {"V=1", "V=2", "V=4"};
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  const char *plan = plans[(_i / 2) % 3];
+  int logn = 2 + (_i / 6) % 5;
+  env e;
+  env_init(&e, radix, logn, 9100 + (uint64_t)_i);
+  int64_t N = e.n;
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "pw_plan", plan), FHJIT_OK);
+  for (int64_t k = 1; k < 2 * N; k += 2)
+    for (int swap = 0; swap < 2; swap++) { /* one basis a kernel: a graph each */
+      static const int32_t swapped[2] = {1, 0};
+      fhjit_graph *g = new_graph(&e, "autg");
+      fhjit_value x = poly(&e, g, "x", 0, 0, NULL, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+      fhjit_value z = poly(&e, g, "z", 0, 0, swap ? swapped : NULL, 2, FHJIT_DOMAIN_NTT,
+                           FHJIT_FORM_MONT);
+      fhjit_value src = swap ? fhjit_concat(g, fhjit_rows(g, x, 1, 1), fhjit_rows(g, x, 0, 1)) : x;
+      fhjit_output(g, fhjit_automorphism(g, src, k), "a");
+      fhjit_output(g, fhjit_add_lazy(g, fhjit_automorphism(g, src, k), z), "az");
+      ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
+      void **in = make_inputs(&e, g, NULL);
+      for (int64_t j = 0; j < 2 * N; j++) wput(&e, in[1], j, 0); /* z = 0: the words as read */
+      void **got = alloc_results(&e, g);
+      ck_assert_msg(fhjit_run_host(g, e.params, e.m, (const void *const *)in, got, 1) == FHJIT_OK,
+                    "run_host: %s", fhjit_last_error(e.ctx));
+      for (int64_t row = 0; row < 2; row++)
+        for (int64_t j = 0; j < N; j++) {
+          int64_t m = (k * (2 * brev_bits(j, logn) + 1)) % (2 * N);
+          int64_t from = brev_bits((m - 1) / 2, logn);
+          uint64_t want = wget(&e, in[0], (swap ? 1 - row : row) * N + from);
+          for (int r = 0; r < 2; r++) {
+            uint64_t w = wget(&e, got[r], row * N + j);
+            ck_assert_msg(w == want, "r%d %s N %lld k %lld swap %d result %d row %lld out %lld: "
+                          "%llu, SPEC %llu (source %lld)", radix == FHJIT_R32 ? 32 : 62, plan,
+                          (long long)N, (long long)k, swap, r, (long long)row, (long long)j,
+                          (unsigned long long)w, (unsigned long long)want, (long long)from);
+          }
+        }
+      free_results(g, got);
+      free_inputs(&e, g, in, NULL);
+    }
+  env_free(&e);
+}
+END_TEST
+
 /* automorphism(automorphism(x, k1), k2) = automorphism(x, k1 k2 mod 2N),
  * the first as two graphs (the first's result the second's input), both on
  * the host path only. */
@@ -766,6 +826,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_rows_concat, 0, 42);
   tcase_add_loop_test(tc, test_automorphism, 0, 64);
   tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
+  tcase_add_loop_test(tc, test_automorphism_ntt_groups, 0, 30);
   tcase_add_loop_test(tc, test_automorphism_staged, 0, 60);
   tcase_add_test(tc, test_materialise_refused);
   tcase_add_test(tc, test_pstride_covers_basis);
