@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# aut-round.sh: the device round for the NTT-domain automorphism's vector
+# loads (lower.c aut_ntt_group). From the repository root on the GPU
+# machine with dist/device carried and OUT set:
+#   bash bench/aut-round.sh checks   # about 5 minutes
+#   bash bench/aut-round.sh bench    # about 5 minutes
+# checks: the GPU test's examples, random, section7 and ckks groups, then
+# section7 and ckks under compute-sanitizer memcheck and section7 under
+# racecheck. bench: the floors, s7_bench over both radices (the
+# automorphism alone and fused into a product and into an NTT, against
+# that kernel alone, same run), ckks_bench --fused-only: r32 key switch,
+# relinearise, rotate(1), 8 hoisted rotations; r62 key switch, rotate(1).
+B=dist/device; export LD_LIBRARY_PATH=$PWD/$B FHJIT_CACHE=0
+echo "commit $(cat $B/COMMIT) $(date -u +%FT%TZ)"
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+T=$B/test/gpu/fhjit_gpu_test
+checks() {
+  timeout 200 $T --only examples,random,section7,ckks > $OUT/gpu.log 2>&1; echo "gpu rc $?"; grep -E "^(PASS|FAIL)" $OUT/gpu.log | tail -6
+  timeout 200 $SAN --tool memcheck $T --only section7,ckks --quick > $OUT/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "^(PASS|FAIL)|ERROR SUMMARY" $OUT/memcheck.log | tail -3
+  timeout 120 $SAN --tool racecheck $T --only section7 --quick > $OUT/racecheck.log 2>&1; echo "racecheck rc $?"; grep -E "^(PASS|FAIL)|RACECHECK SUMMARY|ERROR SUMMARY" $OUT/racecheck.log | tail -3
+}
+bench() {
+  mkdir -p $OUT/s7
+  S7_PROGRAMS= bash bench/s7-run.sh $B $OUT/s7 > $OUT/floors.out 2>&1; echo "floors rc $?"; tail -n 4 $OUT/floors.out
+  timeout 240 $B/bench/s7_bench --floors $OUT/s7/floors.json --json $OUT/s7_bench.json > $OUT/s7_bench.log 2>&1
+  echo "s7_bench rc $?"; grep -iE 'automorphism|FAIL|mismatch' $OUT/s7_bench.log | head -30
+  for r in "r32 0,1,4,5" "r62 0,4"; do set -- $r
+    timeout 150 $B/bench/ckks_bench --radix $1 --ops $2 --fused-only --floors $OUT/s7/floors.json \
+      --json $OUT/ckks_$1.json > $OUT/ckks_$1.log 2>&1
+    echo "ckks $1 rc $?"; grep -E '^r(32|62)|FAIL|mismatch' $OUT/ckks_$1.log
+  done
+}
+case "$1" in checks) checks ;; bench) bench ;; *) echo "usage: $0 checks|bench" >&2; exit 2 ;; esac
