@@ -25,15 +25,18 @@
  * no code). rows, concat and automorphism are leaves: the lowering reads
  * their words from an input through an "address chain" (extract, rows and
  * concat of inputs) without evaluating the operand: rows moves the row,
- * concat selects the pointer (one load), automorphism reads, lane by lane,
- * the coefficient index its permutation maps to (a scalar load per lane,
- * as the compressed reads of other contexts). A computed operand must be
- * materialised first (lw_plan_graph refuses it; anchor.c's planner). */
+ * concat selects the pointer (one load), automorphism reads the
+ * coefficient index its permutation maps to (autmap.c): in the NTT domain
+ * a thread's consecutive lanes read one aligned group, one vector load
+ * permuted in registers; else a scalar load per lane, as the compressed
+ * reads of other contexts. A computed operand must be materialised first
+ * (lw_plan_graph refuses it; anchor.c's planner). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lower/arith.h"
+#include "lower/autmap.h"
 #include "lower/imap.h"
 #include "lower/lw_llvm.h"
 
@@ -917,62 +920,6 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
   }
 }
 
-/* The low `bits` bits of x (an integer of type t, 1 <= bits < its width),
- * reversed. */
-static LLVMValueRef bitrev(lw *L, LLVMTypeRef t, LLVMValueRef x, int bits) {
-  unsigned w = LLVMGetIntTypeWidth(t);
-  char name[32];
-  snprintf(name, sizeof name, "llvm.bitreverse.i%u", w);
-  LLVMTypeRef fty = LLVMFunctionType(t, &t, 1, 0);
-  LLVMValueRef fn = LLVMGetNamedFunction(L->m, name);
-  if (!fn) fn = LLVMAddFunction(L->m, name, fty);
-  LLVMValueRef r = LLVMBuildCall2(L->b, fty, fn, &x, 1, "");
-  return LLVMBuildLShr(L->b, r, LLVMConstInt(t, w - (unsigned)bits, 0), "");
-}
-
-/* k^-1 mod m (gcd(k, m) = 1, m <= 2^31). */
-static int64_t inverse_mod(int64_t k, int64_t m) {
-  int64_t t = 0, nt = 1, r = m, nr = k % m;
-  while (nr) {
-    int64_t q = r / nr, x = t - q * nt;
-    t = nt, nt = x;
-    x = r - q * nr;
-    r = nr, nr = x;
-  }
-  return t < 0 ? t + m : t;
-}
-
-/* The source index of output o (i64, o < N) of the NTT-domain automorphism
- * by k: br((k (2 br(o) + 1) mod 2N - 1) / 2), which is br((k m + (k - 1) / 2)
- * mod N) with m = br(o) (k = 2h + 1: k (2m + 1) = 2 (k m + h) + 1). N is a
- * power of two, so mod N is a mask and the product's low bits are exact in
- * any width: 32 bits for N up to 2^30 (every NTT's), six instructions a
- * word where the formula in 64 bits took about twenty (brev.b64, a 64-bit
- * multiply, 64-bit shifts), which cost an r32 inverse NTT 8% when it read
- * the automorphism in its loads. */
-static LLVMValueRef aut_ntt_source(lw *L, LLVMValueRef o, int64_t N, int64_t k,
-                                   LLVMValueRef *unreversed) {
-  LLVMBuilderRef b = L->b;
-  int bits = 0;
-  while ((INT64_C(1) << bits) < N) bits++;
-  if (bits == 0) return ci64(L, 0);
-  LLVMTypeRef t = bits <= 30 ? L->i32 : L->i64;
-  LLVMValueRef m = bitrev(L, t, t == L->i32 ? LLVMBuildTrunc(b, o, t, "") : o, bits);
-  LLVMValueRef s = LLVMBuildAdd(b, LLVMBuildMul(b, m, LLVMConstInt(t, (uint64_t)k, 0), ""),
-                                LLVMConstInt(t, (uint64_t)((k - 1) / 2), 0), "");
-  s = LLVMBuildAnd(b, s, LLVMConstInt(t, (uint64_t)(N - 1), 0), "");
-  if (unreversed) *unreversed = s;
-  s = bitrev(L, t, s, bits);
-  return t == L->i32 ? LLVMBuildZExt(b, s, L->i64, "src") : s;
-}
-
-/* The low v bits of j reversed (0 <= j < 2^v). */
-static int brv_small(int j, int v) {
-  int r = 0;
-  for (int i = 0; i < v; i++) r |= ((j >> i) & 1) << (v - 1 - i);
-  return r;
-}
-
 /* The NTT-domain automorphism at V = 2^v consecutive lanes o0 + l, o0 a
  * multiple of V dividing N: br(o0 + l) = br(o0) + br_v(l) N / V, so the
  * sources' unreversed indices s_l = s_0 + k br_v(l) N / V mod N differ in
@@ -980,10 +927,8 @@ static int brv_small(int j, int v) {
  * read as one vector (the lane-by-lane form took V scalar loads and V
  * index computations: an r32 inverse NTT 7% slower with an automorphism
  * in its prologue). Lane l takes word br_v((t + k br_v(l)) mod V) of the
- * group, t = the top v bits of s_0: with u[j] = w[br_v(j)], a rotation of
- * u by t (v stages of V selects), then r[j] = u'[k j mod V] and out[l] =
- * r[br_v(l)]. 0 when the lanes are not such a group (the caller reads
- * lane by lane). */
+ * group, t = the top v bits of s_0 (lw_aut_ntt_permute). 0 when the lanes
+ * are not such a group (the caller reads lane by lane). */
 static int aut_ntt_group(lw *L, const ictx *cx, int64_t N, int64_t k, ictx *group,
                          LLVMValueRef *t) {
   LLVMBuilderRef b = L->b;
@@ -992,7 +937,7 @@ static int aut_ntt_group(lw *L, const ictx *cx, int64_t N, int64_t k, ictx *grou
   while ((INT64_C(1) << bits) < N) bits++;
   if (V < 2 || !cx->contig || cx->uniform || N % V || bits < v) return 0;
   LLVMValueRef s;
-  LLVMValueRef src = aut_ntt_source(L, to64(L, cx->idx[0]), N, k, &s);
+  LLVMValueRef src = lw_aut_ntt_source(L->m, b, to64(L, cx->idx[0]), N, k, &s);
   LLVMTypeRef st = LLVMTypeOf(s);
   *t = LLVMBuildLShr(b, s, LLVMConstInt(st, (uint64_t)(bits - v), 0), "aut.t");
   LLVMValueRef base = LLVMBuildAnd(b, src, ci64(L, ~(int64_t)(V - 1)), "aut.group");
@@ -1001,47 +946,6 @@ static int aut_ntt_group(lw *L, const ictx *cx, int64_t N, int64_t k, ictx *grou
   group->a = 1, group->b = N, group->contig = 1;
   for (int l = 0; l < V; l++) group->idx[l] = l ? LLVMBuildNUWAdd(b, base, cidx(L, l), "") : base;
   return 1;
-}
-
-/* out[l] = w[br_v((t + k br_v(l)) mod V)] (aut_ntt_group). */
-static void aut_ntt_permute(lw *L, const LLVMValueRef *w, LLVMValueRef t, int64_t k,
-                            LLVMValueRef *out) {
-  LLVMBuilderRef b = L->b;
-  int V = L->p->vec, v = 0;
-  while ((1 << v) < V) v++;
-  LLVMValueRef u[LW_VMAX], r[LW_VMAX];
-  for (int j = 0; j < V; j++) u[j] = w[brv_small(j, v)];
-  LLVMTypeRef tt = LLVMTypeOf(t);
-  for (int st = 0; st < v; st++) { /* rotate by 2^st when bit st of t is set */
-    LLVMValueRef bit = LLVMBuildICmp(
-        b, LLVMIntNE, LLVMBuildAnd(b, t, LLVMConstInt(tt, (uint64_t)1 << st, 0), ""),
-        LLVMConstInt(tt, 0, 0), "");
-    for (int j = 0; j < V; j++) r[j] = LLVMBuildSelect(b, bit, u[(j + (1 << st)) % V], u[j], "");
-    memcpy(u, r, sizeof *u * (size_t)V);
-  }
-  int64_t kv = k % V;
-  for (int l = 0; l < V; l++) out[l] = u[(kv * brv_small(l, v)) % V];
-}
-
-/* The source index of output o (i64, o < N) of the coefficient-domain
- * automorphism by k: j = o k^-1 mod 2N, read at j (canon) when j < N, else
- * at j - N (neg, *negate set). For a power-of-two N up to 2^30 in 32-bit
- * arithmetic (mod 2N is a mask, j - N is j mod N). */
-static LLVMValueRef aut_coef_source(lw *L, LLVMValueRef o, int64_t N, int64_t k,
-                                    LLVMValueRef *negate) {
-  LLVMBuilderRef b = L->b;
-  int64_t kinv = inverse_mod(k, 2 * N);
-  if ((N & (N - 1)) == 0 && N <= (INT64_C(1) << 30)) {
-    LLVMValueRef j = LLVMBuildMul(b, LLVMBuildTrunc(b, o, L->i32, ""),
-                                  LLVMConstInt(L->i32, (uint64_t)kinv, 0), "");
-    j = LLVMBuildAnd(b, j, LLVMConstInt(L->i32, (uint64_t)(2 * N - 1), 0), "");
-    *negate = LLVMBuildICmp(b, LLVMIntUGE, j, LLVMConstInt(L->i32, (uint64_t)N, 0), "negate");
-    j = LLVMBuildAnd(b, j, LLVMConstInt(L->i32, (uint64_t)(N - 1), 0), "");
-    return LLVMBuildZExt(b, j, L->i64, "src");
-  }
-  LLVMValueRef j = LLVMBuildURem(b, LLVMBuildMul(b, o, ci64(L, kinv), ""), ci64(L, 2 * N), "");
-  *negate = LLVMBuildICmp(b, LLVMIntUGE, j, ci64(L, N), "negate");
-  return LLVMBuildSelect(b, *negate, LLVMBuildSub(b, j, ci64(L, N), ""), j, "src");
 }
 
 /* automorphism(x, k) at the lanes of context x (SPEC section 7), its
@@ -1083,7 +987,7 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
     LLVMValueRef w[LW_VMAX];
     resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, L->row64, &gl, &a);
     load_addr(L, &a, name, w);
-    aut_ntt_permute(L, w, t, k, out);
+    lw_aut_ntt_permute(b, L->p->vec, w, t, k, out);
     return;
   }
   lw_lanes ln = {.x = NULL};
@@ -1094,9 +998,9 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
       continue;
     }
     if (coef)
-      ln.idx[l] = aut_coef_source(L, to64(L, cx->idx[l]), N, k, &neg[l]);
+      ln.idx[l] = lw_aut_coef_source(b, to64(L, cx->idx[l]), N, k, &neg[l]);
     else
-      ln.idx[l] = aut_ntt_source(L, to64(L, cx->idx[l]), N, k, NULL);
+      ln.idx[l] = lw_aut_ntt_source(L->m, b, to64(L, cx->idx[l]), N, k, NULL);
   }
   fhjit_value s = n->args[0];
   lw_addr a;
@@ -1521,7 +1425,7 @@ static void emit_stage(lw *L) {
     const ir_node *n = &g->nodes[L->stage[s].v];
     int64_t k = n->attr[0] % (2 * N), delta = k % N;
     if (delta > N / 2) delta = N - delta;
-    int64_t kinv = inverse_mod(k, 2 * N), Qd = S / delta, R = S % delta;
+    int64_t kinv = lw_aut_inverse_mod(k, 2 * N), Qd = S / delta, R = S % delta;
     fhjit_value src = n->args[0];
     int comp = nc_of(&g->nodes[src]) > 1 ? L->stage[s].c : 0;
     for (int e = 0; e < V; e++) {
