@@ -662,14 +662,17 @@ static int64_t brev_bits(int64_t x, int bits) {
  * group, permuted) for every odd k < 2N, N = 2^2 .. 2^6, V = 1, 2, 4 (the
  * lane-by-lane form, r62's and r32's vectors): each output word against
  * SPEC's formula evaluated here, out[j] = x[br((k (2 br(j) + 1) mod 2N -
- * 1) / 2)] (not the interpreter's code), stored as is and through an
- * add_lazy with zero (the fused path), on a two-row basis and on a concat
- * of its row slices (the rows swapped). */
+ * 1) / 2)] (not the interpreter's code), with 32- and 64-bit walk
+ * indices, stored as is and through an add_lazy with zero (the fused
+ * path), on a two-row basis and on a concat of its row slices (the rows
+ * swapped). */
 START_TEST(test_automorphism_ntt_groups) {
   static const char *const plans[] = {"V=1", "V=2", "V=4"};
-  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
-  const char *plan = plans[(_i / 2) % 3];
-  int logn = 2 + (_i / 6) % 5;
+  int i = _i % 30;
+  fhjit_radix radix = i % 2 ? FHJIT_R62 : FHJIT_R32;
+  const char *plan = plans[(i / 2) % 3];
+  int logn = 2 + (i / 6) % 5;
+  lw_force_idx64 = _i >= 30; /* the walk's indices in 64 bits (lw_plan.idx_bits) */
   env e;
   env_init(&e, radix, logn, 9100 + (uint64_t)_i);
   int64_t N = e.n;
@@ -706,6 +709,7 @@ START_TEST(test_automorphism_ntt_groups) {
       free_results(g, got);
       free_inputs(&e, g, in, NULL);
     }
+  lw_force_idx64 = 0;
   env_free(&e);
 }
 END_TEST
@@ -826,7 +830,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_rows_concat, 0, 42);
   tcase_add_loop_test(tc, test_automorphism, 0, 64);
   tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
-  tcase_add_loop_test(tc, test_automorphism_ntt_groups, 0, 30);
+  tcase_add_loop_test(tc, test_automorphism_ntt_groups, 0, 60);
   tcase_add_loop_test(tc, test_automorphism_staged, 0, 60);
   tcase_add_test(tc, test_materialise_refused);
   tcase_add_test(tc, test_pstride_covers_basis);
