@@ -979,20 +979,11 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
     return;
   }
   ictx group;
-  LLVMValueRef t;
-  if (!coef && aut_ntt_group(L, cx, N, k, &group, &t)) {
-    lw_lanes gl = {.x = &group};
-    fhjit_value s = n->args[0];
-    lw_addr a;
-    LLVMValueRef w[LW_VMAX];
-    resolve(L, s, nc_of(&g->nodes[s]) > 1 ? c : 0, L->row64, &gl, &a);
-    load_addr(L, &a, name, w);
-    lw_aut_ntt_permute(b, L->p->vec, w, t, k, out);
-    return;
-  }
+  LLVMValueRef t = NULL;
   lw_lanes ln = {.x = NULL};
   LLVMValueRef neg[LW_VMAX] = {0};
-  for (int l = 0; l < V; l++) {
+  if (!coef && aut_ntt_group(L, cx, N, k, &group, &t)) ln.x = &group;
+  for (int l = 0; l < V && !ln.x; l++) {
     if (l > 0 && cx->idx[l] == cx->idx[0]) {
       ln.idx[l] = ln.idx[0], neg[l] = neg[0];
       continue;
@@ -1008,7 +999,8 @@ static void emit_automorphism(lw *L, int x, const ir_node *n, int c, const char 
   LLVMValueRef w[LW_VMAX];
   load_addr(L, &a, name, w);
   if (!coef) {
-    memcpy(out, w, sizeof *out * (size_t)V);
+    if (t) lw_aut_ntt_permute(b, V, w, t, k, out);
+    else memcpy(out, w, sizeof *out * (size_t)V);
     return;
   }
   /* canon(a) = a mod q (a < 2q: one subtraction); neg as SPEC section 3 */
