@@ -1531,7 +1531,7 @@ static void name_args(lw *L, LLVMValueRef fn) {
 /* 1 (the internal error recorded) when module m already has the symbol
  * "<plan name><suffix>": see lw_symbol_taken. */
 static int name_taken(lw *L, const char *suffix) {
-  char name[LW_NAME_MAX + 24];
+  char name[LW_NAME_MAX + 40]; /* suffixes are < 40 bytes (build_body) */
   snprintf(name, sizeof name, "%s%s", L->p->name, suffix);
   if (!lw_symbol_taken(L->m, name)) return 0;
   if (!L->st) L->st = lw_duplicate_symbol(L->g->ctx, name);
