@@ -316,6 +316,9 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
           sp_buf_printf(&b, "  load: %slift (rescale) of the source's one row (chain position %d) "
                         "to each row\n", sp->pro_sub ? "the prologue's word plus the " : "",
                         (int)sp->plan.lift_col);
+        if (sp->plan.aut_k)
+          sp_buf_printf(&b, "  load: automorphism galois(%lld) of the source, in both kernels' "
+                        "staged loads\n", (long long)sp->plan.aut_k);
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);

@@ -94,6 +94,27 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
   return !B->st;
 }
 
+/* NTT anchor v's operand x as automorphism(a, k) in the coefficient
+ * domain read straight from a's buffer (ntt_plan autcol=1): the forward
+ * two-kernel plans compute it in their staged loads (lw_ntt_plan_aut,
+ * ntt_emit_aut.c). k, with *buf, *view and *a set, when they can; else 0. */
+static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf,
+                          fhjit_layout *view, fhjit_value *a) {
+  const fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v], *xn = &g->nodes[x];
+  if (B->tune.autcol != 1 || xn->op != IR_AUTOMORPHISM || xn->type.domain != FHJIT_DOMAIN_COEF ||
+      B->where[x].kind >= 0 || !lw_step_source(B, xn->args[0], buf, view))
+    return 0;
+  lw_ntt_plan trial;
+  int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
+  if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
+                       n->type.rows, batch_rows, &trial) ||
+      !lw_ntt_plan_aut(&trial, xn->attr[0]))
+    return 0;
+  *a = xn->args[0];
+  return xn->attr[0];
+}
+
 /* Whether result value u (cone marked) can be computed in anchor v's last
  * kernel, element by element from v's value there: same rows, batch axes
  * and N; v read only at the element itself (no compressed operand, whose
@@ -351,6 +372,9 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
     an_buf *pro_in = NULL;
     int pro_comp = -1;
     int in_memory = lw_step_source(&B, x, &src, &view);
+    fhjit_value read = x; /* the value whose view the plan reads */
+    int64_t aut_k = in_memory ? 0 : aut_source(&B, v, x, &src, &view, &read);
+    if (aut_k) in_memory = 1;
     if (!in_memory && materialise_scattered(&B, x)) in_memory = lw_step_source(&B, x, &src, &view);
     if (B.st) break;
     if (!in_memory) {
@@ -403,7 +427,12 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
       B.st = FHJIT_ERR_UNSUPPORTED;
       break;
     }
-    lw_step_set_source(&s->plan, &g->nodes[x].type, &view);
+    lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
+    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k)) {
+      B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                      "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
+      break;
+    }
     s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;

@@ -194,6 +194,11 @@ typedef struct lw_ntt_plan {
    * whose blocks span rows, cluster and reduce kernels keep the plain
    * order. */
   int pminor;
+  /* A forward two-kernel plan's source is automorphism(source view,
+   * aut_k) in the coefficient domain (SPEC section 7), computed in its
+   * staged loads (ntt_emit_aut.c, lw_ntt_plan_aut); 0: the source view
+   * itself (lw_ntt_plan_make). */
+  int64_t aut_k;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -245,6 +250,13 @@ typedef struct lw_ntt_plan {
  * per-row counters (pdl 2 becomes 1), no early loads, a cluster plan
  * replaced by its two-kernel schedule, the grid over the output rows. */
 void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
+
+/* Makes plan p read automorphism(source, k) (coefficient domain, k odd,
+ * 1 <= k < 2N) instead of its source, where it can: a forward two-kernel
+ * plan (not the cluster schedule, not a reduce plan), whose two kernels
+ * then load through shared memory (staged_load; no early loads). 1 when
+ * it did, 0 with p unchanged. */
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -329,6 +341,10 @@ typedef struct lw_ntt_tuning {
                   * 0 (default) the operand computed by a pointwise kernel first, 1 in
                   * the NTT's first kernel (a prologue of scattered loads: measured
                   * r62 +67%, r32 +154% over the NTT, against one pass of its own) */
+  int autcol;    /* an NTT whose operand is a coefficient-domain automorphism of a value in
+                  * memory: 1 the automorphism in a forward two-kernel plan's staged loads
+                  * (lw_ntt_plan_aut: kernel 0 takes the source columns, kernel 1 permutes
+                  * its chunks' words), 0 (default until timed) as autpro says */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
@@ -369,7 +385,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

@@ -1,6 +1,6 @@
 /* ntt_emit.h: what the NTT emitter's files share (private to ntt_emit.c,
- * ntt_emit_fuse.c, ntt_emit_phase.c, ntt_emit_sync.c, ntt_emit_chain.c
- * and ntt_cluster.c; ntt.h is the emitter's interface): its state (ne),
+ * ntt_emit_fuse.c, ntt_emit_phase.c, ntt_emit_sync.c, ntt_emit_chain.c,
+ * ntt_emit_aut.c and ntt_cluster.c; ntt.h is the emitter's interface): its state (ne),
  * the per-row constants (rowc), the IR helpers every part uses, and the
  * functions one file calls in another (prefix lw_ne_). What each does in
  * full: the comment at its definition. */
@@ -275,6 +275,14 @@ LLVMValueRef lw_ne_rows_first(ne *E, LLVMValueRef blk, int64_t row0);
 void lw_ne_chain(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 /* ntt_emit.c: whether plan p's source view is dense [batch_rows, N]. */
 int lw_ne_src_is_dense(const lw_ntt_plan *p);
+
+/* ntt_emit_aut.c: a forward NTT of a coefficient-domain automorphism of
+ * its source (lw_ntt_plan.aut_k). aut_cols_load: kernel 0's staged load
+ * (columns) with the automorphism, 0 (nothing emitted) where E's kernel is
+ * not that; aut_chunk_pos: kernel 1's shared position (i32) of the chunk
+ * slot kv it loads (kv itself for every other kernel). */
+int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv);
 
 /* ntt_cluster.c: the cluster schedule's GPU kernel and host function */
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name);

@@ -556,7 +556,7 @@ void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
   static const char text[] = "prefetch.global.L2 [$0];";
-  if (!k->staged_load) {
+  if (!k->staged_load || k->cols) { /* columns: the same words either way */
     passmap pm;
     place p = thread_place(E, tid, blk);
     LLVMValueRef ku = pass_positions(E, 0, &p, &pm);
@@ -694,6 +694,7 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
  * vectors by consecutive threads. */
 static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
+  if (is_load && lw_ne_aut_cols_load(E, tid, blk)) return;
   LLVMBuilderRef b = E->b;
   int V = E->V;
   int64_t per_block = INT64_C(1) << (k->log_c + k->m);
@@ -791,10 +792,11 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
         }
         vals[v] = step ? lw_ne_pre_step(E, &r, &mc, x) : x;
       }
-      if (k->tail) lw_ne_tail_stages(E, &r, tw_base, kpos, vals);
+      /* the inverse's first stages (a forward's tail is in its store) */
+      if (k->tail && !ir_ntt_is_forward(E->P->kind)) lw_ne_tail_stages(E, &r, tw_base, kpos, vals);
       for (int v = 0; v < V; v++) {
         LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, lw_ne_padded(E, kv), "");
+        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, lw_ne_padded(E, lw_ne_aut_chunk_pos(E, kv)), "");
         store(E, vals[v], E->smem, si, walign(E));
       }
     }

@@ -714,6 +714,102 @@ START_TEST(test_automorphism_ntt_groups) {
 }
 END_TEST
 
+/* A forward NTT of a coefficient-domain automorphism with the automorphism
+ * in its two kernels' staged loads (ntt_plan autcol=1, ntt_emit_aut.c:
+ * kernel 0 takes source columns, kernel 1 permutes its chunks) against the
+ * same NTT of the automorphism computed here from SPEC's map (x_i goes to
+ * i k mod 2N, negated past N), on the host path, N = 2^4 .. 2^7: every odd
+ * k for N = 2^4, a sample above; both radices, both forward kinds, several splits
+ * of the row (n1), columns per block (c_col: the scalar and the vector
+ * staged load), words per thread and paddings; a dense source, a batch,
+ * and a rows view of a wider input; with an epilogue now and then. */
+static void aut_reference(env *e, const void *x, int64_t row_stride, int64_t off, int rows,
+                          int64_t nb, const int32_t *basis, int64_t k, void *out) {
+  int64_t N = e->n;
+  for (int64_t b = 0; b < nb; b++)
+    for (int r = 0; r < rows; r++) {
+      uint64_t q = e->q[basis[r]];
+      for (int64_t i = 0; i < N; i++) {
+        uint64_t w = wget(e, x, off + (b * rows + r) * row_stride + i);
+        uint64_t c = w >= q ? w - q : w;
+        int64_t j = (int64_t)(((__int128)i * k) % (2 * N));
+        if (j >= N) j -= N, c = c ? q - c : 0;
+        wput(e, out, (b * rows + r) * N + j, c);
+      }
+    }
+}
+
+START_TEST(test_ntt_aut_columns) {
+  static const char *const plans[] = {"autcol=1,one=3", "autcol=1,one=3,c_col=0",
+                                      "autcol=1,one=3,e_col=1,pad_col=2",
+                                      "autcol=1,one=3,n1=1,c_col=1", "autcol=1,one=3,n1=2,e=2"};
+  fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 4 + (_i / 2) % 4;
+  const char *plan = plans[(_i / 2) % 5];
+  int shape = (_i / 8) % 3; /* dense, a batch of 2, rows 1..3 of a 4-row input */
+  fhjit_ntt_kind kind = (_i / 20) % 2 ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT;
+  int epi = _i % 3 == 1;
+  env e;
+  env_init(&e, radix, logn, 4400 + (uint64_t)_i);
+  int64_t N = e.n;
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", plan), FHJIT_OK);
+  static const int32_t basis[4] = {4, 5, 6, 7};
+  int rows = 3, in_rows = shape == 2 ? 4 : 3;
+  int64_t nb = shape == 1 ? 2 : 1;
+  /* the reference graph: the same NTT of the automorphism's words */
+  fhjit_graph *h = new_graph(&e, "autref");
+  fhjit_value xr = poly(&e, h, "x", 0, shape == 1 ? 2 : 0, basis + 1, rows, FHJIT_DOMAIN_COEF,
+                        in_form(kind));
+  fhjit_value yr = fhjit_ntt(h, xr, twiddles(&e, h, "fw"), kind);
+  fhjit_value zr = epi ? poly(&e, h, "z", 0, shape == 1 ? 2 : 0, basis + 1, rows,
+                              FHJIT_DOMAIN_NTT, out_form(kind))
+                       : -1;
+  fhjit_output(h, epi ? fhjit_add(h, yr, zr) : yr, "y");
+  ck_assert_int_eq(fhjit_bind(h), FHJIT_OK);
+  int64_t ks[8] = {1, 5, 2 * N - 1, N + 1, 0}, nk = 4;
+  ks[nk++] = (int64_t)(tu_lazy(&e.seed, (uint64_t)N) | 1);
+  if (N <= 16) nk = N; /* every odd k: k = 2t + 1 below */
+  for (int64_t t = 0; t < nk; t++) {
+    int64_t k = N <= 16 ? 2 * t + 1 : ks[t];
+    fhjit_graph *g = new_graph(&e, "autcol");
+    fhjit_value x = poly(&e, g, "x", 0, shape == 1 ? 2 : 0, shape == 2 ? basis + 0 : basis + 1,
+                         in_rows, FHJIT_DOMAIN_COEF, in_form(kind));
+    fhjit_value src = shape == 2 ? fhjit_rows(g, x, 1, 3) : x;
+    fhjit_value y = fhjit_ntt(g, fhjit_automorphism(g, src, k), twiddles(&e, g, "fw"), kind);
+    fhjit_value z = epi ? poly(&e, g, "z", 0, shape == 1 ? 2 : 0, basis + 1, rows,
+                               FHJIT_DOMAIN_NTT, out_form(kind))
+                        : -1;
+    fhjit_output(g, epi ? fhjit_add(g, y, z) : y, "y");
+    ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
+    const char *pl = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    ck_assert_msg(pl && strstr(pl, "load: automorphism galois"), "%s N %lld k %lld: not in the "
+                  "loads:\n%s", plan, (long long)N, (long long)k, pl ? pl : "(none)");
+    void **in = make_inputs(&e, g, NULL);
+    void *xa = malloc(e.ws * (size_t)(nb * rows * N));
+    aut_reference(&e, in[0], N, shape == 2 ? N : 0, rows, nb, basis + 1, k, xa);
+    void *given[4] = {xa, NULL, epi ? in[2] : NULL, NULL};
+    void **inr = make_inputs(&e, h, given);
+    void **got = alloc_results(&e, g), **want = alloc_results(&e, h);
+    ck_assert_msg(fhjit_run_host(g, e.params, e.m, (const void *const *)in, got, 1) == FHJIT_OK,
+                  "run_host: %s", fhjit_last_error(e.ctx));
+    ck_assert_int_eq(fhjit_run_host(h, e.params, e.m, (const void *const *)inr, want, 1), FHJIT_OK);
+    for (int64_t j = 0; j < nb * rows * N; j++)
+      ck_assert_msg(wget(&e, got[0], j) == wget(&e, want[0], j),
+                    "r%d %s shape %d kind %d N %lld k %lld epi %d word %lld: %llu, reference %llu",
+                    radix == FHJIT_R32 ? 32 : 62, plan, shape, (int)kind, (long long)N, (long long)k,
+                    epi, (long long)j, (unsigned long long)wget(&e, got[0], j),
+                    (unsigned long long)wget(&e, want[0], j));
+    if (t == 0 && _i < 4) check_ptx(g, plan);
+    free_results(g, got);
+    free_results(h, want);
+    free_inputs(&e, h, inr, given);
+    free_inputs(&e, g, in, NULL);
+    free(xa);
+  }
+  env_free(&e);
+}
+END_TEST
+
 /* automorphism(automorphism(x, k1), k2) = automorphism(x, k1 k2 mod 2N),
  * the first as two graphs (the first's result the second's input), both on
  * the host path only. */
@@ -832,6 +928,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, test_automorphism_compose, 0, 40);
   tcase_add_loop_test(tc, test_automorphism_ntt_groups, 0, 60);
   tcase_add_loop_test(tc, test_automorphism_staged, 0, 60);
+  tcase_add_loop_test(tc, test_ntt_aut_columns, 0, 40);
   tcase_add_test(tc, test_materialise_refused);
   tcase_add_test(tc, test_pstride_covers_basis);
   suite_add_tcase(s, tc);

@@ -1,0 +1,120 @@
+/* ntt_emit_aut.c: a forward NTT that reads a coefficient-domain
+ * automorphism of its source (lw_ntt_plan.aut_k), at no pass of its own:
+ * the two staged loads that place the automorphism's words where the
+ * transform needs them.
+ *
+ * With the row as N1 x N2 (position c + N2 j: column c, row j; kernel 0
+ * transforms columns, kernel 1 chunks of N2), output position o = c + N2 j
+ * of automorphism(x, k) reads x at o k' mod 2N (k' = k^-1 mod 2N, negated
+ * past N: SPEC section 7). Since c k' = s + N2 q (s = c k' mod N2, q =
+ * floor((c k' mod 2N) / N2)), o k' = s + N2 ((q + j k') mod 2N1): output
+ * column c is source column s = c k' mod N2 alone, its rows permuted by
+ * j -> (q + j k') mod 2N1 (past N1: the row less N1, negated).
+ *
+ * Kernel 0's block therefore takes its source columns [s0, s0 + C) (the
+ * columns it takes without the automorphism, read coalesced as ever) and
+ * transforms output column c = s k mod N2 in the place of column s: its
+ * staged load (aut_cols_load) writes source word (r, s) at the output row
+ * j that reads it, negated where the map says, and it stores its results
+ * in source-column order (its ordinary store). Kernel 1's staged load
+ * (lw_ne_aut_chunk_pos) puts slot s of a chunk at local position s k mod
+ * N2, where the chunk's stages want column c. Inverting the row map:
+ * source row r of column s serves output row j = ((r - q) k) mod 2N1 if
+ * that is below N1, else (row r + N1, the negated side) j - N1. */
+#include "lower/autmap.h"
+#include "lower/ntt_emit.h"
+
+/* The output row (i64, < N1) that reads source word (row r, column s)
+ * (both i64) and *negate (i1): the inverse of the row map above. */
+static LLVMValueRef aut_out_row(ne *E, LLVMValueRef r, LLVMValueRef s, LLVMValueRef *negate) {
+  const lw_ntt_plan *P = E->P;
+  LLVMBuilderRef b = E->b;
+  int m = P->k[0].m, log_n2 = P->log_n - m;
+  int64_t N = INT64_C(1) << P->log_n, k = P->aut_k;
+  int64_t kinv = lw_aut_inverse_mod(k, 2 * N);
+  uint64_t n2mask = (UINT64_C(1) << log_n2) - 1, two_n1 = UINT64_C(2) << m;
+  /* c = s k mod N2, q = floor((c k' mod 2N) / N2) */
+  LLVMValueRef c = LLVMBuildAnd(b, LLVMBuildMul(b, s, c64(E, (uint64_t)k & n2mask), ""), c64(E, n2mask), "aut.c");
+  LLVMValueRef t = LLVMBuildURem(b, LLVMBuildNUWMul(b, c, c64(E, (uint64_t)kinv), ""), c64(E, (uint64_t)(2 * N)), "");
+  LLVMValueRef q = LLVMBuildLShr(b, t, c64(E, (uint64_t)log_n2), "aut.q");
+  /* j = ((r - q) k) mod 2N1, r - q taken mod 2N1 first (q < 2N1) */
+  LLVMValueRef d = LLVMBuildSub(b, LLVMBuildNUWAdd(b, r, c64(E, two_n1), ""), q, "");
+  LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildMul(b, d, c64(E, (uint64_t)k), ""), c64(E, two_n1 - 1), "aut.j");
+  *negate = LLVMBuildTrunc(b, LLVMBuildLShr(b, j, c64(E, (uint64_t)m), ""), E->i1, "aut.neg");
+  return LLVMBuildAnd(b, j, c64(E, (two_n1 >> 1) - 1), "");
+}
+
+/* canon(x) = x mod q (x < 2q), negated (q - x, 0 stays 0) where negate:
+ * the automorphism's word (SPEC section 7, as lower.c's remapped load). */
+static LLVMValueRef aut_word(ne *E, const rowc *r, LLVMValueRef x, LLVMValueRef negate) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef cc = lw_csub_select(b, x, r->q, "aut.canon");
+  LLVMValueRef flip = LLVMBuildAnd(b, negate, LLVMBuildICmp(b, LLVMIntNE, cc, cw(E, 0), ""), "");
+  return LLVMBuildSelect(b, flip, LLVMBuildSub(b, r->q, cc, ""), cc, "aut.x");
+}
+
+/* Whether the source view reads V-word vectors of a row's consecutive
+ * columns on the vector grid. */
+static int aut_vector_view(ne *E, int V) {
+  const lw_ntt_plan *P = E->P;
+  if (V < 2 || P->src_index_stride != 1 || P->src_offset % V) return 0;
+  for (int a = 0; a < P->src_nax; a++)
+    if (P->src_ext[a] > 1 && P->src_stride[a] % V) return 0;
+  return 1;
+}
+
+/* Kernel 0's staged load (columns): the block's M x C source words, read
+ * V consecutive columns at a time by consecutive threads, each written to
+ * shared memory at (output row, its source column's slot) with the pre
+ * step; the first pass then reads its words in place. */
+static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  const lw_ntt_plan *P = E->P;
+  LLVMBuilderRef b = E->b;
+  int64_t T = k->threads, per_block = INT64_C(1) << (k->log_c + k->m);
+  int V = (1 << k->log_c) >= E->V && per_block >= T * E->V ? E->V : 1;
+  if (!aut_vector_view(E, V)) V = 1;
+  int log_v = lw_ntt_ilog2((uint64_t)V);
+  int log_bpr = k->log_subs - k->log_c; /* blocks per row */
+  LLVMValueRef br = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "brow");
+  LLVMValueRef col0 = LLVMBuildShl(b, LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), ""),
+                                   c64(E, (uint64_t)k->log_c), "col0");
+  rowc r = lw_ne_row_consts(E, br);
+  mconst pre = lw_ne_pre_const(E, &r);
+  LLVMValueRef rowoff = lw_ne_src_rowoff(E, br);
+  for (int64_t g = 0; g < per_block / (T * V); g++) {
+    /* element e: row e >> log_c, local column e & (C - 1) */
+    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
+                                  c32(E, (uint64_t)log_v), "e");
+    LLVMValueRef e64 = LLVMBuildZExt(b, e, E->i64, "");
+    LLVMValueRef row = LLVMBuildLShr(b, e64, c64(E, (uint64_t)k->log_c), "srow");
+    LLVMValueRef lc = LLVMBuildAnd(b, e, c32(E, (1u << k->log_c) - 1), "lcol");
+    LLVMValueRef s = LLVMBuildNUWAdd(b, col0, LLVMBuildZExt(b, lc, E->i64, ""), "scol");
+    LLVMValueRef i = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)k->log_subs), ""), s, "");
+    if (P->src_index_stride != 1) i = LLVMBuildNUWMul(b, i, c64(E, (uint64_t)P->src_index_stride), "");
+    LLVMValueRef gs = LLVMBuildNUWAdd(b, rowoff, i, "");
+    LLVMValueRef vec = V > 1 ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv") : NULL;
+    for (int v = 0; v < V; v++) {
+      LLVMValueRef x = vec ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
+                           : load(E, E->W, E->src, gs, walign(E), "x");
+      LLVMValueRef neg;
+      LLVMValueRef j = aut_out_row(E, row, add_const64(E, s, (uint64_t)v), &neg);
+      LLVMValueRef w = lw_ne_pre_step(E, &r, &pre, aut_word(E, &r, x, neg));
+      LLVMValueRef at = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildTrunc(b, j, E->i32, ""), c32(E, (uint64_t)k->log_c), ""),
+                                        add_const32(E, lc, (uint64_t)v), "");
+      store(E, w, E->smem, lw_ne_padded(E, at), walign(E));
+    }
+  }
+}
+
+int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  if (!E->P->aut_k || !E->K->cols || !E->src_view) return 0;
+  aut_cols_load(E, tid, blk);
+  return 1;
+}
+
+LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv) {
+  if (!E->P->aut_k || E->src_view || E->K->cols) return kv;
+  uint32_t mask = (1u << E->K->m) - 1;
+  return LLVMBuildAnd(E->b, LLVMBuildMul(E->b, kv, c32(E, (uint64_t)E->P->aut_k & mask), ""), c32(E, mask), "aut.pos");
+}
