@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# aut-round.sh: the device round for the NTT-domain automorphism's vector
-# loads (lower.c aut_ntt_group). From the repository root on the GPU
-# machine with dist/device carried and OUT set:
+# aut-round.sh: the device round for the automorphism's loads: the
+# NTT-domain one's vectors (lower.c aut_ntt_group) and the coefficient one
+# in a forward NTT's staged loads (ntt_emit_aut.c, ntt_plan autcol=1).
+# From the repository root on the GPU machine with dist/device carried and
+# OUT set:
 #   bash bench/aut-round.sh checks   # about 5 minutes
+#   bash bench/aut-round.sh autcol   # about 2 minutes
 #   bash bench/aut-round.sh bench    # about 5 minutes
 # checks: the GPU test's examples, random, section7 and ckks groups, then
 # section7 and ckks under compute-sanitizer memcheck and section7 under
 # racecheck. bench: the floors, s7_bench over both radices (the
 # automorphism alone and fused into a product and into an NTT, against
-# that kernel alone, same run), ckks_bench --fused-only: r32 key switch,
+# that kernel alone, same run; the forward NTT's line with autcol=1 too),
+# ckks_bench --fused-only: r32 key switch,
 # relinearise, rotate(1), 8 hoisted rotations; r62 key switch, rotate(1).
 B=dist/device; export LD_LIBRARY_PATH=$PWD/$B FHJIT_CACHE=0
 echo "commit $(cat $B/COMMIT) $(date -u +%FT%TZ)"
@@ -30,4 +34,20 @@ bench() {
     echo "ckks $1 rc $?"; grep -E '^r(32|62)|FAIL|mismatch' $OUT/ckks_$1.log
   done
 }
-case "$1" in checks) checks ;; bench) bench ;; *) echo "usage: $0 checks|bench" >&2; exit 2 ;; esac
+# autcol: the forward NTT with the coefficient automorphism in its staged
+# loads (ntt_plan autcol=1, ntt_emit_aut.c) on the graphs in $2 (default
+# bench/autcol-graphs/: ten graphs, both radices, N = 2^13 .. 2^17, 1 to
+# 48 rows, batches, k from 1 to 2N - 1, an epilogue in three), each
+# against the interpreter, then three under memcheck and racecheck.
+autcol() {
+  local dir=${2:-bench/autcol-graphs} f
+  for f in $dir/*.fh; do
+    FHJIT_NTT_PLAN=autcol=1 timeout 60 $B/tools/fhjit-run $f --backend=cuda --check > $OUT/autcol_$(basename $f).log 2>&1
+    echo "$(basename $f) rc $? $(grep -E 'in total' $OUT/autcol_$(basename $f).log)"
+  done
+  for tool in memcheck racecheck; do for f in $dir/ac4.fh $dir/ac5.fh $dir/ac7.fh; do
+    FHJIT_NTT_PLAN=autcol=1 timeout 100 $SAN --tool $tool $B/tools/fhjit-run $f --backend=cuda --check > $OUT/${tool}_$(basename $f).log 2>&1
+    echo "$tool $(basename $f) rc $? $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $OUT/${tool}_$(basename $f).log | tr '\n' ' ')"
+  done; done
+}
+case "$1" in checks) checks ;; bench) bench ;; autcol) autcol "$@" ;; *) echo "usage: $0 checks|bench|autcol [dir]" >&2; exit 2 ;; esac
