@@ -24,24 +24,51 @@
 #include "lower/autmap.h"
 #include "lower/ntt_emit.h"
 
-/* The output row (i64, < N1) that reads source word (row r, column s)
- * (both i64) and *negate (i1): the inverse of the row map above. */
-static LLVMValueRef aut_out_row(ne *E, LLVMValueRef r, LLVMValueRef s, LLVMValueRef *negate) {
+/* The automorphism's constants for kernel 0: everything below is taken
+ * mod a power of two at most 2N <= 2^18, so i32 arithmetic that wraps mod
+ * 2^32 gives the exact residues. */
+typedef struct autc {
+  uint32_t k, kinv;     /* k and k^-1 mod 2N */
+  uint32_t n2mask;      /* N2 - 1 */
+  uint32_t two_n1;      /* 2 N1 */
+  int log_n2, m;        /* log2 N2, log2 N1 */
+  uint32_t two_n_mask;  /* 2N - 1 */
+} autc;
+
+static autc aut_consts(ne *E) {
   const lw_ntt_plan *P = E->P;
+  autc a;
+  int64_t N = INT64_C(1) << P->log_n;
+  a.m = P->k[0].m;
+  a.log_n2 = P->log_n - a.m;
+  a.k = (uint32_t)P->aut_k;
+  a.kinv = (uint32_t)lw_aut_inverse_mod(P->aut_k, 2 * N);
+  a.n2mask = (1u << a.log_n2) - 1;
+  a.two_n1 = 2u << a.m;
+  a.two_n_mask = (uint32_t)(2 * N - 1);
+  return a;
+}
+
+/* (-q k) mod 2N1 (i32, as a wrapped residue) for source column s (i32):
+ * c = s k mod N2 the output column it serves, q = floor((c k^-1 mod 2N) /
+ * N2). Source row r of the column serves output row ((r - q) k) mod 2N1
+ * = (r k + this) mod 2N1 (aut_row). */
+static LLVMValueRef aut_column_term(ne *E, const autc *a, LLVMValueRef s) {
   LLVMBuilderRef b = E->b;
-  int m = P->k[0].m, log_n2 = P->log_n - m;
-  int64_t N = INT64_C(1) << P->log_n, k = P->aut_k;
-  int64_t kinv = lw_aut_inverse_mod(k, 2 * N);
-  uint64_t n2mask = (UINT64_C(1) << log_n2) - 1, two_n1 = UINT64_C(2) << m;
-  /* c = s k mod N2, q = floor((c k' mod 2N) / N2) */
-  LLVMValueRef c = LLVMBuildAnd(b, LLVMBuildMul(b, s, c64(E, (uint64_t)k & n2mask), ""), c64(E, n2mask), "aut.c");
-  LLVMValueRef t = LLVMBuildURem(b, LLVMBuildNUWMul(b, c, c64(E, (uint64_t)kinv), ""), c64(E, (uint64_t)(2 * N)), "");
-  LLVMValueRef q = LLVMBuildLShr(b, t, c64(E, (uint64_t)log_n2), "aut.q");
-  /* j = ((r - q) k) mod 2N1, r - q taken mod 2N1 first (q < 2N1) */
-  LLVMValueRef d = LLVMBuildSub(b, LLVMBuildNUWAdd(b, r, c64(E, two_n1), ""), q, "");
-  LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildMul(b, d, c64(E, (uint64_t)k), ""), c64(E, two_n1 - 1), "aut.j");
-  *negate = LLVMBuildTrunc(b, LLVMBuildLShr(b, j, c64(E, (uint64_t)m), ""), E->i1, "aut.neg");
-  return LLVMBuildAnd(b, j, c64(E, (two_n1 >> 1) - 1), "");
+  LLVMValueRef c = LLVMBuildAnd(b, LLVMBuildMul(b, s, c32(E, a->k & a->n2mask), ""), c32(E, a->n2mask), "aut.c");
+  LLVMValueRef t = LLVMBuildAnd(b, LLVMBuildMul(b, c, c32(E, a->kinv), ""), c32(E, a->two_n_mask), "");
+  LLVMValueRef q = LLVMBuildLShr(b, t, c32(E, (uint64_t)a->log_n2), "aut.q");
+  return LLVMBuildMul(b, LLVMBuildSub(b, c32(E, a->two_n1), q, ""), c32(E, a->k & (a->two_n1 - 1)), "aut.qk");
+}
+
+/* The output row (i32, < N1) that reads source row r of the column whose
+ * aut_column_term is qk (rk: r k, wrapped), *negate (i1) set where it
+ * reads it negated (the row map's past-N1 side). */
+static LLVMValueRef aut_row(ne *E, const autc *a, LLVMValueRef rk, LLVMValueRef qk, LLVMValueRef *negate) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildAdd(b, rk, qk, ""), c32(E, a->two_n1 - 1), "aut.j");
+  *negate = LLVMBuildICmp(b, LLVMIntUGE, j, c32(E, a->two_n1 >> 1), "aut.neg");
+  return LLVMBuildAnd(b, j, c32(E, (a->two_n1 >> 1) - 1), "");
 }
 
 /* canon(x) = x mod q (x < 2q), negated (q - x, 0 stays 0) where negate:
@@ -66,41 +93,50 @@ static int aut_vector_view(ne *E, int V) {
 /* Kernel 0's staged load (columns): the block's M x C source words, read
  * V consecutive columns at a time by consecutive threads, each written to
  * shared memory at (output row, its source column's slot) with the pre
- * step; the first pass then reads its words in place. */
+ * step; the first pass then reads its words in place. A thread's columns
+ * are the same in every group when C divides T V (the usual shapes), and
+ * their terms are then computed once. */
 static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   const lw_ntt_plan *P = E->P;
   LLVMBuilderRef b = E->b;
-  int64_t T = k->threads, per_block = INT64_C(1) << (k->log_c + k->m);
-  int V = (1 << k->log_c) >= E->V && per_block >= T * E->V ? E->V : 1;
+  autc a = aut_consts(E);
+  int64_t T = k->threads, C = INT64_C(1) << k->log_c, per_block = C << k->m;
+  int V = C >= E->V && per_block >= T * E->V ? E->V : 1;
   if (!aut_vector_view(E, V)) V = 1;
   int log_v = lw_ntt_ilog2((uint64_t)V);
+  int fixed = (T * V) % C == 0;
   int log_bpr = k->log_subs - k->log_c; /* blocks per row */
   LLVMValueRef br = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "brow");
   LLVMValueRef col0 = LLVMBuildShl(b, LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), ""),
                                    c64(E, (uint64_t)k->log_c), "col0");
+  LLVMValueRef col0w = LLVMBuildTrunc(b, col0, E->i32, "");
   rowc r = lw_ne_row_consts(E, br);
   mconst pre = lw_ne_pre_const(E, &r);
   LLVMValueRef rowoff = lw_ne_src_rowoff(E, br);
+  LLVMValueRef qk[4] = {0};
   for (int64_t g = 0; g < per_block / (T * V); g++) {
     /* element e: row e >> log_c, local column e & (C - 1) */
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
                                   c32(E, (uint64_t)log_v), "e");
-    LLVMValueRef e64 = LLVMBuildZExt(b, e, E->i64, "");
-    LLVMValueRef row = LLVMBuildLShr(b, e64, c64(E, (uint64_t)k->log_c), "srow");
-    LLVMValueRef lc = LLVMBuildAnd(b, e, c32(E, (1u << k->log_c) - 1), "lcol");
-    LLVMValueRef s = LLVMBuildNUWAdd(b, col0, LLVMBuildZExt(b, lc, E->i64, ""), "scol");
-    LLVMValueRef i = LLVMBuildNUWAdd(b, LLVMBuildShl(b, row, c64(E, (uint64_t)k->log_subs), ""), s, "");
+    LLVMValueRef row = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->log_c), "srow");
+    LLVMValueRef lc = fixed ? LLVMBuildAnd(b, LLVMBuildShl(b, tid, c32(E, (uint64_t)log_v), ""), c32(E, (uint64_t)C - 1), "lcol")
+                            : LLVMBuildAnd(b, e, c32(E, (uint64_t)C - 1), "lcol");
+    LLVMValueRef s = LLVMBuildNUWAdd(b, col0w, lc, "scol");
+    LLVMValueRef i = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildZExt(b, row, E->i64, ""), c64(E, (uint64_t)k->log_subs), ""),
+                                     LLVMBuildZExt(b, s, E->i64, ""), "");
     if (P->src_index_stride != 1) i = LLVMBuildNUWMul(b, i, c64(E, (uint64_t)P->src_index_stride), "");
     LLVMValueRef gs = LLVMBuildNUWAdd(b, rowoff, i, "");
     LLVMValueRef vec = V > 1 ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv") : NULL;
+    LLVMValueRef rk = LLVMBuildMul(b, row, c32(E, a.k & (a.two_n1 - 1)), "aut.rk");
     for (int v = 0; v < V; v++) {
       LLVMValueRef x = vec ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
                            : load(E, E->W, E->src, gs, walign(E), "x");
+      if (!fixed || g == 0) qk[v] = aut_column_term(E, &a, add_const32(E, s, (uint64_t)v));
       LLVMValueRef neg;
-      LLVMValueRef j = aut_out_row(E, row, add_const64(E, s, (uint64_t)v), &neg);
+      LLVMValueRef j = aut_row(E, &a, rk, qk[v], &neg);
       LLVMValueRef w = lw_ne_pre_step(E, &r, &pre, aut_word(E, &r, x, neg));
-      LLVMValueRef at = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildTrunc(b, j, E->i32, ""), c32(E, (uint64_t)k->log_c), ""),
+      LLVMValueRef at = LLVMBuildNUWAdd(b, LLVMBuildShl(b, j, c32(E, (uint64_t)k->log_c), ""),
                                         add_const32(E, lc, (uint64_t)v), "");
       store(E, w, E->smem, lw_ne_padded(E, at), walign(E));
     }
