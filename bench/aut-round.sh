@@ -50,15 +50,13 @@ autcol() {
     echo "$tool $(basename $f) rc $? $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $OUT/${tool}_$(basename $f).log | tr '\n' ' ')"
   done; done
 }
-# lean1 / lean2: the same in about 8 and 4 minutes, for a lease with
-# little device time: the GPU test's section7 and ckks groups (--quick),
-# section7 under memcheck, the autcol graphs with one of them under both
-# tools; then s7_bench (no floors: its same-run ratios) and r32 rotate(1)
-# and 8 hoisted rotations.
-lean1() {
-  timeout 150 $T --only section7,ckks --quick > $OUT/gpu.log 2>&1; echo "gpu rc $?"; grep -E "^(PASS|FAIL)" $OUT/gpu.log | tail -4
-  timeout 150 $SAN --tool memcheck $T --only section7 --quick > $OUT/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "^(PASS|FAIL)|ERROR SUMMARY" $OUT/memcheck.log | tail -3
-  local f
+# lean: the same by priority within one call of under 10 minutes (a step
+# starts only while the call is under its budget, LEAN_S, default 520 s):
+# the autcol graphs, one under memcheck and racecheck; the GPU test's
+# section7 group (--quick); s7_bench (no floors: its same-run ratios);
+# section7 under memcheck; r32 rotate(1) and 8 hoisted rotations.
+lean() {
+  local f budget=${LEAN_S:-520}
   for f in bench/autcol-graphs/*.fh; do
     FHJIT_NTT_PLAN=autcol=1 timeout 40 $B/tools/fhjit-run $f --backend=cuda --check > $OUT/autcol_$(basename $f).log 2>&1
     echo "$(basename $f) rc $? $(grep -E 'in total' $OUT/autcol_$(basename $f).log)"
@@ -67,12 +65,14 @@ lean1() {
     FHJIT_NTT_PLAN=autcol=1 timeout 60 $SAN --tool $tool $B/tools/fhjit-run $f --backend=cuda --check > $OUT/${tool}_ac4.log 2>&1
     echo "$tool ac4 rc $? $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $OUT/${tool}_ac4.log | tr '\n' ' ')"
   done
+  echo "t=$SECONDS"
+  ((SECONDS < budget - 100)) && { timeout 100 $T --only section7 --quick > $OUT/gpu.log 2>&1; echo "gpu rc $?"; grep -E "^(PASS|FAIL)" $OUT/gpu.log | tail -3; echo "t=$SECONDS"; }
+  ((SECONDS < budget - 170)) && { timeout 170 $B/bench/s7_bench --radix r32,r62 --json $OUT/s7_bench.json > $OUT/s7_bench.log 2>&1
+    echo "s7_bench rc $?"; grep -iE 'automorphism|FAIL|mismatch' $OUT/s7_bench.log | head -30; echo "t=$SECONDS"; }
+  ((SECONDS < budget - 120)) && { timeout 120 $SAN --tool memcheck $T --only section7 --quick > $OUT/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "^(PASS|FAIL)|ERROR SUMMARY" $OUT/memcheck.log | tail -3; echo "t=$SECONDS"; }
+  ((SECONDS < budget - 60)) && { timeout 60 $B/bench/ckks_bench --radix r32 --ops 4,5 --fused-only --json $OUT/ckks_r32.json > $OUT/ckks_r32.log 2>&1
+    echo "ckks r32 rc $?"; grep -E '^r32|FAIL|mismatch' $OUT/ckks_r32.log; }
+  echo "t=$SECONDS"
 }
-lean2() {
-  timeout 170 $B/bench/s7_bench --json $OUT/s7_bench.json > $OUT/s7_bench.log 2>&1
-  echo "s7_bench rc $?"; grep -iE 'automorphism|FAIL|mismatch' $OUT/s7_bench.log | head -30
-  timeout 60 $B/bench/ckks_bench --radix r32 --ops 4,5 --fused-only --json $OUT/ckks_r32.json > $OUT/ckks_r32.log 2>&1
-  echo "ckks r32 rc $?"; grep -E '^r32|FAIL|mismatch' $OUT/ckks_r32.log
-}
-case "$1" in checks) checks ;; bench) bench ;; autcol) autcol "$@" ;; lean1) lean1 ;; lean2) lean2 ;;
-  *) echo "usage: $0 checks|bench|autcol [dir]|lean1|lean2" >&2; exit 2 ;; esac
+case "$1" in checks) checks ;; bench) bench ;; autcol) autcol "$@" ;; lean) lean ;;
+  *) echo "usage: $0 checks|bench|autcol [dir]|lean" >&2; exit 2 ;; esac
