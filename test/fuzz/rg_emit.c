@@ -38,7 +38,7 @@
 static const char *const plan_items[] = {
     "one=3", "one=3", "one=3", "epi=0", "epivec=0", "provec=0", "autpro=1", "tail=0",
     "tws=1", "tws=2", "shoup=1", "shoup=2", "early=1", "pdl=0", "entry=0", "pdlmix=0",
-    "pdlmix=1", "pdlmix=2", "rowsync=0", "e=2", "e=5", "c_col=2", "pad=0", "pad_chunk=2",
+    "pdlmix=1", "pdlmix=2", "rowsync=0", "e=2", "c_col=2", "pad=0", "pad_chunk=2",
     "liftfuse=0", "mixfuse=0", "mixfuse=1", "digitfwd=0", "bconvbatch=0", "ipfuse=1",
     "ipacc=1", "mdip=0", "mdipk=1", "mdintt=0", "mdbconv=0", "mdrs=0", "l2pf=1", "twpf=1",
     "minb=2", "rowplans=0", "ipsmem=2", "minb_epi=4", "autcol=1", "autcol=1"};
