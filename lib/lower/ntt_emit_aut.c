@@ -93,9 +93,9 @@ static int aut_vector_view(ne *E, int V) {
 /* Kernel 0's staged load (columns): the block's M x C source words, read
  * V consecutive columns at a time by consecutive threads, each written to
  * shared memory at (output row, its source column's slot) with the pre
- * step; the first pass then reads its words in place. A thread's columns
- * are the same in every group when C divides T V (the usual shapes), and
- * their terms are then computed once. */
+ * step; the first pass then reads its words in place. T V is a multiple
+ * of C (E <= M), so a thread's columns are the same in every group and
+ * their terms are computed once. */
 static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   const lw_ntt_plan *P = E->P;
@@ -105,24 +105,23 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   int V = C >= E->V && per_block >= T * E->V ? E->V : 1;
   if (!aut_vector_view(E, V)) V = 1;
   int log_v = lw_ntt_ilog2((uint64_t)V);
-  int fixed = (T * V) % C == 0;
   int log_bpr = k->log_subs - k->log_c; /* blocks per row */
   LLVMValueRef br = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "brow");
   LLVMValueRef col0 = LLVMBuildShl(b, LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), ""),
                                    c64(E, (uint64_t)k->log_c), "col0");
-  LLVMValueRef col0w = LLVMBuildTrunc(b, col0, E->i32, "");
   rowc r = lw_ne_row_consts(E, br);
   mconst pre = lw_ne_pre_const(E, &r);
   LLVMValueRef rowoff = lw_ne_src_rowoff(E, br);
-  LLVMValueRef qk[4] = {0};
+  /* the thread's V columns: local lc .. lc + V - 1, source s .. s + V - 1 */
+  LLVMValueRef lc = LLVMBuildAnd(b, LLVMBuildShl(b, tid, c32(E, (uint64_t)log_v), ""), c32(E, (uint64_t)C - 1), "lcol");
+  LLVMValueRef s = LLVMBuildNUWAdd(b, LLVMBuildTrunc(b, col0, E->i32, ""), lc, "scol");
+  LLVMValueRef qk[4];
+  for (int v = 0; v < V; v++) qk[v] = aut_column_term(E, &a, add_const32(E, s, (uint64_t)v));
   for (int64_t g = 0; g < per_block / (T * V); g++) {
-    /* element e: row e >> log_c, local column e & (C - 1) */
+    /* element e = (tid + g T) V: row e >> log_c */
     LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
                                   c32(E, (uint64_t)log_v), "e");
     LLVMValueRef row = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->log_c), "srow");
-    LLVMValueRef lc = fixed ? LLVMBuildAnd(b, LLVMBuildShl(b, tid, c32(E, (uint64_t)log_v), ""), c32(E, (uint64_t)C - 1), "lcol")
-                            : LLVMBuildAnd(b, e, c32(E, (uint64_t)C - 1), "lcol");
-    LLVMValueRef s = LLVMBuildNUWAdd(b, col0w, lc, "scol");
     LLVMValueRef i = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildZExt(b, row, E->i64, ""), c64(E, (uint64_t)k->log_subs), ""),
                                      LLVMBuildZExt(b, s, E->i64, ""), "");
     if (P->src_index_stride != 1) i = LLVMBuildNUWMul(b, i, c64(E, (uint64_t)P->src_index_stride), "");
@@ -132,7 +131,6 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     for (int v = 0; v < V; v++) {
       LLVMValueRef x = vec ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
                            : load(E, E->W, E->src, gs, walign(E), "x");
-      if (!fixed || g == 0) qk[v] = aut_column_term(E, &a, add_const32(E, s, (uint64_t)v));
       LLVMValueRef neg;
       LLVMValueRef j = aut_row(E, &a, rk, qk[v], &neg);
       LLVMValueRef w = lw_ne_pre_step(E, &r, &pre, aut_word(E, &r, x, neg));
