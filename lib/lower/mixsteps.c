@@ -579,6 +579,30 @@ static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
   return B->st ? NULL : s;
 }
 
+/* Step 3 of rescale and moddown (v's args: operand, forward table, inverse
+ * table, constants): the forward transform of the converted rows cols
+ * (buffer src through view), lifting source column lift_col to every row
+ * in its loads where >= 0 (liftfuse), and scale_epilogue over operand rows
+ * xb / xl with the constants from word skip in its last kernel. A result
+ * read from v's value is written there, and v is not stored. */
+static void scaled_forward(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhjit_type *t,
+                           const int32_t *cols, an_buf src, const fhjit_layout *view, an_buf xb,
+                           const fhjit_layout *xl, int64_t skip, int32_t lift_col) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  an_buf dst = lw_mix_scratch_for(B, t);
+  an_step *s = lw_mix_ntt_step(B, v, kind, t, cols, src, view, n->args[1], dst);
+  if (s && lift_col >= 0) {
+    s->plan.lift = 1;
+    s->plan.lift_col = lift_col;
+  }
+  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
+  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
+  if (!s || B->st) return;
+  scale_epilogue(B, s, v, xb, xl, n->args[3], skip, cols, out, res);
+  if (!B->st) B->where[res >= 0 ? res : v] = out;
+}
+
 static void rescale_steps(an_build *B, fhjit_value v) {
   /* checked here, not only in a conversion step: with the lift in the
    * NTT's loads (liftfuse) and with mdrs no conversion reads the table,
@@ -626,18 +650,8 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   }
   /* 3. their forward transform, and (x - u) q^-1 in its last kernel */
   fhjit_type t3 = lw_mix_part(tx, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s3 = lw_mix_scratch_for(B, &t3);
-  an_step *s = lw_mix_ntt_step(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  if (s && liftfuse && c1) {
-    s->plan.lift = 1;
-    s->plan.lift_col = c1[0];
-  }
-  /* a result read from v's value in the last kernel: v is not stored */
-  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
-  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
-  if (!s || B->st) return;
-  scale_epilogue(B, s, v, xb, &xl, n->args[3], 0, c2, out, res);
-  if (!B->st) B->where[res >= 0 ? res : v] = out;
+  scaled_forward(B, v, IR_NTT_STD_TO_NTT, &t3, c2, s2, &dense, xb, &xl, 0,
+                 liftfuse && c1 ? c1[0] : -1);
 }
 
 static void moddown_steps(an_build *B, fhjit_value v) {
@@ -703,14 +717,7 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   }
   /* 3. forward, and (a - u) P*^-1 in its last kernel */
   fhjit_type t3 = lw_mix_part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s3 = lw_mix_scratch_for(B, &t3);
-  an_step *s = lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  /* a result read from v's value in the last kernel: v is not stored */
-  fhjit_value res = s && !B->st ? lw_step_epilogue_result(B, v) : FHJIT_NO_VALUE;
-  an_buf out = res >= 0 ? (an_buf){LW_ARG_RESULT, g->result_of[res]} : lw_step_home(B, v);
-  if (!s || B->st) return;
-  scale_epilogue(B, s, v, ab, &al, n->args[3], K + K * l, c2, out, res);
-  if (!B->st) B->where[res >= 0 ? res : v] = out;
+  scaled_forward(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, ab, &al, K + K * l, -1);
 }
 
 /* Modup's output in chain order: rows [0, s0) and [s0, m) of the
