@@ -656,6 +656,22 @@ static LLVMValueRef view_offset(lw *L, const ir_node *in, LLVMValueRef row, int 
   return off;
 }
 
+/* One vector load of a thread's lanes at ptr. */
+static LLVMValueRef vector_load(lw *L, LLVMValueRef ptr) {
+  LLVMValueRef v = LLVMBuildLoad2(L->b, L->vect, ptr, "");
+  LLVMSetAlignment(v, L->vec_align);
+  return v;
+}
+
+/* Lane l of vector v as out[l], named name, name.l1, ... */
+static void split_vector(lw *L, LLVMValueRef v, const char *name, LLVMValueRef *out) {
+  for (int l = 0; l < L->p->vec; l++) {
+    char lname[96];
+    snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
+    out[l] = LLVMBuildExtractElement(L->b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), lname);
+  }
+}
+
 /* Loads lanes of input #index at element konst + var + idx[l] * stride (idx
  * of context x) into out[]. */
 static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, int aligned,
@@ -676,13 +692,7 @@ static void load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, in
   }
   if (V > 1 && x->contig && stride == 1 && aligned && konst % V == 0) {
     LLVMValueRef off = LLVMBuildNUWAdd(b, fixed, to64(L, x->idx[0]), "");
-    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, ""), "");
-    LLVMSetAlignment(v, L->vec_align);
-    for (int l = 0; l < V; l++) {
-      char lname[96];
-      snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-      out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), lname);
-    }
+    split_vector(L, vector_load(L, LLVMBuildInBoundsGEP2(b, L->word, base, &off, 1, "")), name, out);
     return;
   }
   for (int l = 0; l < V; l++) {
@@ -899,13 +909,7 @@ static void load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *o
   int V = L->p->vec;
   unsigned walign = (unsigned)(L->wbits == 32 ? 4 : 8);
   if (a->vptr && !a->uniform) {
-    LLVMValueRef v = LLVMBuildLoad2(b, L->vect, a->vptr, "");
-    LLVMSetAlignment(v, L->vec_align);
-    for (int l = 0; l < V; l++) {
-      char lname[96];
-      snprintf(lname, sizeof lname, l ? "%s.l%d" : "%s", name, l);
-      out[l] = LLVMBuildExtractElement(b, v, LLVMConstInt(L->i32, (uint64_t)l, 0), lname);
-    }
+    split_vector(L, vector_load(L, a->vptr), name, out);
     return;
   }
   for (int l = 0; l < V; l++) {
