@@ -183,17 +183,20 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
                  "\"plain_kernels\": %d",
                  radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", nfused, nplain, k1, k2);
     if (!dom) continue;
-    /* the coefficient automorphism in the forward NTT's staged loads
-     * (ntt_plan autcol=1, ntt_emit_aut.c) against the same NTT alone */
-    if (fhjit_context_set_option(ctx, "ntt_plan", "autcol=1")) die("ntt_plan");
-    double cfused = time_graph(&s, aut_ntt_graph(&s, D, 1), 1, quick, &k1);
-    if (fhjit_context_set_option(ctx, "ntt_plan", NULL)) die("ntt_plan");
-    printf("     coefficient-domain automorphism in the forward NTT's loads (autcol=1): %.1f us "
-           "(%d kernels) against the NTT alone %.1f us: +%.1f%% (target < 5%%)\n",
-           cfused, k1, nplain, (cfused / nplain - 1) * 100);
-    bu_json_item("\"kind\": \"s7_aut_ntt_autcol\", \"radix\": \"%s\", \"fused_us\": %.3f, "
-                 "\"plain_us\": %.3f, \"fused_kernels\": %d",
-                 radix == FHJIT_R62 ? "r62" : "r32", cfused, nplain, k1);
+    /* the coefficient automorphism in the forward NTT's loads (ntt_plan
+     * autcol=1: both kernels staged; 2: kernel 1 loading directly;
+     * ntt_emit_aut.c) against the same NTT alone */
+    for (int ac = 1; ac <= 2; ac++) {
+      if (fhjit_context_set_option(ctx, "ntt_plan", ac == 1 ? "autcol=1" : "autcol=2")) die("ntt_plan");
+      double cfused = time_graph(&s, aut_ntt_graph(&s, D, 1), 1, quick, &k1);
+      if (fhjit_context_set_option(ctx, "ntt_plan", NULL)) die("ntt_plan");
+      printf("     coefficient-domain automorphism in the forward NTT's loads (autcol=%d): %.1f us "
+             "(%d kernels) against the NTT alone %.1f us: +%.1f%% (target < 5%%)\n",
+             ac, cfused, k1, nplain, (cfused / nplain - 1) * 100);
+      bu_json_item("\"kind\": \"s7_aut_ntt_autcol\", \"radix\": \"%s\", \"autcol\": %d, "
+                   "\"fused_us\": %.3f, \"plain_us\": %.3f, \"fused_kernels\": %d",
+                   radix == FHJIT_R62 ? "r62" : "r32", ac, cfused, nplain, k1);
+    }
   }
   set_free(&s);
 }

@@ -95,21 +95,21 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
 }
 
 /* NTT anchor v's operand x as automorphism(a, k) in the coefficient
- * domain read straight from a's buffer (ntt_plan autcol=1): the forward
+ * domain read straight from a's buffer (ntt_plan autcol=1 or 2): the forward
  * two-kernel plans compute it in their staged loads (lw_ntt_plan_aut,
  * ntt_emit_aut.c). k, with *buf, *view and *a set, when they can; else 0. */
 static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf,
                           fhjit_layout *view, fhjit_value *a) {
   const fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v], *xn = &g->nodes[x];
-  if (B->tune.autcol != 1 || xn->op != IR_AUTOMORPHISM || xn->type.domain != FHJIT_DOMAIN_COEF ||
+  if (B->tune.autcol < 1 || xn->op != IR_AUTOMORPHISM || xn->type.domain != FHJIT_DOMAIN_COEF ||
       B->where[x].kind >= 0 || !lw_step_source(B, xn->args[0], buf, view))
     return 0;
   lw_ntt_plan trial;
   int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
   if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
                        n->type.rows, batch_rows, &trial) ||
-      !lw_ntt_plan_aut(&trial, xn->attr[0]))
+      !lw_ntt_plan_aut(&trial, xn->attr[0], B->tune.autcol == 2))
     return 0;
   *a = xn->args[0];
   return xn->attr[0];
@@ -428,7 +428,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
       break;
     }
     lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
-    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k)) {
+    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, B.tune.autcol == 2)) {
       B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                       "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
       break;

@@ -253,10 +253,12 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
 
 /* Makes plan p read automorphism(source, k) (coefficient domain, k odd,
  * 1 <= k < 2N) instead of its source, where it can: a forward two-kernel
- * plan (not the cluster schedule, not a reduce plan), whose two kernels
- * then load through shared memory (staged_load; no early loads). 1 when
- * it did, 0 with p unchanged. */
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k);
+ * plan (not the cluster schedule, not a reduce plan), whose kernel 0 then
+ * loads through shared memory (staged_load; no early loads), and so does
+ * kernel 1 unless direct (then its first pass loads its chunk's words at
+ * permuted positions straight from memory). 1 when it did, 0 with p
+ * unchanged. */
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -344,7 +346,9 @@ typedef struct lw_ntt_tuning {
   int autcol;    /* an NTT whose operand is a coefficient-domain automorphism of a value in
                   * memory: 1 the automorphism in a forward two-kernel plan's staged loads
                   * (lw_ntt_plan_aut: kernel 0 takes the source columns, kernel 1 permutes
-                  * its chunks' words), 0 (default until timed) as autpro says */
+                  * its chunks' words through shared memory), 2 the same but kernel 1's
+                  * first pass loads them at permuted positions directly, 0 (default
+                  * until timed) as autpro says */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted

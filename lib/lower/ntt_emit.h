@@ -280,9 +280,15 @@ int lw_ne_src_is_dense(const lw_ntt_plan *p);
  * its source (lw_ntt_plan.aut_k). aut_cols_load: kernel 0's staged load
  * (columns) with the automorphism, 0 (nothing emitted) where E's kernel is
  * not that; aut_chunk_pos: kernel 1's shared position (i32) of the chunk
- * slot kv it loads (kv itself for every other kernel). */
+ * slot kv it loads (kv itself for every other kernel). aut_direct: E's
+ * kernel is kernel 1 loading its first pass's words from memory; then
+ * local position ku + kc reads chunk slot aut_chunk_slot(aut_chunk_scale
+ * (ku), kc). */
 int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv);
+int lw_ne_aut_direct(const ne *E);
+LLVMValueRef lw_ne_aut_chunk_scale(ne *E, LLVMValueRef ku);
+LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc);
 
 /* ntt_cluster.c: the cluster schedule's GPU kernel and host function */
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name);

@@ -18,7 +18,9 @@
  * j that reads it, negated where the map says, and it stores its results
  * in source-column order (its ordinary store). Kernel 1's staged load
  * (lw_ne_aut_chunk_pos) puts slot s of a chunk at local position s k mod
- * N2, where the chunk's stages want column c. Inverting the row map:
+ * N2, where the chunk's stages want column c; without one (autcol=2) its
+ * first pass loads slot p k^-1 mod N2 for local position p
+ * (lw_ne_aut_chunk_slot). Inverting the row map:
  * source row r of column s serves output row j = ((r - q) k) mod 2N1 if
  * that is below N1, else (row r + N1, the negated side) j - N1. */
 #include "lower/autmap.h"
@@ -145,6 +147,31 @@ int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   if (!E->P->aut_k || !E->K->cols || !E->src_view) return 0;
   aut_cols_load(E, tid, blk);
   return 1;
+}
+
+/* Kernel 1 without its staged load (autcol=2): local position p of a
+ * chunk reads slot p k^-1 mod N2 (k^-1 mod 2N, taken mod N2) of the
+ * stored chunk, the inverse of aut_chunk_pos. A position is the thread's
+ * bits ku plus a constant kc (disjoint bits, so ku | kc = ku + kc), and
+ * (ku + kc) k^-1 = ku k^-1 + kc k^-1: the thread's product once
+ * (aut_chunk_scale), one add and one and a word (aut_chunk_slot). */
+int lw_ne_aut_direct(const ne *E) {
+  return E->P->aut_k && !E->src_view && !E->K->cols && !E->K->staged_load;
+}
+
+static uint32_t chunk_kinv(const ne *E) {
+  int64_t N = INT64_C(1) << E->P->log_n;
+  return (uint32_t)lw_aut_inverse_mod(E->P->aut_k, 2 * N) & ((1u << E->K->m) - 1);
+}
+
+LLVMValueRef lw_ne_aut_chunk_scale(ne *E, LLVMValueRef ku) {
+  return LLVMBuildMul(E->b, ku, c32(E, chunk_kinv(E)), "aut.ku");
+}
+
+LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc) {
+  uint32_t mask = (1u << E->K->m) - 1;
+  LLVMValueRef t = LLVMBuildAdd(E->b, kuk, c32(E, (uint64_t)((kc * chunk_kinv(E)) & mask)), "");
+  return LLVMBuildAnd(E->b, t, c32(E, mask), "aut.slot");
 }
 
 LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv) {

@@ -427,6 +427,7 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
   mconst pre = {0};
   int liftadd = lw_ne_lift_add_active(E);
   if (k->pre || liftadd) pre = lw_ne_pre_const(E, r);
+  LLVMValueRef kuk = lw_ne_aut_direct(E) ? lw_ne_aut_chunk_scale(E, ku) : NULL;
   for (int i = 0; i < (1 << k->log_e); i++) {
     if (E->pro_active) {
       LLVMValueRef k64 = LLVMBuildZExt(b, ku, E->i64, "");
@@ -440,7 +441,8 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
         continue;
       }
     } else {
-      x[i] = load(E, E->W, E->src, soff_k(E, p, ku, kc[i]), walign(E), "x");
+      LLVMValueRef at = kuk ? goff(E, p, lw_ne_aut_chunk_slot(E, kuk, kc[i])) : soff_k(E, p, ku, kc[i]);
+      x[i] = load(E, E->W, E->src, at, walign(E), "x");
     }
     if (k->pre) x[i] = lw_ne_pre_step(E, r, &pre, x[i]);
   }

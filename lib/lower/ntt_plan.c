@@ -121,7 +121,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
       {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
       {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
-      {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 1},
+      {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 2},
       {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
       {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
       {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
@@ -557,12 +557,12 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   return FHJIT_OK;
 }
 
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k) {
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct) {
   if (p->nkernels != 2 || p->k[0].cluster || !p->k[0].cols || p->reduce_members > 0 ||
       !ir_ntt_is_forward(p->kind) || k < 1 || k >= (INT64_C(2) << p->log_n) || !(k & 1))
     return 0;
   p->aut_k = k;
-  for (int j = 0; j < 2; j++) p->k[j].staged_load = 1, p->k[j].early = 0;
+  for (int j = 0; j < 2 - !!direct; j++) p->k[j].staged_load = 1, p->k[j].early = 0;
   return 1;
 }
 
