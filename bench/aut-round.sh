@@ -45,14 +45,14 @@ bench() {
 # against the interpreter, then three under memcheck and racecheck; each
 # with both keys.
 autcol() {
-  local dir=${2:-bench/autcol-graphs} f m
+  local dir=${2:-bench/autcol-graphs} f m rc
   for m in 1 2; do for f in $dir/*.fh; do
     FHJIT_NTT_PLAN=autcol=$m timeout 60 $B/tools/fhjit-run $f --backend=cuda --check > $L/autcol${m}_$(basename $f).log 2>&1
-    echo "autcol=$m $(basename $f) rc $? $(grep -E 'in total' $L/autcol${m}_$(basename $f).log)"
+    rc=$?; echo "autcol=$m $(basename $f) rc $rc $(grep -E 'in total' $L/autcol${m}_$(basename $f).log)"
   done; done
   for m in 1 2; do for tool in memcheck racecheck; do for f in $dir/ac4.fh $dir/ac5.fh $dir/ac7.fh; do
     FHJIT_NTT_PLAN=autcol=$m timeout 100 $SAN --tool $tool $B/tools/fhjit-run $f --backend=cuda --check > $L/${tool}${m}_$(basename $f).log 2>&1
-    echo "autcol=$m $tool $(basename $f) rc $? $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $L/${tool}${m}_$(basename $f).log | tr '\n' ' ')"
+    rc=$?; echo "autcol=$m $tool $(basename $f) rc $rc $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $L/${tool}${m}_$(basename $f).log | tr '\n' ' ')"
   done; done; done
 }
 # lean: the same by priority within one call of under 10 minutes (a step
@@ -61,10 +61,10 @@ autcol() {
 # section7 group (--quick); s7_bench (no floors: its same-run ratios);
 # section7 under memcheck; r32 rotate(1) and 8 hoisted rotations.
 lean() {
-  local f m budget=${LEAN_S:-520}
+  local f m rc budget=${LEAN_S:-520}
   for m in 1 2; do for f in bench/autcol-graphs/*.fh; do
     FHJIT_NTT_PLAN=autcol=$m timeout 40 $B/tools/fhjit-run $f --backend=cuda --check > $L/autcol${m}_$(basename $f).log 2>&1
-    echo "autcol=$m $(basename $f) rc $? $(grep -E 'in total' $L/autcol${m}_$(basename $f).log)"
+    rc=$?; echo "autcol=$m $(basename $f) rc $rc $(grep -E 'in total' $L/autcol${m}_$(basename $f).log)"
   done; done
   for m in 1 2; do for tool in memcheck racecheck; do f=bench/autcol-graphs/ac4.fh
     FHJIT_NTT_PLAN=autcol=$m timeout 60 $SAN --tool $tool $B/tools/fhjit-run $f --backend=cuda --check > $L/${tool}${m}_ac4.log 2>&1
