@@ -18,8 +18,9 @@
  * loads; NTT domain: the inverse NTT's), against the NTT alone.
  *
  *   s7_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
- *            [--sweep-bconv] [--bconv-plans "P1;P2;..."]
- * --quick: N = 2^12 (a check of this program). Against the fake driver
+ *            [--sweep-bconv] [--bconv-plans "P1;P2;..."] [--aut-only]
+ * --quick: N = 2^12 (a check of this program). --aut-only: only the
+ * automorphism's lines (alone, in a product, in an NTT, autcol). Against the fake driver
  * (FHJIT_LIBCUDA) nothing is timed. --sweep-bconv: instead of the ops,
  * the bconv alone under each bconv_plan (docs/section7.md "Tuning"; the
  * default list is V, S, U in {1, 2, 4} at T 128, 256, 512), each checked
@@ -95,11 +96,10 @@ static fhjit_graph *gather_graph(const set *s) {
   return done(g, fhjit_concat(g, d, u));
 }
 
-static void bench_set(fhjit_radix radix, int log_n, int quick) {
-  set s;
-  set_init(&s, radix, log_n);
-  double ws = (double)s.ws, poly = (double)s.n * ws; /* bytes of one row */
-  int a = s.alpha, mq = s.mq, K = s.K, m = s.m;
+/* The limb-mixing operations (bconv, modup, moddown, rescale) on set s. */
+static void bench_mixing(const set *s, int quick) {
+  double ws = (double)s->ws, poly = (double)s->n * ws; /* bytes of one row */
+  int a = s->alpha, mq = s->mq, K = s->K, m = s->m;
   int32_t digit[64], rest[64], P[64], Q[64];
   for (int r = 0; r < a; r++) digit[r] = r;
   for (int r = a; r < m; r++) rest[r - a] = r;
@@ -108,24 +108,24 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
 
   /* bconv alone: digit 0 -> the other rows of Q ++ P */
   row r = {.op = "bconv"};
-  r.us = time_graph(&s, bconv_graph(&s, digit, a, rest, m - a), 1, quick, &r.kernels);
+  r.us = time_graph(s, bconv_graph(s, digit, a, rest, m - a), 1, quick, &r.kernels);
   r.bytes = (double)(a + m - a) * poly;
-  r.prods = bconv_products(&s, a, m - a);
-  r.macs = bconv_macs(&s, a, m - a);
-  report(&s, &r);
+  r.prods = bconv_products(s, a, m - a);
+  r.macs = bconv_macs(s, a, m - a);
+  report(s, &r);
 
   /* modup of digit 0: INTT(alpha), bconv, NTT(m - alpha), gather */
   row u = {.op = "modup(digit 0)"};
-  u.us = time_graph(&s, modup_graph(&s, 0), 1, quick, &u.kernels);
-  double intt = time_graph(&s, ntt_graph(&s, 0, a, FHJIT_NTT_TO_COEF_MONT), 0, quick, &u.sep_kernels);
-  double ntt = time_graph(&s, ntt_graph(&s, a, m - a, FHJIT_NTT_COEF_MONT_TO_NTT), 0, quick, &u.sep_kernels);
-  double bc = time_graph(&s, bconv_graph(&s, digit, a, rest, m - a), 0, quick, &u.sep_kernels);
-  double ga = time_graph(&s, gather_graph(&s), 0, quick, &u.sep_kernels);
+  u.us = time_graph(s, modup_graph(s, 0), 1, quick, &u.kernels);
+  double intt = time_graph(s, ntt_graph(s, 0, a, FHJIT_NTT_TO_COEF_MONT), 0, quick, &u.sep_kernels);
+  double ntt = time_graph(s, ntt_graph(s, a, m - a, FHJIT_NTT_COEF_MONT_TO_NTT), 0, quick, &u.sep_kernels);
+  double bc = time_graph(s, bconv_graph(s, digit, a, rest, m - a), 0, quick, &u.sep_kernels);
+  double ga = time_graph(s, gather_graph(s), 0, quick, &u.sep_kernels);
   u.sep_us = intt + bc + ntt + ga;
   u.bytes = (double)(a + m) * poly;
-  u.prods = ntt_products(&s, a, 1) + bconv_products(&s, a, m - a) + ntt_products(&s, m - a, 0);
-  u.macs = bconv_macs(&s, a, m - a);
-  report(&s, &u);
+  u.prods = ntt_products(s, a, 1) + bconv_products(s, a, m - a) + ntt_products(s, m - a, 0);
+  u.macs = bconv_macs(s, a, m - a);
+  report(s, &u);
   printf("     modup: its NTTs alone %.1f us + conversion floor %.1f us = %.1f us; modup / that = "
          "%.2fx (target 1.2x)\n",
          intt + ntt, r.mem_us > r.prod_us ? r.mem_us : r.prod_us,
@@ -134,46 +134,53 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
 
   /* moddown: INTT(P), bconv P -> Q, NTT(Q), (a - u) P*^-1 */
   row d = {.op = "moddown"};
-  d.us = time_graph(&s, moddown_graph(&s), 1, quick, &d.kernels);
-  d.sep_us = time_graph(&s, ntt_graph(&s, mq, K, FHJIT_NTT_TO_COEF_MONT), 0, quick, &d.sep_kernels) +
-             time_graph(&s, bconv_graph(&s, P, K, Q, mq), 0, quick, &d.sep_kernels) +
-             time_graph(&s, ntt_graph(&s, 0, mq, FHJIT_NTT_COEF_MONT_TO_NTT), 0, quick, &d.sep_kernels) +
-             time_graph(&s, scale_graph(&s, mq), 0, quick, &d.sep_kernels);
+  d.us = time_graph(s, moddown_graph(s), 1, quick, &d.kernels);
+  d.sep_us = time_graph(s, ntt_graph(s, mq, K, FHJIT_NTT_TO_COEF_MONT), 0, quick, &d.sep_kernels) +
+             time_graph(s, bconv_graph(s, P, K, Q, mq), 0, quick, &d.sep_kernels) +
+             time_graph(s, ntt_graph(s, 0, mq, FHJIT_NTT_COEF_MONT_TO_NTT), 0, quick, &d.sep_kernels) +
+             time_graph(s, scale_graph(s, mq), 0, quick, &d.sep_kernels);
   d.bytes = (double)(m + mq) * poly;
-  d.prods = ntt_products(&s, K, 1) + bconv_products(&s, K, mq) + ntt_products(&s, mq, 0) +
-            (double)mq * (double)s.n;
-  d.macs = bconv_macs(&s, K, mq);
-  report(&s, &d);
+  d.prods = ntt_products(s, K, 1) + bconv_products(s, K, mq) + ntt_products(s, mq, 0) +
+            (double)mq * (double)s->n;
+  d.macs = bconv_macs(s, K, mq);
+  report(s, &d);
 
   /* rescale: INTT(last row), lift, NTT(the rest), (x - u) q^-1 */
   row c = {.op = "rescale"};
-  c.us = time_graph(&s, rescale_graph(&s), 1, quick, &c.kernels);
-  c.sep_us = time_graph(&s, ntt_graph(&s, mq - 1, 1, FHJIT_NTT_TO_COEF_STD), 0, quick, &c.sep_kernels) +
-             time_graph(&s, ntt_graph(&s, 0, mq - 1, FHJIT_NTT_COEF_STD_TO_NTT), 0, quick, &c.sep_kernels) +
-             time_graph(&s, scale_graph(&s, mq - 1), 0, quick, &c.sep_kernels);
+  c.us = time_graph(s, rescale_graph(s), 1, quick, &c.kernels);
+  c.sep_us = time_graph(s, ntt_graph(s, mq - 1, 1, FHJIT_NTT_TO_COEF_STD), 0, quick, &c.sep_kernels) +
+             time_graph(s, ntt_graph(s, 0, mq - 1, FHJIT_NTT_COEF_STD_TO_NTT), 0, quick, &c.sep_kernels) +
+             time_graph(s, scale_graph(s, mq - 1), 0, quick, &c.sep_kernels);
   c.bytes = (double)(2 * mq - 1) * poly;
-  c.prods = ntt_products(&s, 1, 1) + ntt_products(&s, mq - 1, 1) + 2.0 * (mq - 1) * (double)s.n;
-  report(&s, &c);
+  c.prods = ntt_products(s, 1, 1) + ntt_products(s, mq - 1, 1) + 2.0 * (mq - 1) * (double)s->n;
+  report(s, &c);
   printf("     rescale separate: the NTTs and the pointwise rest without the lift (no public op)\n");
+}
 
-  /* automorphism alone and fused into a product, both domains */
+/* The automorphism alone and fused into a product and into an NTT, both
+ * domains, on set s. */
+static void bench_aut(const set *s, int quick) {
+  double poly = (double)s->n * (double)s->ws; /* bytes of one row */
+  int mq = s->mq;
+  fhjit_radix radix = s->radix;
   for (int dom = 0; dom < 2; dom++) {
     fhjit_domain D = dom ? FHJIT_DOMAIN_COEF : FHJIT_DOMAIN_NTT;
     row t = {.op = dom ? "automorphism (coef)" : "automorphism (ntt)"};
-    t.us = time_graph(&s, aut_graph(&s, D, 0), 1, quick, &t.kernels);
+    t.us = time_graph(s, aut_graph(s, D, 0), 1, quick, &t.kernels);
     t.bytes = 2.0 * mq * poly;
-    report(&s, &t);
+    report(s, &t);
     int k1 = 0, k2 = 0;
-    double fused = time_graph(&s, aut_graph(&s, D, 1), 1, quick, &k1);
-    double plain = time_graph(&s, aut_graph(&s, D, 2), 1, quick, &k2);
+    double fused = time_graph(s, aut_graph(s, D, 1), 1, quick, &k1);
+    double plain = time_graph(s, aut_graph(s, D, 2), 1, quick, &k2);
     printf("     %s fused into mul: %.1f us against mul alone %.1f us: +%.1f%% (target < 5%%)\n",
            dom ? "coefficient-domain automorphism" : "NTT-domain automorphism", fused, plain,
            (fused / plain - 1) * 100);
     bu_json_item("\"kind\": \"s7_aut_fused\", \"radix\": \"%s\", \"domain\": \"%s\", "
                  "\"fused_us\": %.3f, \"plain_us\": %.3f",
                  radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", fused, plain);
-    double nfused = time_graph(&s, aut_ntt_graph(&s, D, 1), 1, quick, &k1);
-    double nplain = time_graph(&s, aut_ntt_graph(&s, D, 0), 1, quick, &k2);
+    k1 = k2 = 0; /* time_graph adds its kernels to the count */
+    double nfused = time_graph(s, aut_ntt_graph(s, D, 1), 1, quick, &k1);
+    double nplain = time_graph(s, aut_ntt_graph(s, D, 0), 1, quick, &k2);
     printf("     %s fused into the %s NTT: %.1f us (%d kernels) against the NTT alone %.1f us (%d): "
            "+%.1f%% (target < 5%%)\n",
            dom ? "coefficient-domain automorphism" : "NTT-domain automorphism",
@@ -188,7 +195,8 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
      * ntt_emit_aut.c) against the same NTT alone */
     for (int ac = 1; ac <= 2; ac++) {
       if (fhjit_context_set_option(ctx, "ntt_plan", ac == 1 ? "autcol=1" : "autcol=2")) die("ntt_plan");
-      double cfused = time_graph(&s, aut_ntt_graph(&s, D, 1), 1, quick, &k1);
+      k1 = 0;
+      double cfused = time_graph(s, aut_ntt_graph(s, D, 1), 1, quick, &k1);
       if (fhjit_context_set_option(ctx, "ntt_plan", NULL)) die("ntt_plan");
       printf("     coefficient-domain automorphism in the forward NTT's loads (autcol=%d): %.1f us "
              "(%d kernels) against the NTT alone %.1f us: +%.1f%% (target < 5%%)\n",
@@ -198,6 +206,15 @@ static void bench_set(fhjit_radix radix, int log_n, int quick) {
                    radix == FHJIT_R62 ? "r62" : "r32", ac, cfused, nplain, k1);
     }
   }
+}
+
+static int aut_only; /* --aut-only: bench_aut alone */
+
+static void bench_set(fhjit_radix radix, int log_n, int quick) {
+  set s;
+  set_init(&s, radix, log_n);
+  if (!aut_only) bench_mixing(&s, quick);
+  bench_aut(&s, quick);
   set_free(&s);
 }
 
@@ -354,11 +371,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--radix") && i + 1 < argc) radices = argv[++i];
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--aut-only")) aut_only = 1;
     else {
       fprintf(stderr,
               "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n"
               "          [--sweep-bconv] [--bconv-plans \"V=1,U=2;V=2,S=2;...\"]\n"
-              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"]\n",
+              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"] [--aut-only]\n",
               argv[0]);
       return 2;
     }
