@@ -95,14 +95,16 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
 }
 
 /* NTT anchor v's operand x as automorphism(a, k) in the coefficient
- * domain read straight from a's buffer (ntt_plan autcol=1 or 2): the forward
- * two-kernel plans compute it in their staged loads (lw_ntt_plan_aut,
+ * domain read straight from a's buffer (ntt_plan autcol: 1 by default,
+ * unless autpro=1 asks for the prologue; 0 off): the forward two-kernel
+ * plans compute it in their staged loads (lw_ntt_plan_aut,
  * ntt_emit_aut.c). k, with *buf, *view and *a set, when they can; else 0. */
 static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf,
                           fhjit_layout *view, fhjit_value *a) {
   const fhjit_graph *g = B->g;
   const ir_node *n = &g->nodes[v], *xn = &g->nodes[x];
-  if (B->tune.autcol < 1 || xn->op != IR_AUTOMORPHISM || xn->type.domain != FHJIT_DOMAIN_COEF ||
+  int on = B->tune.autcol > 0 || (B->tune.autcol < 0 && B->tune.autpro <= 0);
+  if (!on || xn->op != IR_AUTOMORPHISM || xn->type.domain != FHJIT_DOMAIN_COEF ||
       B->where[x].kind >= 0 || !lw_step_source(B, xn->args[0], buf, view))
     return 0;
   lw_ntt_plan trial;

@@ -397,10 +397,11 @@ START_TEST(test_ntt_roundtrip_bases) {
 }
 END_TEST
 
-/* An NTT whose operand reads a coefficient-domain automorphism: by default
- * the operand is computed by a pointwise step first (its scattered loads
- * cost more in the NTT's first kernel than a pass of their own), with
- * ntt_plan autpro=1 in the NTT's prologue; an NTT-domain automorphism
+/* An NTT whose operand reads a coefficient-domain automorphism: with
+ * ntt_plan autcol=0 the operand is computed by a pointwise step first (its
+ * scattered loads cost more in the NTT's first kernel than a pass of their
+ * own; autcol, the default, reads automorphism(x) in the staged loads:
+ * test_ntt_aut_columns), with autpro=1 in the NTT's prologue; an NTT-domain automorphism
  * stays in the inverse NTT's prologue either way. Both plans give the
  * interpreter's words. Operands (_i % 3): automorphism(x); add(
  * automorphism(c_1), y) of a 2-component ciphertext; the same, its sum also
@@ -418,7 +419,8 @@ START_TEST(test_ntt_scattered_prologue) {
   env_init(&e, radix, 5 + _i % 4, 90 + (uint64_t)_i);
   int64_t k = (_i / 6) % 2 ? 2 * e.n - 1 : 5;
   for (int fused = 0; fused < 2; fused++) {
-    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", fused ? "autpro=1" : NULL), FHJIT_OK);
+    ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", fused ? "autpro=1" : "autcol=0"),
+                     FHJIT_OK);
     fhjit_graph *g = new_graph(&e, "scat");
     fhjit_value fw = twiddles(&e, g, "fw"), iv = twiddles(&e, g, "iv");
     fhjit_value op;
