@@ -346,11 +346,11 @@ typedef struct lw_ntt_tuning {
   int autcol;    /* an NTT whose operand is a coefficient-domain automorphism of a value in
                   * memory: 1 the automorphism in a forward two-kernel plan's staged loads
                   * (lw_ntt_plan_aut: kernel 0 takes the source columns, kernel 1 permutes
-                  * its chunks' words through shared memory; the default: H100, 2^16,
-                  * r32 +12.6% over the NTT alone against +52.7% with a pass first),
-                  * 2 the same but kernel 1's first pass loads them at permuted
-                  * positions directly (r32 +18.7%, r62 +7.5% against autcol=1's
-                  * +8.7%), 0 as autpro says */
+                  * its chunks' words through shared memory; the default: H200,
+                  * 272f0fe, 2^16, r32 +14.1% over the NTT alone against +47.9%
+                  * with a pass first), 2 the same but kernel 1's first pass loads
+                  * them at permuted positions directly (r32 +20.1%, r62 +8.2%
+                  * against autcol=1's +9.4%), 0 as autpro says */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
