@@ -33,7 +33,11 @@
 #include "lower/lw_llvm.h"
 #include "nvptx/nvptx.h"
 
-#define LW_NTT_MAX_PASSES 8
+/* Passes of one kernel: each runs at least one stage of at most
+ * IR_NTT_MAX_LOG, so every plan the keys can give fits (8 did not: r62
+ * 2^16 with e=1 has a chunk kernel of 9 or 10 one-stage passes, which
+ * wrote past pass_e into the plan and gave wrong words). */
+#define LW_NTT_MAX_PASSES IR_NTT_MAX_LOG
 /* The most batch-rows that get per-row completion counters (4 bytes each,
  * two arrays per NTT in its module). */
 #define LW_NTT_ROWSYNC_MAX_ROWS 65536
@@ -273,6 +277,9 @@ typedef enum lw_ntt_schedule {
 #define LW_NTT_CLUSTER_MAX_LOG 17
 /* Dynamic shared memory a block may have on sm_90 (227 KB). */
 #define LW_NTT_CLUSTER_SMEM_MAX (227 * 1024)
+/* The cluster kernels' passes: the plans the GPU has run (more, from one
+ * stage a pass, are refused with a message) */
+#define LW_NTT_CLUSTER_MAX_PASSES 8
 /* The ntt_schedule option's text: 1 when valid (*out set; NULL and ""
  * are auto), 0 otherwise. */
 int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out);

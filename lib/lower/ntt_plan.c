@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lower/ntt.h"
+#include "support/support.h"
 
 /* ------------------------------------------------------------------ plan */
 
@@ -18,6 +19,7 @@
 static void plan_passes(lw_ntt_kplan *k, int forward) {
   int m = k->m - k->tail, e = k->log_e;
   k->npass = (m + e - 1) / e;
+  SP_ASSERT(k->npass <= LW_NTT_MAX_PASSES);
   int b = forward ? k->m : k->tail;
   for (int j = 0; j < k->npass; j++) {
     int ej = j < k->npass - 1 ? e : m - e * (k->npass - 1);
@@ -374,11 +376,11 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
   k.smem_words = (uint32_t)words;
   k.blocks = p->batch_rows << c;
   k.pre = k.post = 1;
-  if (k.npass > LW_NTT_MAX_PASSES || words * ws > LW_NTT_CLUSTER_SMEM_MAX)
+  if (k.npass > LW_NTT_CLUSTER_MAX_PASSES || words * ws > LW_NTT_CLUSTER_SMEM_MAX)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: NTT cluster plan for N = 2^%d: %d passes and %lld bytes of shared "
                     "memory per block (at most %d and %d; see FHJIT_NTT_PLAN)",
-                    n, k.npass, (long long)(words * ws), LW_NTT_MAX_PASSES, LW_NTT_CLUSTER_SMEM_MAX);
+                    n, k.npass, (long long)(words * ws), LW_NTT_CLUSTER_MAX_PASSES, LW_NTT_CLUSTER_SMEM_MAX);
   p->two_nkernels = p->nkernels;
   memcpy(p->two, p->k, sizeof p->two);
   p->nkernels = 1;

@@ -200,6 +200,33 @@ START_TEST(test_tuned_grid) {
 }
 END_TEST
 
+/* Plans of more than 8 passes in a kernel (one stage a pass: 2 words per
+ * thread), which once wrote past the plan's pass arrays and gave wrong
+ * words for r62 2^16 with e=1 (chunk kernels of 9 and 10 passes): each
+ * pass count from 9 to 11 against the reference, and the kernel's count
+ * stated, so that a planner that merges passes does not hide the case. */
+START_TEST(test_many_passes) {
+  static const struct {
+    fhjit_radix radix;
+    int logn, npass;
+    const char *plan;
+  } cases[] = {{FHJIT_R62, 16, 10, "e=1,n1=6"},
+               {FHJIT_R62, 17, 11, "e_chunk=1,n1=6"},
+               {FHJIT_R32, 17, 9, "e_col=1,n1=9,c_col=0"}};
+  int c = _i % 3;
+  ir_ntt_kind kind = (ir_ntt_kind)(_i % IR_NTT_NUM_KINDS);
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(NULL, cases[c].plan, &t), FHJIT_OK);
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, cases[c].radix, kind, cases[c].logn, 1, 1, &t, &p), FHJIT_OK);
+  int most = 0;
+  for (int j = 0; j < p.nkernels; j++) most = p.k[j].npass > most ? p.k[j].npass : most;
+  ck_assert_int_eq(most, cases[c].npass);
+  check_config_tuned(cases[c].radix, kind, cases[c].logn, 1, 1, 7070 + (uint64_t)_i, _i % 3, &t);
+}
+END_TEST
+
 /* The block order (lw_ntt_plan.pminor, ntt_emit.c block_order): both
  * orders against the reference at two-kernel sizes with several
  * polynomials (3 rows of 3 and 5 polynomials: the map divides by the
@@ -957,6 +984,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_pdl, 0, 4);
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
+  tcase_add_loop_test(tc, test_many_passes, 0, 6);
   tcase_add_loop_test(tc, test_block_order, 0, 8);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);
