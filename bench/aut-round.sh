@@ -7,6 +7,7 @@
 #   bash bench/aut-round.sh checks   # about 5 minutes
 #   bash bench/aut-round.sh autcol   # about 2 minutes
 #   bash bench/aut-round.sh bench    # about 5 minutes
+#   bash bench/aut-round.sh autvec   # about 8 minutes
 # checks: the GPU test's examples, random, section7 and ckks groups, then
 # section7 and ckks under compute-sanitizer memcheck and section7 under
 # racecheck. bench: the floors, s7_bench over both radices (the
@@ -83,5 +84,32 @@ lean() {
     echo "ckks r32 rc $?"; grep -E '^r32|FAIL|mismatch' $L/ckks_r32.log; }
   echo "t=$SECONDS"
 }
-case "$1" in checks) checks ;; bench) bench ;; autcol) autcol "$@" ;; lean) lean ;;
-  *) echo "usage: $0 checks|bench|autcol [dir]|lean" >&2; exit 2 ;; esac
+# autvec: kernel 0's staged load one word a thread (ntt_plan autvec=0)
+# beside the vectors, within AUTVEC_S (default 480 s): the autcol graphs
+# with autcol=1 (the default), autcol=1,autvec=0 and autcol=2,autvec=0
+# against the interpreter; s7_bench --aut-only twice (every form's line,
+# same run); ac4 under memcheck and racecheck with both of autcol=1's
+# loads; the GPU test's section7 and ckks groups (--quick), section7
+# under memcheck.
+autvec() {
+  local f form tool budget=${AUTVEC_S:-480}
+  for form in autcol=1 autcol=1,autvec=0 autcol=2,autvec=0; do for f in bench/autcol-graphs/*.fh; do
+    FHJIT_NTT_PLAN=$form timeout 40 $B/tools/fhjit-run $f --backend=cuda --check > $L/$form.$(basename $f).log 2>&1
+    echo "$form $(basename $f) rc $? $(grep -E 'in total' $L/$form.$(basename $f).log)"
+  done; done
+  echo "t=$SECONDS"
+  for i in 1 2; do
+    timeout 100 $B/bench/s7_bench --aut-only --radix r32,r62 --json $OUT/s7_aut$i.json > $L/s7_aut$i.log 2>&1
+    echo "s7_bench $i rc $?"; grep -iE 'automorphism|FAIL|mismatch' $L/s7_aut$i.log | head -30; echo "t=$SECONDS"
+  done
+  for form in autcol=1 autcol=1,autvec=0; do for tool in memcheck racecheck; do f=bench/autcol-graphs/ac4.fh
+    ((SECONDS < budget - 60)) || continue
+    FHJIT_NTT_PLAN=$form timeout 60 $SAN --tool $tool $B/tools/fhjit-run $f --backend=cuda --check > $L/$tool.$form.ac4.log 2>&1
+    echo "$form $tool ac4 rc $? $(grep -E 'in total|ERROR SUMMARY|RACECHECK SUMMARY' $L/$tool.$form.ac4.log | tr '\n' ' ')"
+  done; done
+  echo "t=$SECONDS"
+  ((SECONDS < budget - 100)) && { timeout 100 $T --only section7,ckks --quick > $L/gpu.log 2>&1; echo "gpu rc $?"; grep -E "^(PASS|FAIL)" $L/gpu.log | tail -3; echo "t=$SECONDS"; }
+  ((SECONDS < budget - 110)) && { timeout 110 $SAN --tool memcheck $T --only section7 --quick > $L/memcheck.log 2>&1; echo "memcheck rc $?"; grep -E "^(PASS|FAIL)|ERROR SUMMARY" $L/memcheck.log | tail -3; echo "t=$SECONDS"; }
+}
+case "$1" in checks) checks ;; bench) bench ;; autcol) autcol "$@" ;; lean) lean ;; autvec) autvec ;;
+  *) echo "usage: $0 checks|bench|autcol [dir]|lean|autvec" >&2; exit 2 ;; esac

@@ -196,19 +196,24 @@ static void bench_aut(const set *s, int quick) {
                  radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", nfused, nplain, k1, k2);
     if (!dom) continue;
     /* the coefficient automorphism in the forward NTT's loads (ntt_plan
-     * autcol=1: both kernels staged; 2: kernel 1 loading directly;
-     * ntt_emit_aut.c) against the same NTT alone */
-    for (int ac = 1; ac <= 2; ac++) {
-      if (fhjit_context_set_option(ctx, "ntt_plan", ac == 1 ? "autcol=1" : "autcol=2")) die("ntt_plan");
+     * autcol=1: both kernels staged; 2: kernel 1 loading directly; each
+     * with kernel 0's staged load in vectors and one word a thread,
+     * autvec=0; ntt_emit_aut.c) against the same NTT alone */
+    for (int f = 0; f < 4; f++) {
+      /* autvec=0: kernel 0's staged load one word a thread */
+      int ac = 1 + f % 2, av = f < 2;
+      char form[32];
+      snprintf(form, sizeof form, "autcol=%d%s", ac, av ? "" : ",autvec=0");
+      if (fhjit_context_set_option(ctx, "ntt_plan", form)) die("ntt_plan");
       k1 = 0;
       double cfused = time_graph(s, aut_ntt_graph(s, D, 1), 1, quick, &k1);
       if (fhjit_context_set_option(ctx, "ntt_plan", NULL)) die("ntt_plan");
-      printf("     coefficient-domain automorphism in the forward NTT's loads (autcol=%d): %.1f us "
+      printf("     coefficient-domain automorphism in the forward NTT's loads (%s): %.1f us "
              "(%d kernels) against the NTT alone %.1f us: +%.1f%% (target < 5%%)\n",
-             ac, cfused, k1, nplain, (cfused / nplain - 1) * 100);
+             form, cfused, k1, nplain, (cfused / nplain - 1) * 100);
       bu_json_item("\"kind\": \"s7_aut_ntt_autcol\", \"radix\": \"%s\", \"autcol\": %d, "
-                   "\"fused_us\": %.3f, \"plain_us\": %.3f, \"fused_kernels\": %d",
-                   radix == FHJIT_R62 ? "r62" : "r32", ac, cfused, nplain, k1);
+                   "\"autvec\": %d, \"fused_us\": %.3f, \"plain_us\": %.3f, \"fused_kernels\": %d",
+                   radix == FHJIT_R62 ? "r62" : "r32", ac, av, cfused, nplain, k1);
     }
   }
 }

@@ -435,6 +435,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
                       "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
       break;
     }
+    s->plan.aut_scalar = aut_k && B.tune.autvec == 0;
     s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;

@@ -203,6 +203,7 @@ typedef struct lw_ntt_plan {
    * staged loads (ntt_emit_aut.c, lw_ntt_plan_aut); 0: the source view
    * itself (lw_ntt_plan_make). */
   int64_t aut_k;
+  int aut_scalar; /* kernel 0's staged load one word a thread (ntt_plan autvec=0) */
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -358,6 +359,10 @@ typedef struct lw_ntt_tuning {
                   * with a pass first), 2 the same but kernel 1's first pass loads
                   * them at permuted positions directly (r32 +20.1%, r62 +8.2%
                   * against autcol=1's +9.4%), 0 as autpro says */
+  int autvec;    /* with autcol: kernel 0's staged load reads 16-byte vectors, a thread's
+                  * consecutive columns (1, default), or one word a thread, a warp's
+                  * consecutive columns (0: its scattered shared stores then hit every
+                  * bank once, where r32's 4-word vectors put 4 lanes on each) */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
@@ -398,7 +403,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

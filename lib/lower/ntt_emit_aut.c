@@ -63,20 +63,30 @@ static LLVMValueRef aut_column_term(ne *E, const autc *a, LLVMValueRef s) {
   return LLVMBuildMul(b, LLVMBuildSub(b, c32(E, a->two_n1), q, ""), c32(E, a->k & (a->two_n1 - 1)), "aut.qk");
 }
 
-/* The output row (i32, < N1) that reads source row r of the column whose
- * aut_column_term is qk (rk: r k, wrapped), *negate (i1) set where it
- * reads it negated (the row map's past-N1 side). */
-static LLVMValueRef aut_row(ne *E, const autc *a, LLVMValueRef rk, LLVMValueRef qk, LLVMValueRef *negate) {
+/* The output row (i32, < N1) that reads source row r of a column whose
+ * aut_column_term is qk, from t = r k + qk (wrapped: only t mod 2N1
+ * counts), *negate (i1) set where it reads it negated (the row map's
+ * past-N1 side). */
+static LLVMValueRef aut_row(ne *E, const autc *a, LLVMValueRef t, LLVMValueRef *negate) {
   LLVMBuilderRef b = E->b;
-  LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildAdd(b, rk, qk, ""), c32(E, a->two_n1 - 1), "aut.j");
-  *negate = LLVMBuildICmp(b, LLVMIntUGE, j, c32(E, a->two_n1 >> 1), "aut.neg");
+  LLVMValueRef j = LLVMBuildAnd(b, t, c32(E, a->two_n1 - 1), "aut.j");
+  *negate = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, t, c32(E, a->two_n1 >> 1), ""), c32(E, 0), "aut.neg");
   return LLVMBuildAnd(b, j, c32(E, (a->two_n1 >> 1) - 1), "");
 }
 
 /* canon(x) = x mod q (x < 2q), negated (q - x, 0 stays 0) where negate:
- * the automorphism's word (SPEC section 7, as lower.c's remapped load). */
+ * the automorphism's word (SPEC section 7, as lower.c's remapped load).
+ * r32: the negation q - canon(x) is q only for a zero word, which one
+ * more conditional subtraction takes to 0 (two csubs, one min.u32 each,
+ * against a compare, a select and a zero test); r62 keeps the compare
+ * and selects (its csub is five instructions of inline PTX). */
 static LLVMValueRef aut_word(ne *E, const rowc *r, LLVMValueRef x, LLVMValueRef negate) {
   LLVMBuilderRef b = E->b;
+  if (E->A.r32) {
+    LLVMValueRef cc = lw_csub(&E->A, x, r->q);
+    LLVMValueRef y = LLVMBuildSelect(b, negate, LLVMBuildSub(b, r->q, cc, ""), cc, "");
+    return lw_csub(&E->A, y, r->q);
+  }
   LLVMValueRef cc = lw_csub_select(b, x, r->q, "aut.canon");
   LLVMValueRef flip = LLVMBuildAnd(b, negate, LLVMBuildICmp(b, LLVMIntNE, cc, cw(E, 0), ""), "");
   return LLVMBuildSelect(b, flip, LLVMBuildSub(b, r->q, cc, ""), cc, "aut.x");
@@ -93,11 +103,15 @@ static int aut_vector_view(ne *E, int V) {
 }
 
 /* Kernel 0's staged load (columns): the block's M x C source words, read
- * V consecutive columns at a time by consecutive threads, each written to
+ * V consecutive columns at a time by consecutive threads (V = 1 with
+ * ntt_plan autvec=0: a warp's consecutive columns), each written to
  * shared memory at (output row, its source column's slot) with the pre
  * step; the first pass then reads its words in place. T V is a multiple
  * of C (E <= M), so a thread's columns are the same in every group and
- * their terms are computed once. */
+ * group g is G = T V / C source rows further down: its source index and
+ * its row term r k differ from group 0's by constants, so a word costs
+ * its load, the row map's add, and, compare and shift, the word and the
+ * store. */
 static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   const lw_ntt_plan *P = E->P;
@@ -105,39 +119,44 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   autc a = aut_consts(E);
   int64_t T = k->threads, C = INT64_C(1) << k->log_c, per_block = C << k->m;
   int V = C >= E->V && per_block >= T * E->V ? E->V : 1;
-  if (!aut_vector_view(E, V)) V = 1;
+  if (!aut_vector_view(E, V) || P->aut_scalar) V = 1;
   int log_v = lw_ntt_ilog2((uint64_t)V);
+  int64_t G = T * V / C; /* source rows per group */
   int log_bpr = k->log_subs - k->log_c; /* blocks per row */
   LLVMValueRef br = LLVMBuildLShr(b, blk, c64(E, (uint64_t)log_bpr), "brow");
   LLVMValueRef col0 = LLVMBuildShl(b, LLVMBuildAnd(b, blk, c64(E, (UINT64_C(1) << log_bpr) - 1), ""),
                                    c64(E, (uint64_t)k->log_c), "col0");
   rowc r = lw_ne_row_consts(E, br);
   mconst pre = lw_ne_pre_const(E, &r);
-  LLVMValueRef rowoff = lw_ne_src_rowoff(E, br);
-  /* the thread's V columns: local lc .. lc + V - 1, source s .. s + V - 1 */
+  /* the thread's V columns: local lc .. lc + V - 1, source s .. s + V - 1;
+   * its source row in group 0 */
   LLVMValueRef lc = LLVMBuildAnd(b, LLVMBuildShl(b, tid, c32(E, (uint64_t)log_v), ""), c32(E, (uint64_t)C - 1), "lcol");
   LLVMValueRef s = LLVMBuildNUWAdd(b, LLVMBuildTrunc(b, col0, E->i32, ""), lc, "scol");
-  LLVMValueRef qk[4];
-  for (int v = 0; v < V; v++) qk[v] = aut_column_term(E, &a, add_const32(E, s, (uint64_t)v));
+  LLVMValueRef row0 = LLVMBuildLShr(b, tid, c32(E, (uint64_t)(k->log_c - log_v)), "srow");
+  LLVMValueRef i0 = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildZExt(b, row0, E->i64, ""), c64(E, (uint64_t)k->log_subs), ""),
+                                    LLVMBuildZExt(b, s, E->i64, ""), "");
+  uint64_t stride = (uint64_t)P->src_index_stride;
+  if (stride != 1) i0 = LLVMBuildNUWMul(b, i0, c64(E, stride), "");
+  LLVMValueRef gs0 = LLVMBuildNUWAdd(b, lw_ne_src_rowoff(E, br), i0, "");
+  /* word v's row term in group 0 (r k + the column's term) and its slot */
+  LLVMValueRef rk0 = LLVMBuildMul(b, row0, c32(E, a.k & (a.two_n1 - 1)), "aut.rk");
+  LLVMValueRef base[4], slot[4];
+  for (int v = 0; v < V; v++) {
+    base[v] = LLVMBuildAdd(b, rk0, aut_column_term(E, &a, add_const32(E, s, (uint64_t)v)), "aut.base");
+    slot[v] = add_const32(E, lc, (uint64_t)v);
+  }
   for (int64_t g = 0; g < per_block / (T * V); g++) {
-    /* element e = (tid + g T) V: row e >> log_c */
-    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)log_v), "e");
-    LLVMValueRef row = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->log_c), "srow");
-    LLVMValueRef i = LLVMBuildNUWAdd(b, LLVMBuildShl(b, LLVMBuildZExt(b, row, E->i64, ""), c64(E, (uint64_t)k->log_subs), ""),
-                                     LLVMBuildZExt(b, s, E->i64, ""), "");
-    if (P->src_index_stride != 1) i = LLVMBuildNUWMul(b, i, c64(E, (uint64_t)P->src_index_stride), "");
-    LLVMValueRef gs = LLVMBuildNUWAdd(b, rowoff, i, "");
+    LLVMValueRef gs = add_const64(E, gs0, (uint64_t)(g * G) * stride << k->log_subs);
+    uint32_t gk = (uint32_t)((uint64_t)(g * G) * a.k) & (a.two_n1 - 1);
     LLVMValueRef vec = V > 1 ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv") : NULL;
-    LLVMValueRef rk = LLVMBuildMul(b, row, c32(E, a.k & (a.two_n1 - 1)), "aut.rk");
     for (int v = 0; v < V; v++) {
       LLVMValueRef x = vec ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
                            : load(E, E->W, E->src, gs, walign(E), "x");
       LLVMValueRef neg;
-      LLVMValueRef j = aut_row(E, &a, rk, qk[v], &neg);
+      LLVMValueRef t = gk ? LLVMBuildAdd(b, base[v], c32(E, gk), "") : base[v]; /* wraps */
+      LLVMValueRef j = aut_row(E, &a, t, &neg);
       LLVMValueRef w = lw_ne_pre_step(E, &r, &pre, aut_word(E, &r, x, neg));
-      LLVMValueRef at = LLVMBuildNUWAdd(b, LLVMBuildShl(b, j, c32(E, (uint64_t)k->log_c), ""),
-                                        add_const32(E, lc, (uint64_t)v), "");
+      LLVMValueRef at = LLVMBuildOr(b, LLVMBuildShl(b, j, c32(E, (uint64_t)k->log_c), ""), slot[v], "");
       store(E, w, E->smem, lw_ne_padded(E, at), walign(E));
     }
   }
