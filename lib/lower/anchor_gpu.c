@@ -18,50 +18,61 @@
 static void step_args(const an_plan *p, int s, const lw_ntt_plan *np, int j, lw_kernel *k) {
   const an_step *st = &p->steps[s];
   k->nargs = 0;
-  k->args[k->nargs++] = (lw_arg){LW_ARG_PARAMS, 0};
-  k->args[k->nargs++] = (lw_arg){LW_ARG_PSTRIDE, 0};
+  lw_kernel_arg(k, LW_ARG_PARAMS, 0);
+  lw_kernel_arg(k, LW_ARG_PSTRIDE, 0);
   if (st->is_bconv) { /* (params, pstride, table, src, dst, the other digits' tables in[]) */
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->src.kind, st->src.index};
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    lw_kernel_arg(k, (lw_arg_kind)st->tw.kind, st->tw.index);
+    lw_kernel_arg(k, (lw_arg_kind)st->src.kind, st->src.index);
+    lw_kernel_arg(k, (lw_arg_kind)st->dst.kind, st->dst.index);
     for (int d = 1; d < st->bconv.digits; d++)
-      k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[d - 1].kind, st->in[d - 1].index};
-    if (st->bconv.sig.on) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0}; /* convsync */
+      lw_kernel_arg(k, (lw_arg_kind)st->in[d - 1].kind, st->in[d - 1].index);
+    if (st->bconv.sig.on) lw_kernel_arg(k, LW_ARG_OWN, 0); /* convsync */
     return;
   }
   if (st->is_ntt) {
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->tw.kind, st->tw.index};
+    lw_kernel_arg(k, (lw_arg_kind)st->tw.kind, st->tw.index);
     /* an unread source argument: dst stands in */
     const an_buf *src = j == 0 && lw_step_reads_source(st) ? &st->src : &st->dst;
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)src->kind, src->index};
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->dst.kind, st->dst.index};
+    lw_kernel_arg(k, (lw_arg_kind)src->kind, src->index);
+    lw_kernel_arg(k, (lw_arg_kind)st->dst.kind, st->dst.index);
     if (j == 0 && st->pro_sub)
       for (int32_t i = 0; i < st->pro_sub->ninputs; i++)
-        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->pro_in[i].kind, st->pro_in[i].index};
+        lw_kernel_arg(k, (lw_arg_kind)st->pro_in[i].kind, st->pro_in[i].index);
     if (j == np->nkernels - 1)
       for (int t = 0; t < st->nepi; t++) {
         for (int32_t i = 0; i < st->epi_sub[t]->ninputs; i++)
-          k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_in[t][i].kind, st->epi_in[t][i].index};
-        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->epi_out[t].kind, st->epi_out[t].index};
+          lw_kernel_arg(k, (lw_arg_kind)st->epi_in[t][i].kind, st->epi_in[t][i].index);
+        lw_kernel_arg(k, (lw_arg_kind)st->epi_out[t].kind, st->epi_out[t].index);
       }
     if (j == np->nkernels - 1 && st->chain) { /* the next step's kernel 0 (ipchain) */
       const an_step *nx = &p->steps[s + 1];
       const an_buf *cb[LW_NTT_CHAIN_ARGS] = {&nx->tw, &nx->src, &nx->dst};
       for (int i = 0; i < LW_NTT_CHAIN_ARGS; i++)
-        k->args[k->nargs++] = (lw_arg){(lw_arg_kind)cb[i]->kind, cb[i]->index};
+        lw_kernel_arg(k, (lw_arg_kind)cb[i]->kind, cb[i]->index);
     }
     return;
   }
   for (int32_t i = 0; i < st->sub->ninputs; i++)
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->in[i].kind, st->in[i].index};
+    lw_kernel_arg(k, (lw_arg_kind)st->in[i].kind, st->in[i].index);
   for (int32_t r = 0; r < st->sub->nresults; r++)
-    k->args[k->nargs++] = (lw_arg){(lw_arg_kind)st->out[r].kind, st->out[r].index};
+    lw_kernel_arg(k, (lw_arg_kind)st->out[r].kind, st->out[r].index);
 }
 
 /* The prefix of NTT step s's kernel names: "fhjit_ntt<s>_n<log N>", the
  * kernels "<prefix>_k<j>" (ntt_emit.c); unique by the step index. */
 static void ntt_prefix(char out[40], int s, const lw_ntt_plan *np) {
   snprintf(out, 40, "fhjit_ntt%d_n%d", s, np->log_n);
+}
+
+/* A kernel whose fused work reads more buffers than a launch passes (the
+ * graph's inputs an epilogue or prologue reads, beside the transform's own
+ * arguments): refused before anything reads its arguments. */
+static fhjit_status too_many_args(fhjit_graph *g, const lw_kernel *k) {
+  return ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                  "error: graph @%s: kernel %s would take %d arguments, at most %d: the work "
+                  "fused into it reads too many inputs; split the graph or compute some of "
+                  "them in a graph of their own",
+                  g->name, k->name, (int)k->nargs, LW_MAX_ARGS);
 }
 
 static fhjit_status too_many_kernels(fhjit_graph *g) {
@@ -181,6 +192,8 @@ static fhjit_status describe_steps(fhjit_graph *g, an_plan *p, const nv_target *
     lw_ntt_for_target(&sp->plan, t);
     describe_ntt(p, s, out);
   }
+  for (int32_t i = 0; i < out->nkernels; i++)
+    if (out->kernels[i].nargs > LW_MAX_ARGS) return too_many_args(g, &out->kernels[i]);
   out->nscratch = p->nscratch;
   memcpy(out->scratch_bytes, p->scratch_bytes, sizeof out->scratch_bytes);
   lw_scratch_describe(p, out); /* scratch.c: offsets, arena, and a check of the arguments */

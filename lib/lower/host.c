@@ -219,6 +219,15 @@ static fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64
     }
     const void *ins[LW_MAX_ARGS];
     void *outs[LW_MAX_ARGS];
+    /* the GPU's kernel takes both as arguments (lw_num_args); refused here
+     * before the arrays are filled, as the GPU path refuses it */
+    if ((int64_t)sp->sub->ninputs + sp->sub->nresults > LW_MAX_ARGS - 2) {
+      st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                    "error: graph @%s: pointwise step: %d inputs and %d results, a kernel takes "
+                    "at most %d; split the graph",
+                    g->name, (int)sp->sub->ninputs, (int)sp->sub->nresults, LW_MAX_ARGS - 2);
+      continue;
+    }
     for (int32_t i = 0; i < sp->sub->ninputs; i++) ins[i] = buf_ptr(&sp->in[i], inputs, results, scratch);
     for (int32_t r = 0; r < sp->sub->nresults; r++)
       outs[r] = (char *)buf_ptr(&sp->out[r], inputs, results, scratch) +

@@ -43,6 +43,14 @@ typedef struct lw_kernel {
   lw_arg args[LW_MAX_ARGS];
 } lw_kernel;
 
+/* Appends argument (kind, index) to k, counting past LW_MAX_ARGS without
+ * writing there: the one who fills a kernel's arguments checks k->nargs
+ * against LW_MAX_ARGS before anyone reads them (anchor_gpu.c). */
+static inline void lw_kernel_arg(lw_kernel *k, lw_arg_kind kind, int64_t index) {
+  if (k->nargs < LW_MAX_ARGS) k->args[k->nargs] = (lw_arg){kind, index};
+  k->nargs++;
+}
+
 /* Launched with programmatic stream serialization (sm_90 on): the kernel
  * may start while the one before it in the program runs, reads only the
  * program's immutable inputs (parameters, twiddles) until its

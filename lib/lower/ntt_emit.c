@@ -536,7 +536,7 @@ void lw_ntt_launch_facts(const lw_ntt_plan *p, int j, lw_kernel *k) {
     k->shared_bytes = kp->smem_words * (p->radix == FHJIT_R32 ? 4u : 8u);
   }
   int sync = (p->sig.on && j == p->nkernels - 1) || (p->wait.on && j == 0);
-  if (kp->pdl == 2 || sync) k->args[k->nargs++] = (lw_arg){LW_ARG_OWN, 0};
+  if (kp->pdl == 2 || sync) lw_kernel_arg(k, LW_ARG_OWN, 0);
 }
 
 static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const char *arch,

@@ -664,6 +664,9 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
       for (int t = 0; t < tc.n; t++)
         if (tc.beta[t] == beta && tc.key[t] == key) mc = &tc.mc[t];
       if (!mc) {
+        /* a pass's distinct twiddles: below 2^log_e <= 32 (a stage's
+         * keys are the register bits above its own) */
+        SP_ASSERT(tc.n < (int)(sizeof tc.beta / sizeof tc.beta[0]));
         tc.beta[tc.n] = beta;
         tc.key[tc.n] = key;
         if (k->tws && k->m - 1 - beta < k->tws_log) {
