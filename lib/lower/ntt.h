@@ -360,9 +360,10 @@ typedef struct lw_ntt_tuning {
                   * them at permuted positions directly (r32 +20.1%, r62 +8.2%
                   * against autcol=1's +9.4%), 0 as autpro says */
   int autvec;    /* with autcol: kernel 0's staged load reads 16-byte vectors, a thread's
-                  * consecutive columns (1, default), or one word a thread, a warp's
-                  * consecutive columns (0: its scattered shared stores then hit every
-                  * bank once, where r32's 4-word vectors put 4 lanes on each) */
+                  * consecutive columns (1, r62's default), or one word a thread, a
+                  * warp's consecutive columns (0, r32's default: its scattered shared
+                  * stores then hit every bank once, where r32's 4-word vectors put 4
+                  * lanes on each) */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
