@@ -318,9 +318,9 @@ static fhjit_value ks_expand(fhjit_graph *g, fhjit_value d, fhjit_value key, fhj
 /* Runs a composite: on failure everything it added goes. */
 #define COMPOSITE_BEGIN(g)                                                                     \
   if (!(g)) return FHJIT_NO_VALUE;                                                             \
-  int32_t nodes0_ = (g)->nnodes, inputs0_ = (g)->ninputs
+  int32_t nodes0_ = (g)->nnodes, inputs0_ = (g)->ninputs, bound0_ = (g)->bound
 #define COMPOSITE_END(g, v) \
-  ((v) == FHJIT_NO_VALUE ? (ir_truncate((g), nodes0_, inputs0_), FHJIT_NO_VALUE) : (v))
+  ((v) == FHJIT_NO_VALUE ? (ir_truncate((g), nodes0_, inputs0_, bound0_), FHJIT_NO_VALUE) : (v))
 
 fhjit_value ir_keyswitch(fhjit_graph *g, fhjit_value d, fhjit_value key, fhjit_value fwd,
                          fhjit_value inv, const char *name) {
@@ -596,7 +596,7 @@ fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t c
   if (!ct_operand(g, op, ct, "the", 2)) return fhjit_last_status(g->ctx);
   for (int32_t i = 0; i < count; i++)
     if (!galois_ok(g, op, ct, ks[i])) return fhjit_last_status(g->ctx);
-  int32_t nodes0 = g->nnodes, inputs0 = g->ninputs;
+  int32_t nodes0 = g->nnodes, inputs0 = g->ninputs, bound0 = g->bound;
   fhjit_value *res = malloc(sizeof *res * (size_t)count);
   if (!res) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
   char prefix[PREFIX_MAX];
@@ -605,7 +605,7 @@ fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t c
   if (hoisted_expand(g, ct, count, ks, keys, fwd, inv, prefix, res) == FHJIT_NO_VALUE) {
     st = fhjit_last_status(g->ctx);
     if (st == FHJIT_OK) st = FHJIT_ERR_ARGUMENT; /* not reached: failures record */
-    ir_truncate(g, nodes0, inputs0);
+    ir_truncate(g, nodes0, inputs0, bound0);
   } else {
     memcpy(out, res, sizeof *res * (size_t)count);
   }

@@ -115,9 +115,23 @@ fhjit_status fhjit_graph_set_moduli(fhjit_graph *g, const uint64_t *moduli,
       return ir_error(g->ctx, st, "graph @%s: modulus #%d: %s", g->name, i, msg);
     }
   }
+  /* special(n) and digits(d) were checked against the chain they were set
+   * on: a shorter one must still hold them (clear them first) */
+  if (g->nspecial && g->nspecial >= count)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "graph @%s: fhjit_graph_set_moduli: %d moduli cannot hold the graph's "
+                    "special(%d) (at least one Q modulus beside them); set special to 0 first",
+                    g->name, (int)count, (int)g->nspecial);
+  if (g->alpha && g->alpha > count - g->nspecial)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
+                    "graph @%s: fhjit_graph_set_moduli: %d moduli less special(%d) cannot hold "
+                    "the graph's digits(%d); set digits to 0 first",
+                    g->name, (int)count, (int)g->nspecial, (int)g->alpha);
   uint64_t *copy = count ? sp_alloc(&g->arena, sizeof *copy * (size_t)count) : NULL;
   if (count && !copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "out of memory");
   if (count) memcpy(copy, moduli, sizeof *copy * (size_t)count);
+  /* bases, tables and kernels were checked and built on the old chain */
+  ir_unbind(g);
   g->moduli = copy;
   g->nmoduli = count;
   return FHJIT_OK;
@@ -423,7 +437,7 @@ int ir_check_operand(fhjit_graph *g, const char *op, fhjit_value v, const char *
 
 fhjit_value ir_push_node(fhjit_graph *g, const ir_node *proto) { return push_node(g, proto); }
 
-void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs) {
+void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs, int was_bound) {
   SP_ASSERT(nnodes <= g->nnodes && ninputs <= g->ninputs);
   if (nnodes == g->nnodes && ninputs == g->ninputs) return;
   ir_unbind(g); /* frees the bases of every node, the dropped ones included */
@@ -435,6 +449,14 @@ void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs) {
   g->name_index = NULL;
   g->name_cap = g->name_used = 0;
   if (!g->name_index_off && nnodes > 0) name_index_add(g, 0);
+  if (!was_bound) return;
+  /* the same nodes bound before: binding them again succeeds; the
+   * builder's failure stays what the caller reads */
+  fhjit_status st = fhjit_last_status(g->ctx);
+  char *msg = strdup(fhjit_last_error(g->ctx));
+  fhjit_bind(g); /* out of memory at worst: the graph then stays unbound */
+  if (msg) ir_error(g->ctx, st, "%s", msg);
+  free(msg);
 }
 
 static int64_t merge_extent(int64_t a, int64_t b) {

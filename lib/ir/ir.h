@@ -343,8 +343,10 @@ fhjit_value ir_ckks_rotate(fhjit_graph *g, fhjit_value ct, int64_t k, fhjit_valu
                            fhjit_value fwd, fhjit_value inv, const char *prefix);
 /* Drops the nodes from id nnodes on and the inputs from index ninputs on
  * (nodes appended by a composite builder that failed part-way, which must
- * leave the graph as it was). Outputs must not name dropped nodes. */
-void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs);
+ * leave the graph as it was). Outputs must not name dropped nodes. A graph
+ * that was bound before (was_bound) is bound again, the failure's message
+ * kept as the context's last error. */
+void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs, int was_bound);
 /* Extents of a section 7 node from its operands' (bind_mix.c, for bind.c). */
 fhjit_status ir_infer_mixing(fhjit_graph *g, ir_node *n, fhjit_type *t);
 

@@ -628,6 +628,33 @@ START_TEST(test_errors) {
   /* the graph is still good: a keyswitch after all these builds and binds */
   out(&e, g, fhjit_keyswitch(g, x.d, x.k1, x.fwd, x.inv));
   ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  /* a failure after nodes were added leaves a bound graph bound (the
+   * nodes it added went, and so had the binding), its message the last */
+  v0 = fhjit_num_values(g), i0 = fhjit_num_inputs(g);
+  ck_assert_int_eq(fhjit_ckks_mul_relin_rescale(g, x.a, x.b, x.d, x.fwd, x.inv), FHJIT_NO_VALUE);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "the relinearisation key operand %d"));
+  ck_assert_int_eq(fhjit_is_bound(g), 1);
+  ck_assert_int_eq(fhjit_ckks_rotate_hoisted(g, x.a, 2, ks, badkeys, x.fwd, x.inv, res), FHJIT_ERR_TYPE);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "Galois key 1's operand %a"));
+  ck_assert_int_eq(fhjit_is_bound(g), 1);
+  ck_assert_int_eq(fhjit_num_values(g), v0);
+  ck_assert_int_eq(fhjit_num_inputs(g), i0);
+  /* a chain too short for the graph's special primes or digits: refused,
+   * the graph untouched; a new chain unbinds it (bases and tables were
+   * checked on the old one) */
+  int32_t nm = fhjit_graph_num_moduli(g), nsp = fhjit_graph_num_special(g);
+  uint64_t chain[64];
+  ck_assert_int_le(nm, 64);
+  memcpy(chain, fhjit_graph_moduli(g), sizeof *chain * (size_t)nm);
+  ck_assert_int_eq(fhjit_graph_set_moduli(g, chain, nsp), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "set special to 0 first"));
+  ck_assert_int_eq(fhjit_graph_set_moduli(g, chain, nsp + fhjit_graph_digit_size(g) - 1), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "set digits to 0 first"));
+  ck_assert_int_eq(fhjit_graph_num_moduli(g), nm);
+  ck_assert_int_eq(fhjit_is_bound(g), 1);
+  ck_assert_int_eq(fhjit_graph_set_moduli(g, chain, nm), FHJIT_OK);
+  ck_assert_int_eq(fhjit_is_bound(g), 0);
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
   /* a graph without special primes or digits */
   fhjit_graph *g0 = graph(&e, &(shape){s.radix, s.m, 0, 0, s.logn, 4, NULL, NULL}, "plain");
   ins y = user_inputs(&e, g0, &s);
