@@ -188,7 +188,7 @@ static void put_word(fhjit_radix radix, void *buf, int64_t i, uint64_t x) {
 
 int64_t fhjit_bconv_table_size(int32_t nsrc, int32_t ndst) {
   if (nsrc < 1 || ndst < 1) return -1;
-  return (int64_t)nsrc * (1 + ndst);
+  return (int64_t)nsrc * (1 + (int64_t)ndst); /* 1 + ndst in 64 bits: ndst may be INT32_MAX */
 }
 
 /* Checks a chain (each modulus fit for the radix) and lists of positions

@@ -250,6 +250,7 @@ START_TEST(test_table_errors) {
                    FHJIT_ERR_ARGUMENT);
   ck_assert(tu_contains(fhjit_last_error(ctx), "repeats"));
   ck_assert_int_eq(fhjit_bconv_table_size(2, 3), 8);
+  ck_assert(fhjit_bconv_table_size(3, INT32_MAX) == INT64_C(3) << 31); /* no int overflow */
   /* the interpreter checks the table it is given */
   env e;
   s7_env_init(&e, FHJIT_R32, 3, 4, 5);
