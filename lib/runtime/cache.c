@@ -178,6 +178,27 @@ int rt_desc_read(const void *data, size_t size, lw_program *out) {
 
 /* -------------------------------------------------------------- directory */
 
+int rt_disk_option_problem(const fhjit_context *ctx, char *why, size_t why_size) {
+  /* the context's values were checked when set (lib/lower/options.c);
+   * the environment's are only read here */
+  static const char *const ok[] = {"", "0", "off", "no", "false", "1", "on", "yes", "true"};
+  const char *on = ir_option(ctx, IR_OPT_CACHE);
+  int good = !on;
+  for (size_t i = 0; on && i < sizeof ok / sizeof *ok; i++) good |= !strcasecmp(on, ok[i]);
+  if (!good) {
+    snprintf(why, why_size, "%s=\"%s\": expected on or off (1/0, yes/no, true/false)",
+             ir_option_label(ctx, IR_OPT_CACHE), on);
+    return 1;
+  }
+  const char *dir = ir_option(ctx, IR_OPT_CACHE_DIR);
+  if (dir && *dir && dir[0] != '/') {
+    snprintf(why, why_size, "%s=\"%s\": expected an absolute path (or \"\" for the default)",
+             ir_option_label(ctx, IR_OPT_CACHE_DIR), dir);
+    return 1;
+  }
+  return 0;
+}
+
 char *rt_disk_dir(const fhjit_context *ctx) {
   const char *off = ir_option(ctx, IR_OPT_CACHE);
   if (off && (!strcmp(off, "0") || !strcasecmp(off, "off") || !strcasecmp(off, "no") ||

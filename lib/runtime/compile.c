@@ -544,7 +544,12 @@ static void disk_begin(disk_use *u, fhjit_graph *g, const fhjit_cuda_options *o,
                        fhjit_cuda_compile_info *ci) {
   memset(u, 0, sizeof *u);
   if (o && (o->flags & FHJIT_CUDA_NO_DISK_CACHE)) return;
-  char *dir = rt_disk_dir(g->ctx), why[384];
+  char why[384];
+  if (rt_disk_option_problem(g->ctx, why, sizeof why)) {
+    note(ci, "disk cache not used: %s", why);
+    return;
+  }
+  char *dir = rt_disk_dir(g->ctx);
   if (!dir) return;
   if (rt_disk_dir_problem(dir, why, sizeof why)) {
     note(ci, "disk cache not used: %s", why);

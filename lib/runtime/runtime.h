@@ -49,6 +49,9 @@ int rt_desc_read(const void *data, size_t size, lw_program *out);
  * NULL when the cache is off (option cache, else FHJIT_CACHE, "0"/"off")
  * or there is no home. */
 char *rt_disk_dir(const fhjit_context *ctx);
+/* 1 with why set when the environment's FHJIT_CACHE or FHJIT_CACHE_DIR
+ * holds a value the context option would refuse (then no disk cache). */
+int rt_disk_option_problem(const fhjit_context *ctx, char *why, size_t why_size);
 
 typedef struct rt_disk_entry {
   char *ptx;          /* malloc'd, NUL-terminated */

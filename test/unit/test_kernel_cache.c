@@ -261,6 +261,27 @@ START_TEST(cache_off) {
   fhjit_context_destroy(c);
   ck_assert_int_eq(hook.calls, 5);
 
+  /* values the options would refuse, from the environment: no disk
+   * cache, a note saying why (not "maybe" taken for on, nor a directory
+   * under the working directory) */
+  setenv("FHJIT_CACHE", "maybe", 1);
+  c = fhjit_context_create();
+  compile_ok(add_graph(c, "g1", FHJIT_R32, 2, 32), NULL, &info);
+  ck_assert_int_eq(info.disk_written, 0);
+  ck_assert_msg(strstr(info.disk_note, "FHJIT_CACHE=\"maybe\": expected on or off"), "%s", info.disk_note);
+  fhjit_context_destroy(c);
+  unsetenv("FHJIT_CACHE");
+  setenv("FHJIT_CACHE_DIR", "fhjit-relative-cache", 1);
+  c = fhjit_context_create();
+  compile_ok(add_graph(c, "g1", FHJIT_R32, 2, 32), NULL, &info);
+  ck_assert_int_eq(info.disk_written, 0);
+  ck_assert_msg(strstr(info.disk_note, "FHJIT_CACHE_DIR=\"fhjit-relative-cache\": expected an absolute path"),
+                "%s", info.disk_note);
+  struct stat rst;
+  ck_assert_int_ne(stat("fhjit-relative-cache", &rst), 0);
+  fhjit_context_destroy(c);
+  ck_assert_int_eq(hook.calls, 7);
+
   /* an unwritable directory costs the cache, not the compile */
   setenv("FHJIT_CACHE_DIR", "/proc/fhjit-no-such-dir/cache", 1);
   c = fhjit_context_create();
