@@ -6,6 +6,8 @@
 # and what bounds it (issue, shared-memory bank conflicts, stalls). On the
 # GPU machine with dist/device carried:
 #   OUT=out bash bench/aut-ncu.sh [FORM ...]   (default: autcol=1 autcol=1,autvec=1 autcol=2)
+#   OUT=out bash bench/aut-ncu.sh inv          (the NTT-domain automorphism in
+#                                               an inverse NTT, its default plan)
 # Clocks not locked, caches flushed before each kernel (ncu's default),
 # the two kernels of the graph's one launch (fhjit-run --backend=cuda).
 set -u
@@ -36,5 +38,10 @@ run() { # name, graph, plan
          v[k] = v[k] sprintf(" %s=%s", name, $NF) }
        END { for (k in v) print "  " k ":" v[k] }' "$log" | sort
 }
+if [ "$1" = inv ]; then
+  run inv_plain bench/ncu-graphs/ncu_r32_48_inv_plain.fh ""
+  run inv_aut bench/ncu-graphs/ncu_r32_48_inv.fh ""
+  exit 0
+fi
 run plain bench/ncu-graphs/ncu_r32_48_plain.fh ""
 for f in "$@"; do run "$f" bench/ncu-graphs/ncu_r32_48.fh "$f"; done
