@@ -262,6 +262,9 @@ int lw_ne_num_phases(const lw_ntt_kplan *k);
 void lw_ne_emit_phase(ne *E, int ph, LLVMValueRef tid, LLVMValueRef blk);
 void lw_ne_preload_pass0(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+/* The same for a prologue that is an NTT-domain automorphism of one dense
+ * input: 1 when emitted, 0 for any other prologue. */
+int lw_ne_prefetch_aut_source(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 
 /* ntt_emit_chain.c: ipchain, the chained plan's kernel 0 in the reduce
  * kernel: whether E's kernel runs it; its arguments from parameter j on
