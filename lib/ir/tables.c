@@ -284,10 +284,13 @@ fhjit_status fhjit_moddown_table(fhjit_context *ctx, fhjit_radix radix, const ui
 fhjit_status fhjit_input_table(fhjit_graph *g, int32_t index, void *out, int64_t *len) {
   if (!g) return FHJIT_ERR_ARGUMENT;
   const char *fn = "fhjit_input_table";
-  if (!g->bound || index < 0 || index >= g->ninputs || !len)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
-                    "%s: graph @%s: not bound, input %d out of range, or null len", fn, g->name,
-                    (int)index);
+  if (!len) return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null len", fn, g->name);
+  if (!g->bound)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s is not bound (fhjit_bind first)", fn,
+                    g->name);
+  if (index < 0 || index >= g->ninputs)
+    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s has no input %d (it has %d)", fn,
+                    g->name, (int)index, (int)g->ninputs);
   fhjit_value v = g->inputs[index];
   const ir_node *user = NULL;
   for (int32_t i = 0; i < g->nnodes && !user; i++)
@@ -301,12 +304,16 @@ fhjit_status fhjit_input_table(fhjit_graph *g, int32_t index, void *out, int64_t
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s states no moduli; its tables are built from the chain", fn,
                     g->name);
-  *len = ir_table_len(g, user);
-  if (!out) return FHJIT_OK;
+  int64_t n = ir_table_len(g, user);
+  if (!out) {
+    *len = n;
+    return FHJIT_OK;
+  }
   uint64_t *w = NULL;
   fhjit_status st = ir_node_table(g, user, g->moduli, &w);
-  if (st) return st;
-  for (int64_t i = 0; i < *len; i++) put_word(g->radix, out, i, w[i]);
+  if (st) return st; /* *len and out untouched */
+  *len = n;
+  for (int64_t i = 0; i < n; i++) put_word(g->radix, out, i, w[i]);
   free(w);
   return FHJIT_OK;
 }

@@ -267,6 +267,13 @@ START_TEST(test_table_errors) {
   int64_t len;
   ck_assert_int_eq(fhjit_input_table(g, 1, words, &len), FHJIT_OK);
   ck_assert_int_eq(len, 4);
+  /* each misuse named on its own, *len untouched */
+  ck_assert_int_eq(fhjit_input_table(g, 7, words, &len), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "graph @s7 has no input 7 (it has 2)"));
+  ck_assert_int_eq(fhjit_input_table(g, 1, words, NULL), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "null len"));
+  ck_assert_int_eq(fhjit_input_table(g, 0, words, &len), FHJIT_ERR_ARGUMENT);
+  ck_assert_int_eq(len, 4);
   /* the helper gives the same words */
   uint32_t direct[4];
   ck_assert_int_eq(fhjit_bconv_table(ctx, FHJIT_R32, e.q, 3, b0, 2, tgt, 1, direct), FHJIT_OK);
