@@ -51,7 +51,11 @@ fhjit_value lw_mix_mdrs_rescale(an_build *B, fhjit_value m) {
   fhjit_value w = only_reader(B, m);
   if (w == FHJIT_NO_VALUE || g->result_of[w] >= 0) return FHJIT_NO_VALUE;
   const ir_node *nw = &g->nodes[w];
-  if ((nw->op != IR_ADD && nw->op != IR_ADD_LAZY) || g->nodes[m].type.rows < 2)
+  /* the steps are sized from moddown's operand: a moddown broadcast in
+   * the add (fewer components or batch entries than w) would cover only
+   * its own polynomials (wrong words in the others) */
+  if ((nw->op != IR_ADD && nw->op != IR_ADD_LAZY) || g->nodes[m].type.rows < 2 ||
+      !lw_mix_same_shape(&g->nodes[m].type, &nw->type))
     return FHJIT_NO_VALUE;
   fhjit_value d = nw->args[0] == m ? nw->args[1] : nw->args[0];
   fhjit_value r = only_reader(B, w);
