@@ -572,24 +572,31 @@ static int scatter_input(run_state *s, int32_t i, const char *name, const source
   unsigned char *written = calloc((size_t)s->input_words[i], 1);
   if (!written) return error("out of memory");
   int rc = 0;
+  int32_t pos[64], npos = 0; /* SPEC section 7: row r is reduced mod its chain position's */
+  if (t->kind != FHJIT_KIND_POLY ||
+      fhjit_value_basis(s->g, fhjit_input_value(s->g, i), pos, 64, &npos) != FHJIT_OK)
+    npos = 0;
   int64_t coords[FHJIT_MAX_AXES] = {0};
   for (int64_t e = 0; e < sh->count; e++) {
     int negative;
     int64_t row = 0;
     uint64_t x = source_get(s, src, e, &negative);
     int64_t off = walk_next(sh, coords, &row);
+    int64_t chain_pos = row < npos && row < 64 ? pos[row] : row; /* its modulus's */
     /* a constant table's words are constants of several moduli, which
      * the library checks against the chain when it runs (SPEC 7) */
     uint64_t bound = t->kind == FHJIT_KIND_TABLE ? UINT64_MAX
                      : t->kind == FHJIT_KIND_KEY ? max_key
-                                                 : 2 * s->moduli[row];
+                                                 : 2 * s->moduli[chain_pos];
     if (negative || x >= bound) {
+      char at[64] = "";
+      if (chain_pos != row) snprintf(at, sizeof at, ", chain position %lld", (long long)chain_pos);
       rc = error("input %%%s: element %lld of %s is %s%llu, not a lazy residue: elements must "
-                 "be in [0, %llu) (2q of %s %llu)",
+                 "be in [0, %llu) (2q of %s %llu%s)",
                  name, (long long)e, src->what, negative ? "-" : "",
                  (unsigned long long)(negative ? 0 - x : x), (unsigned long long)bound,
                  t->kind == FHJIT_KIND_KEY ? "the largest modulus" : "row",
-                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : (uint64_t)row));
+                 (unsigned long long)(t->kind == FHJIT_KIND_KEY ? bound / 2 : (uint64_t)row), at);
     } else if (written[off] && get_word(s, s->inputs[i], off) != x) {
       rc = error("input %%%s: its layout stores elements of %s in one place (a stride-0, "
                  "broadcast axis), but they differ (element %lld is %llu, another %llu)",
