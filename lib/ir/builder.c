@@ -130,11 +130,26 @@ fhjit_status fhjit_graph_set_moduli(fhjit_graph *g, const uint64_t *moduli,
   uint64_t *copy = count ? sp_alloc(&g->arena, sizeof *copy * (size_t)count) : NULL;
   if (count && !copy) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "out of memory");
   if (count) memcpy(copy, moduli, sizeof *copy * (size_t)count);
-  /* bases, tables and kernels were checked and built on the old chain */
+  /* bases, tables and kernels were checked and built on the old chain: a
+   * bound graph is bound again on the new one, and keeps the old chain
+   * (bound) where it does not bind on it */
+  int was_bound = g->bound;
+  uint64_t *old = g->moduli;
+  int32_t nold = g->nmoduli;
   ir_unbind(g);
   g->moduli = copy;
   g->nmoduli = count;
-  return FHJIT_OK;
+  if (!was_bound) return FHJIT_OK;
+  fhjit_status st = fhjit_bind(g);
+  if (st == FHJIT_OK) return FHJIT_OK;
+  char *msg = strdup(fhjit_last_error(g->ctx));
+  g->moduli = old;
+  g->nmoduli = nold;
+  fhjit_bind(g); /* bound before on these: out of memory at worst */
+  ir_error(g->ctx, st, "graph @%s: fhjit_graph_set_moduli: the graph does not bind on the new "
+           "chain (it keeps the old one): %s", g->name, msg ? msg : "");
+  free(msg);
+  return st;
 }
 
 int32_t fhjit_graph_num_moduli(const fhjit_graph *g) { return g ? g->nmoduli : 0; }

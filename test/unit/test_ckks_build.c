@@ -653,8 +653,16 @@ START_TEST(test_errors) {
   ck_assert_int_eq(fhjit_graph_num_moduli(g), nm);
   ck_assert_int_eq(fhjit_is_bound(g), 1);
   ck_assert_int_eq(fhjit_graph_set_moduli(g, chain, nm), FHJIT_OK);
-  ck_assert_int_eq(fhjit_is_bound(g), 0);
-  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  ck_assert_int_eq(fhjit_is_bound(g), 1); /* bound again on the new chain */
+  /* a chain the graph does not bind on (a modulus that is not 1 mod 2N,
+   * which its NTTs need) is refused, the old one kept */
+  uint64_t twice[64];
+  memcpy(twice, chain, sizeof *chain * (size_t)nm);
+  twice[1] = chain[1] + 2;
+  ck_assert_int_ne(fhjit_graph_set_moduli(g, twice, nm), FHJIT_OK);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "does not bind on the new chain"));
+  ck_assert_int_eq(fhjit_is_bound(g), 1);
+  ck_assert(fhjit_graph_moduli(g)[1] == chain[1]);
   /* a graph without special primes or digits */
   fhjit_graph *g0 = graph(&e, &(shape){s.radix, s.m, 0, 0, s.logn, 4, NULL, NULL}, "plain");
   ins y = user_inputs(&e, g0, &s);
