@@ -94,11 +94,22 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
   return !B->st;
 }
 
+/* Whether kernel 1 of a forward NTT reading a coefficient automorphism
+ * loads its chunks' slots directly (ntt_plan autcol=2) rather than
+ * staged (autcol=1). Default: direct at r62 (H200, cf2b4a3, 2^16 x 35,
+ * three runs: +8.4-8.5% over the NTT alone against +9.8-9.9% staged;
+ * H100 62fa89c: +7.5% against +8.7%), staged at r32 (+9.3-10.1% against
+ * +15.5-16.2% direct). */
+static int aut_direct(const an_build *B) {
+  return B->tune.autcol == 2 || (B->tune.autcol < 0 && B->g->radix == FHJIT_R62);
+}
+
 /* NTT anchor v's operand x as automorphism(a, k) in the coefficient
- * domain read straight from a's buffer (ntt_plan autcol: 1 by default,
- * unless autpro=1 asks for the prologue; 0 off): the forward two-kernel
- * plans compute it in their staged loads (lw_ntt_plan_aut,
- * ntt_emit_aut.c). k, with *buf, *view and *a set, when they can; else 0. */
+ * domain read straight from a's buffer (ntt_plan autcol: on by default,
+ * aut_direct's form, unless autpro=1 asks for the prologue; 0 off): the
+ * forward two-kernel plans compute it in their staged loads
+ * (lw_ntt_plan_aut, ntt_emit_aut.c). k, with *buf, *view and *a set, when
+ * they can; else 0. */
 static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf,
                           fhjit_layout *view, fhjit_value *a) {
   const fhjit_graph *g = B->g;
@@ -111,7 +122,7 @@ static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf
   int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
   if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
                        n->type.rows, batch_rows, &trial) ||
-      !lw_ntt_plan_aut(&trial, xn->attr[0], B->tune.autcol == 2))
+      !lw_ntt_plan_aut(&trial, xn->attr[0], aut_direct(B)))
     return 0;
   *a = xn->args[0];
   return xn->attr[0];
@@ -430,15 +441,16 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
       break;
     }
     lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
-    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, B.tune.autcol == 2)) {
+    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_direct(&B))) {
       B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                       "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
       break;
     }
-    /* r32: one word a thread (measured: H100, f6328b8, 2^16 x 48 rows, the
-     * forward NTT +8.7% over the NTT alone against +9.9-10.0% with
-     * vectors, two runs); r62 within a point either way, vectors */
-    s->plan.aut_scalar = aut_k && (B.tune.autvec >= 0 ? B.tune.autvec == 0 : g->radix == FHJIT_R32);
+    /* kernel 0's staged load one word a thread at both radices (r32,
+     * H100 f6328b8, 2^16 x 48: +8.7% over the NTT alone against
+     * +9.9-10.0% with vectors; r62 with the direct kernel 1, H200
+     * cf2b4a3, 2^16 x 35: +8.4-8.5% against +8.4-9.0%) */
+    s->plan.aut_scalar = aut_k && (B.tune.autvec >= 0 ? B.tune.autvec == 0 : 1);
     s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
