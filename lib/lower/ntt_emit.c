@@ -194,8 +194,10 @@ static void build_gpu_kernel(ne *E, const char *name) {
   /* k->entry: kernel 0 is a dependent launch of the stream's previous
    * kernel too (its wait comes before its trigger: see above), and kernel 1
    * lets the stream's next kernel launch early */
-  if (first && k->entry && k->l2pf && !E->pro_active) lw_ne_prefetch_source(E, tid, blk);
-  if (first && k->entry && k->l2pf && E->pro_active && E->target == LW_GPU) lw_ne_prefetch_aut_source(E, tid, blk);
+  if (first && k->entry && k->l2pf && E->target == LW_GPU) {
+    if (!E->pro_active) lw_ne_prefetch_source(E, tid, blk);
+    else lw_ne_prefetch_aut_source(E, tid, blk);
+  }
   if (first && k->entry) lw_ne_entry_wait(E, tid, blk);
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");

@@ -546,6 +546,18 @@ static void prefetch_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
   prefetch(E, "prefetch.global.L1 [$0];", r->twrow, idx);
 }
 
+/* A staged load's groups: group g's vector of V words starts at word
+ * (tid + g T) V of the block's 2^(log_c + m) words (i32). The L2
+ * prefetches below walk them as the staged load does. */
+static int64_t staged_groups(const ne *E) {
+  return (INT64_C(1) << (E->K->log_c + E->K->m)) / (E->K->threads * E->V);
+}
+
+static LLVMValueRef staged_word(ne *E, LLVMValueRef tid, int64_t g) {
+  LLVMValueRef t = LLVMBuildNUWAdd(E->b, tid, c32(E, (uint64_t)(g * E->K->threads)), "");
+  return LLVMBuildShl(E->b, t, c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
+}
+
 /* k->l2pf (GPU, kernel 0 with entry, no prologue): before the wait for the
  * stream's previous kernel, the thread prefetches into the L2 the source
  * words its first pass (or staged load) will read after the wait, so that
@@ -568,11 +580,9 @@ void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   }
   if (E->src_view && !E->src_dense) return;
   int64_t off = E->src_view ? E->P->src_offset : 0;
-  int64_t per_block = INT64_C(1) << (k->log_c + k->m), T = k->threads;
   LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
-  for (int64_t g = 0; g < per_block / (T * E->V); g++) {
-    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
+  for (int64_t g = 0; g < staged_groups(E); g++) {
+    LLVMValueRef e = staged_word(E, tid, g);
     LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
     prefetch(E, text, E->src, add_const64(E, gi, (uint64_t)off));
   }
@@ -602,11 +612,9 @@ int lw_ne_prefetch_aut_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
     return 0;
   LLVMBuilderRef b = E->b;
   static const char text[] = "prefetch.global.L2 [$0];";
-  int64_t N = INT64_C(1) << E->P->log_n, M = INT64_C(1) << k->m, T = k->threads;
-  int64_t per_block = INT64_C(1) << (k->log_c + k->m);
-  for (int64_t g = 0; g < per_block / (T * E->V); g++) {
-    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)E->V)), "");
+  int64_t N = INT64_C(1) << E->P->log_n, M = INT64_C(1) << k->m;
+  for (int64_t g = 0; g < staged_groups(E); g++) {
+    LLVMValueRef e = staged_word(E, tid, g);
     LLVMValueRef c = LLVMBuildZExt(b, LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), ""), E->i64, "");
     LLVMValueRef kpos = LLVMBuildZExt(b, LLVMBuildAnd(b, e, c32(E, (uint32_t)(M - 1)), ""), E->i64, "");
     LLVMValueRef gc = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""), c, "");
