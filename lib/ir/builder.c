@@ -100,6 +100,19 @@ fhjit_context *fhjit_graph_context(const fhjit_graph *g) { return g ? g->ctx : N
 const char *fhjit_graph_name(const fhjit_graph *g) { return g ? g->name : NULL; }
 fhjit_radix fhjit_graph_radix(const fhjit_graph *g) { return g ? g->radix : FHJIT_R32; }
 
+/* Binds g again on nodes and a chain it was bound on before, so that
+ * only out of memory can fail (the graph then stays unbound), keeping the
+ * context's last error: the caller's own failure stays what its caller
+ * reads. Returns a copy of that message for the caller (free it; NULL
+ * when out of memory). */
+static char *rebind_keep_error(fhjit_graph *g) {
+  fhjit_status st = fhjit_last_status(g->ctx);
+  char *msg = strdup(fhjit_last_error(g->ctx));
+  fhjit_bind(g);
+  if (msg) ir_error(g->ctx, st, "%s", msg);
+  return msg;
+}
+
 fhjit_status fhjit_graph_set_moduli(fhjit_graph *g, const uint64_t *moduli,
                                     int32_t count) {
   if (!g) return FHJIT_ERR_ARGUMENT;
@@ -142,10 +155,9 @@ fhjit_status fhjit_graph_set_moduli(fhjit_graph *g, const uint64_t *moduli,
   if (!was_bound) return FHJIT_OK;
   fhjit_status st = fhjit_bind(g);
   if (st == FHJIT_OK) return FHJIT_OK;
-  char *msg = strdup(fhjit_last_error(g->ctx));
   g->moduli = old;
   g->nmoduli = nold;
-  fhjit_bind(g); /* bound before on these: out of memory at worst */
+  char *msg = rebind_keep_error(g);
   ir_error(g->ctx, st, "graph @%s: fhjit_graph_set_moduli: the graph does not bind on the new "
            "chain (it keeps the old one): %s", g->name, msg ? msg : "");
   free(msg);
@@ -464,14 +476,7 @@ void ir_truncate(fhjit_graph *g, int32_t nnodes, int32_t ninputs, int was_bound)
   g->name_index = NULL;
   g->name_cap = g->name_used = 0;
   if (!g->name_index_off && nnodes > 0) name_index_add(g, 0);
-  if (!was_bound) return;
-  /* the same nodes bound before: binding them again succeeds; the
-   * builder's failure stays what the caller reads */
-  fhjit_status st = fhjit_last_status(g->ctx);
-  char *msg = strdup(fhjit_last_error(g->ctx));
-  fhjit_bind(g); /* out of memory at worst: the graph then stays unbound */
-  if (msg) ir_error(g->ctx, st, "%s", msg);
-  free(msg);
+  if (was_bound) free(rebind_keep_error(g)); /* the builder's failure stays */
 }
 
 static int64_t merge_extent(int64_t a, int64_t b) {
