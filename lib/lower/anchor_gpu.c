@@ -330,11 +330,13 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
                         "to each row\n", sp->pro_sub ? "the prologue's word plus the " : "",
                         (int)sp->plan.lift_col);
         if (sp->plan.aut_k)
-          sp_buf_printf(&b, "  load: automorphism galois(%lld) of the source, in %s%s\n",
+          sp_buf_printf(&b, "  load: automorphism galois(%lld) of the source, in %s%s%s\n",
                         (long long)sp->plan.aut_k,
                         sp->plan.k[1].staged_load ? "both kernels' staged loads"
                                                   : "kernel 0's staged load and kernel 1's first pass",
-                        sp->plan.aut_scalar ? " (kernel 0's one word a thread)" : "");
+                        sp->plan.aut_scalar ? " (kernel 0's one word a thread)" : "",
+                        sp->plan.aut_scalar1 && sp->plan.k[1].staged_load
+                            ? " (kernel 1's one word a thread)" : "");
         if (sp->pro_sub) {
           sp_buf_printf(&b, "  prologue: ");
           put_ops(&b, sp->pro_sub);

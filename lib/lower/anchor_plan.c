@@ -451,6 +451,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
      * +9.9-10.0% with vectors; r62 with the direct kernel 1, H200
      * cf2b4a3, 2^16 x 35: +8.4-8.5% against +8.4-9.0%) */
     s->plan.aut_scalar = aut_k && (B.tune.autvec >= 0 ? B.tune.autvec == 0 : 1);
+    s->plan.aut_scalar1 = aut_k && B.tune.autvec1 == 0;
     s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
     s->plan.tw_offset = tw->layout.offset;
     s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;

@@ -204,6 +204,7 @@ typedef struct lw_ntt_plan {
    * itself (lw_ntt_plan_make). */
   int64_t aut_k;
   int aut_scalar; /* kernel 0's staged load one word a thread (ntt_plan autvec=0) */
+  int aut_scalar1; /* kernel 1's staged copy one word a thread (ntt_plan autvec1=0) */
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -364,6 +365,10 @@ typedef struct lw_ntt_tuning {
                   * warp's consecutive columns (0, r32's default: its scattered shared
                   * stores then hit every bank once, where r32's 4-word vectors put 4
                   * lanes on each) */
+  int autvec1;   /* with autcol=1: kernel 1's staged copy reads 16-byte vectors (1, the
+                  * default) or one word a thread (0): a warp's 32 consecutive slots
+                  * then go to positions s k mod N2 an odd stride apart, where a
+                  * 4-word vector's 4 stores each put 8 lanes on 8 banks */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
@@ -404,7 +409,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t);
  * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
  * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
  * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
+ * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, autvec1, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

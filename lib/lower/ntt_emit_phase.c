@@ -754,7 +754,9 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   const lw_ntt_kplan *k = E->K;
   if (is_load && lw_ne_aut_cols_load(E, tid, blk)) return;
   LLVMBuilderRef b = E->b;
-  int V = E->V;
+  /* kernel 1's staged copy of a coefficient automorphism a word a thread
+   * (ntt_plan autvec1=0): its stores at s k mod N2 an odd stride apart */
+  int V = is_load && E->P->aut_k && E->P->aut_scalar1 && !E->pro_active ? 1 : E->V;
   int64_t per_block = INT64_C(1) << (k->log_c + k->m);
   int64_t T = k->threads;
   int groups = (int)(per_block / (T * V));
@@ -806,11 +808,11 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
       /* the source view: 16-byte vectors when they stay on the vector grid,
        * else word by word */
       LLVMValueRef gs = gi, istep = c64(E, 1);
-      int vector = 1;
+      int vector = V > 1;
       LLVMValueRef pro_br = NULL, pro_i = NULL;
       if (E->pro_active || (E->src_view && !(E->src_dense && E->P->src_offset == 0))) {
         const lw_ntt_plan *P = E->P;
-        vector = P->src_index_stride == 1 && P->src_offset % V == 0;
+        vector = V > 1 && P->src_index_stride == 1 && P->src_offset % V == 0;
         for (int a = 0; a < P->src_nax; a++)
           if (P->src_ext[a] > 1 && P->src_stride[a] % V) vector = 0;
         LLVMValueRef cc = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");

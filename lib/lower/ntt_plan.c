@@ -78,7 +78,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->bconvbatch = t->epivec = t->provec = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = -1;
 }
@@ -125,6 +125,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
       {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
       {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 2},
       {"autvec", {offsetof(lw_ntt_tuning, autvec)}, 1, 0, 1},
+      {"autvec1", {offsetof(lw_ntt_tuning, autvec1)}, 1, 0, 1},
       {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
       {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
       {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
@@ -171,7 +172,7 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
         v > keys[found].hi)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync; "
+                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, autvec1, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync; "
                       "values are log2 counts)",
                       ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
