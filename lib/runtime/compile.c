@@ -708,14 +708,30 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
   uint64_t hash[2];
   if (fhjit_graph_hash(g, hash) != FHJIT_OK) return NULL;
   /* Kernels of another pw_plan (FHJIT_PW_PLAN) are other code: other cache
-   * entries. */
+   * entries. A malformed plan is refused here, as the lowering refuses it:
+   * folded in as "no plan", it found the default plan's kernel in memory
+   * and the launch went on, where a new context reported the error. */
   lw_pw_plan pw;
   char why[160];
-  if (lw_pw_plan_parse(ir_option(ctx, IR_OPT_PW_PLAN), &pw, why, sizeof why) > 0)
+  const char *text = ir_option(ctx, IR_OPT_PW_PLAN);
+  int set = lw_pw_plan_parse(text, &pw, why, sizeof why);
+  if (set < 0) {
+    ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
+             ir_option_label(ctx, IR_OPT_PW_PLAN), text, why);
+    return NULL;
+  }
+  if (set > 0)
     hash[1] ^= rt_checksum(hash[0], &(int64_t[4]){pw.vec, pw.per_thread, pw.block, pw.aut}, 32);
-  /* and of another bconv_plan (FHJIT_BCONV_PLAN) */
+  /* and of another bconv_plan (FHJIT_BCONV_PLAN), refused the same way */
   lw_bconv_tuning bt;
-  if (lw_bconv_tuning_parse(ir_option(ctx, IR_OPT_BCONV_PLAN), &bt, why, sizeof why) > 0)
+  text = ir_option(ctx, IR_OPT_BCONV_PLAN);
+  set = lw_bconv_tuning_parse(text, &bt, why, sizeof why);
+  if (set < 0) {
+    ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
+             ir_option_label(ctx, IR_OPT_BCONV_PLAN), text, why);
+    return NULL;
+  }
+  if (set > 0)
     hash[0] ^= rt_checksum(hash[1], &(int64_t[5]){bt.vec, bt.threads, bt.split, bt.unroll, bt.mma},
                            40);
   char asked[16];

@@ -2,7 +2,8 @@
  * the launch fast paths: plan parsing; every vector width bit for bit on the
  * host (whose bodies are the GPU's) on random graphs; the GPU kernel's launch
  * shape and structure under U and T (ptxas-verified when ptxas is there);
- * against the fake libcuda: plans keyed in the kernel cache, the launch
+ * against the fake libcuda: plans keyed in the kernel cache (a malformed
+ * one refused, never taken for the default's kernel), the launch
  * grid and block, checked pointers remembered per kernel (a new or freed
  * pointer is checked again), fhjit_cuda_launch finding its kernel without
  * device queries, and the graph hash cached at bind. */
@@ -293,6 +294,40 @@ START_TEST(test_plans_in_the_cache) {
 }
 END_TEST
 
+/* A malformed plan in the environment is refused at every compile, also
+ * once the graph's kernel is in memory: the runtime's key took it for no
+ * plan, so the kernel of the default plan was found and launched, where a
+ * new context reported the error. */
+START_TEST(test_malformed_plan_not_a_hit) {
+  use_fake();
+  fhjit_context *ctx = fhjit_context_create();
+  fhjit_cuda_options nodisk = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
+  fhjit_graph *g = mul_graph(ctx, 2, 4096);
+  unsetenv("FHJIT_PW_PLAN");
+  unsetenv("FHJIT_BCONV_PLAN");
+  fhjit_cuda_kernel *k0 = fhjit_cuda_compile(g, &nodisk, NULL);
+  ck_assert_msg(k0, "%s", fhjit_last_error(ctx));
+  static const struct {
+    const char *var, *value;
+  } bad[] = {{"FHJIT_PW_PLAN", "V=3"}, {"FHJIT_BCONV_PLAN", "T=100"}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv(bad[i].var, bad[i].value, 1);
+    ck_assert_ptr_null(fhjit_cuda_compile(g, &nodisk, NULL));
+    char want[64];
+    snprintf(want, sizeof want, "%s=\"%s\"", bad[i].var, bad[i].value);
+    ck_assert_msg(tu_contains(fhjit_last_error(ctx), want), "%s", fhjit_last_error(ctx));
+    bufs b;
+    alloc_bufs(ctx, &b, 2, 4096);
+    fhjit_cuda_args a = {.params = b.params, .pstride = b.pstride, .inputs = b.in,
+                         .ninputs = 2, .results = b.out, .nresults = 1};
+    ck_assert_int_eq(fhjit_cuda_launch(g, &a), FHJIT_ERR_ARGUMENT);
+    unsetenv(bad[i].var);
+    ck_assert_ptr_eq(fhjit_cuda_compile(g, &nodisk, NULL), k0);
+  }
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(test_checked_pointers_remembered) {
   use_fake();
   unsetenv("FHJIT_PW_PLAN");
@@ -443,6 +478,7 @@ int main(void) {
   tcase_add_test(tc, test_host_vector_widths);
   tcase_add_test(tc, test_gpu_shape);
   tcase_add_test(tc, test_plans_in_the_cache);
+  tcase_add_test(tc, test_malformed_plan_not_a_hit);
   tcase_add_test(tc, test_checked_pointers_remembered);
   tcase_add_test(tc, test_launch_without_device_queries);
   tcase_add_test(tc, test_hash_follows_ntt_plan);
