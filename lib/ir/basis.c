@@ -347,11 +347,16 @@ int64_t ir_param_columns(const fhjit_graph *g) {
   int64_t cols = 0;
   for (int32_t k = 0; k < g->nresults; k++)
     if (g->results[k].type.rows > cols) cols = g->results[k].type.rows;
+  /* live values only: a dead one is never computed, and the hash, so the
+   * cached kernel shared by graphs that differ in it, ignores it (out of
+   * memory: every value, which only asks more of pstride) */
+  unsigned char *live = ir_live_nodes(g);
   for (int32_t i = 0; i < g->nnodes; i++) {
     const ir_node *n = &g->nodes[i];
-    if (n->type.kind != FHJIT_KIND_POLY || !n->basis) continue;
+    if ((live && !live[i]) || n->type.kind != FHJIT_KIND_POLY || !n->basis) continue;
     for (int64_t r = 0; r < n->type.rows; r++)
       if (n->basis[r] >= cols) cols = (int64_t)n->basis[r] + 1;
   }
+  free(live);
   return cols;
 }

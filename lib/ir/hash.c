@@ -55,17 +55,29 @@ static int reads_ntt_plan(ir_op op) {
 /* The hash of bound graph g's structure (what fhjit_bind caches); 0 when
  * out of memory (nothing recorded). *live_ntt: g's lowering reads the NTT
  * plan (reads_ntt_plan). */
+unsigned char *ir_live_nodes(const fhjit_graph *g) {
+  unsigned char *live = malloc((size_t)g->nnodes + 1);
+  if (!live) return NULL;
+  for (int32_t i = 0; i < g->nnodes; i++) live[i] = g->nodes[i].op == IR_INPUT;
+  for (int32_t i = 0; i < g->noutputs; i++) live[g->outputs[i].value] = 1;
+  for (int32_t i = g->nnodes - 1; i >= 0; i--)
+    if (live[i])
+      for (int k = 0; k < g->nodes[i].nargs; k++) live[g->nodes[i].args[k]] = 1;
+  return live;
+}
+
 static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
   int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
-  if (!canon) return 0;
-  for (int32_t i = 0; i < g->nnodes; i++) canon[i] = g->nodes[i].op == IR_INPUT;
-  for (int32_t i = 0; i < g->noutputs; i++) canon[g->outputs[i].value] = 1;
-  for (int32_t i = g->nnodes - 1; i >= 0; i--)
-    if (canon[i])
-      for (int k = 0; k < g->nodes[i].nargs; k++) canon[g->nodes[i].args[k]] = 1;
+  unsigned char *live = ir_live_nodes(g);
+  if (!canon || !live) {
+    free(canon);
+    free(live);
+    return 0;
+  }
   int32_t next = 0;
-  for (int32_t i = 0; i < g->nnodes; i++) canon[i] = canon[i] ? next++ : -1;
+  for (int32_t i = 0; i < g->nnodes; i++) canon[i] = live[i] ? next++ : -1;
+  free(live);
 
   hasher h = {UINT64_C(0xcbf29ce484222325), UINT64_C(0x84222325cbf29ce4)};
   mix(&h, 0x66686a6974ULL); /* "fhjit" */

@@ -370,9 +370,14 @@ const char *ir_basis_text(char *buf, size_t size, const int32_t *b, int64_t rows
 int ir_digit_group(const fhjit_graph *g, int64_t j, int32_t *first, int32_t *count);
 int32_t ir_num_digits(const fhjit_graph *g);
 /* The parameter-table columns a bound graph's kernels may read: the most
- * rows of a result, and one past every chain position of a value on a
- * stated basis (pstride must be at least this). */
+ * rows of a result, and one past every chain position of a live value
+ * (ir_live_nodes) on a stated basis (pstride must be at least this). */
 int64_t ir_param_columns(const fhjit_graph *g);
+/* The nodes the graph hash covers (hash.c), malloc'd [nnodes + 1], 1 for
+ * live ones: the inputs and what the outputs depend on; NULL when out of
+ * memory. A kernel's facts are drawn from these alone, since a cached
+ * kernel serves every graph of its hash, whatever its dead values. */
+unsigned char *ir_live_nodes(const fhjit_graph *g);
 
 /* ------------------------------------------------------------ arithmetic */
 

@@ -258,9 +258,15 @@ fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k) {
   free(cone);
   /* stated bases (SPEC section 7) read columns by chain position */
   if (ir_param_columns(g) > k->param_rows) k->param_rows = ir_param_columns(g);
+  /* over live nodes, as the hash and the lowering see the graph: a dead
+   * NTT neither makes a kernel anchored nor keys the cache, so it must not
+   * decide the in-place rule of the kernel graphs of this hash share */
+  unsigned char *live = ir_live_nodes(g);
+  if (!live) goto oom;
   k->pointwise = 1;
   for (int32_t i = 0; i < g->nnodes; i++)
-    if (!op_pointwise(g->nodes[i].op)) k->pointwise = 0;
+    if (live[i] && !op_pointwise(g->nodes[i].op)) k->pointwise = 0;
+  free(live);
   return FHJIT_OK;
 oom:
   return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);

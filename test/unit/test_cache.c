@@ -7,7 +7,8 @@
  * size, another graph's kernels, an altered cubin): each is refused or
  * rebuilt, never loaded, and the reason is in info.disk_note. Graphs that
  * differ only in their names never share an entry whose symbols are not
- * theirs, nor do compiles under different NTT plans. */
+ * theirs, nor do compiles under different NTT plans; a kernel shared by
+ * graphs that differ in dead values takes none of its facts from them. */
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -535,6 +536,67 @@ START_TEST(another_graphs_entry) {
 }
 END_TEST
 
+/* A graph with a dead conversion to chain positions 3..5, and the same
+ * graph without it: one hash, so one kernel in memory. Its facts must not
+ * come from the dead value: compiled first for the graph holding it, the
+ * kernel asked for 6 parameter columns and refused the other graph's
+ * 3-column table (and a dead NTT refused an in-place launch of a
+ * pointwise kernel), whichever graph the launch was for. */
+static fhjit_graph *with_dead(fhjit_context *c, int dead, int ntt) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "graph @d radix(r62) moduli(1152921504606830593, 2199023251457, 2199023228929, "
+           "2199023210497, 1152921504606791681, 1152921504606748673) {\n"
+           "  %%x = input ct<2, [], 3, 1024> coef mont\n"
+           "  %%t = input table<12>\n"
+           "  %%w = input twiddles<3, 1024>\n"
+           "  %%y = add %%x, %%x\n"
+           "%s"
+           "  output %%y\n"
+           "}\n",
+           !dead ? "" : ntt ? "  %z = ntt_fwd %x, %w mode(mont)\n"
+                            : "  %z = bconv %x, %t basis(3, 4, 5)\n");
+  fhjit_graph *g = fhjit_parse(c, text, strlen(text), "d.fh");
+  ck_assert_msg(g, "%s", fhjit_last_error(c));
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+  return g;
+}
+
+START_TEST(dead_values_decide_no_kernel_fact) {
+  for (int ntt = 0; ntt < 2; ntt++) {
+    fhjit_context *c = fhjit_context_create();
+    fhjit_cuda_options nodisk = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
+    fhjit_graph *a = with_dead(c, 1, ntt), *b = with_dead(c, 0, ntt);
+    uint64_t ha[2], hb[2];
+    ck_assert_int_eq(fhjit_graph_hash(a, ha), FHJIT_OK);
+    ck_assert_int_eq(fhjit_graph_hash(b, hb), FHJIT_OK);
+    ck_assert(ha[0] == hb[0] && ha[1] == hb[1]);
+    fhjit_cuda_kernel *ka = fhjit_cuda_compile(a, &nodisk, NULL);
+    ck_assert_msg(ka, "%s", fhjit_last_error(c));
+    fhjit_cuda_compile_info info;
+    ck_assert_ptr_eq(fhjit_cuda_compile(b, &nodisk, &info), ka);
+    ck_assert_int_eq(info.source, FHJIT_CUDA_FROM_MEMORY);
+    ck_assert_int_eq(ka->param_rows, 3);
+    ck_assert_int_eq(ka->pointwise, 1);
+    /* b's launch with its own 3-column table, in place over %x */
+    const uint64_t q[] = {1152921504606830593u, 2199023251457u, 2199023228929u};
+    fhjit_cuda_ptr params, x, t, w;
+    int64_t pstride;
+    ck_assert_int_eq(fhjit_cuda_param_table(c, FHJIT_R62, q, 3, 0, 0, 1, &params, &pstride),
+                     FHJIT_OK);
+    ck_assert_int_eq(pstride, 3);
+    ck_assert_int_eq(fhjit_cuda_alloc(c, 2 * 3 * 1024 * 8, &x), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_alloc(c, 12 * 8, &t), FHJIT_OK);
+    ck_assert_int_eq(fhjit_cuda_alloc(c, 3 * 1024 * 8, &w), FHJIT_OK);
+    fhjit_cuda_ptr in[3] = {x, t, w}, out[1] = {x};
+    fhjit_cuda_args args = {.params = params, .pstride = pstride, .inputs = in, .ninputs = 3,
+                            .results = out, .nresults = 1};
+    ck_assert_msg(fhjit_cuda_launch(b, &args) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fhjit_context_destroy(c);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cache");
   TCase *tc = tcase_create("cache");
@@ -550,6 +612,7 @@ int main(void) {
   tcase_add_test(tc, tampered_descriptions);
   tcase_add_test(tc, tampered_cubin);
   tcase_add_test(tc, another_graphs_entry);
+  tcase_add_test(tc, dead_values_decide_no_kernel_fact);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
