@@ -52,9 +52,9 @@ static int reads_ntt_plan(ir_op op) {
   return c == IR_CLASS_ANCHOR || c == IR_CLASS_MIXING || c == IR_CLASS_ROWS || c == IR_CLASS_PERMUTE;
 }
 
-/* The hash of bound graph g's structure (what fhjit_bind caches); 0 when
- * out of memory (nothing recorded). *live_ntt: g's lowering reads the NTT
- * plan (reads_ntt_plan). */
+/* Which nodes of g are live (1): its inputs (ABI slots) and the cone of
+ * its outputs; NULL when out of memory. The hash covers these only, so
+ * whatever a cached kernel's facts are drawn from must be these too. */
 unsigned char *ir_live_nodes(const fhjit_graph *g) {
   unsigned char *live = malloc((size_t)g->nnodes + 1);
   if (!live) return NULL;
@@ -66,6 +66,9 @@ unsigned char *ir_live_nodes(const fhjit_graph *g) {
   return live;
 }
 
+/* The hash of bound graph g's structure (what fhjit_bind caches); 0 when
+ * out of memory (nothing recorded). *live_ntt: g's lowering reads the NTT
+ * plan (reads_ntt_plan). */
 static int compute(const fhjit_graph *g, uint64_t out[2], int *live_ntt) {
   /* Live nodes, renumbered densely; inputs are always live (ABI slots). */
   int32_t *canon = malloc(sizeof *canon * (size_t)(g->nnodes ? g->nnodes : 1));
