@@ -70,6 +70,10 @@ const char *ir_option_env(ir_opt o);
 fhjit_status ir_option_set(fhjit_context *ctx, ir_opt o, const char *value);
 /* dst's options become src's (sub-graphs' contexts of one compile). */
 fhjit_status ir_options_copy(fhjit_context *dst, const fhjit_context *src);
+/* A fingerprint of the options that change compiled code or refuse a
+ * compile (every option but cache and cache_dir), as ctx reads them now:
+ * compiled state made under another one is stale. */
+uint64_t ir_options_fingerprint(const fhjit_context *ctx);
 
 /* Source position in .fh text; line 0 means "not from text". */
 typedef struct ir_loc {
@@ -272,9 +276,11 @@ struct fhjit_graph {
   /* Text handed out by print/emit (malloc'd, freed on destroy). */
   char *printed, *printed_dot, *emitted;
 
-  /* Compiled state owned by lib/lower (host JIT), freed through the hook. */
+  /* Compiled state owned by lib/lower (host JIT), freed through the hook;
+   * compiled_opts: ir_options_fingerprint when it was made. */
   void *compiled;
   void (*free_compiled)(void *);
+  uint64_t compiled_opts;
 };
 
 /* Errors about a node or an output: prefixed with its location when the

@@ -52,6 +52,25 @@ fhjit_status ir_option_set(fhjit_context *ctx, ir_opt o, const char *value) {
   return FHJIT_OK;
 }
 
+/* FNV-1a of each option's number, whether it is set, its length and its
+ * bytes (the length first: no two lists of values give the same stream) */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * UINT64_C(0x100000001b3);
+  return h;
+}
+
+uint64_t ir_options_fingerprint(const fhjit_context *ctx) {
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (int o = 0; o < IR_NUM_OPTS; o++) {
+    if (o == IR_OPT_CACHE || o == IR_OPT_CACHE_DIR) continue; /* where code comes from, not what */
+    const char *v = ir_option(ctx, (ir_opt)o);
+    uint64_t head[3] = {(uint64_t)o, v != NULL, v ? strlen(v) : 0};
+    h = fnv(h, head, sizeof head);
+    if (v) h = fnv(h, v, head[2]);
+  }
+  return h;
+}
+
 fhjit_status ir_options_copy(fhjit_context *dst, const fhjit_context *src) {
   for (int o = 0; o < IR_NUM_OPTS; o++) {
     fhjit_status st =

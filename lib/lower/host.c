@@ -139,12 +139,26 @@ static void *buf_ptr(const an_buf *b, const void *const *inputs, void *const *re
 
 static void plan_free_hook(void *p) { lw_anchor_plan_free(p); }
 
+/* g's compiled state if the options it was made under are still the
+ * context's, else NULL (dropped): a plan, schedule or bound set between
+ * two runs of one graph takes effect, as it does on the GPU path, whose
+ * kernel cache keys them. */
+static void *current_compiled(fhjit_graph *g, uint64_t opts) {
+  if (g->compiled && g->compiled_opts != opts) {
+    if (g->free_compiled) g->free_compiled(g->compiled);
+    g->compiled = NULL;
+    g->free_compiled = NULL;
+  }
+  return g->compiled;
+}
+
 /* fhjit_run_host for graphs with anchors (arguments checked by the caller):
  * their step plan (anchor_plan.c), cached on the graph, run step by step. */
 static fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64_t pstride,
                                        const void *const *inputs, void *const *results,
                                        int threads) {
-  if (!g->compiled || g->free_compiled != plan_free_hook) {
+  uint64_t opts = ir_options_fingerprint(g->ctx);
+  if (!current_compiled(g, opts) || g->free_compiled != plan_free_hook) {
     an_plan *p = lw_anchor_build_plan(g);
     if (!p) return fhjit_last_status(g->ctx) ? fhjit_last_status(g->ctx) : FHJIT_ERR_UNSUPPORTED;
     for (int s = 0; s < p->nsteps; s++) {
@@ -170,6 +184,7 @@ static fhjit_status lw_anchor_run_host(fhjit_graph *g, const void *params, int64
     }
     if (g->compiled && g->free_compiled) g->free_compiled(g->compiled);
     g->compiled = p;
+    g->compiled_opts = opts;
     g->free_compiled = plan_free_hook;
   }
   an_plan *p = g->compiled;
@@ -258,13 +273,15 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
                     fn, g->name, (long long)pstride, (long long)limbs);
   if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor_plan.c) */
     return lw_anchor_run_host(g, params, pstride, inputs, results, threads);
-  if (!g->compiled || g->free_compiled != host_free) {
+  uint64_t opts = ir_options_fingerprint(g->ctx);
+  if (!current_compiled(g, opts) || g->free_compiled != host_free) {
     lw_host *h;
     fhjit_status st = host_compile(g, &h);
     if (st) return st;
     if (g->compiled && g->free_compiled) g->free_compiled(g->compiled);
     g->compiled = h;
     g->free_compiled = host_free;
+    g->compiled_opts = opts;
   }
   lw_host *h = g->compiled;
   if (!h->fn) return FHJIT_OK;

@@ -3,8 +3,9 @@
  * them, the option unchanged; each option changes what is compiled (PTX,
  * the NTT's kernels, the compile bound, also inside an NTT's fused
  * epilogue, whose sub-graphs live in a context of their own) and the
- * cache key where it changes code; an option set wins over its
- * environment variable, and unsetting it (NULL) gives the variable back. */
+ * cache key where it changes code, and the host path's code kept on a
+ * graph; an option set wins over its environment variable, and unsetting
+ * it (NULL) gives the variable back. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,46 @@ START_TEST(test_max_values_fused) {
 }
 END_TEST
 
+/* Runs mul_graph or ntt_graph g on the host (inputs zero: only the status
+ * counts here) with the parameter table and twiddles of q. */
+static fhjit_status run_on_host(fhjit_graph *g, uint64_t q) {
+  fhjit_context *ctx = fhjit_graph_context(g);
+  static uint32_t params[8 * 2], tw[4096], in[3][2 * 4096], out[2 * 4096];
+  uint64_t qq[2] = {q, q};
+  ck_assert_int_eq(fhjit_param_table(ctx, FHJIT_R32, qq, 2, 4096, 1, 1, params, 2), FHJIT_OK);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, FHJIT_R32, qq, 1, 4096, tw, NULL), FHJIT_OK);
+  memset(in, 0, sizeof in);
+  /* mul_graph's inputs a, b; ntt_graph's a, tw, b */
+  const void *ins[3] = {in[0], fhjit_num_inputs(g) == 3 ? (const void *)tw : in[1], in[2]};
+  void *outs[1] = {out};
+  return fhjit_run_host(g, params, 2, ins, outs, 1);
+}
+
+/* The host path keeps a graph's compiled code between runs; an option
+ * set (or unset) between two runs takes effect at the next one, as it
+ * does for fhjit_emit and the GPU's kernel cache: here max_values, which
+ * refuses a pointwise graph and an NTT's fused epilogue over the bound,
+ * then lets them run again. (Before, the first run's code ran on: the
+ * review of 2026-12-05, hoststale.c.) */
+START_TEST(test_host_options_take_effect) {
+  clear_env();
+  fhjit_context *ctx = fhjit_context_create();
+  uint64_t q;
+  ck_assert_int_eq(fhjit_find_primes(ctx, 30, 8192, 1, &q), FHJIT_OK);
+  fhjit_graph *gs[2] = {mul_graph(ctx), ntt_graph(ctx, 40)};
+  const char *bound[2] = {"1", "100"};
+  for (int i = 0; i < 2; i++) {
+    ck_assert_msg(run_on_host(gs[i], q) == FHJIT_OK, "%s", fhjit_last_error(ctx));
+    ck_assert_int_eq(fhjit_context_set_option(ctx, "max_values", bound[i]), FHJIT_OK);
+    ck_assert_int_eq(run_on_host(gs[i], q), FHJIT_ERR_UNSUPPORTED);
+    ck_assert_msg(tu_contains(fhjit_last_error(ctx), "limit"), "%s", fhjit_last_error(ctx));
+    ck_assert_int_eq(fhjit_context_set_option(ctx, "max_values", NULL), FHJIT_OK);
+    ck_assert_msg(run_on_host(gs[i], q) == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  }
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("options");
   TCase *tc = tcase_create("options");
@@ -300,6 +341,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_ntt_plan);
   tcase_add_test(tc, test_ntt_schedule);
   tcase_add_test(tc, test_max_values_fused);
+  tcase_add_test(tc, test_host_options_take_effect);
   suite_add_tcase(s, tc);
   return s;
 }
