@@ -165,7 +165,7 @@ static fhjit_value leaf_value(an_build *B, fhjit_graph *sub, fhjit_value v, fhji
 }
 
 static int same_walk(const fhjit_graph *g, fhjit_value u, fhjit_value v);
-static int same_shape(const fhjit_type *a, const fhjit_type *b);
+static int same_extents(const fhjit_type *a, const fhjit_type *b);
 
 /* ------------------------------------------------ row-restricted clones */
 
@@ -394,7 +394,7 @@ fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v) {
   for (int32_t k = 0; k < g->nresults && found == FHJIT_NO_VALUE; k++) {
     fhjit_value u = g->results[k].value;
     if (u <= v || B->where[u].kind >= 0 || is_leaf(B, u) || !same_walk(g, u, v) ||
-        !same_shape(&g->nodes[u].type, &g->nodes[v].type) ||
+        !same_extents(&g->nodes[u].type, &g->nodes[v].type) ||
         g->nodes[u].type.comps != g->nodes[v].type.comps)
       continue;
     /* u's cone down to leaves and v: element-wise work, no other barrier */
@@ -594,7 +594,10 @@ static void set_source(lw_ntt_plan *p, const fhjit_type *t, const fhjit_layout *
   p->src_index_stride = l->index_stride;
 }
 
-static int same_shape(const fhjit_type *a, const fhjit_type *b) {
+/* The same polynomial extents (N, rows, batch axes, digits), components
+ * aside: each caller compares those by its own rule (a plaintext value
+ * may feed a ciphertext result, every slot computed from it). */
+static int same_extents(const fhjit_type *a, const fhjit_type *b) {
   if (a->n != b->n || a->rows != b->rows || a->nbatch != b->nbatch || a->digits != b->digits) return 0;
   for (int i = 0; i < a->nbatch; i++)
     if (a->batch[i] != b->batch[i]) return 0;
@@ -694,7 +697,7 @@ const char *lw_sub_input_name(const fhjit_graph *sub, const char *name,
 int lw_step_is_barrier(const fhjit_graph *g, const char *live, fhjit_value v) {
   return is_barrier(g, live, v);
 }
-int lw_step_same_shape(const fhjit_type *a, const fhjit_type *b) { return same_shape(a, b); }
+int lw_step_same_extents(const fhjit_type *a, const fhjit_type *b) { return same_extents(a, b); }
 fhjit_graph *lw_step_sub(an_build *B, const char *name, const fhjit_value *targets, int ntargets,
                          an_buf **in) {
   return make_sub(B, name, targets, ntargets, in);

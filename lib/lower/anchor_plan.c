@@ -139,7 +139,7 @@ static int epilogue_ok(const an_build *B, fhjit_value u, fhjit_value v, const ch
                        char *dep) {
   const fhjit_graph *g = B->g;
   const fhjit_type *tu = &g->nodes[u].type, *tv = &g->nodes[v].type;
-  if (!lw_step_same_shape(tu, tv)) return 0;
+  if (!lw_step_same_extents(tu, tv)) return 0;
   int cv = tv->comps > 1 ? tv->comps : 1, cu = tu->comps > 1 ? tu->comps : 1;
   if (cv > 1 && cu != cv) return 0;
   memset(dep, 0, (size_t)g->nnodes);

@@ -281,12 +281,13 @@ void lw_step_clone_multi(an_build *B, fhjit_graph *sub, const fhjit_value *targe
 fhjit_value lw_step_epilogue_result(an_build *B, fhjit_value v);
 /* For anchor_plan.c: whether live v is computed by steps of its own into a
  * buffer (an NTT or a mixing op: cones of fused work stop there); whether
- * two types have one shape (N, rows, batch axes, digits); a bound
+ * two types have the same extents (N, rows, batch axes, digits; not
+ * components: the caller compares those by its own rule); a bound
  * sub-graph computing targets[0..ntargets) from g's inputs and the values
  * with a buffer or an alias (*in: each input's buffer); pointwise steps for
  * targets into dests, one per group sharing a walk (reorders both). */
 int lw_step_is_barrier(const fhjit_graph *g, const char *live, fhjit_value v);
-int lw_step_same_shape(const fhjit_type *a, const fhjit_type *b);
+int lw_step_same_extents(const fhjit_type *a, const fhjit_type *b);
 fhjit_graph *lw_step_sub(an_build *B, const char *name, const fhjit_value *targets, int ntargets,
                          an_buf **in);
 void lw_step_grouped(an_build *B, fhjit_value *targets, an_buf *dests, int n);
