@@ -227,6 +227,20 @@ static fhjit_graph *mul_graph(fhjit_context *ctx, int64_t rows, int64_t n) {
   return g;
 }
 
+/* On the fake driver, no plan in the environment: a fresh context's mul
+ * graph (2 x 4096) compiled once with the default plan (*k0). */
+static fhjit_graph *default_kernel(fhjit_context **ctx, fhjit_cuda_kernel **k0) {
+  use_fake();
+  *ctx = fhjit_context_create();
+  fhjit_cuda_options nodisk = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
+  fhjit_graph *g = mul_graph(*ctx, 2, 4096);
+  unsetenv("FHJIT_PW_PLAN");
+  unsetenv("FHJIT_BCONV_PLAN");
+  *k0 = fhjit_cuda_compile(g, &nodisk, NULL);
+  ck_assert_msg(*k0, "%s", fhjit_last_error(*ctx));
+  return g;
+}
+
 static void alloc_bufs(fhjit_context *ctx, bufs *b, int64_t rows, int64_t n) {
   uint64_t q[4];
   ck_assert_int_eq(fhjit_find_primes(ctx, 60, 2 * (uint64_t)n, (int32_t)rows, q), FHJIT_OK);
@@ -238,13 +252,10 @@ static void alloc_bufs(fhjit_context *ctx, bufs *b, int64_t rows, int64_t n) {
 }
 
 START_TEST(test_plans_in_the_cache) {
-  use_fake();
-  fhjit_context *ctx = fhjit_context_create();
+  fhjit_context *ctx;
+  fhjit_cuda_kernel *k0;
+  fhjit_graph *g = default_kernel(&ctx, &k0);
   fhjit_cuda_options nodisk = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
-  fhjit_graph *g = mul_graph(ctx, 2, 4096);
-  unsetenv("FHJIT_PW_PLAN");
-  fhjit_cuda_kernel *k0 = fhjit_cuda_compile(g, &nodisk, NULL);
-  ck_assert_msg(k0, "%s", fhjit_last_error(ctx));
   setenv("FHJIT_PW_PLAN", "U=2,T=128", 1);
   fhjit_cuda_compile_info info;
   fhjit_cuda_kernel *k1 = fhjit_cuda_compile(g, &nodisk, &info);
@@ -299,14 +310,10 @@ END_TEST
  * plan, so the kernel of the default plan was found and launched, where a
  * new context reported the error. */
 START_TEST(test_malformed_plan_not_a_hit) {
-  use_fake();
-  fhjit_context *ctx = fhjit_context_create();
+  fhjit_context *ctx;
+  fhjit_cuda_kernel *k0;
+  fhjit_graph *g = default_kernel(&ctx, &k0);
   fhjit_cuda_options nodisk = {.flags = FHJIT_CUDA_NO_DISK_CACHE};
-  fhjit_graph *g = mul_graph(ctx, 2, 4096);
-  unsetenv("FHJIT_PW_PLAN");
-  unsetenv("FHJIT_BCONV_PLAN");
-  fhjit_cuda_kernel *k0 = fhjit_cuda_compile(g, &nodisk, NULL);
-  ck_assert_msg(k0, "%s", fhjit_last_error(ctx));
   static const struct {
     const char *var, *value;
   } bad[] = {{"FHJIT_PW_PLAN", "V=3"}, {"FHJIT_BCONV_PLAN", "T=100"}};
