@@ -325,6 +325,58 @@ static int read_all(int fd, unsigned char *data, size_t size) {
   return 1;
 }
 
+rt_disk_result rt_disk_parse(const unsigned char *data, size_t size, const char *key,
+                             rt_disk_entry *out, const char **bad) {
+  memset(out, 0, sizeof *out);
+  *bad = "is not an fhjit cache entry";
+  if (size < RT_DISK_HEADER || size > RT_DISK_MAX_FILE || memcmp(data, RT_DISK_MAGIC, 8) != 0)
+    return RT_DISK_CORRUPT;
+  uint32_t format, key_len;
+  uint64_t ptx_len, cubin_len, desc_len, sum;
+  memcpy(&format, data + 8, 4);
+  memcpy(&key_len, data + 12, 4);
+  memcpy(&ptx_len, data + 16, 8);
+  memcpy(&cubin_len, data + 24, 8);
+  memcpy(&desc_len, data + 32, 8);
+  memcpy(&sum, data + 40, 8);
+  uint64_t body = size - RT_DISK_HEADER;
+  *bad = "has another format or inconsistent sizes";
+  if (format != RT_DISK_FORMAT || key_len > body || ptx_len > body || cubin_len > body ||
+      desc_len > body || (uint64_t)key_len + ptx_len + cubin_len + desc_len != body)
+    return RT_DISK_CORRUPT;
+  const unsigned char *p = data + RT_DISK_HEADER;
+  *bad = "fails its checksum";
+  if (payload_checksum(data + 8, p, body) != sum) return RT_DISK_CORRUPT;
+  *bad = "belongs to another key";
+  if (key_len != strlen(key) || memcmp(p, key, key_len) != 0) return RT_DISK_CORRUPT;
+  p += key_len;
+  *bad = "cannot be read (out of memory)";
+  out->ptx = malloc(ptx_len + 1);
+  out->cubin = malloc(cubin_len ? cubin_len : 1);
+  if (!out->ptx || !out->cubin) goto fail;
+  memcpy(out->ptx, p, ptx_len);
+  out->ptx[ptx_len] = 0;
+  out->ptx_size = ptx_len;
+  p += ptx_len;
+  memcpy(out->cubin, p, cubin_len);
+  out->cubin_size = cubin_len;
+  p += cubin_len;
+  *bad = "has a malformed kernel description";
+  if (!rt_desc_read(p, desc_len, &out->desc)) goto fail;
+  return RT_DISK_HIT;
+fail:
+  rt_disk_entry_free(out);
+  return RT_DISK_CORRUPT;
+}
+
+int rt_disk_seal(void *entry, size_t size) {
+  unsigned char *d = entry;
+  if (size < RT_DISK_HEADER) return 0;
+  uint64_t sum = payload_checksum(d + 8, d + RT_DISK_HEADER, size - RT_DISK_HEADER);
+  memcpy(d + 40, &sum, 8);
+  return 1;
+}
+
 rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out) {
   memset(out, 0, sizeof *out);
   char *path = entry_path(dir, key);
@@ -339,43 +391,7 @@ rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out
   const char *bad = "cannot be read";
   size_t size = (size_t)st.st_size;
   unsigned char *data = malloc(size);
-  if (!data || !read_all(fd, data, size)) goto done;
-  bad = "is not an fhjit cache entry";
-  if (memcmp(data, RT_DISK_MAGIC, 8) != 0) goto done;
-  uint32_t format, key_len;
-  uint64_t ptx_len, cubin_len, desc_len, sum;
-  memcpy(&format, data + 8, 4);
-  memcpy(&key_len, data + 12, 4);
-  memcpy(&ptx_len, data + 16, 8);
-  memcpy(&cubin_len, data + 24, 8);
-  memcpy(&desc_len, data + 32, 8);
-  memcpy(&sum, data + 40, 8);
-  uint64_t body = size - RT_DISK_HEADER;
-  bad = "has another format or inconsistent sizes";
-  if (format != RT_DISK_FORMAT || key_len > body || ptx_len > body || cubin_len > body ||
-      desc_len > body || (uint64_t)key_len + ptx_len + cubin_len + desc_len != body)
-    goto done;
-  const unsigned char *p = data + RT_DISK_HEADER;
-  bad = "fails its checksum";
-  if (payload_checksum(data + 8, p, body) != sum) goto done;
-  bad = "belongs to another key";
-  if (key_len != strlen(key) || memcmp(p, key, key_len) != 0) goto done;
-  p += key_len;
-  bad = "cannot be read (out of memory)";
-  out->ptx = malloc(ptx_len + 1);
-  out->cubin = malloc(cubin_len ? cubin_len : 1);
-  if (!out->ptx || !out->cubin) goto done;
-  memcpy(out->ptx, p, ptx_len);
-  out->ptx[ptx_len] = 0;
-  out->ptx_size = ptx_len;
-  p += ptx_len;
-  memcpy(out->cubin, p, cubin_len);
-  out->cubin_size = cubin_len;
-  p += cubin_len;
-  bad = "has a malformed kernel description";
-  if (!rt_desc_read(p, desc_len, &out->desc)) goto done;
-  res = RT_DISK_HIT;
-done:
+  if (data && read_all(fd, data, size)) res = rt_disk_parse(data, size, key, out, &bad);
   if (res != RT_DISK_HIT) {
     rt_disk_entry_free(out);
     snprintf(out->why, sizeof out->why, "%s %s", path, bad);

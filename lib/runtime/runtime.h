@@ -78,6 +78,15 @@ int rt_disk_dir_problem(const char *dir, char *why, size_t why_size);
  * is not regular, not the user's or writable by others is RT_DISK_CORRUPT,
  * like one that fails a check of its content. */
 rt_disk_result rt_disk_load(const char *dir, const char *key, rt_disk_entry *out);
+/* The checks and fields of an entry's bytes, as rt_disk_load reads them
+ * (also fuzz_cache.c): RT_DISK_HIT with out filled, else RT_DISK_CORRUPT
+ * with out empty and *bad saying what is wrong ("fails its checksum"). */
+rt_disk_result rt_disk_parse(const unsigned char *data, size_t size, const char *key,
+                             rt_disk_entry *out, const char **bad);
+/* Writes into an entry's bytes (the whole file image) the checksum
+ * rt_disk_parse expects, so that a fuzzer reaches the checks after it; 0
+ * when size is less than a header. */
+int rt_disk_seal(void *entry, size_t size);
 /* Writes an entry atomically (temporary file renamed into place). Failure is
  * not an error of the compile: returns 0 and leaves a reason in why. */
 int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_size,
