@@ -197,14 +197,18 @@ static void bench_aut(const set *s, int quick) {
     if (!dom) continue;
     /* the coefficient automorphism in the forward NTT's loads (ntt_plan
      * autcol=1: both kernels staged; 2: kernel 1 loading directly; each
-     * with kernel 0's staged load one word a thread, the default, and in
-     * vectors, autvec=1; then autcol=1 with kernel 1's staged copy a word
-     * a thread too, autvec1=0; ntt_emit_aut.c) against the same NTT
-     * alone */
-    for (int f = 0; f < 5; f++) {
-      int ac = f == 4 ? 1 : 1 + f % 2, av = f >= 2 && f < 4, av1 = f != 4;
-      char form[48];
-      snprintf(form, sizeof form, "autcol=%d%s%s", ac, av ? ",autvec=1" : "", av1 ? "" : ",autvec1=0");
+     * with kernel 0's staged load one word a thread, the default, or its
+     * registers permuted, autreg=1; ntt_emit_aut.c) against the same NTT
+     * alone. (autvec=1 and autvec1=0 lost at both radices on the H200 at
+     * cf2b4a3 and the H100 at 96e406d: bench/RESULTS.md.) */
+    static const struct {
+      int autcol, autvec, autvec1, autreg;
+    } forms[] = {{1, 0, 1, 0}, {2, 0, 1, 0}, {1, 0, 1, 1}, {2, 0, 1, 1}};
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+      int ac = forms[f].autcol, av = forms[f].autvec, av1 = forms[f].autvec1, ar = forms[f].autreg;
+      char form[64];
+      snprintf(form, sizeof form, "autcol=%d%s%s%s", ac, av ? ",autvec=1" : "", av1 ? "" : ",autvec1=0",
+               ar ? ",autreg=1" : "");
       if (fhjit_context_set_option(ctx, "ntt_plan", form)) die("ntt_plan");
       k1 = 0;
       double cfused = time_graph(s, aut_ntt_graph(s, D, 1), 1, quick, &k1);
@@ -213,9 +217,9 @@ static void bench_aut(const set *s, int quick) {
              "(%d kernels) against the NTT alone %.1f us: +%.1f%% (target < 5%%)\n",
              form, cfused, k1, nplain, (cfused / nplain - 1) * 100);
       bu_json_item("\"kind\": \"s7_aut_ntt_autcol\", \"radix\": \"%s\", \"autcol\": %d, "
-                   "\"autvec\": %d, \"autvec1\": %d, \"fused_us\": %.3f, \"plain_us\": %.3f, "
-                   "\"fused_kernels\": %d",
-                   radix == FHJIT_R62 ? "r62" : "r32", ac, av, av1, cfused, nplain, k1);
+                   "\"autvec\": %d, \"autvec1\": %d, \"autreg\": %d, \"fused_us\": %.3f, "
+                   "\"plain_us\": %.3f, \"fused_kernels\": %d",
+                   radix == FHJIT_R62 ? "r62" : "r32", ac, av, av1, ar, cfused, nplain, k1);
     }
   }
 }

@@ -268,6 +268,15 @@ fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *ou
 
 /* ------------------------------------------------------ plan text */
 
+/* Where a forward NTT's plan computes a coefficient automorphism of its
+ * source (lw_ntt_plan_aut). */
+static const char *aut_where(const lw_ntt_plan *p) {
+  if (p->aut_reg)
+    return p->k[1].staged_load ? "kernel 0's registers and kernel 1's staged load"
+                               : "kernel 0's registers and kernel 1's first pass";
+  return p->k[1].staged_load ? "both kernels' staged loads" : "kernel 0's staged load and kernel 1's first pass";
+}
+
 static void put_buf(sp_buf *b, an_buf x) {
   static const char *const kinds[] = {"params", "pstride", "input", "result", "scratch", "own"};
   if (x.kind < 0 || x.kind > LW_ARG_OWN) sp_buf_printf(b, "none");
@@ -332,9 +341,8 @@ fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text) 
         if (sp->plan.aut_k)
           sp_buf_printf(&b, "  load: automorphism galois(%lld) of the source, in %s%s%s\n",
                         (long long)sp->plan.aut_k,
-                        sp->plan.k[1].staged_load ? "both kernels' staged loads"
-                                                  : "kernel 0's staged load and kernel 1's first pass",
-                        sp->plan.aut_scalar ? " (kernel 0's one word a thread)" : "",
+                        aut_where(&sp->plan),
+                        sp->plan.aut_scalar && !sp->plan.aut_reg ? " (kernel 0's one word a thread)" : "",
                         sp->plan.aut_scalar1 && sp->plan.k[1].staged_load
                             ? " (kernel 1's one word a thread)" : "");
         if (sp->pro_sub) {

@@ -104,6 +104,11 @@ static int aut_direct(const an_build *B) {
   return B->tune.autcol == 2 || (B->tune.autcol < 0 && B->g->radix == FHJIT_R62);
 }
 
+/* Whether kernel 0 of such an NTT permutes the words of its first pass in
+ * registers (ntt_plan autreg=1) rather than staging them through shared
+ * memory (0, the default until the device has timed it). */
+static int aut_regs(const an_build *B) { return B->tune.autreg == 1; }
+
 /* NTT anchor v's operand x as automorphism(a, k) in the coefficient
  * domain read straight from a's buffer (ntt_plan autcol: on by default,
  * aut_direct's form, unless autpro=1 asks for the prologue; 0 off): the
@@ -122,7 +127,7 @@ static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf
   int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
   if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
                        n->type.rows, batch_rows, &trial) ||
-      !lw_ntt_plan_aut(&trial, xn->attr[0], aut_direct(B)))
+      !lw_ntt_plan_aut(&trial, xn->attr[0], aut_direct(B), aut_regs(B)))
     return 0;
   *a = xn->args[0];
   return xn->attr[0];
@@ -441,7 +446,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
       break;
     }
     lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
-    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_direct(&B))) {
+    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_direct(&B), aut_regs(&B))) {
       B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                       "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
       break;

@@ -205,6 +205,9 @@ typedef struct lw_ntt_plan {
   int64_t aut_k;
   int aut_scalar; /* kernel 0's staged load one word a thread (ntt_plan autvec=0) */
   int aut_scalar1; /* kernel 1's staged copy one word a thread (ntt_plan autvec1=0) */
+  /* kernel 0 loads its first pass's words as the plain kernel does and
+   * permutes its registers (ntt_plan autreg=1, ntt_emit_aut.c) */
+  int aut_reg;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -260,11 +263,12 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
 /* Makes plan p read automorphism(source, k) (coefficient domain, k odd,
  * 1 <= k < 2N) instead of its source, where it can: a forward two-kernel
  * plan (not the cluster schedule, not a reduce plan), whose kernel 0 then
- * loads through shared memory (staged_load; no early loads), and so does
- * kernel 1 unless direct (then its first pass loads its chunk's words at
- * permuted positions straight from memory). 1 when it did, 0 with p
- * unchanged. */
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct);
+ * loads through shared memory (staged_load; no early loads) unless reg
+ * (then its first pass loads as the plain kernel's and permutes its
+ * registers, aut_reg), and so does kernel 1 unless direct (then its first
+ * pass loads its chunk's words at permuted positions straight from
+ * memory). 1 when it did, 0 with p unchanged. */
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct, int reg);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -369,6 +373,10 @@ typedef struct lw_ntt_tuning {
                   * default) or one word a thread (0): a warp's 32 consecutive slots
                   * then go to positions s k mod N2 an odd stride apart, where a
                   * 4-word vector's 4 stores each put 8 lanes on 8 banks */
+  int autreg;    /* with autcol: kernel 0 loads its first pass's source rows as the plain
+                  * kernel does and permutes its registers (a compile-time permutation and
+                  * a per-thread negacyclic rotation, ntt_emit_aut.c) instead of its
+                  * staged load through shared memory (0) */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
@@ -405,11 +413,9 @@ typedef struct lw_ntt_tuning {
 
 /* All fields -1 (the defaults). */
 void lw_ntt_tuning_default(lw_ntt_tuning *t);
-/* Parses "key=value,..." (keys as the field names: one, n1, e (all three
- * e_*), e_one, e_col, e_chunk, c_col, t (both t_*), t_one, t_chunk, pad
- * (both pad_*), pad_col, pad_chunk, minb (the one kernel and both minb_*),
- * minb_col, minb_chunk, minb_red, minb_epi, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, epi,
- * cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, autvec1, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync) over *t; cluster=<log2 C> also selects the
+/* Parses "key=value,..." (keys as the field names, e (all three e_*), t
+ * (both t_*), pad (both pad_*) and minb (the one kernel and both minb_*)
+ * besides: ntt_plan.c's tuning_keys, which a bad item's error lists) over *t; cluster=<log2 C> also selects the
  * cluster schedule. NULL
  * or "" change nothing.
  * Errors: FHJIT_ERR_ARGUMENT naming the bad item. */

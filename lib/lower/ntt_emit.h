@@ -288,6 +288,13 @@ int lw_ne_src_is_dense(const lw_ntt_plan *p);
  * local position ku + kc reads chunk slot aut_chunk_slot(aut_chunk_scale
  * (ku), kc). */
 int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+/* aut_regs_active: E's kernel is kernel 0 permuting its first pass's
+ * registers (ntt_plan autreg=1); aut_regs permutes x (loaded as the
+ * plain kernel's, no pre step) for the thread's u and source column col
+ * (i64) into its output rows, with the pre step, and returns their base
+ * row b (i32), the pass's positions from then on. */
+int lw_ne_aut_regs_active(const ne *E);
+LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x);
 LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv);
 int lw_ne_aut_direct(const ne *E);
 LLVMValueRef lw_ne_aut_chunk_scale(ne *E, LLVMValueRef ku);

@@ -23,6 +23,8 @@
  * (lw_ne_aut_chunk_slot). Inverting the row map:
  * source row r of column s serves output row j = ((r - q) k) mod 2N1 if
  * that is below N1, else (row r + N1, the negated side) j - N1. */
+#include <string.h>
+
 #include "lower/autmap.h"
 #include "lower/ntt_emit.h"
 
@@ -160,6 +162,74 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
       store(E, w, E->smem, lw_ne_padded(E, at), walign(E));
     }
   }
+}
+
+/* Kernel 0 without its staged load (ntt_plan autreg=1, lw_ntt_plan.aut_reg).
+ * Its first pass is the full pass over the top e = log2 E local bits, so
+ * the thread loads rows u + m M/E (m < E) of its source column s, as the
+ * plain kernel does (coalesced). Source row r serves output row (r k +
+ * qk) mod 2M (aut_column_term), so row u + m M/E serves (b' + m k M/E)
+ * mod 2M with b' = (u k + qk) mod 2M = b + b_hi M/E (b < M/E, b_hi < 2E):
+ * output row b + T M/E, T = (b_hi + m k) mod 2E, negated where T >= E.
+ * The thread therefore holds output rows b + t M/E (t < E), the same kind
+ * of group as the plain kernel's rows u + t M/E with b for u (u -> b is a
+ * bijection of the column's threads: k is odd). Register m goes to slot
+ * (m k) mod 2E at compile time (k odd: the E slots once each, with
+ * signs), then rotates negacyclically by the thread's b_hi: e stages of
+ * selects for the words, one rotation of a bit pattern for their signs.
+ * The pass's twiddles depend on its top bits alone,
+ * not on b; it stores to rows b + t M/E. x[t] becomes the word of output
+ * row b + t M/E, with aut_word and the pre step; returns b (i32). */
+int lw_ne_aut_regs_active(const ne *E) { return E->P->aut_reg && E->K->cols && E->src_view; }
+
+LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x) {
+  LLVMBuilderRef b = E->b;
+  autc a = aut_consts(E);
+  int e = E->K->log_e, n = 1 << e, low = a.m - e; /* M/E = 2^low */
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(E->c);
+  LLVMValueRef s = LLVMBuildTrunc(b, col, E->i32, "aut.s");
+  LLVMValueRef uk = LLVMBuildMul(b, u, c32(E, a.k & (a.two_n1 - 1)), "");
+  LLVMValueRef bp = LLVMBuildAnd(b, LLVMBuildAdd(b, uk, aut_column_term(E, &a, s), ""), c32(E, a.two_n1 - 1), "aut.bp");
+  LLVMValueRef base = LLVMBuildAnd(b, bp, c32(E, (1u << low) - 1), "aut.b");
+  LLVMValueRef hi = LLVMBuildLShr(b, bp, c32(E, (uint64_t)low), "aut.bhi");
+  /* register m goes to slot (m k) mod 2E: slot pos of the 2E slots
+   * (pos + E the negation of pos). The signs: bit p of ext says whether
+   * the word rotated from slot p mod 2E is negated (bit pos clear, bit
+   * pos + E set), replicated with period 2E across its width, so that a
+   * rotation of the words by b_hi is one rotation of ext. */
+  LLVMValueRef w[1 << LW_NTT_MAX_LOG_E];
+  unsigned width = 2 * n <= 32 ? 32 : 64;
+  LLVMTypeRef ty = LLVMIntTypeInContext(E->c, width);
+  uint64_t ext = 0;
+  for (int m = 0; m < n; m++) {
+    uint32_t pos = (uint32_t)(((uint64_t)m * a.k) & (2u * (uint32_t)n - 1));
+    w[pos & (uint32_t)(n - 1)] = x[m];
+    ext |= UINT64_C(1) << ((pos + (uint32_t)n) & (2u * (uint32_t)n - 1));
+  }
+  for (unsigned rep = 2u * (unsigned)n; rep < width; rep *= 2) ext |= ext << rep;
+  /* the words: e stages, each rotating by 2^i where bit i of b_hi is set */
+  for (int i = 0; i < e; i++) {
+    LLVMValueRef on = LLVMBuildTrunc(b, LLVMBuildLShr(b, hi, c32(E, (uint64_t)i), ""), i1, "aut.rot");
+    int d = 1 << i;
+    LLVMValueRef nw[1 << LW_NTT_MAX_LOG_E];
+    for (int t = 0; t < n; t++) nw[t] = LLVMBuildSelect(b, on, w[(t - d + n) & (n - 1)], w[t], "");
+    memcpy(w, nw, sizeof w);
+  }
+  /* the signs: bit t of ext rotated left by b_hi (mod 2E) is word t's */
+  LLVMValueRef hiw = LLVMBuildZExt(b, hi, ty, "");
+  LLVMValueRef extc = LLVMConstInt(ty, ext, 0);
+  LLVMTypeRef fty[1] = {ty};
+  unsigned fshl = LLVMLookupIntrinsicID("llvm.fshl", 9);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, fshl, fty, 1);
+  LLVMValueRef args[3] = {extc, extc, hiw};
+  LLVMValueRef signs = LLVMBuildCall2(b, LLVMIntrinsicGetType(E->c, fshl, fty, 1), fn, args, 3, "aut.signs");
+  mconst pre = lw_ne_pre_const(E, r);
+  for (int t = 0; t < n; t++) {
+    LLVMValueRef bit = LLVMBuildAnd(b, signs, LLVMConstInt(ty, UINT64_C(1) << t, 0), "");
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntNE, bit, LLVMConstInt(ty, 0, 0), "aut.neg");
+    x[t] = lw_ne_pre_step(E, r, &pre, aut_word(E, r, w[t], neg));
+  }
+  return base;
 }
 
 int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {

@@ -445,7 +445,7 @@ static void load_direct(ne *E, const place *p, const rowc *r, LLVMValueRef ku, c
       LLVMValueRef at = kuk ? goff(E, p, lw_ne_aut_chunk_slot(E, kuk, kc[i])) : soff_k(E, p, ku, kc[i]);
       x[i] = load(E, E->W, E->src, at, walign(E), "x");
     }
-    if (k->pre) x[i] = lw_ne_pre_step(E, r, &pre, x[i]);
+    if (k->pre && !lw_ne_aut_regs_active(E)) x[i] = lw_ne_pre_step(E, r, &pre, x[i]);
   }
 }
 
@@ -700,6 +700,9 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
   } else {
     for (int i = 0; i < nr; i++) x[i] = load(E, E->W, E->smem, sidx_k(E, &p, ku, pm.kconst[i]), walign(E), "x");
   }
+  /* a coefficient automorphism in kernel 0's registers: the pass goes on
+   * at its output rows (its twiddles do not depend on them) */
+  if (direct_load && lw_ne_aut_regs_active(E)) ku = lw_ne_aut_regs(E, &r, p.ibase, ku, x);
 
   /* Stages of the pass, each butterfly on registers lo and hi = lo | bit. */
   twcache tc;

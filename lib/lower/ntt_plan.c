@@ -78,7 +78,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->bconvbatch = t->epivec = t->provec = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = -1;
 }
@@ -91,72 +91,92 @@ int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out) {
   return 1;
 }
 
+/* The ntt_plan option's keys: each sets the fields at off[0..n) of
+ * lw_ntt_tuning to a value in [lo, hi]. */
+typedef struct tuning_key {
+  const char *key;
+  size_t off[3];
+  int n, lo, hi;
+} tuning_key;
+
+static const tuning_key tuning_keys[] = {
+    {"one", {offsetof(lw_ntt_tuning, one)}, 1, 3, 17},
+    {"n1", {offsetof(lw_ntt_tuning, n1)}, 1, 1, 16},
+    {"e", {offsetof(lw_ntt_tuning, e_one), offsetof(lw_ntt_tuning, e_col), offsetof(lw_ntt_tuning, e_chunk)}, 3, 1, LW_NTT_MAX_LOG_E},
+    {"e_one", {offsetof(lw_ntt_tuning, e_one)}, 1, 1, LW_NTT_MAX_LOG_E},
+    {"e_col", {offsetof(lw_ntt_tuning, e_col)}, 1, 1, LW_NTT_MAX_LOG_E},
+    {"e_chunk", {offsetof(lw_ntt_tuning, e_chunk)}, 1, 1, LW_NTT_MAX_LOG_E},
+    {"c_col", {offsetof(lw_ntt_tuning, c_col)}, 1, 0, 10},
+    {"t", {offsetof(lw_ntt_tuning, t_one), offsetof(lw_ntt_tuning, t_chunk)}, 2, 5, 10},
+    {"t_one", {offsetof(lw_ntt_tuning, t_one)}, 1, 5, 10},
+    {"t_chunk", {offsetof(lw_ntt_tuning, t_chunk)}, 1, 5, 10},
+    {"pad", {offsetof(lw_ntt_tuning, pad_col), offsetof(lw_ntt_tuning, pad_chunk)}, 2, 0, 16},
+    {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
+    {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
+    {"minb", {offsetof(lw_ntt_tuning, minb), offsetof(lw_ntt_tuning, minb_col), offsetof(lw_ntt_tuning, minb_chunk)}, 3, 0, 32},
+    {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
+    {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
+    {"minb_red", {offsetof(lw_ntt_tuning, minb_red)}, 1, 1, 32},
+    {"minb_epi", {offsetof(lw_ntt_tuning, minb_epi)}, 1, 0, 32},
+    {"ipsmem", {offsetof(lw_ntt_tuning, ipsmem)}, 1, 0, 16},  /* LW_MAX_REG */
+    {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
+    {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
+    {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
+    {"liftfuse", {offsetof(lw_ntt_tuning, liftfuse)}, 1, 0, 1},
+    {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
+    {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
+    {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
+    {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 2},
+    {"autvec", {offsetof(lw_ntt_tuning, autvec)}, 1, 0, 1},
+    {"autvec1", {offsetof(lw_ntt_tuning, autvec1)}, 1, 0, 1},
+    {"autreg", {offsetof(lw_ntt_tuning, autreg)}, 1, 0, 1},
+    {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
+    {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
+    {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
+    {"mdip", {offsetof(lw_ntt_tuning, mdip)}, 1, 0, 1},
+    {"mdipk", {offsetof(lw_ntt_tuning, mdipk)}, 1, 1, 16},  /* LW_MDG_MAX (steps.h) */
+    {"mdintt", {offsetof(lw_ntt_tuning, mdintt)}, 1, 0, 1},
+    {"mdbconv", {offsetof(lw_ntt_tuning, mdbconv)}, 1, 0, 1},
+    {"mdrs", {offsetof(lw_ntt_tuning, mdrs)}, 1, 0, 1},
+    {"ipchain", {offsetof(lw_ntt_tuning, ipchain)}, 1, 0, 1},
+    {"pminor", {offsetof(lw_ntt_tuning, pminor)}, 1, 0, 1},
+    {"rowplans", {offsetof(lw_ntt_tuning, rowplans)}, 1, 0, 1},
+    {"bcrev", {offsetof(lw_ntt_tuning, bcrev)}, 1, 0, 2},
+    {"ipsync", {offsetof(lw_ntt_tuning, ipsync)}, 1, 0, 1},
+    {"convsync", {offsetof(lw_ntt_tuning, convsync)}, 1, 0, 1},
+    {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
+    {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
+    {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
+    {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
+    {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
+    {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
+    {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
+    {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
+    {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
+    {"pdlmix", {offsetof(lw_ntt_tuning, pdlmix)}, 1, 0, 2},
+    {"cluster", {offsetof(lw_ntt_tuning, cluster)}, 1, 0, 3},
+    {"t_cluster", {offsetof(lw_ntt_tuning, t_cluster)}, 1, 5, 10},
+    {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
+    {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
+    {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
+    {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
+};
+#define NUM_TUNING_KEYS (sizeof tuning_keys / sizeof tuning_keys[0])
+
+/* The error for a bad item of the option text: the item and every key. */
+static fhjit_status bad_item(fhjit_context *ctx, const char *item, size_t len) {
+  sp_buf list = {0};
+  for (size_t j = 0; j < NUM_TUNING_KEYS; j++)
+    sp_buf_printf(&list, "%s%s", j ? ", " : "", tuning_keys[j].key);
+  fhjit_status st = ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s: bad item '%.*s' (keys: %s; values are log2 counts)",
+                             ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)len, item,
+                             list.data ? list.data : "");
+  sp_buf_free(&list);
+  return st;
+}
+
 fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tuning *t) {
-  static const struct {
-    const char *key;
-    size_t off[3];
-    int n, lo, hi;
-  } keys[] = {
-      {"one", {offsetof(lw_ntt_tuning, one)}, 1, 3, 17},
-      {"n1", {offsetof(lw_ntt_tuning, n1)}, 1, 1, 16},
-      {"e", {offsetof(lw_ntt_tuning, e_one), offsetof(lw_ntt_tuning, e_col), offsetof(lw_ntt_tuning, e_chunk)}, 3, 1, LW_NTT_MAX_LOG_E},
-      {"e_one", {offsetof(lw_ntt_tuning, e_one)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"e_col", {offsetof(lw_ntt_tuning, e_col)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"e_chunk", {offsetof(lw_ntt_tuning, e_chunk)}, 1, 1, LW_NTT_MAX_LOG_E},
-      {"c_col", {offsetof(lw_ntt_tuning, c_col)}, 1, 0, 10},
-      {"t", {offsetof(lw_ntt_tuning, t_one), offsetof(lw_ntt_tuning, t_chunk)}, 2, 5, 10},
-      {"t_one", {offsetof(lw_ntt_tuning, t_one)}, 1, 5, 10},
-      {"t_chunk", {offsetof(lw_ntt_tuning, t_chunk)}, 1, 5, 10},
-      {"pad", {offsetof(lw_ntt_tuning, pad_col), offsetof(lw_ntt_tuning, pad_chunk)}, 2, 0, 16},
-      {"pad_col", {offsetof(lw_ntt_tuning, pad_col)}, 1, 0, 16},
-      {"pad_chunk", {offsetof(lw_ntt_tuning, pad_chunk)}, 1, 0, 16},
-      {"minb", {offsetof(lw_ntt_tuning, minb), offsetof(lw_ntt_tuning, minb_col), offsetof(lw_ntt_tuning, minb_chunk)}, 3, 0, 32},
-      {"minb_col", {offsetof(lw_ntt_tuning, minb_col)}, 1, 0, 32},
-      {"minb_chunk", {offsetof(lw_ntt_tuning, minb_chunk)}, 1, 0, 32},
-      {"minb_red", {offsetof(lw_ntt_tuning, minb_red)}, 1, 1, 32},
-      {"minb_epi", {offsetof(lw_ntt_tuning, minb_epi)}, 1, 0, 32},
-      {"ipsmem", {offsetof(lw_ntt_tuning, ipsmem)}, 1, 0, 16},  /* LW_MAX_REG */
-      {"epi", {offsetof(lw_ntt_tuning, epi)}, 1, 0, 1},
-      {"mixfuse", {offsetof(lw_ntt_tuning, mixfuse)}, 1, 0, 1},
-      {"digitfwd", {offsetof(lw_ntt_tuning, digitfwd)}, 1, 0, 1},
-      {"liftfuse", {offsetof(lw_ntt_tuning, liftfuse)}, 1, 0, 1},
-      {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
-      {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
-      {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
-      {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 2},
-      {"autvec", {offsetof(lw_ntt_tuning, autvec)}, 1, 0, 1},
-      {"autvec1", {offsetof(lw_ntt_tuning, autvec1)}, 1, 0, 1},
-      {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
-      {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
-      {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
-      {"mdip", {offsetof(lw_ntt_tuning, mdip)}, 1, 0, 1},
-      {"mdipk", {offsetof(lw_ntt_tuning, mdipk)}, 1, 1, 16},  /* LW_MDG_MAX (steps.h) */
-      {"mdintt", {offsetof(lw_ntt_tuning, mdintt)}, 1, 0, 1},
-      {"mdbconv", {offsetof(lw_ntt_tuning, mdbconv)}, 1, 0, 1},
-      {"mdrs", {offsetof(lw_ntt_tuning, mdrs)}, 1, 0, 1},
-      {"ipchain", {offsetof(lw_ntt_tuning, ipchain)}, 1, 0, 1},
-      {"pminor", {offsetof(lw_ntt_tuning, pminor)}, 1, 0, 1},
-      {"rowplans", {offsetof(lw_ntt_tuning, rowplans)}, 1, 0, 1},
-      {"bcrev", {offsetof(lw_ntt_tuning, bcrev)}, 1, 0, 2},
-      {"ipsync", {offsetof(lw_ntt_tuning, ipsync)}, 1, 0, 1},
-      {"convsync", {offsetof(lw_ntt_tuning, convsync)}, 1, 0, 1},
-      {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
-      {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
-      {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
-      {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
-      {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
-      {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
-      {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
-      {"rowsync", {offsetof(lw_ntt_tuning, rowsync)}, 1, 0, 1},
-      {"entry", {offsetof(lw_ntt_tuning, entry)}, 1, 0, 1},
-      {"pdlmix", {offsetof(lw_ntt_tuning, pdlmix)}, 1, 0, 2},
-      {"cluster", {offsetof(lw_ntt_tuning, cluster)}, 1, 0, 3},
-      {"t_cluster", {offsetof(lw_ntt_tuning, t_cluster)}, 1, 5, 10},
-      {"e_cluster", {offsetof(lw_ntt_tuning, e_cluster)}, 1, 1, 4},
-      {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
-      {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
-      {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
-  };
+  const tuning_key *keys = tuning_keys;
   if (!text) return FHJIT_OK;
   for (const char *p = text; *p;) {
     while (*p == ' ' || *p == ',') p++;
@@ -164,17 +184,13 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
     size_t len = strcspn(p, "=, ");
     size_t item = strcspn(p, ", ");
     int found = -1;
-    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++)
+    for (size_t j = 0; j < NUM_TUNING_KEYS; j++)
       if (strlen(keys[j].key) == len && !strncmp(keys[j].key, p, len)) found = (int)j;
     char *end = NULL;
     long v = found >= 0 && p[len] == '=' ? strtol(p + len + 1, &end, 10) : 0;
     if (found < 0 || !end || end == p + len + 1 || end != p + item || v < keys[found].lo ||
         v > keys[found].hi)
-      return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                      "error: %s: bad item '%.*s' (keys: one, n1, e, e_one, e_col, "
-                      "e_chunk, c_col, t, t_one, t_chunk, pad, pad_col, pad_chunk, minb, minb_col, minb_chunk, minb_red, minb_epi, ipsmem, tws, shoup, tail, twpf, l2pf, early, pdl, rowsync, entry, pdlmix, epi, cluster, t_cluster, e_cluster, xvec, u_cluster, minb_cluster, mixfuse, digitfwd, liftfuse, ipfuse, ipacc, autpro, autcol, autvec, autvec1, bconvbatch, epivec, provec, mdip, mdipk, mdintt, mdbconv, mdrs, ipchain, pminor, rowplans, bcrev, ipsync, convsync; "
-                      "values are log2 counts)",
-                      ir_option_label(ctx, IR_OPT_NTT_PLAN), (int)item, p);
+      return bad_item(ctx, p, item);
     for (int j = 0; j < keys[found].n; j++) *(int *)((char *)t + keys[found].off[j]) = (int)v;
     p += item;
   }
@@ -561,12 +577,16 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   return FHJIT_OK;
 }
 
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct) {
-  if (p->nkernels != 2 || p->k[0].cluster || !p->k[0].cols || p->reduce_members > 0 ||
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct, int reg) {
+  const lw_ntt_kplan *k0 = &p->k[0];
+  if (p->nkernels != 2 || k0->cluster || !k0->cols || p->reduce_members > 0 ||
       !ir_ntt_is_forward(p->kind) || k < 1 || k >= (INT64_C(2) << p->log_n) || !(k & 1))
     return 0;
   p->aut_k = k;
-  for (int j = 0; j < 2 - !!direct; j++) p->k[j].staged_load = 1, p->k[j].early = 0;
+  /* the registers' permutation needs pass 0 to be the full pass over the
+   * top log_e bits (plan_passes: a forward plan's always is) */
+  p->aut_reg = reg && k0->pass_e[0] == k0->log_e && k0->pass_b[0] + k0->log_e == k0->m;
+  for (int j = !!p->aut_reg; j < 2 - !!direct; j++) p->k[j].staged_load = 1, p->k[j].early = 0;
   return 1;
 }
 
