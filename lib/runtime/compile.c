@@ -257,7 +257,8 @@ fhjit_status rt_describe_abi(fhjit_graph *g, fhjit_cuda_kernel *k) {
   }
   free(cone);
   /* stated bases (SPEC section 7) read columns by chain position */
-  if (ir_param_columns(g) > k->param_rows) k->param_rows = ir_param_columns(g);
+  int64_t columns = ir_param_columns(g);
+  if (columns > k->param_rows) k->param_rows = columns;
   /* over live nodes, as the hash and the lowering see the graph: a dead
    * NTT neither makes a kernel anchored nor keys the cache, so it must not
    * decide the in-place rule of the kernel graphs of this hash share */
@@ -700,6 +701,36 @@ static fhjit_cuda_kernel *from_memory(fhjit_cuda_kernel *k, fhjit_cuda_compile_i
   return k;
 }
 
+static fhjit_status plan_refused(fhjit_context *ctx, ir_opt opt, const char *text,
+                                 const char *why) {
+  return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s", ir_option_label(ctx, opt), text,
+                  why);
+}
+
+/* Kernels of another pw_plan (FHJIT_PW_PLAN) or bconv_plan
+ * (FHJIT_BCONV_PLAN) are other code: other cache entries, the plan folded
+ * into the graph's hash. A malformed plan is refused here, as the
+ * lowering refuses it: folded in as "no plan", it found the default
+ * plan's kernel in memory and the launch went on, where a new context
+ * reported the error. */
+static fhjit_status fold_plans(fhjit_context *ctx, uint64_t hash[2]) {
+  lw_pw_plan pw;
+  char why[160];
+  const char *text = ir_option(ctx, IR_OPT_PW_PLAN);
+  int set = lw_pw_plan_parse(text, &pw, why, sizeof why);
+  if (set < 0) return plan_refused(ctx, IR_OPT_PW_PLAN, text, why);
+  if (set > 0)
+    hash[1] ^= rt_checksum(hash[0], &(int64_t[4]){pw.vec, pw.per_thread, pw.block, pw.aut}, 32);
+  lw_bconv_tuning bt;
+  text = ir_option(ctx, IR_OPT_BCONV_PLAN);
+  set = lw_bconv_tuning_parse(text, &bt, why, sizeof why);
+  if (set < 0) return plan_refused(ctx, IR_OPT_BCONV_PLAN, text, why);
+  if (set > 0)
+    hash[0] ^= rt_checksum(hash[1], &(int64_t[5]){bt.vec, bt.threads, bt.split, bt.unroll, bt.mma},
+                           40);
+  return FHJIT_OK;
+}
+
 static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_driver *d,
                                          const fhjit_cuda_options *o, CUcontext cuctx,
                                          const char *what, fhjit_cuda_compile_info *info) {
@@ -712,34 +743,7 @@ static fhjit_cuda_kernel *compile_locked(rt_state *st, fhjit_graph *g, const rt_
     return NULL;
   }
   uint64_t hash[2];
-  if (fhjit_graph_hash(g, hash) != FHJIT_OK) return NULL;
-  /* Kernels of another pw_plan (FHJIT_PW_PLAN) are other code: other cache
-   * entries. A malformed plan is refused here, as the lowering refuses it:
-   * folded in as "no plan", it found the default plan's kernel in memory
-   * and the launch went on, where a new context reported the error. */
-  lw_pw_plan pw;
-  char why[160];
-  const char *text = ir_option(ctx, IR_OPT_PW_PLAN);
-  int set = lw_pw_plan_parse(text, &pw, why, sizeof why);
-  if (set < 0) {
-    ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
-             ir_option_label(ctx, IR_OPT_PW_PLAN), text, why);
-    return NULL;
-  }
-  if (set > 0)
-    hash[1] ^= rt_checksum(hash[0], &(int64_t[4]){pw.vec, pw.per_thread, pw.block, pw.aut}, 32);
-  /* and of another bconv_plan (FHJIT_BCONV_PLAN), refused the same way */
-  lw_bconv_tuning bt;
-  text = ir_option(ctx, IR_OPT_BCONV_PLAN);
-  set = lw_bconv_tuning_parse(text, &bt, why, sizeof why);
-  if (set < 0) {
-    ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: %s=\"%s\": %s",
-             ir_option_label(ctx, IR_OPT_BCONV_PLAN), text, why);
-    return NULL;
-  }
-  if (set > 0)
-    hash[0] ^= rt_checksum(hash[1], &(int64_t[5]){bt.vec, bt.threads, bt.split, bt.unroll, bt.mma},
-                           40);
+  if (fhjit_graph_hash(g, hash) != FHJIT_OK || fold_plans(ctx, hash) != FHJIT_OK) return NULL;
   char asked[16];
   snprintf(asked, sizeof asked, "%s", o && o->target ? o->target : "");
 
