@@ -271,10 +271,12 @@ fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *ou
 /* Where a forward NTT's plan computes a coefficient automorphism of its
  * source (lw_ntt_plan_aut). */
 static const char *aut_where(const lw_ntt_plan *p) {
-  if (p->aut_reg)
-    return p->k[1].staged_load ? "kernel 0's registers and kernel 1's staged load"
-                               : "kernel 0's registers and kernel 1's first pass";
-  return p->k[1].staged_load ? "both kernels' staged loads" : "kernel 0's staged load and kernel 1's first pass";
+  static const char *const where[2][3] = {
+      {"both kernels' staged loads", "kernel 0's staged load and kernel 1's first pass",
+       "kernel 0's staged load and kernel 1's registers"},
+      {"kernel 0's registers and kernel 1's staged load", "kernel 0's registers and kernel 1's first pass",
+       "both kernels' registers"}};
+  return where[!!p->aut_reg][p->aut_reg1 ? 2 : p->k[1].staged_load ? 0 : 1];
 }
 
 static void put_buf(sp_buf *b, an_buf x) {

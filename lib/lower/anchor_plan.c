@@ -94,14 +94,16 @@ static int materialise_scattered(an_build *B, fhjit_value x) {
   return !B->st;
 }
 
-/* Whether kernel 1 of a forward NTT reading a coefficient automorphism
- * loads its chunks' slots directly (ntt_plan autcol=2) rather than
- * staged (autcol=1). Default: direct at r62 (H200, cf2b4a3, 2^16 x 35,
- * three runs: +8.4-8.5% over the NTT alone against +9.8-9.9% staged;
- * H100 62fa89c: +7.5% against +8.7%), staged at r32 (+9.3-10.1% against
- * +15.5-16.2% direct). */
-static int aut_direct(const an_build *B) {
-  return B->tune.autcol == 2 || (B->tune.autcol < 0 && B->g->radix == FHJIT_R62);
+/* How kernel 1 of a forward NTT reading a coefficient automorphism
+ * reads its chunks' slots (lw_ntt_plan_aut's k1, the ntt_plan autcol
+ * value): staged (1), directly at permuted positions (2) or in registers
+ * (3). Default: direct at r62 (H200, cf2b4a3, 2^16 x 35, three runs:
+ * +8.4-8.5% over the NTT alone against +9.8-9.9% staged; H100 62fa89c:
+ * +7.5% against +8.7%), staged at r32 (+9.3-10.1% against +15.5-16.2%
+ * direct). */
+static int aut_k1_form(const an_build *B) {
+  if (B->tune.autcol >= LW_AUT_STAGED) return B->tune.autcol;
+  return B->g->radix == FHJIT_R62 ? LW_AUT_DIRECT : LW_AUT_STAGED;
 }
 
 /* Whether kernel 0 of such an NTT permutes the words of its first pass in
@@ -111,7 +113,7 @@ static int aut_regs(const an_build *B) { return B->tune.autreg == 1; }
 
 /* NTT anchor v's operand x as automorphism(a, k) in the coefficient
  * domain read straight from a's buffer (ntt_plan autcol: on by default,
- * aut_direct's form, unless autpro=1 asks for the prologue; 0 off): the
+ * aut_k1_form's form, unless autpro=1 asks for the prologue; 0 off): the
  * forward two-kernel plans compute it in their staged loads
  * (lw_ntt_plan_aut, ntt_emit_aut.c). k, with *buf, *view and *a set, when
  * they can; else 0. */
@@ -127,7 +129,7 @@ static int64_t aut_source(an_build *B, fhjit_value v, fhjit_value x, an_buf *buf
   int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
   if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
                        n->type.rows, batch_rows, &trial) ||
-      !lw_ntt_plan_aut(&trial, xn->attr[0], aut_direct(B), aut_regs(B)))
+      !lw_ntt_plan_aut(&trial, xn->attr[0], aut_k1_form(B), aut_regs(B)))
     return 0;
   *a = xn->args[0];
   return xn->attr[0];
@@ -446,7 +448,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
       break;
     }
     lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
-    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_direct(&B), aut_regs(&B))) {
+    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_k1_form(&B), aut_regs(&B))) {
       B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
                       "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
       break;

@@ -208,6 +208,7 @@ typedef struct lw_ntt_plan {
   /* kernel 0 loads its first pass's words as the plain kernel does and
    * permutes its registers (ntt_plan autreg=1, ntt_emit_aut.c) */
   int aut_reg;
+  int aut_reg1; /* the same for kernel 1 (ntt_plan autcol=3) */
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -265,10 +266,15 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
  * plan (not the cluster schedule, not a reduce plan), whose kernel 0 then
  * loads through shared memory (staged_load; no early loads) unless reg
  * (then its first pass loads as the plain kernel's and permutes its
- * registers, aut_reg), and so does kernel 1 unless direct (then its first
- * pass loads its chunk's words at permuted positions straight from
- * memory). 1 when it did, 0 with p unchanged. */
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct, int reg);
+ * registers, aut_reg); kernel 1 as k1 says (the ntt_plan autcol values):
+ * LW_AUT_STAGED through shared memory too, LW_AUT_DIRECT its first pass
+ * loading its chunk's words at permuted positions straight from memory,
+ * LW_AUT_REGS loading as the plain kernel's and permuting its registers
+ * (aut_reg1). A kernel whose first pass is not the full pass over its top
+ * bits is staged instead of permuting registers. 1 when it did, 0 with p
+ * unchanged. */
+enum { LW_AUT_STAGED = 1, LW_AUT_DIRECT = 2, LW_AUT_REGS = 3 };
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int k1, int reg);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
  * option: "auto", "two_kernel", "cluster"). auto is two_kernel until the
@@ -363,7 +369,8 @@ typedef struct lw_ntt_tuning {
                   * 272f0fe, 2^16, r32 +14.1% over the NTT alone against +47.9%
                   * with a pass first), 2 the same but kernel 1's first pass loads
                   * them at permuted positions directly (r32 +20.1%, r62 +8.2%
-                  * against autcol=1's +9.4%), 0 as autpro says */
+                  * against autcol=1's +9.4%), 3 kernel 1 loading as the plain kernel
+                  * and permuting its registers (ntt_emit_aut.c), 0 as autpro says */
   int autvec;    /* with autcol: kernel 0's staged load reads 16-byte vectors, a thread's
                   * consecutive columns (1, r62's default), or one word a thread, a
                   * warp's consecutive columns (0, r32's default: its scattered shared

@@ -180,13 +180,51 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
  * The pass's twiddles depend on its top bits alone,
  * not on b; it stores to rows b + t M/E. x[t] becomes the word of output
  * row b + t M/E, with aut_word and the pre step; returns b (i32). */
-int lw_ne_aut_regs_active(const ne *E) { return E->P->aut_reg && E->K->cols && E->src_view; }
+int lw_ne_aut_regs_active(const ne *E) {
+  if (E->K->cols) return E->P->aut_reg && E->src_view;
+  return E->P->aut_reg1 && !E->src_view;
+}
+
+/* Rotates the n words w by hi (i32, below n) slots up, cyclically: e
+ * stages of selects, stage i moving them 2^i where bit i of hi is set. */
+static void rotate_words(ne *E, LLVMValueRef *w, int e, LLVMValueRef hi) {
+  LLVMBuilderRef b = E->b;
+  int n = 1 << e;
+  for (int i = 0; i < e; i++) {
+    LLVMValueRef on = LLVMBuildTrunc(b, LLVMBuildLShr(b, hi, c32(E, (uint64_t)i), ""),
+                                     LLVMInt1TypeInContext(E->c), "aut.rot");
+    int d = 1 << i;
+    LLVMValueRef nw[1 << LW_NTT_MAX_LOG_E];
+    for (int t = 0; t < n; t++) nw[t] = LLVMBuildSelect(b, on, w[(t - d + n) & (n - 1)], w[t], "");
+    memcpy(w, nw, (size_t)n * sizeof *w);
+  }
+}
+
+/* Kernel 1 in registers (ntt_plan autcol=3, lw_ntt_plan.aut_reg1): the
+ * same identity without signs. Its chunk holds output column c at slot
+ * s = c k^-1 mod N2 (kernel 0 stores in source-column order), so slot u +
+ * m N2/E, loaded as the plain kernel loads it, serves local position (u k
+ * + m k N2/E) mod N2 = b + ((hi + m k) mod E) N2/E with u k mod N2 = b +
+ * hi N2/E: register m to slot m k mod E, then a cyclic rotation by hi. */
+static LLVMValueRef aut_regs_chunk(ne *E, LLVMValueRef u, LLVMValueRef *x) {
+  LLVMBuilderRef b = E->b;
+  int e = E->K->log_e, n = 1 << e, low = E->K->m - e;
+  uint32_t k = (uint32_t)E->P->aut_k & ((1u << E->K->m) - 1);
+  LLVMValueRef bp = LLVMBuildAnd(b, LLVMBuildMul(b, u, c32(E, k), ""), c32(E, (1u << E->K->m) - 1), "aut.bp");
+  LLVMValueRef base = LLVMBuildAnd(b, bp, c32(E, (1u << low) - 1), "aut.b");
+  LLVMValueRef hi = LLVMBuildLShr(b, bp, c32(E, (uint64_t)low), "aut.bhi");
+  LLVMValueRef w[1 << LW_NTT_MAX_LOG_E];
+  for (int m = 0; m < n; m++) w[(uint32_t)((uint64_t)m * k) & (uint32_t)(n - 1)] = x[m];
+  rotate_words(E, w, e, hi);
+  memcpy(x, w, (size_t)n * sizeof *x);
+  return base;
+}
 
 LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x) {
+  if (!E->K->cols) return aut_regs_chunk(E, u, x);
   LLVMBuilderRef b = E->b;
   autc a = aut_consts(E);
   int e = E->K->log_e, n = 1 << e, low = a.m - e; /* M/E = 2^low */
-  LLVMTypeRef i1 = LLVMInt1TypeInContext(E->c);
   LLVMValueRef s = LLVMBuildTrunc(b, col, E->i32, "aut.s");
   LLVMValueRef uk = LLVMBuildMul(b, u, c32(E, a.k & (a.two_n1 - 1)), "");
   LLVMValueRef bp = LLVMBuildAnd(b, LLVMBuildAdd(b, uk, aut_column_term(E, &a, s), ""), c32(E, a.two_n1 - 1), "aut.bp");
@@ -207,14 +245,8 @@ LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef
     ext |= UINT64_C(1) << ((pos + (uint32_t)n) & (2u * (uint32_t)n - 1));
   }
   for (unsigned rep = 2u * (unsigned)n; rep < width; rep *= 2) ext |= ext << rep;
-  /* the words: e stages, each rotating by 2^i where bit i of b_hi is set */
-  for (int i = 0; i < e; i++) {
-    LLVMValueRef on = LLVMBuildTrunc(b, LLVMBuildLShr(b, hi, c32(E, (uint64_t)i), ""), i1, "aut.rot");
-    int d = 1 << i;
-    LLVMValueRef nw[1 << LW_NTT_MAX_LOG_E];
-    for (int t = 0; t < n; t++) nw[t] = LLVMBuildSelect(b, on, w[(t - d + n) & (n - 1)], w[t], "");
-    memcpy(w, nw, sizeof w);
-  }
+  /* the words: rotated by b_hi mod E (the rotation by E is the signs') */
+  rotate_words(E, w, e, hi);
   /* the signs: bit t of ext rotated left by b_hi (mod 2E) is word t's */
   LLVMValueRef hiw = LLVMBuildZExt(b, hi, ty, "");
   LLVMValueRef extc = LLVMConstInt(ty, ext, 0);
@@ -245,7 +277,7 @@ int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
  * (ku + kc) k^-1 = ku k^-1 + kc k^-1: the thread's product once
  * (aut_chunk_scale), one add and one and a word (aut_chunk_slot). */
 int lw_ne_aut_direct(const ne *E) {
-  return E->P->aut_k && !E->src_view && !E->K->cols && !E->K->staged_load;
+  return E->P->aut_k && !E->src_view && !E->K->cols && !E->K->staged_load && !E->P->aut_reg1;
 }
 
 static uint32_t chunk_kinv(const ne *E) {

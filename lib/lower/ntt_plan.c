@@ -126,7 +126,7 @@ static const tuning_key tuning_keys[] = {
     {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
     {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
     {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
-    {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 2},
+    {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 3},
     {"autvec", {offsetof(lw_ntt_tuning, autvec)}, 1, 0, 1},
     {"autvec1", {offsetof(lw_ntt_tuning, autvec1)}, 1, 0, 1},
     {"autreg", {offsetof(lw_ntt_tuning, autreg)}, 1, 0, 1},
@@ -577,16 +577,24 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
   return FHJIT_OK;
 }
 
-int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int direct, int reg) {
-  const lw_ntt_kplan *k0 = &p->k[0];
+/* Whether kernel k's first pass is the full pass over its top log_e bits,
+ * which the registers' permutation needs (plan_passes: a forward plan's
+ * is, unless its tail leaves fewer bits than log_e). */
+static int full_top_pass(const lw_ntt_kplan *k) {
+  return k->pass_e[0] == k->log_e && k->pass_b[0] + k->log_e == k->m;
+}
+
+int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int k1, int reg) {
+  lw_ntt_kplan *k0 = &p->k[0];
   if (p->nkernels != 2 || k0->cluster || !k0->cols || p->reduce_members > 0 ||
       !ir_ntt_is_forward(p->kind) || k < 1 || k >= (INT64_C(2) << p->log_n) || !(k & 1))
     return 0;
   p->aut_k = k;
-  /* the registers' permutation needs pass 0 to be the full pass over the
-   * top log_e bits (plan_passes: a forward plan's always is) */
-  p->aut_reg = reg && k0->pass_e[0] == k0->log_e && k0->pass_b[0] + k0->log_e == k0->m;
-  for (int j = !!p->aut_reg; j < 2 - !!direct; j++) p->k[j].staged_load = 1, p->k[j].early = 0;
+  p->aut_reg = reg && full_top_pass(k0);
+  p->aut_reg1 = k1 == LW_AUT_REGS && full_top_pass(&p->k[1]);
+  if (!p->aut_reg) k0->staged_load = 1, k0->early = 0;
+  if (k1 == LW_AUT_STAGED || (k1 == LW_AUT_REGS && !p->aut_reg1))
+    p->k[1].staged_load = 1, p->k[1].early = 0;
   return 1;
 }
 
