@@ -207,8 +207,8 @@ static void bench_aut(const set *s, int quick) {
     for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
       int ac = forms[f].autcol, av = forms[f].autvec, av1 = forms[f].autvec1, ar = forms[f].autreg;
       char form[64];
-      snprintf(form, sizeof form, "autcol=%d%s%s%s", ac, av ? ",autvec=1" : "", av1 ? "" : ",autvec1=0",
-               ar ? ",autreg=1" : "");
+      snprintf(form, sizeof form, "autcol=%d,autreg=%d%s%s", ac, ar, av ? ",autvec=1" : "",
+               av1 ? "" : ",autvec1=0");
       if (fhjit_context_set_option(ctx, "ntt_plan", form)) die("ntt_plan");
       k1 = 0;
       double cfused = time_graph(s, aut_ntt_graph(s, D, 1), 1, quick, &k1);

@@ -383,7 +383,7 @@ typedef struct lw_ntt_tuning {
   int autreg;    /* with autcol: kernel 0 loads its first pass's source rows as the plain
                   * kernel does and permutes its registers (a compile-time permutation and
                   * a per-thread negacyclic rotation, ntt_emit_aut.c) instead of its
-                  * staged load through shared memory (0) */
+                  * staged load through shared memory (0); 1 by default */
   int bconvbatch; /* those digits' conversions (mixsteps.c, batched_fwd): 1 (default)
                    * one kernel for all digits of one shape, 0 one kernel per digit */
   int mdip;       /* moddowns whose operands are materialised (mixsteps.c, md_group: hoisted
