@@ -287,6 +287,11 @@ int lw_ne_src_is_dense(const lw_ntt_plan *p);
  * kernel is kernel 1 loading its first pass's words from memory; then
  * local position ku + kc reads chunk slot aut_chunk_slot(aut_chunk_scale
  * (ku), kc). */
+/* Kernel 0 of ntt_plan autcol=4 (lw_ntt_plan.aut_store0): whether it
+ * stores at the output columns, and the output column (i64) of its source
+ * column col (i64): col k mod N2. */
+int lw_ne_aut_store0_active(const ne *E);
+LLVMValueRef lw_ne_aut_out_col(ne *E, LLVMValueRef col);
 int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 /* aut_regs_active: E's kernel is kernel 0 permuting its first pass's
  * registers (ntt_plan autreg=1); aut_regs permutes x (loaded as the
