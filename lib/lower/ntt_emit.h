@@ -287,23 +287,24 @@ int lw_ne_src_is_dense(const lw_ntt_plan *p);
  * kernel is kernel 1 loading its first pass's words from memory; then
  * local position ku + kc reads chunk slot aut_chunk_slot(aut_chunk_scale
  * (ku), kc). */
+int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
+LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv);
+int lw_ne_aut_direct(const ne *E);
+LLVMValueRef lw_ne_aut_chunk_scale(ne *E, LLVMValueRef ku);
+LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc);
+/* aut_regs_active: E's kernel permutes its first pass's registers (kernel
+ * 0 with ntt_plan autreg=1, kernel 1 with autcol=3); aut_regs permutes x
+ * (loaded as the plain kernel's) for the thread's u and, in kernel 0,
+ * source column col (i64; unused in kernel 1) into the positions the pass
+ * needs (kernel 0: its output rows, with the word's sign and the pre
+ * step) and returns their base (i32), the pass's positions from then on. */
+int lw_ne_aut_regs_active(const ne *E);
+LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x);
 /* Kernel 0 of ntt_plan autcol=4 (lw_ntt_plan.aut_store0): whether it
  * stores at the output columns, and the output column (i64) of its source
  * column col (i64): col k mod N2. */
 int lw_ne_aut_store0_active(const ne *E);
 LLVMValueRef lw_ne_aut_out_col(ne *E, LLVMValueRef col);
-int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk);
-/* aut_regs_active: E's kernel is kernel 0 permuting its first pass's
- * registers (ntt_plan autreg=1); aut_regs permutes x (loaded as the
- * plain kernel's, no pre step) for the thread's u and source column col
- * (i64) into its output rows, with the pre step, and returns their base
- * row b (i32), the pass's positions from then on. */
-int lw_ne_aut_regs_active(const ne *E);
-LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x);
-LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv);
-int lw_ne_aut_direct(const ne *E);
-LLVMValueRef lw_ne_aut_chunk_scale(ne *E, LLVMValueRef ku);
-LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc);
 
 /* ntt_cluster.c: the cluster schedule's GPU kernel and host function */
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name);

@@ -20,7 +20,9 @@
  * (lw_ne_aut_chunk_pos) puts slot s of a chunk at local position s k mod
  * N2, where the chunk's stages want column c; without one (autcol=2) its
  * first pass loads slot p k^-1 mod N2 for local position p
- * (lw_ne_aut_chunk_slot). Inverting the row map:
+ * (lw_ne_aut_chunk_slot); with autcol=4 kernel 0 stores column s at
+ * output column c instead and kernel 1 is the plain kernel
+ * (lw_ne_aut_store0_active). Inverting the row map:
  * source row r of column s serves output row j = ((r - q) k) mod 2N1 if
  * that is below N1, else (row r + N1, the negated side) j - N1. */
 #include <string.h>
@@ -164,22 +166,8 @@ static void aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   }
 }
 
-/* Kernel 0 without its staged load (ntt_plan autreg=1, lw_ntt_plan.aut_reg).
- * Its first pass is the full pass over the top e = log2 E local bits, so
- * the thread loads rows u + m M/E (m < E) of its source column s, as the
- * plain kernel does (coalesced). Source row r serves output row (r k +
- * qk) mod 2M (aut_column_term), so row u + m M/E serves (b' + m k M/E)
- * mod 2M with b' = (u k + qk) mod 2M = b + b_hi M/E (b < M/E, b_hi < 2E):
- * output row b + T M/E, T = (b_hi + m k) mod 2E, negated where T >= E.
- * The thread therefore holds output rows b + t M/E (t < E), the same kind
- * of group as the plain kernel's rows u + t M/E with b for u (u -> b is a
- * bijection of the column's threads: k is odd). Register m goes to slot
- * (m k) mod 2E at compile time (k odd: the E slots once each, with
- * signs), then rotates negacyclically by the thread's b_hi: e stages of
- * selects for the words, one rotation of a bit pattern for their signs.
- * The pass's twiddles depend on its top bits alone,
- * not on b; it stores to rows b + t M/E. x[t] becomes the word of output
- * row b + t M/E, with aut_word and the pre step; returns b (i32). */
+/* Whether E's kernel permutes its first pass's registers: kernel 0 with
+ * autreg=1, kernel 1 with autcol=3. */
 int lw_ne_aut_regs_active(const ne *E) {
   if (E->K->cols) return E->P->aut_reg && E->src_view;
   return E->P->aut_reg1 && !E->src_view;
@@ -220,6 +208,23 @@ static LLVMValueRef aut_regs_chunk(ne *E, LLVMValueRef u, LLVMValueRef *x) {
   return base;
 }
 
+/* Kernel 0 without its staged load (ntt_plan autreg=1, lw_ntt_plan.aut_reg).
+ * Its first pass is the full pass over the top e = log2 E local bits, so
+ * the thread loads rows u + m M/E (m < E) of its source column s, as the
+ * plain kernel does (coalesced). Source row r serves output row (r k +
+ * qk) mod 2M (aut_column_term), so row u + m M/E serves (b' + m k M/E)
+ * mod 2M with b' = (u k + qk) mod 2M = b + b_hi M/E (b < M/E, b_hi < 2E):
+ * output row b + T M/E, T = (b_hi + m k) mod 2E, negated where T >= E.
+ * The thread therefore holds output rows b + t M/E (t < E), the same kind
+ * of group as the plain kernel's rows u + t M/E with b for u (u -> b is a
+ * bijection of the column's threads: k is odd). Register m goes to slot
+ * (m k) mod 2E at compile time (k odd: the E slots once each, with
+ * signs), then rotates negacyclically by the thread's b_hi: e stages of
+ * selects for the words, one rotation of a bit pattern for their signs.
+ * The pass's twiddles depend on its top bits alone,
+ * not on b; it stores to rows b + t M/E. x[t] becomes the word of output
+ * row b + t M/E, with aut_word and the pre step; returns b (i32). Kernel 1
+ * (autcol=3): aut_regs_chunk. */
 LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x) {
   if (!E->K->cols) return aut_regs_chunk(E, u, x);
   LLVMBuilderRef b = E->b;
