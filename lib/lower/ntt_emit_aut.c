@@ -312,7 +312,10 @@ LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv) {
  * c = s k mod N2 after its passes (the column's twiddles do not depend on
  * it), so it stores there and kernel 1 finds its chunks in plain order. A
  * warp's C consecutive source columns land an odd stride k apart: runs of
- * one word, whose sectors the other blocks of the row complete in the L2. */
+ * one word, whose sectors the other blocks of the row complete in the L2.
+ * A block then writes other blocks' columns, so this needs kernel 0's
+ * destination apart from its source, as every plan has it (an NTT step
+ * writes scratch or a result, never its operand). */
 int lw_ne_aut_store0_active(const ne *E) {
   return E->P->aut_k && E->P->aut_store0 && E->K->cols && E->src_view;
 }
