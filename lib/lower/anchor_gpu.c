@@ -276,8 +276,6 @@ static const char *aut_where(const lw_ntt_plan *p) {
        "kernel 0's staged load and kernel 1's registers"},
       {"kernel 0's registers and kernel 1's staged load", "kernel 0's registers and kernel 1's first pass",
        "both kernels' registers"}};
-  if (p->aut_store0)
-    return p->aut_reg ? "kernel 0's registers and stores" : "kernel 0's staged load and stores";
   return where[!!p->aut_reg][p->aut_reg1 ? 2 : p->k[1].staged_load ? 0 : 1];
 }
 

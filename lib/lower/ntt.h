@@ -209,10 +209,6 @@ typedef struct lw_ntt_plan {
    * permutes its registers (ntt_plan autreg=1, ntt_emit_aut.c) */
   int aut_reg;
   int aut_reg1; /* the same for kernel 1 (ntt_plan autcol=3) */
-  /* kernel 0 stores source column s's words at output column s k mod N2
-   * (scattered stores, runs of one word), so that kernel 1 reads plain
-   * chunks and does nothing of the automorphism (ntt_plan autcol=4) */
-  int aut_store0;
   int nkernels;
   lw_ntt_kplan k[2];
   /* A cluster plan (k[0].cluster) keeps the two-kernel schedule of the
@@ -274,11 +270,10 @@ void lw_ntt_plan_reduce(lw_ntt_plan *p, int members, int64_t out_rows, int acc);
  * LW_AUT_STAGED through shared memory too, LW_AUT_DIRECT its first pass
  * loading its chunk's words at permuted positions straight from memory,
  * LW_AUT_REGS loading as the plain kernel's and permuting its registers
- * (aut_reg1), LW_AUT_STORE0 the plain kernel 1, kernel 0 storing at the
- * output columns (aut_store0). A kernel whose first pass is not the full pass over its top
+ * (aut_reg1). A kernel whose first pass is not the full pass over its top
  * bits is staged instead of permuting registers. 1 when it did, 0 with p
  * unchanged. */
-enum { LW_AUT_STAGED = 1, LW_AUT_DIRECT = 2, LW_AUT_REGS = 3, LW_AUT_STORE0 = 4 };
+enum { LW_AUT_STAGED = 1, LW_AUT_DIRECT = 2, LW_AUT_REGS = 3 };
 int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int k1, int reg);
 
 /* The schedules lw_ntt_plan_make chooses between (the ntt_schedule
@@ -375,8 +370,7 @@ typedef struct lw_ntt_tuning {
                   * with a pass first), 2 the same but kernel 1's first pass loads
                   * them at permuted positions directly (r32 +20.1%, r62 +8.2%
                   * against autcol=1's +9.4%), 3 kernel 1 loading as the plain kernel
-                  * and permuting its registers (ntt_emit_aut.c), 4 kernel 1 plain and
-                  * kernel 0 storing each column at its output column, 0 as autpro says */
+                  * and permuting its registers (ntt_emit_aut.c), 0 as autpro says */
   int autvec;    /* with autcol: kernel 0's staged load reads 16-byte vectors, a thread's
                   * consecutive columns (1, r62's default), or one word a thread, a
                   * warp's consecutive columns (0, r32's default: its scattered shared

@@ -300,11 +300,6 @@ LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc);
  * step) and returns their base (i32), the pass's positions from then on. */
 int lw_ne_aut_regs_active(const ne *E);
 LLVMValueRef lw_ne_aut_regs(ne *E, const rowc *r, LLVMValueRef col, LLVMValueRef u, LLVMValueRef *x);
-/* Kernel 0 of ntt_plan autcol=4 (lw_ntt_plan.aut_store0): whether it
- * stores at the output columns, and the output column (i64) of its source
- * column col (i64): col k mod N2. */
-int lw_ne_aut_store0_active(const ne *E);
-LLVMValueRef lw_ne_aut_out_col(ne *E, LLVMValueRef col);
 
 /* ntt_cluster.c: the cluster schedule's GPU kernel and host function */
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name);

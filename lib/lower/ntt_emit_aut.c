@@ -20,9 +20,9 @@
  * (lw_ne_aut_chunk_pos) puts slot s of a chunk at local position s k mod
  * N2, where the chunk's stages want column c; without one (autcol=2) its
  * first pass loads slot p k^-1 mod N2 for local position p
- * (lw_ne_aut_chunk_slot); with autcol=4 kernel 0 stores column s at
- * output column c instead and kernel 1 is the plain kernel
- * (lw_ne_aut_store0_active). Inverting the row map:
+ * (lw_ne_aut_chunk_slot). (Kernel 0 storing column s at output column
+ * c, kernel 1 plain, measured 1.8-2.6x the NTT alone: docs/section7.md.)
+ * Inverting the row map:
  * source row r of column s serves output row j = ((r - q) k) mod 2N1 if
  * that is below N1, else (row r + N1, the negated side) j - N1. */
 #include <string.h>
@@ -282,8 +282,7 @@ int lw_ne_aut_cols_load(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
  * (ku + kc) k^-1 = ku k^-1 + kc k^-1: the thread's product once
  * (aut_chunk_scale), one add and one and a word (aut_chunk_slot). */
 int lw_ne_aut_direct(const ne *E) {
-  return E->P->aut_k && !E->src_view && !E->K->cols && !E->K->staged_load && !E->P->aut_reg1 &&
-         !E->P->aut_store0;
+  return E->P->aut_k && !E->src_view && !E->K->cols && !E->K->staged_load && !E->P->aut_reg1;
 }
 
 static uint32_t chunk_kinv(const ne *E) {
@@ -302,26 +301,7 @@ LLVMValueRef lw_ne_aut_chunk_slot(ne *E, LLVMValueRef kuk, uint32_t kc) {
 }
 
 LLVMValueRef lw_ne_aut_chunk_pos(ne *E, LLVMValueRef kv) {
-  if (!E->P->aut_k || E->src_view || E->K->cols || E->P->aut_store0) return kv;
+  if (!E->P->aut_k || E->src_view || E->K->cols) return kv;
   uint32_t mask = (1u << E->K->m) - 1;
   return LLVMBuildAnd(E->b, LLVMBuildMul(E->b, kv, c32(E, (uint64_t)E->P->aut_k & mask), ""), c32(E, mask), "aut.pos");
-}
-
-/* Kernel 0 storing at the output columns (ntt_plan autcol=4,
- * lw_ntt_plan.aut_store0): the block's source column s holds output column
- * c = s k mod N2 after its passes (the column's twiddles do not depend on
- * it), so it stores there and kernel 1 finds its chunks in plain order. A
- * warp's C consecutive source columns land an odd stride k apart: runs of
- * one word, whose sectors the other blocks of the row complete in the L2.
- * A block then writes other blocks' columns, so this needs kernel 0's
- * destination apart from its source, as every plan has it (an NTT step
- * writes scratch or a result, never its operand). */
-int lw_ne_aut_store0_active(const ne *E) {
-  return E->P->aut_k && E->P->aut_store0 && E->K->cols && E->src_view;
-}
-
-LLVMValueRef lw_ne_aut_out_col(ne *E, LLVMValueRef col) {
-  uint64_t mask = (UINT64_C(1) << (E->P->log_n - E->K->m)) - 1;
-  return LLVMBuildAnd(E->b, LLVMBuildMul(E->b, col, c64(E, (uint64_t)E->P->aut_k & mask), ""), c64(E, mask),
-                      "aut.ocol");
 }

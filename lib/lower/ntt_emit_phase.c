@@ -739,8 +739,6 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
 
   if (direct_store) {
     mconst post = {0};
-    if (lw_ne_aut_store0_active(E)) /* the output column's, in place of the source's */
-      p.gbase = LLVMBuildNUWAdd(b, LLVMBuildSub(b, p.gbase, p.ibase, ""), lw_ne_aut_out_col(E, p.ibase), "");
     if (k->post) post = lw_ne_post_const(E, &r);
     for (int i = 0; i < nr; i++) {
       LLVMValueRef v = k->post ? lw_ne_post_step(E, &r, &post, x[i]) : x[i];

@@ -126,7 +126,7 @@ static const tuning_key tuning_keys[] = {
     {"ipfuse", {offsetof(lw_ntt_tuning, ipfuse)}, 1, 0, 1},
     {"ipacc", {offsetof(lw_ntt_tuning, ipacc)}, 1, 0, 1},
     {"autpro", {offsetof(lw_ntt_tuning, autpro)}, 1, 0, 1},
-    {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 4},
+    {"autcol", {offsetof(lw_ntt_tuning, autcol)}, 1, 0, 3},
     {"autvec", {offsetof(lw_ntt_tuning, autvec)}, 1, 0, 1},
     {"autvec1", {offsetof(lw_ntt_tuning, autvec1)}, 1, 0, 1},
     {"autreg", {offsetof(lw_ntt_tuning, autreg)}, 1, 0, 1},
@@ -592,7 +592,6 @@ int lw_ntt_plan_aut(lw_ntt_plan *p, int64_t k, int k1, int reg) {
   p->aut_k = k;
   p->aut_reg = reg && full_top_pass(k0);
   p->aut_reg1 = k1 == LW_AUT_REGS && full_top_pass(&p->k[1]);
-  p->aut_store0 = k1 == LW_AUT_STORE0;
   if (!p->aut_reg) k0->staged_load = 1, k0->early = 0;
   if (k1 == LW_AUT_STAGED || (k1 == LW_AUT_REGS && !p->aut_reg1))
     p->k[1].staged_load = 1, p->k[1].early = 0;
