@@ -346,158 +346,185 @@ static int mix_default(const fhjit_graph *g, int given) {
   return g->radix == FHJIT_R32 ? 1 : 0;
 }
 
-an_plan *lw_anchor_build_plan(fhjit_graph *g) {
-  an_build B = {.g = g};
-  B.p = calloc(1, sizeof *B.p);
-  B.live = live_values(g);
-  B.where = malloc(sizeof *B.where * (size_t)(g->nnodes ? g->nnodes : 1));
-  B.epi_of = malloc(sizeof *B.epi_of * (size_t)(g->nnodes ? g->nnodes : 1));
-  B.in_memory = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
-  B.alias = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.alias);
-  B.intt = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.intt);
-  B.mdg = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.mdg);
-  B.where_off = calloc((size_t)(g->nnodes ? g->nnodes : 1), sizeof *B.where_off);
-  B.mdrs = calloc((size_t)(g->nnodes ? g->nnodes : 1), 1);
-  if (B.p) B.p->sctx = fhjit_context_create();
-  /* the sub-graphs' lowering reads the options of g's context */
-  if (!B.p || !B.live || !B.where || !B.epi_of || !B.in_memory || !B.alias || !B.intt ||
-      !B.mdg || !B.where_off || !B.mdrs ||
-      !B.p->sctx || ir_options_copy(B.p->sctx, g->ctx)) {
-    ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-    goto fail;
+/* What an NTT step reads: its source buffer and view (read: the value
+ * whose view it is), a coefficient automorphism applied in its loads
+ * (aut_k, 0 for none), or a prologue computing it (pro_sub, its inputs
+ * pro_in, and the component pro_comp of a multi-component value, or -1). */
+typedef struct ntt_operand {
+  an_buf src;
+  fhjit_layout view;
+  fhjit_value read;
+  int64_t aut_k;
+  fhjit_graph *pro_sub;
+  an_buf *pro_in;
+  int pro_comp;
+} ntt_operand;
+
+/* NTT anchor v's operand: read in place, else materialised (a computed
+ * value, or the whole value an extract reads) into its result buffer when
+ * it is an output, else into scratch, or computed in the NTT's first
+ * kernel (a prologue). Errors in B->st. */
+static void ntt_operand_of(an_build *B, int32_t v, ntt_operand *o) {
+  fhjit_graph *g = B->g;
+  fhjit_value x = g->nodes[v].args[0];
+  *o = (ntt_operand){.read = x, .pro_comp = -1};
+  int in_memory = lw_step_source(B, x, &o->src, &o->view);
+  o->aut_k = in_memory ? 0 : aut_source(B, v, x, &o->src, &o->view, &o->read);
+  if (o->aut_k) in_memory = 1;
+  if (!in_memory && materialise_scattered(B, x)) in_memory = lw_step_source(B, x, &o->src, &o->view);
+  if (B->st || in_memory) return;
+  /* computed: fused into the NTT's first kernel (prologue) */
+  fhjit_value m = x;
+  if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], o->pro_comp = (int)g->nodes[x].attr[0];
+  char name[LW_STEP_NAME_SIZE];
+  lw_step_name(name, "pro", B->p->nsteps, -1);
+  o->pro_sub = lw_step_sub(B, name, &m, 1, &o->pro_in);
+  o->src = (an_buf){-1, 0};
+  fhjit_dense_layout(&g->nodes[x].type, &o->view);
+}
+
+/* Step s's NTT plan for anchor v (reading o, its table tw): the schedule
+ * for its shape, the source view, the automorphism's loads, the table's
+ * layout. Errors in B->st. */
+static void ntt_step_plan(an_build *B, an_step *s, int32_t v, const ntt_operand *o, const ir_node *tw) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
+  if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n), n->type.rows,
+                       batch_rows, &s->plan)) {
+    B->st = FHJIT_ERR_UNSUPPORTED;
+    return;
   }
-  for (int32_t v = 0; v < g->nnodes; v++) B.where[v] = (an_buf){-1, 0}, B.epi_of[v] = -1;
-  if (check_plan_size(&B)) goto fail;
+  lw_step_set_source(&s->plan, &g->nodes[o->read].type, &o->view);
+  if (o->aut_k && !lw_ntt_plan_aut(&s->plan, o->aut_k, aut_k1_form(B), aut_regs(B))) {
+    B->st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
+                     "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
+    return;
+  }
+  /* kernel 0's staged load one word a thread at both radices (r32,
+   * H100 f6328b8, 2^16 x 48: +8.7% over the NTT alone against
+   * +9.9-10.0% with vectors; r62 with the direct kernel 1, H200
+   * cf2b4a3, 2^16 x 35: +8.4-8.5% against +8.4-9.0%) */
+  s->plan.aut_scalar = o->aut_k && (B->tune.autvec >= 0 ? B->tune.autvec == 0 : 1);
+  s->plan.aut_scalar1 = o->aut_k && B->tune.autvec1 == 0;
+  s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
+  s->plan.tw_offset = tw->layout.offset;
+  s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
+}
+
+/* The step of NTT anchor v: its operand, its table (dense rows of words
+ * from some offset), its destination (its result buffer, or scratch), its
+ * plan and its epilogues. Errors in B->st. */
+static void ntt_anchor_step(an_build *B, int32_t v) {
+  fhjit_graph *g = B->g;
+  const ir_node *n = &g->nodes[v];
+  ntt_operand o;
+  ntt_operand_of(B, v, &o);
+  const ir_node *tw = &g->nodes[n->args[1]];
+  if (!B->st && tw->type.n > 1 && tw->layout.index_stride != 1)
+    B->st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
+                        "%%%s = ntt: the twiddle table %%%s must have index stride 1 (it has %lld)",
+                        n->name, tw->name, (long long)tw->layout.index_stride);
+  an_step *s = B->st ? NULL : lw_step_new(B);
+  if (!s) {
+    free(o.pro_in);
+    return;
+  }
+  *s = (an_step){.is_ntt = 1, .ntt_type = n->type, .src = o.src, .pro_sub = o.pro_sub,
+                 .pro_in = o.pro_in, .pro_comp = o.pro_comp, .tw = {LW_ARG_INPUT, tw->input_index}};
+  if (g->result_of[v] >= 0) {
+    s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
+  } else {
+    int sc = lw_step_scratch(B, &n->type);
+    if (sc < 0) return;
+    s->dst = (an_buf){LW_ARG_SCRATCH, sc};
+  }
+  B->where[v] = s->dst;
+  ntt_step_plan(B, s, v, &o, tw);
+  if (!B->st) add_epilogues(B, s, v);
+}
+
+/* B's per-value arrays, its plan and the plan's sub-graph context (with
+ * g's options), and the ntt_plan keys the steps' choices read; 0, or
+ * nonzero with the error recorded on g's context. */
+static int build_init(an_build *B) {
+  fhjit_graph *g = B->g;
+  size_t nv = (size_t)(g->nnodes ? g->nnodes : 1);
+  B->p = calloc(1, sizeof *B->p);
+  B->live = live_values(g);
+  B->where = malloc(sizeof *B->where * nv);
+  B->epi_of = malloc(sizeof *B->epi_of * nv);
+  B->in_memory = calloc(nv, 1);
+  B->alias = calloc(nv, sizeof *B->alias);
+  B->intt = calloc(nv, sizeof *B->intt);
+  B->mdg = calloc(nv, sizeof *B->mdg);
+  B->where_off = calloc(nv, sizeof *B->where_off);
+  B->mdrs = calloc(nv, 1);
+  if (B->p) B->p->sctx = fhjit_context_create();
+  /* the sub-graphs' lowering reads the options of g's context */
+  if (!B->p || !B->live || !B->where || !B->epi_of || !B->in_memory || !B->alias || !B->intt ||
+      !B->mdg || !B->where_off || !B->mdrs || !B->p->sctx || ir_options_copy(B->p->sctx, g->ctx)) {
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+    return 1;
+  }
+  for (int32_t v = 0; v < g->nnodes; v++) B->where[v] = (an_buf){-1, 0}, B->epi_of[v] = -1;
+  if (check_plan_size(B)) return 1;
   /* ntt_plan (FHJIT_NTT_PLAN), read once for the steps' choices (a
    * malformed value is reported when the first plan is made); epi=0 turns
    * epilogues off (comparisons) */
-  lw_ntt_tuning_default(&B.tune);
-  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B.tune);
-  B.p->bc_rev = B.tune.bcrev;
-  B.p->pdl_mix = B.tune.pdl != 0 && B.tune.entry != 0 ? mix_default(g, B.tune.pdlmix) : 0;
-  if (B.tune.epi != 0) choose_epilogues(&B);
+  lw_ntt_tuning_default(&B->tune);
+  lw_ntt_tuning_parse(NULL, ir_option(g->ctx, IR_OPT_NTT_PLAN), &B->tune);
+  B->p->bc_rev = B->tune.bcrev;
+  B->p->pdl_mix = B->tune.pdl != 0 && B->tune.entry != 0 ? mix_default(g, B->tune.pdlmix) : 0;
+  return 0;
+}
 
+/* The results no step wrote, in one final pointwise step. */
+static void final_results_step(an_build *B) {
+  fhjit_graph *g = B->g;
+  fhjit_value *targets = malloc(sizeof *targets * (size_t)(g->nresults + 1));
+  an_buf *dests = malloc(sizeof *dests * (size_t)(g->nresults + 1));
+  int nt = 0;
+  if (!targets || !dests) B->st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
+  for (int32_t k = 0; k < g->nresults && !B->st; k++) {
+    fhjit_value v = g->results[k].value;
+    if (B->where[v].kind == LW_ARG_RESULT) continue;
+    targets[nt] = v;
+    dests[nt++] = (an_buf){LW_ARG_RESULT, k};
+  }
+  lw_step_grouped(B, targets, dests, nt);
+  free(targets);
+  free(dests);
+}
+
+/* B's own arrays (not its plan). */
+static void build_free(an_build *B) {
+  free(B->live);
+  free(B->where);
+  free(B->epi_of);
+  free(B->in_memory);
+  free_aliases(B);
+}
+
+an_plan *lw_anchor_build_plan(fhjit_graph *g) {
+  an_build B = {.g = g};
+  if (build_init(&B)) goto fail;
+  if (B.tune.epi != 0) choose_epilogues(&B);
   for (int32_t v = 0; v < g->nnodes && !B.st; v++) {
-    if (B.live[v] && lw_is_s7(g, v)) {
-      lw_steps_s7(&B, v);
-      continue;
-    }
-    if (!is_live_anchor(g, B.live, v)) continue;
-    const ir_node *n = &g->nodes[v];
-    fhjit_value x = n->args[0];
-    /* the operand: read in place, else materialised (a computed value,
-     * or the whole value an extract reads) into its result buffer when it
-     * is an output, else into scratch */
-    an_buf src;
-    fhjit_layout view;
-    fhjit_graph *pro_sub = NULL;
-    an_buf *pro_in = NULL;
-    int pro_comp = -1;
-    int in_memory = lw_step_source(&B, x, &src, &view);
-    fhjit_value read = x; /* the value whose view the plan reads */
-    int64_t aut_k = in_memory ? 0 : aut_source(&B, v, x, &src, &view, &read);
-    if (aut_k) in_memory = 1;
-    if (!in_memory && materialise_scattered(&B, x)) in_memory = lw_step_source(&B, x, &src, &view);
-    if (B.st) break;
-    if (!in_memory) {
-      /* computed: fused into the NTT's first kernel (prologue) */
-      fhjit_value m = x;
-      if (g->nodes[x].op == IR_EXTRACT) m = g->nodes[x].args[0], pro_comp = (int)g->nodes[x].attr[0];
-      char name[LW_STEP_NAME_SIZE];
-      lw_step_name(name, "pro", B.p->nsteps, -1);
-      pro_sub = lw_step_sub(&B, name, &m, 1, &pro_in);
-      if (B.st) {
-        free(pro_in);
-        break;
-      }
-      src = (an_buf){-1, 0};
-      fhjit_dense_layout(&g->nodes[x].type, &view);
-    }
-    /* the table: dense rows of words from some offset */
-    const ir_node *tw = &g->nodes[n->args[1]];
-    if (tw->type.n > 1 && tw->layout.index_stride != 1) {
-      B.st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
-                         "%%%s = ntt: the twiddle table %%%s must have index stride 1 (it has "
-                         "%lld)",
-                         n->name, tw->name, (long long)tw->layout.index_stride);
-      free(pro_in);
-      break;
-    }
-    an_step *s = lw_step_new(&B);
-    if (!s) {
-      free(pro_in);
-      break;
-    }
-    s->is_ntt = 1;
-    s->ntt_type = n->type;
-    s->src = src;
-    s->pro_sub = pro_sub;
-    s->pro_in = pro_in;
-    s->pro_comp = pro_comp;
-    s->tw = (an_buf){LW_ARG_INPUT, tw->input_index};
-    if (g->result_of[v] >= 0) {
-      s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
-    } else {
-      int sc = lw_step_scratch(&B, &n->type);
-      if (sc < 0) break;
-      s->dst = (an_buf){LW_ARG_SCRATCH, sc};
-    }
-    B.where[v] = s->dst;
-    int64_t batch_rows = fhjit_type_elements(&n->type) / n->type.n;
-    if (lw_ntt_plan_make(g->ctx, g->radix, (ir_ntt_kind)n->attr[0], ir_ntt_log2(n->type.n),
-                         n->type.rows, batch_rows, &s->plan)) {
-      B.st = FHJIT_ERR_UNSUPPORTED;
-      break;
-    }
-    lw_step_set_source(&s->plan, &g->nodes[read].type, &view);
-    if (aut_k && !lw_ntt_plan_aut(&s->plan, aut_k, aut_k1_form(&B), aut_regs(&B))) {
-      B.st = ir_error(g->ctx, FHJIT_ERR_UNSUPPORTED,
-                      "internal: the NTT plan of %%%s cannot read the automorphism", n->name);
-      break;
-    }
-    /* kernel 0's staged load one word a thread at both radices (r32,
-     * H100 f6328b8, 2^16 x 48: +8.7% over the NTT alone against
-     * +9.9-10.0% with vectors; r62 with the direct kernel 1, H200
-     * cf2b4a3, 2^16 x 35: +8.4-8.5% against +8.4-9.0%) */
-    s->plan.aut_scalar = aut_k && (B.tune.autvec >= 0 ? B.tune.autvec == 0 : 1);
-    s->plan.aut_scalar1 = aut_k && B.tune.autvec1 == 0;
-    s->plan.cols = n->basis; /* columns and twiddle rows by chain position */
-    s->plan.tw_offset = tw->layout.offset;
-    s->plan.tw_row_stride = tw->type.rows > 1 ? tw->layout.row_stride : 0;
-    add_epilogues(&B, s, v);
+    if (B.live[v] && lw_is_s7(g, v))
+      lw_steps_s7(&B, v); /* mixsteps.c: the section 7 ops' steps */
+    else if (is_live_anchor(g, B.live, v))
+      ntt_anchor_step(&B, v);
   }
-  /* the results no step wrote, in one final pointwise step */
-  if (!B.st) {
-    fhjit_value *targets = malloc(sizeof *targets * (size_t)(g->nresults + 1));
-    an_buf *dests = malloc(sizeof *dests * (size_t)(g->nresults + 1));
-    int nt = 0;
-    if (!targets || !dests) B.st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
-    for (int32_t k = 0; k < g->nresults && !B.st; k++) {
-      fhjit_value v = g->results[k].value;
-      if (B.where[v].kind == LW_ARG_RESULT) continue;
-      targets[nt] = v;
-      dests[nt++] = (an_buf){LW_ARG_RESULT, k};
-    }
-    lw_step_grouped(&B, targets, dests, nt);
-    free(targets);
-    free(dests);
-  }
+  if (!B.st) final_results_step(&B);
   if (B.st) goto fail;
   lw_mix_chain_steps(&B); /* mixsteps_ipchain.c: moddown's inverse NTT started in the reduce kernel */
   lw_mix_sync_steps(&B);  /* mixsteps_ipsync.c: its wait for the reduce kernel per row */
   lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
-  free(B.live);
-  free(B.where);
-  free(B.epi_of);
-  free(B.in_memory);
-  free_aliases(&B);
+  build_free(&B);
   return B.p;
 fail:
-  free(B.live);
-  free(B.where);
-  free(B.epi_of);
-  free(B.in_memory);
-  free_aliases(&B);
+  build_free(&B);
   lw_anchor_plan_free(B.p);
   return NULL;
 }
