@@ -304,6 +304,11 @@ int lw_needs_steps(const fhjit_graph *g, fhjit_value v);
  * re-indexing op's operands materialised into buffers. */
 void lw_steps_s7(an_build *B, fhjit_value v);
 
+/* anchor_gpu.c: the program of plan p for target t without its code
+ * (kernels in launch order, their launch facts and arguments, scratch);
+ * adjusts p's steps to t on the way. plan_text.c prints it. */
+fhjit_status lw_anchor_describe_plan(fhjit_graph *g, an_plan *p, const nv_target *t, lw_program *out);
+
 /* scratch.c: scratch reuse by liveness (see there for why it is safe) */
 #define LW_SCRATCH_ALIGN 256 /* bytes: each buffer's offset in the arena */
 /* Sets p's scratch_first/last (the steps touching each buffer; -1: none). */
