@@ -69,6 +69,12 @@ static void put_extent(FILE *out, int64_t e) {
 }
 
 static void put_type(FILE *out, const fhjit_type *t) {
+  if (t->kind == FHJIT_KIND_TABLE) { /* one row of constants, as the text format writes it */
+    fputs("table<", out);
+    put_extent(out, t->n);
+    fputc('>', out);
+    return;
+  }
   if (t->kind == FHJIT_KIND_KEY) {
     fputs("key<", out);
     put_extent(out, t->digits);
