@@ -166,6 +166,7 @@ static int first_digits(const shape *s, int *dig) {
 
 /* Every operation on one chain shape, host path against the interpreter. */
 START_TEST(test_operations_host) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): shapes 0, 3 and 6 (r62, r32 permuted, 6 digits) */
   const shape *s = &shapes[_i];
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x170 + (uint64_t)_i);
@@ -339,6 +340,7 @@ END_TEST
  * 32 bytes, so the batched forward NTT stores the digits: test_ipfuse has
  * the rest.) Both plans give the interpreter's words. */
 START_TEST(test_plans_bytes_rule) {
+  TU_SAMPLED_ONLY(_i, 0); /* sampled (testutil.h): 6 digits, r62 */
   env e;
   int D = _i ? 4 : 6;
   s7_env_init(&e, FHJIT_R62, 8, 10, 0x190 + (uint64_t)_i);
@@ -367,6 +369,7 @@ END_TEST
  * (their inverse NTT still shared): 2 kernels per digit instead of 2 in
  * all, and the same words as the interpreter either way, both radices. */
 START_TEST(test_plans_digitfwd) {
+  TU_SAMPLED_ONLY(_i, 1); /* sampled (testutil.h): r32 */
   env e;
   fhjit_radix radix = _i ? FHJIT_R32 : FHJIT_R62;
   s7_env_init(&e, radix, 8, 10, 0x191 + _i);
@@ -506,6 +509,7 @@ static void assert_refused(env *e, const char *plan, const char *key) {
  * host path (which keeps its order) still matches the interpreter, both
  * radices. bcrev=3 is refused. */
 START_TEST(test_bcrev) {
+  TU_SAMPLED_ONLY(_i, 0); /* sampled (testutil.h): r62 */
   env e;
   fhjit_radix radix = _i ? FHJIT_R32 : FHJIT_R62;
   const shape s = {radix, 8, 2, 1, 10, 6, NULL};
@@ -689,7 +693,7 @@ static void check_old_and_host(env *e, fhjit_graph *g) {
  * then runs in the reduce kernel; HMult's has a prologue, so it syncs),
  * and ipsync=2 is refused. */
 START_TEST(test_ipsync) {
-  TU_SAMPLED(_i); /* under ASan: the r62 key switch and r32 HMult */
+  TU_SAMPLED(_i); /* sampled: the r62 key switch and r32 HMult */
   env e;
   fhjit_radix radix = _i < 3 ? FHJIT_R62 : FHJIT_R32;
   int op = (_i + 2 * (_i / 3)) % 3; /* 0 key switch, 1 rotation, 2 HMult */
@@ -756,7 +760,7 @@ END_TEST
  * edges are counted, in counters of their own; nothing before sm_90; the
  * host words unchanged. Not by default, and convsync=2 is refused. */
 START_TEST(test_convsync) {
-  TU_SAMPLED(_i); /* under ASan: the r62 key switch and the hoisted rotations */
+  TU_SAMPLED(_i); /* sampled: the r62 key switch and the hoisted rotations */
   env e;
   fhjit_radix radix = _i == 0 || _i == 2 ? FHJIT_R62 : FHJIT_R32;
   static const int ops[5] = {0, 0, 2, 2, 3}; /* ckks_op_graph's */
@@ -807,6 +811,7 @@ END_TEST
  * automorphisms), a raised digit that is also a result, a sum read by a
  * second reader of a digit (the digit product kept as a result). */
 START_TEST(test_ipfuse_not) {
+  TU_SAMPLED_ONLY(_i, 1); /* sampled (testutil.h): r32, dnum 7 */
   const shape *s = &ipcases[_i ? 3 : 2].s;
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1b0 + (uint64_t)_i);
@@ -860,6 +865,7 @@ static int count_of(const char *text, const char *needle) {
  * three of 6 (2 kernels fewer per digit after the first); and the host
  * path matches the interpreter word for word. */
 START_TEST(test_shared_intt) {
+  TU_SAMPLED_ONLY(_i, 0); /* sampled (testutil.h): r62 */
   static const fhjit_radix radix[2] = {FHJIT_R62, FHJIT_R32};
   const shape s = {radix[_i], 8, 2, 2, 10, 6, NULL};
   env e;
@@ -993,7 +999,10 @@ static int batch_drop(const shape *s, int *largest) {
 }
 
 START_TEST(test_bconv_batch) {
+  /* sampled (testutil.h): cases 0, 3, 6, 9 and 15, each operation once
+   * (12 and 18 repeat 9's and 0's) */
   TU_SAMPLED(_i);
+  if (tu_sampling() && (_i == 12 || _i == 18)) return;
   const struct ipcase *c = &ipcases[_i % NIPCASES];
   const shape *s = &c->s;
   int op = (_i + _i / NIPCASES * 2) % 5; /* each case with two operations */
@@ -1146,6 +1155,7 @@ END_TEST
  * add_lazy(p_k, acc) and add(acc, p_k) alternating. Shapes (_i / 4): r62
  * dnum 4 (digits of 2), r32 dnum 7 (K = 1, digits of 1). */
 START_TEST(test_ipacc_shapes) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): variants 0, 3 (r62) and 2 (r32) */
   static const shape sh[2] = {{FHJIT_R62, 10, 2, 2, 6, 8, NULL}, {FHJIT_R32, 8, 1, 1, 5, 7, NULL}};
   const shape *s = &sh[_i / 4];
   int variant = _i % 4;
@@ -1241,6 +1251,9 @@ static fhjit_value poly_qp(env *e, fhjit_graph *g, const shape *s, const char *n
 static const int mdrs_shapes[] = {0, 1, 3, 4};
 #define NMDRS 4
 START_TEST(test_mdrs) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): shapes 1 (r32, a short
+   * digit) and 4 (r62, K = 3, permuted) */
+  if (tu_sampling() && _i % 2 == 0) return;
   const shape *s = &shapes[mdrs_shapes[_i]];
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1e0 + (uint64_t)_i);

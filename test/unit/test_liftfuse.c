@@ -253,7 +253,10 @@ static const int chain_rows[] = {2, 3, 5, 8, 13, 21, 34, 47, 64};
  * off; one kernel and one l-row scratch buffer fewer with it; the
  * identity where the modulus product fits bigint.h's 1536 bits. */
 START_TEST(test_rescale_liftfuse) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): 6 of the 36, both radices,
+   * N = 2^4 .. 2^10, chains of 2, 5, 8, 13, 34 and 47 rows, each of the
+   * three last-row choices */
+  if (tu_sampling() && _i != 0 && _i != 9 && _i != 12 && _i != 21 && _i != 24 && _i != 30) return;
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i / 2) % 9;
   int m = chain_rows[(_i / 2 * 5 + _i / 18) % 9];
@@ -313,6 +316,7 @@ END_TEST
  * NTT's epilogue, the lift in that forward's loads; and materialised
  * (mixfuse=0); word for word against the interpreter. */
 START_TEST(test_rescale_liftfuse_computed) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): r32 m 6, r62 m 34 */
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   int m = _i / 2 ? 34 : 6, logn = _i / 2 ? 6 : 11;
   env e;
@@ -359,6 +363,9 @@ START_TEST(test_rescale_liftfuse_schedules) {
   } cases[] = {{14, "two_kernel", NULL}, {14, "cluster", NULL}, {10, NULL, "shoup=1"},
                {10, NULL, "shoup=2,tws=2"}};
   int c = _i / 2;
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): each case once, two_kernel
+   * at r32, the others at r62 (where shoup applies) */
+  if (tu_sampling() && _i % 2 != (c > 0)) return;
   env e;
   env_init(&e, radix, 5, cases[c].logn, c % 3, 0x5c4 + (uint64_t)_i);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_schedule", cases[c].sched), FHJIT_OK);

@@ -135,6 +135,7 @@ END_TEST
 /* Odd and prime row counts (whole-row blocks then hold one row), and one
  * row, for the one-kernel sizes. */
 START_TEST(test_odd_rows) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): r32 2^4, r62 2^8 */
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i >> 1) * 4; /* 4, 8, 12 */
   check_config(radix, IR_NTT_STD_TO_NTT, logn, 1, 1, 77 + (uint64_t)_i, 0);
@@ -146,6 +147,7 @@ END_TEST
 /* Random schedules (the space FHJIT_NTT_PLAN and ntt_bench --sweep choose
  * from): every plan the planner accepts is bit for bit the reference. */
 START_TEST(test_tuned_random) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): 5 of the 14 seeds */
   uint64_t seed = 0x7a11 + (uint64_t)_i * 7919;
   int ran = 0;
   for (int attempt = 0; attempt < 200 && ran < 3; attempt++) {
@@ -190,6 +192,9 @@ START_TEST(test_tuned_grid) {
       "e=5,c_col=4,t=7,tws=1,minb_col=8", "tws=2,e_col=5,t=7,minb_chunk=4,early=1,shoup=1", "one=12,tws=2,e=4,shoup=2"};
   int which = _i % 12;
   fhjit_radix radix = _i >= 12 ? FHJIT_R32 : FHJIT_R62;
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): each plan once, the even
+   * ones at r62 and the odd ones at r32 (all four kinds still) */
+  if (tu_sampling() && (which + _i / 12) % 2) return;
   int logn = which < 2 || which == 8 || which == 11 ? 12 : 16;
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
@@ -232,6 +237,7 @@ END_TEST
  * polynomials (3 rows of 3 and 5 polynomials: the map divides by the
  * polynomial count), so that a block run twice or never shows. */
 START_TEST(test_block_order) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): both radices, orders and sizes */
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
@@ -624,6 +630,7 @@ static int count_of(const char *from, const char *to, const char *what) {
 }
 
 START_TEST(test_pdl) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): r32 forward, r62 inverse */
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   ir_ntt_kind kind = _i & 2 ? IR_NTT_TO_STD : IR_NTT_STD_TO_NTT;
   static const char *const tunings[] = {"", "tws=2,early=1", "tws=0,n1=8,e=3"};
@@ -900,6 +907,7 @@ static uint64_t kneg62(uint64_t q) {
 }
 
 START_TEST(test_redc62_ptx) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): 2 of the 4 seeds, edges in each */
   uint64_t qs[4];
   test_moduli62(qs);
   uint64_t s = 0x5eed0f62ULL + (uint64_t)_i;
@@ -924,6 +932,7 @@ END_TEST
  * x below 4q (the lazy words) and anywhere below 2^64 (the identity
  * holds for every x). WR is at most q. */
 START_TEST(test_shoup62_ptx) {
+  TU_SAMPLED(_i); /* sampled (testutil.h): 2 of the 4 seeds, edges in each */
   uint64_t qs[4];
   test_moduli62(qs);
   uint64_t s = 0x5a00fULL + (uint64_t)_i;

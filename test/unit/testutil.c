@@ -1,6 +1,8 @@
 /* testutil.c: shared helpers for the unit tests (see testutil.h). */
 #include "testutil.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t tu_rand(uint64_t *state) {
@@ -110,4 +112,17 @@ fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n) {
 
 int tu_contains(const char *haystack, const char *needle) {
   return haystack && needle && strstr(haystack, needle) != NULL;
+}
+
+/* FHJIT_TEST_SAMPLE (testutil.h): read once; "0" or empty is off, so a
+ * stage can clear it explicitly; anything else on, said once on stderr so
+ * a log shows which cases ran. */
+int tu_sampling(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *v = getenv("FHJIT_TEST_SAMPLE");
+    on = v && *v && strcmp(v, "0") != 0;
+    if (on) fprintf(stderr, "FHJIT_TEST_SAMPLE=%s: the sampled loop tests run part of their cases\n", v);
+  }
+  return on;
 }
