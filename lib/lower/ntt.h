@@ -140,10 +140,6 @@ typedef struct lw_ntt_kplan {
   /* the padding's step: x + ((x >> pad_shift) << pad_w), 2^pad_w words per
    * 2^pad_shift (0: one word; xvec: log_xw, which keeps a vector aligned) */
   int pad_w;
-  /* cluster kernels: 1 runs a pass's groups as a loop instead of
-   * unrolled (the r32 2^16 kernel was 88 KB of SASS, and ncu showed 14%
-   * of its warps' stalls waiting on instruction fetch) */
-  int loop;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -349,7 +345,6 @@ typedef struct lw_ntt_tuning {
    * xvec at least a 16-byte vector's) */
   int xvec, u_cluster;
   int minb_cluster; /* > 0: the cluster kernel's minimum blocks per SM (lw_ntt_kplan.minb) */
-  int loop_cluster; /* lw_ntt_kplan.loop */
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
   int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per

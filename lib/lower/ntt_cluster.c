@@ -382,68 +382,51 @@ static void cl_own_store(ne *E, const LLVMValueRef *x, LLVMValueRef base, LLVMVa
   store(E, vec, base, i, (unsigned)n * walign(E));
 }
 
-/* One group of pass j over the local bits [b0, b0 + e): the 2^e words of
- * group g (i32) of the block's slice, in place. */
-static void cl_pass_group(ne *E, int j, const clplace *cp, const rowc *r, LLVMValueRef slice0,
-                          LLVMValueRef g) {
-  const lw_ntt_kplan *k = E->K;
-  LLVMBuilderRef b = E->b;
-  int n = E->P->log_n;
-  int e = k->pass_e[j], b0 = k->pass_b[j], nr = 1 << e;
-  int fwd = ir_ntt_is_forward(E->P->kind);
-  /* the group's position with zeros at the pass bits */
-  LLVMValueRef p0 = LLVMBuildOr(b, LLVMBuildAnd(b, g, c32(E, (UINT64_C(1) << b0) - 1), ""),
-                                LLVMBuildShl(b, LLVMBuildLShr(b, g, c32(E, (uint64_t)b0), ""),
-                                             c32(E, (uint64_t)(b0 + e)), ""), "p0");
-  LLVMValueRef si = lw_ne_padded(E, p0);
-  LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
-  /* the pass over the bottom bits: the thread's words are consecutive */
-  int nv = b0 == 0 && nr >= cl_own_vec(E) ? cl_own_vec(E) : 1;
-  for (int i = 0; i < nr; i += nv)
-    cl_own_load(E, cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv, &x[i]);
-  LLVMValueRef f0 = LLVMBuildOr(b, slice0, p0, "f0"); /* row position */
-  for (int st = 0; st < e; st++) {
-    int rb = fwd ? e - 1 - st : st;
-    int beta = b0 + rb;
-    LLVMValueRef base = LLVMBuildNUWAdd(
-        b, c64(E, UINT64_C(1) << (n - 1 - beta)),
-        LLVMBuildZExt(b, LLVMBuildLShr(b, f0, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twi");
-    mconst mc[16];
-    int have[16] = {0};
-    for (int lo = 0; lo < nr; lo++) {
-      if (lo & (1 << rb)) continue;
-      int key = lo >> (rb + 1);
-      if (!have[key]) {
-        mc[key] = lw_ne_global_twiddle(E, r, add_const64(E, base, (uint64_t)key));
-        have[key] = 1;
-      }
-      lw_ne_butterfly(E, r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
-    }
-  }
-  for (int i = 0; i < nr; i += nv)
-    cl_own_store(E, &x[i], cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv);
-}
-
 /* Pass j over the local bits [b0, b0 + e) of the block's slice, in place:
- * groups of 2^e words, consecutive threads on consecutive groups; the
- * thread's groups unrolled, or with k->loop as a loop (a quarter of the
- * code where a thread has four groups). */
+ * groups of 2^e words, consecutive threads on consecutive groups. */
 static void cl_pass(ne *E, int j, const clplace *cp) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
-  int s = cl_log_s(E);
-  int iters = (int)((UINT64_C(1) << (s - k->pass_e[j])) / k->threads);
+  int n = E->P->log_n, s = cl_log_s(E);
+  int e = k->pass_e[j], b0 = k->pass_b[j], nr = 1 << e;
+  int fwd = ir_ntt_is_forward(E->P->kind);
+  int iters = (int)((UINT64_C(1) << (s - e)) / k->threads);
   rowc r = lw_ne_row_consts(E, cp->br);
   LLVMValueRef slice0 = LLVMBuildShl(b, cp->rank, c32(E, (uint64_t)s), "slice0");
-  if (k->loop && iters > 1) {
-    loop L = lw_ne_loop_begin(E, c32(E, 0), E->i32, "group");
-    LLVMValueRef g = LLVMBuildNUWAdd(b, cp->tid, LLVMBuildNUWMul(b, L.iv, c32(E, k->threads), ""), "g");
-    cl_pass_group(E, j, cp, &r, slice0, g);
-    lw_ne_loop_end(E, &L, c32(E, (uint64_t)iters), "groups_done");
-    return;
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef g = add_const32(E, cp->tid, (uint64_t)it * k->threads);
+    /* the group's position with zeros at the pass bits */
+    LLVMValueRef p0 = LLVMBuildOr(b, LLVMBuildAnd(b, g, c32(E, (UINT64_C(1) << b0) - 1), ""),
+                                  LLVMBuildShl(b, LLVMBuildLShr(b, g, c32(E, (uint64_t)b0), ""),
+                                               c32(E, (uint64_t)(b0 + e)), ""), "p0");
+    LLVMValueRef si = lw_ne_padded(E, p0);
+    LLVMValueRef x[1 << LW_NTT_MAX_LOG_E];
+    /* the pass over the bottom bits: the thread's words are consecutive */
+    int nv = b0 == 0 && nr >= cl_own_vec(E) ? cl_own_vec(E) : 1;
+    for (int i = 0; i < nr; i += nv)
+      cl_own_load(E, cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv, &x[i]);
+    LLVMValueRef f0 = LLVMBuildOr(b, slice0, p0, "f0"); /* row position */
+    for (int st = 0; st < e; st++) {
+      int rb = fwd ? e - 1 - st : st;
+      int beta = b0 + rb;
+      LLVMValueRef base = LLVMBuildNUWAdd(
+          b, c64(E, UINT64_C(1) << (n - 1 - beta)),
+          LLVMBuildZExt(b, LLVMBuildLShr(b, f0, c32(E, (uint64_t)beta + 1), ""), E->i64, ""), "twi");
+      mconst mc[16];
+      int have[16] = {0};
+      for (int lo = 0; lo < nr; lo++) {
+        if (lo & (1 << rb)) continue;
+        int key = lo >> (rb + 1);
+        if (!have[key]) {
+          mc[key] = lw_ne_global_twiddle(E, &r, add_const64(E, base, (uint64_t)key));
+          have[key] = 1;
+        }
+        lw_ne_butterfly(E, &r, &mc[key], fwd, &x[lo], &x[lo | (1 << rb)]);
+      }
+    }
+    for (int i = 0; i < nr; i += nv)
+      cl_own_store(E, &x[i], cp->own, add_const32(E, si, cl_padc(E, (uint64_t)i << b0)), nv);
   }
-  for (int it = 0; it < iters; it++)
-    cl_pass_group(E, j, cp, &r, slice0, add_const32(E, cp->tid, (uint64_t)it * k->threads));
 }
 
 /* The staged copy between the block's slice and global memory, 16-byte

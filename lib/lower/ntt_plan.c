@@ -77,7 +77,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
-  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = t->loop_cluster = -1;
+  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = -1;
@@ -160,7 +160,6 @@ static const tuning_key tuning_keys[] = {
     {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
     {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
     {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
-    {"loop_cluster", {offsetof(lw_ntt_tuning, loop_cluster)}, 1, 0, 1},
 };
 #define NUM_TUNING_KEYS (sizeof tuning_keys / sizeof tuning_keys[0])
 
@@ -367,10 +366,6 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
    * (C = 2, 3e20f99) showed 96 registers, one block of 512 threads per SM
    * and 25% of the warps, the blocks of a row all in one phase */
   k.minb = pick(t->minb_cluster, 0);
-  k.loop = pick(t->loop_cluster, 0);
-  /* r62: the row constants in Shoup's form with shoup, and the twiddles
-   * too with shoup=2 (as the two kernels' global twiddles) */
-  k.shoup = p->radix == FHJIT_R62 ? pick(t->shoup, 0) : 0;
   /* where the passes would end on a short one that a 16-byte vector holds
    * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
    * vectors instead: no round trip through shared memory and no barrier

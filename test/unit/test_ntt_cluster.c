@@ -193,26 +193,6 @@ START_TEST(test_cluster_xvec) {
 }
 END_TEST
 
-/* A pass's groups as a loop (loop_cluster=1; several groups per thread),
- * and r62's twiddles in Shoup's form (shoup=2; r32 has no such form and
- * ignores it), each with a forward and an inverse kind. */
-START_TEST(test_cluster_loop) {
-  static const struct {
-    const char *plan;
-    int logn, c;
-  } plans[] = {{"loop_cluster=1,t_cluster=6", 14, 1},
-               {"loop_cluster=1,shoup=2,cluster=2,t_cluster=7,e_cluster=3", 15, 2},
-               {"shoup=2,cluster=3,e_cluster=2", 14, 3}};
-  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
-  int j = _i >> 1;
-  const ir_ntt_kind kinds[2] = {j & 1 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
-                                j & 1 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
-  for (int k = 0; k < 2; k++)
-    check_cluster(radix, kinds[k], plans[j].logn, 2, 1, 1700 + (uint64_t)_i * 4 + (uint64_t)k, plans[j].plan,
-                  1 << plans[j].c);
-}
-END_TEST
-
 /* The plan: the option's choices, sizes, the fallback kept for older
  * targets, refusals. */
 START_TEST(test_cluster_plans) {
@@ -425,7 +405,6 @@ int main(void) {
   tcase_add_loop_test(tc, test_cluster_vs_reference, 0, sampled ? 4 : 8);
   tcase_add_loop_test(tc, test_cluster_tuned, 0, sampled ? 4 : 8);
   tcase_add_loop_test(tc, test_cluster_xvec, 0, sampled ? 10 : 14);
-  tcase_add_loop_test(tc, test_cluster_loop, 0, 6);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
