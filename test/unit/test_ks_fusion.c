@@ -1001,8 +1001,7 @@ static int batch_drop(const shape *s, int *largest) {
 START_TEST(test_bconv_batch) {
   /* sampled (testutil.h): cases 0, 3, 6, 9 and 15, each operation once
    * (12 and 18 repeat 9's and 0's) */
-  TU_SAMPLED(_i);
-  if (tu_sampling() && (_i == 12 || _i == 18)) return;
+  TU_SAMPLED_IN(_i, 0, 3, 6, 9, 15);
   const struct ipcase *c = &ipcases[_i % NIPCASES];
   const shape *s = &c->s;
   int op = (_i + _i / NIPCASES * 2) % 5; /* each case with two operations */
@@ -1253,7 +1252,7 @@ static const int mdrs_shapes[] = {0, 1, 3, 4};
 START_TEST(test_mdrs) {
   /* sampled (FHJIT_TEST_SAMPLE, testutil.h): shapes 1 (r32, a short
    * digit) and 4 (r62, K = 3, permuted) */
-  if (tu_sampling() && _i % 2 == 0) return;
+  TU_SAMPLED_IN(_i, 1, 3);
   const shape *s = &shapes[mdrs_shapes[_i]];
   env e;
   s7_env_init(&e, s->radix, s->m, s->logn, 0x1e0 + (uint64_t)_i);

@@ -256,7 +256,7 @@ START_TEST(test_rescale_liftfuse) {
   /* sampled (FHJIT_TEST_SAMPLE, testutil.h): 6 of the 36, both radices,
    * N = 2^4 .. 2^10, chains of 2, 5, 8, 13, 34 and 47 rows, each of the
    * three last-row choices */
-  if (tu_sampling() && _i != 0 && _i != 9 && _i != 12 && _i != 21 && _i != 24 && _i != 30) return;
+  TU_SAMPLED_IN(_i, 0, 9, 12, 21, 24, 30);
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i / 2) % 9;
   int m = chain_rows[(_i / 2 * 5 + _i / 18) % 9];
@@ -365,7 +365,7 @@ START_TEST(test_rescale_liftfuse_schedules) {
   int c = _i / 2;
   /* sampled (FHJIT_TEST_SAMPLE, testutil.h): each case once, two_kernel
    * at r32, the others at r62 (where shoup applies) */
-  if (tu_sampling() && _i % 2 != (c > 0)) return;
+  TU_SAMPLED_IN(_i, 0, 3, 5, 7);
   env e;
   env_init(&e, radix, 5, cases[c].logn, c % 3, 0x5c4 + (uint64_t)_i);
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_schedule", cases[c].sched), FHJIT_OK);

@@ -191,7 +191,7 @@ static fhjit_type twiddles(int64_t rows, int64_t n) {
 START_TEST(test_single) {
   /* sampled (FHJIT_TEST_SAMPLE, testutil.h): both radices at N = 2^4/2^5,
    * 2^10/2^11 and 2^16/2^17 */
-  if (tu_sampling() && _i != 0 && _i != 3 && _i != 12 && _i != 15 && _i != 24 && _i != 27) return;
+  TU_SAMPLED_IN(_i, 0, 3, 12, 15, 24, 27);
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = 4 + (_i >> 1);
   int rows = logn <= 12 ? 3 : 2;

@@ -126,3 +126,9 @@ int tu_sampling(void) {
   }
   return on;
 }
+
+int tu_listed(int i, const int *list, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (list[k] == i) return 1;
+  return 0;
+}

@@ -2,6 +2,7 @@
  * generator and the exact big-integer style references they compare to. */
 #ifndef FHJIT_TESTUTIL_H
 #define FHJIT_TESTUTIL_H
+#include <stddef.h>
 #include <stdint.h>
 
 /* splitmix64: deterministic, seedable. */
@@ -73,4 +74,13 @@ int tu_sampling(void);
   do {                                                                       \
     if (tu_sampling() && (i) != (keep)) return;                              \
   } while (0)
+/* In a loop test: under FHJIT_TEST_SAMPLE, the listed cases only. */
+#define TU_SAMPLED_IN(i, ...)                                                \
+  do {                                                                       \
+    static const int tu_keep_[] = {__VA_ARGS__};                             \
+    if (tu_sampling() && !tu_listed((i), tu_keep_, sizeof tu_keep_ / sizeof tu_keep_[0])) \
+      return;                                                                \
+  } while (0)
+/* Is i one of list[0 .. n)? (TU_SAMPLED_IN) */
+int tu_listed(int i, const int *list, size_t n);
 #endif
