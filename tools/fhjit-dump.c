@@ -63,40 +63,11 @@ static int report(const fhjit_context *ctx) {
 
 /* -------------------------------------------------------------- --emit=info */
 
-static void put_extent(FILE *out, int64_t e) {
-  if (e == FHJIT_UNKNOWN) fputc('?', out);
-  else fprintf(out, "%" PRId64, e);
-}
-
+/* The type as the text format spells it, facts included. */
 static void put_type(FILE *out, const fhjit_type *t) {
-  if (t->kind == FHJIT_KIND_TABLE) { /* one row of constants, as the text format writes it */
-    fputs("table<", out);
-    put_extent(out, t->n);
-    fputc('>', out);
-    return;
-  }
-  if (t->kind == FHJIT_KIND_KEY) {
-    fputs("key<", out);
-    put_extent(out, t->digits);
-    fprintf(out, ", %d, ", (int)t->comps);
-  } else if (t->kind == FHJIT_KIND_TWIDDLE) {
-    fputs("twiddles<", out);
-  } else {
-    if (t->comps) fprintf(out, "ct<%d, [", (int)t->comps);
-    else fputs("pt<[", out);
-    for (int a = 0; a < t->nbatch; a++) {
-      if (a) fputs(", ", out);
-      put_extent(out, t->batch[a]);
-    }
-    fputs("], ", out);
-  }
-  put_extent(out, t->rows);
-  fputs(", ", out);
-  put_extent(out, t->n);
-  fputc('>', out);
-  static const char *const domains[] = {"", " coef", " ntt"}, *const forms[] = {"", " std", " mont"};
-  if ((unsigned)t->domain < 3) fputs(domains[t->domain], out);
-  if ((unsigned)t->form < 3) fputs(forms[t->form], out);
+  char text[FHJIT_TYPE_TEXT_MAX];
+  fhjit_type_text(t, text, sizeof text);
+  fputs(text, out);
 }
 
 /* All strides in type order, then the offset: the full binding, dense or not. */

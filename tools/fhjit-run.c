@@ -326,26 +326,6 @@ static void shape_text(const shape *sh, char *buf, size_t size) {
   if (used < size) snprintf(buf + used, size - used, sh->ndim == 1 ? ",)" : ")");
 }
 
-static void type_text(const fhjit_type *t, char *buf, size_t size) {
-  char batch[96] = "";
-  size_t used = 0;
-  for (int a = 0; a < t->nbatch && used < sizeof batch; a++)
-    used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%lld", a ? ", " : "",
-                             (long long)t->batch[a]);
-  if (t->kind == FHJIT_KIND_KEY)
-    snprintf(buf, size, "key<%lld, 2, %lld, %lld>", (long long)t->digits, (long long)t->rows,
-             (long long)t->n);
-  else if (t->kind == FHJIT_KIND_TWIDDLE)
-    snprintf(buf, size, "twiddles<%lld, %lld>", (long long)t->rows, (long long)t->n);
-  else if (t->kind == FHJIT_KIND_TABLE)
-    snprintf(buf, size, "table<%lld>", (long long)t->n);
-  else if (t->comps)
-    snprintf(buf, size, "ct<%d, [%s], %lld, %lld>", t->comps, batch, (long long)t->rows,
-             (long long)t->n);
-  else
-    snprintf(buf, size, "pt<[%s], %lld, %lld>", batch, (long long)t->rows, (long long)t->n);
-}
-
 /* ------------------------------------------------------------ set-up */
 
 /* rows and n of the graph: those of its materialised results and
@@ -615,12 +595,12 @@ static int scatter_input(run_state *s, int32_t i, const char *name, const source
  * scatter's checks. */
 static int load_input(run_state *s, int32_t i, const char *name, const char *path,
                       const fhjit_type *t, const shape *sh, uint64_t max_key) {
-  char err[1024], want[128], got[128], ty[128];
+  char err[1024], want[128], got[128], ty[FHJIT_TYPE_TEXT_MAX];
   npy_array a;
   if (npy_read(path, npy_file_limit(sh), &a, err, sizeof err))
     return error("input %%%s: %s", name, err);
   shape_text(sh, want, sizeof want);
-  type_text(t, ty, sizeof ty);
+  fhjit_type_text(t, ty, sizeof ty);
   int same = a.ndim == sh->ndim;
   for (int d = 0; same && d < a.ndim; d++) same = a.shape[d] == sh->ext[d];
   if (!same) {
@@ -737,8 +717,8 @@ static int setup_inputs(run_state *s, options *o) {
     int given = -1;
     for (int k = 0; k < o->nin; k++)
       if (strcmp(o->in_name[k], name) == 0) given = k;
-    char ty[128], sht[128];
-    type_text(&t, ty, sizeof ty);
+    char ty[FHJIT_TYPE_TEXT_MAX], sht[128];
+    fhjit_type_text(&t, ty, sizeof ty);
     shape_text(&sh, sht, sizeof sht);
     int rc;
     if (given >= 0) {

@@ -342,6 +342,19 @@ FHJIT_API fhjit_graph *fhjit_parse(fhjit_context *ctx, const char *text,
 FHJIT_API const char *fhjit_print(fhjit_graph *g);
 /* Graphviz text, same ownership. */
 FHJIT_API const char *fhjit_print_dot(fhjit_graph *g);
+/* A type as the text format spells it (docs/format.md, "Types"), the same
+ * text fhjit_print writes for an input: `ct<2, [4, ?], 2, 4096> ntt mont`,
+ * unknown extents as `?`, the domain word then the form word when stated
+ * (a table<n> has none). Like snprintf: writes at most size bytes into buf,
+ * always NUL-terminated when size > 0 (buf may be NULL when size is 0), and
+ * returns the length of the whole text, not counting the NUL; a result >=
+ * size means it was cut short. A NULL type gives the empty text (returns 0,
+ * and no type's text is empty). A buffer of FHJIT_TYPE_TEXT_MAX bytes holds
+ * the text of any type, even a malformed one (which prints without being
+ * checked: an unknown kind as a polynomial, at most FHJIT_MAX_BATCH batch
+ * extents, facts outside the enums left out). */
+#define FHJIT_TYPE_TEXT_MAX 160
+FHJIT_API size_t fhjit_type_text(const fhjit_type *type, char *buf, size_t size);
 
 /* -------------------------------------------------------- RNS host helpers */
 

@@ -1,7 +1,6 @@
 /* bind.c: binding a graph to physical layouts. Fixes every extent, checks
  * the shape rules of SPEC section 4 (each failure names the value and the
  * rule), and decides what is materialised and what is an identity view. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,35 +56,6 @@ static int has_unknown_extent(const fhjit_type *t) {
          (t->kind == FHJIT_KIND_KEY && t->digits == FHJIT_UNKNOWN);
 }
 
-/* An extent as the text format spells it ('?' when unknown). */
-static const char *extent_text(char buf[24], int64_t e) {
-  if (e == FHJIT_UNKNOWN) return "?";
-  snprintf(buf, 24, "%lld", (long long)e);
-  return buf;
-}
-
-static void describe_type(char *buf, size_t size, const fhjit_type *t) {
-  char batch[128] = "", e0[24], e1[24], e2[24];
-  size_t used = 0;
-  int nbatch = t->nbatch < 0 ? 0 : t->nbatch > FHJIT_MAX_BATCH ? FHJIT_MAX_BATCH : t->nbatch;
-  for (int a = 0; a < nbatch && used < sizeof batch; a++)
-    used += (size_t)snprintf(batch + used, sizeof batch - used, "%s%s", a ? ", " : "",
-                             extent_text(e0, t->batch[a]));
-  if (t->kind == FHJIT_KIND_KEY)
-    snprintf(buf, size, "key<%s, 2, %s, %s>", extent_text(e0, t->digits),
-             extent_text(e1, t->rows), extent_text(e2, t->n));
-  else if (t->kind == FHJIT_KIND_TWIDDLE)
-    snprintf(buf, size, "twiddles<%s, %s>", extent_text(e1, t->rows), extent_text(e2, t->n));
-  else if (t->kind == FHJIT_KIND_TABLE)
-    snprintf(buf, size, "table<%s>", extent_text(e2, t->n));
-  else if (t->comps)
-    snprintf(buf, size, "ct<%d, [%s], %s, %s>", t->comps, batch, extent_text(e1, t->rows),
-             extent_text(e2, t->n));
-  else
-    snprintf(buf, size, "pt<[%s], %s, %s>", batch, extent_text(e1, t->rows),
-             extent_text(e2, t->n));
-}
-
 fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v, const fhjit_type *type,
                               const fhjit_layout *layout) {
   if (!g) return FHJIT_ERR_ARGUMENT;
@@ -118,9 +88,9 @@ fhjit_status fhjit_bind_input(fhjit_graph *g, fhjit_value v, const fhjit_type *t
   if (!rule) rule = ir_type_structure_problem(&t);
   if (!rule && fhjit_type_elements(&t) < 0) rule = "its element count overflows";
   if (rule) {
-    char got[160], want[160];
-    describe_type(got, sizeof got, &t);
-    describe_type(want, sizeof want, d);
+    char got[FHJIT_TYPE_TEXT_MAX], want[FHJIT_TYPE_TEXT_MAX];
+    fhjit_type_text(&t, got, sizeof got);
+    fhjit_type_text(d, want, sizeof want);
     return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                        "binding input %%%s as %s: %s (declared %s)", n->name, got, rule, want);
   }
@@ -220,8 +190,8 @@ static fhjit_status same_extent(fhjit_graph *g, const ir_node *user, const char 
 static fhjit_status check_value_size(fhjit_graph *g, const ir_node *n, const fhjit_type *t) {
   int64_t e = fhjit_type_elements(t);
   if (e >= 0 && e <= IR_MAX_ELEMENTS) return FHJIT_OK;
-  char ty[160];
-  describe_type(ty, sizeof ty, t);
+  char ty[FHJIT_TYPE_TEXT_MAX];
+  fhjit_type_text(t, ty, sizeof ty);
   return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                      "%%%s = %s: its type %s has more than 2^62 elements (the product of its "
                      "extents overflows what a kernel can address)",
@@ -323,9 +293,9 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
                  b->type.nbatch == a->type.nbatch;
       for (int x = 0; same && x < a->type.nbatch; x++) same = b->type.batch[x] == a->type.batch[x];
       if (!same) {
-        char ta[160], tb[160];
-        describe_type(ta, sizeof ta, &a->type);
-        describe_type(tb, sizeof tb, &b->type);
+        char ta[FHJIT_TYPE_TEXT_MAX], tb[FHJIT_TYPE_TEXT_MAX];
+        fhjit_type_text(&a->type, ta, sizeof ta);
+        fhjit_type_text(&b->type, tb, sizeof tb);
         return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
                            "%%%s = pack: operands must have equal shapes, but %%%s is %s and "
                            "%%%s is %s",

@@ -1,8 +1,10 @@
-/* print.c: the canonical .fh text of a graph (fhjit_print) and its Graphviz
- * rendering (fhjit_print_dot). The text is what fhjit_parse reads back into
- * an equivalent graph, with one fixed spelling per construct, so that
- * print(parse(print(g))) == print(g) byte for byte. Grammar: docs/format.md. */
+/* print.c: the canonical .fh text of a graph (fhjit_print), its Graphviz
+ * rendering (fhjit_print_dot), and the text of one type (fhjit_type_text).
+ * The text is what fhjit_parse reads back into an equivalent graph, with one
+ * fixed spelling per construct, so that print(parse(print(g))) == print(g)
+ * byte for byte. Grammar: docs/format.md. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,43 +36,114 @@ static void print_graph_name(sp_buf *b, const char *name) {
   sp_buf_put(b, "\"", 1);
 }
 
-static void print_extent(sp_buf *b, int64_t e) {
-  if (e == FHJIT_UNKNOWN) sp_buf_put(b, "?", 1);
-  else sp_buf_printf(b, "%" PRId64, e);
+/* fhjit_type_text writes into the caller's buffer the way snprintf does:
+ * text past size - 1 bytes is counted but not written, so the total says how
+ * big a buffer the whole text needs. No allocation: bind.c calls it while
+ * reporting errors, and the tools on stack buffers. */
+typedef struct type_out {
+  char *buf;
+  size_t size; /* 0: count only */
+  size_t len;  /* the full text's length so far */
+} type_out;
+
+static void out_put(type_out *o, const char *s, size_t n) {
+  if (o->len + 1 < o->size) {
+    size_t room = o->size - 1 - o->len;
+    memcpy(o->buf + o->len, s, n < room ? n : room);
+  }
+  o->len += n;
 }
 
-/* The type and its domain facts: `ct<2, [4, ?], 2, 4096> ntt mont`. */
-static void print_type(sp_buf *b, const fhjit_type *t) {
-  switch (t->kind) {
-  case FHJIT_KIND_KEY:
-    sp_buf_put(b, "key<", 4);
-    print_extent(b, t->digits);
-    sp_buf_printf(b, ", %d, ", (int)t->comps);
-    break;
-  case FHJIT_KIND_TWIDDLE:
-    sp_buf_put(b, "twiddles<", 9);
-    break;
-  case FHJIT_KIND_TABLE: /* one row: table<n> */
-    sp_buf_put(b, "table<", 6);
-    print_extent(b, t->n);
-    sp_buf_put(b, ">", 1);
-    return;
-  default:
-    if (t->comps > 0) sp_buf_printf(b, "ct<%d, [", (int)t->comps);
-    else sp_buf_put(b, "pt<[", 4);
-    for (int a = 0; a < t->nbatch; a++) {
-      if (a) sp_buf_put(b, ", ", 2);
-      print_extent(b, t->batch[a]);
-    }
-    sp_buf_put(b, "], ", 3);
-    break;
+static void out_str(type_out *o, const char *s) { out_put(o, s, strlen(s)); }
+
+/* An extent as the text spells it: '?' when unknown. */
+static void out_extent(type_out *o, int64_t e) {
+  char num[24];
+  if (e == FHJIT_UNKNOWN) out_put(o, "?", 1);
+  else out_put(o, num, (size_t)snprintf(num, sizeof num, "%" PRId64, e));
+}
+
+static void out_comps(type_out *o, int32_t c) {
+  char num[16];
+  out_put(o, num, (size_t)snprintf(num, sizeof num, "%d", (int)c));
+}
+
+/* The domain word before the form word, unstated facts left out. */
+static void out_facts(type_out *o, const fhjit_type *t) {
+  if (t->domain == FHJIT_DOMAIN_COEF || t->domain == FHJIT_DOMAIN_NTT) {
+    out_str(o, " ");
+    out_str(o, ir_domain_name(t->domain));
   }
-  print_extent(b, t->rows);
-  sp_buf_put(b, ", ", 2);
-  print_extent(b, t->n);
-  sp_buf_put(b, ">", 1);
-  if (t->domain != FHJIT_DOMAIN_ANY) sp_buf_printf(b, " %s", ir_domain_name(t->domain));
-  if (t->form != FHJIT_FORM_ANY) sp_buf_printf(b, " %s", ir_form_name(t->form));
+  if (t->form == FHJIT_FORM_STD || t->form == FHJIT_FORM_MONT) {
+    out_str(o, " ");
+    out_str(o, ir_form_name(t->form));
+  }
+}
+
+/* The type and its domain facts as docs/format.md spells them:
+ * `ct<2, [4, ?], 2, 4096> ntt mont`. The one copy of this spelling: the
+ * canonical text, the binder's messages and the tools all print through it.
+ * Malformed types (which ir_type_structure_problem names) still print
+ * without reading out of bounds, as the nearest spelling: an unknown kind
+ * as a polynomial, the batch rank clamped to 0..FHJIT_MAX_BATCH, facts
+ * outside the enums left out. */
+size_t fhjit_type_text(const fhjit_type *t, char *buf, size_t size) {
+  type_out o = {.buf = buf, .size = buf ? size : 0, .len = 0};
+  if (t) {
+    switch (t->kind) {
+    case FHJIT_KIND_KEY:
+      out_str(&o, "key<");
+      out_extent(&o, t->digits);
+      out_str(&o, ", ");
+      out_comps(&o, t->comps);
+      out_str(&o, ", ");
+      break;
+    case FHJIT_KIND_TWIDDLE:
+      out_str(&o, "twiddles<");
+      break;
+    case FHJIT_KIND_TABLE: /* one row: table<n>, without facts, as the
+                            * canonical text has always written a table */
+      out_str(&o, "table<");
+      out_extent(&o, t->n);
+      out_str(&o, ">");
+      break;
+    default: {
+      /* comps != 0 rather than > 0: a negative count, which the binder
+       * reports, shows as what it is instead of as a pt */
+      if (t->comps) {
+        out_str(&o, "ct<");
+        out_comps(&o, t->comps);
+        out_str(&o, ", [");
+      } else {
+        out_str(&o, "pt<[");
+      }
+      int nbatch = t->nbatch < 0 ? 0 : t->nbatch > FHJIT_MAX_BATCH ? FHJIT_MAX_BATCH : t->nbatch;
+      for (int a = 0; a < nbatch; a++) {
+        if (a) out_str(&o, ", ");
+        out_extent(&o, t->batch[a]);
+      }
+      out_str(&o, "], ");
+      break;
+    }
+    }
+    if (t->kind != FHJIT_KIND_TABLE) {
+      out_extent(&o, t->rows);
+      out_str(&o, ", ");
+      out_extent(&o, t->n);
+      out_str(&o, ">");
+      out_facts(&o, t);
+    }
+  }
+  if (o.size) o.buf[o.len < o.size ? o.len : o.size - 1] = 0;
+  return o.len;
+}
+
+/* A type in the graph's text and in Graphviz labels. */
+static void print_type(sp_buf *b, const fhjit_type *t) {
+  char text[FHJIT_TYPE_TEXT_MAX];
+  size_t len = fhjit_type_text(t, text, sizeof text);
+  SP_ASSERT(len < sizeof text); /* FHJIT_TYPE_TEXT_MAX bounds every type */
+  sp_buf_put(b, text, len);
 }
 
 /* The binder's canonical form of a layout (bind.c): axes of extent 1 and

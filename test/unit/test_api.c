@@ -1,7 +1,9 @@
 /* test_api.c: misuse of the public API. Null pointers, foreign or stale value
  * ids, out-of-range indices and calls in the wrong order must give an error
  * status (and, where there is a context, a message), never a crash, and a
- * failed call must leave the graph and the caller's data as they were. */
+ * failed call must leave the graph and the caller's data as they were. Also
+ * the exact text of fhjit_type_text, the one printer of a type that the
+ * tools share with fhjit_print, and its snprintf-like contract. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +382,121 @@ START_TEST(test_text_calls) {
 }
 END_TEST
 
+/* fhjit_type_text of t is exactly want, and a buffer of FHJIT_TYPE_TEXT_MAX
+ * holds it. */
+static void expect_type_text(const fhjit_type *t, const char *want) {
+  char buf[FHJIT_TYPE_TEXT_MAX];
+  size_t len = fhjit_type_text(t, buf, sizeof buf);
+  ck_assert_str_eq(buf, want);
+  ck_assert_uint_eq(len, strlen(want));
+}
+
+START_TEST(test_type_text) {
+  const int64_t b2[] = {4, FHJIT_UNKNOWN}, b1[] = {1};
+  /* every kind, without facts and with them; unknown extents are '?' */
+  fhjit_type pt = tu_poly(0, 0, NULL, 2, 8);
+  expect_type_text(&pt, "pt<[], 2, 8>");
+  pt.form = FHJIT_FORM_STD;
+  expect_type_text(&pt, "pt<[], 2, 8> std");
+  fhjit_type ct = tu_poly(2, 2, b2, 2, 4096);
+  expect_type_text(&ct, "ct<2, [4, ?], 2, 4096>");
+  ct.domain = FHJIT_DOMAIN_NTT;
+  ct.form = FHJIT_FORM_MONT;
+  expect_type_text(&ct, "ct<2, [4, ?], 2, 4096> ntt mont");
+  fhjit_type ct3 = tu_poly(3, 1, b1, FHJIT_UNKNOWN, FHJIT_UNKNOWN);
+  ct3.domain = FHJIT_DOMAIN_COEF;
+  expect_type_text(&ct3, "ct<3, [1], ?, ?> coef");
+  fhjit_type kt = tu_key(2, 3, 8); /* the key's comps are printed, not assumed */
+  expect_type_text(&kt, "key<2, 2, 3, 8>");
+  kt.digits = FHJIT_UNKNOWN;
+  kt.domain = FHJIT_DOMAIN_NTT;
+  kt.form = FHJIT_FORM_MONT;
+  expect_type_text(&kt, "key<?, 2, 3, 8> ntt mont");
+  fhjit_type tw = {.kind = FHJIT_KIND_TWIDDLE, .rows = 2, .n = 16};
+  expect_type_text(&tw, "twiddles<2, 16>");
+  tw.rows = FHJIT_UNKNOWN;
+  tw.form = FHJIT_FORM_MONT;
+  expect_type_text(&tw, "twiddles<?, 16> mont");
+  fhjit_type tab = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = 12};
+  expect_type_text(&tab, "table<12>");
+  tab.domain = FHJIT_DOMAIN_COEF; /* a table's text has no facts (as fhjit_print) */
+  expect_type_text(&tab, "table<12>");
+
+  /* the same text fhjit_print writes for an input of that type */
+  const fhjit_type *decl[] = {&pt, &ct, &ct3, &kt, &tw, &tab};
+  fhjit_graph *tg = fhjit_graph_create(ctx, "types", FHJIT_R32);
+  ck_assert_ptr_nonnull(tg);
+  for (int i = 0; i < 6; i++) {
+    char name[8], line[FHJIT_TYPE_TEXT_MAX + 32];
+    snprintf(name, sizeof name, "v%d", i);
+    ck_assert_int_ge(fhjit_input(tg, name, decl[i]), 0);
+    int len = snprintf(line, sizeof line, "  %%%s = input ", name);
+    fhjit_type_text(decl[i], line + len, sizeof line - (size_t)len);
+    strcat(line, "\n");
+    ck_assert_msg(tu_contains(fhjit_print(tg), line), "fhjit_print lacks \"%s\"", line);
+  }
+  /* and the binder's messages: facts included, so a fact mismatch shows */
+  fhjit_type coef = ct;
+  coef.batch[1] = 5;
+  coef.domain = FHJIT_DOMAIN_COEF;
+  ck_assert_int_eq(fhjit_bind_input(tg, fhjit_find_value(tg, "v1"), &coef, NULL),
+                   FHJIT_ERR_SHAPE);
+  ck_assert_msg(tu_contains(fhjit_last_error(ctx),
+                            "binding input %v1 as ct<2, [4, 5], 2, 4096> coef mont: its domain "
+                            "facts differ from the declaration (declared ct<2, [4, ?], 2, "
+                            "4096> ntt mont)"),
+                "%s", fhjit_last_error(ctx));
+  fhjit_clear_error(ctx);
+  fhjit_graph_destroy(tg);
+
+  /* snprintf's contract: the whole length whatever the size, at most size
+   * bytes written, always a NUL when size > 0 */
+  const char *full = "ct<2, [4, ?], 2, 4096> ntt mont";
+  size_t n = strlen(full);
+  ck_assert_uint_eq(fhjit_type_text(&ct, NULL, 0), n);
+  char buf[64];
+  memset(buf, 'x', sizeof buf);
+  ck_assert_uint_eq(fhjit_type_text(&ct, buf, 0), n);
+  ck_assert_int_eq(buf[0], 'x'); /* size 0 writes nothing */
+  ck_assert_uint_eq(fhjit_type_text(&ct, buf, 1), n);
+  ck_assert_str_eq(buf, "");
+  memset(buf, 'x', sizeof buf);
+  ck_assert_uint_eq(fhjit_type_text(&ct, buf, 5), n);
+  ck_assert_str_eq(buf, "ct<2");
+  ck_assert_int_eq(buf[5], 'x');
+  ck_assert_uint_eq(fhjit_type_text(&ct, buf, n), n); /* one byte short */
+  ck_assert_int_eq(strncmp(buf, full, n - 1), 0);
+  ck_assert_uint_eq(strlen(buf), n - 1);
+  memset(buf, 'x', sizeof buf);
+  ck_assert_uint_eq(fhjit_type_text(&ct, buf, n + 1), n);
+  ck_assert_str_eq(buf, full);
+  ck_assert_int_eq(buf[n + 1], 'x');
+
+  /* a NULL type: the empty text, length 0 */
+  memset(buf, 'x', sizeof buf);
+  ck_assert_uint_eq(fhjit_type_text(NULL, buf, sizeof buf), 0);
+  ck_assert_str_eq(buf, "");
+  ck_assert_uint_eq(fhjit_type_text(NULL, NULL, 0), 0);
+
+  /* FHJIT_TYPE_TEXT_MAX is the bound: the longest text (every number at its
+   * widest, both facts) fills it exactly; a batch rank past the limit reads
+   * no further than batch[FHJIT_MAX_BATCH - 1] */
+  fhjit_type widest = {.kind = FHJIT_KIND_POLY, .comps = INT32_MIN, .nbatch = FHJIT_MAX_BATCH,
+                       .rows = INT64_MIN, .n = INT64_MIN, .domain = FHJIT_DOMAIN_COEF,
+                       .form = FHJIT_FORM_MONT};
+  for (int a = 0; a < FHJIT_MAX_BATCH; a++) widest.batch[a] = INT64_MIN;
+  ck_assert_uint_eq(fhjit_type_text(&widest, NULL, 0), FHJIT_TYPE_TEXT_MAX - 1);
+  widest.nbatch = 1000;
+  ck_assert_uint_eq(fhjit_type_text(&widest, NULL, 0), FHJIT_TYPE_TEXT_MAX - 1);
+  /* an unknown kind prints as a polynomial, unknown facts are left out */
+  fhjit_type odd = tu_poly(1, 0, NULL, 2, 8);
+  odd.kind = (fhjit_kind)9;
+  odd.domain = (fhjit_domain)7;
+  odd.form = (fhjit_form)-3;
+  expect_type_text(&odd, "ct<1, [], 2, 8>");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("api");
   TCase *tc = tcase_create("core");
@@ -392,6 +509,7 @@ int main(void) {
   tcase_add_test(tc, test_interpret_calls);
   tcase_add_test(tc, test_rns_calls);
   tcase_add_test(tc, test_text_calls);
+  tcase_add_test(tc, test_type_text);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
