@@ -679,8 +679,14 @@ START_TEST(test_automorphism_ntt_groups) {
   env_init(&e, radix, logn, 9100 + (uint64_t)_i);
   int64_t N = e.n;
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "pw_plan", plan), FHJIT_OK);
-  for (int64_t k = 1; k < 2 * N; k += 2)
+  /* every odd k; sampled (FHJIT_TEST_SAMPLE, testutil.h): 1, 3, N + 1 and
+   * 2N - 1 in every case (a graph compiles per k and swap: 170 s of the
+   * ASan stage at N up to 2^6 with all of them) */
+  int64_t sampled_ks[4] = {1, 3, N + 1, 2 * N - 1};
+  int sampled = tu_sampling();
+  for (int64_t t = 0; t < (sampled ? 4 : N); t++)
     for (int swap = 0; swap < 2; swap++) { /* one basis a kernel: a graph each */
+      int64_t k = sampled ? sampled_ks[t] : 2 * t + 1;
       static const int32_t swapped[2] = {1, 0};
       fhjit_graph *g = new_graph(&e, "autg");
       fhjit_value x = poly(&e, g, "x", 0, 0, NULL, 2, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
@@ -781,8 +787,13 @@ START_TEST(test_ntt_aut_columns) {
   int64_t ks[8] = {1, 5, 2 * N - 1, N + 1, 0}, nk = 4;
   ks[nk++] = (int64_t)(tu_lazy(&e.seed, (uint64_t)N) | 1);
   if (N <= 16) nk = N; /* every odd k: k = 2t + 1 below */
-  for (int64_t t = 0; t < nk; t++) {
-    int64_t k = N <= 16 ? 2 * t + 1 : ks[t];
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): every case's plan and shape
+   * with two k, 2N - 1 and the random one (a graph compiles per k) */
+  int sampled = tu_sampling();
+  int64_t t0 = sampled ? 2 : 0;
+  if (sampled) nk = 5;
+  for (int64_t t = t0; t < nk; t += sampled ? 2 : 1) {
+    int64_t k = N <= 16 && !sampled ? 2 * t + 1 : ks[t];
     fhjit_graph *g = new_graph(&e, "autcol");
     fhjit_value x = poly(&e, g, "x", 0, shape == 1 ? 2 : 0, shape == 2 ? basis + 0 : basis + 1,
                          in_rows, FHJIT_DOMAIN_COEF, in_form(kind));
@@ -811,7 +822,7 @@ START_TEST(test_ntt_aut_columns) {
                     radix == FHJIT_R32 ? 32 : 62, plan, shape, (int)kind, (long long)N, (long long)k,
                     epi, (long long)j, (unsigned long long)wget(&e, got[0], j),
                     (unsigned long long)wget(&e, want[0], j));
-    if (t == 0 && _i < 4) check_ptx(g, plan);
+    if (t == t0 && _i < 4) check_ptx(g, plan);
     free_results(g, got);
     free_results(h, want);
     free_inputs(&e, h, inr, given);
