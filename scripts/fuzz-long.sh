@@ -9,12 +9,13 @@
 #   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Ilib -Itest/unit
 #      -Ibuild/device/generated test/fuzz/fuzz_diff.c test/unit/randgraph.c
 #      test/unit/testutil.c -o dist/fuzz/fuzz_diff_run -L/usr/lib/llvm-19/lib
-#      -Wl,--start-group build/device/lib/libfhjit_{runtime,lower,ir,nvptx,support}.a
+#      -Wl,--start-group build/device/lib/libfhjit_*.a
 #      -Wl,--end-group $(llvm-config-19 --link-static --libs nvptxcodegen
 #      nvptxdesc nvptxinfo orcjit native passes ipo instcombine scalaropts
 #      vectorize transformutils analysis core support target)
 #      -l:libzstd.so.1 -lz -lstdc++ -lm -lpthread -ldl -Wl,--gc-sections
-# then carry dist/fuzz to the device.
+# (strip it: 43 MB), then carry dist/fuzz to the device alone (with
+# dist/device it passes the 64 MiB a call carries).
 set -euo pipefail
 BIN=$1 PROCS=$2 SECS=$3 BASE=$4 NTT=${5:-5}
 LOG=$(mktemp -d)
