@@ -34,6 +34,13 @@
  * table ("kind": "ntt"), per sweep line ("sweep", "sweep_best") and per
  * key switch ("keyswitch"); bench/plot.py reads it.
  *
+ * FHJIT_BENCH_TWIDDLES (an ablation of the twiddle tables' traffic, every
+ * result still checked): "one" gives every row the first row's modulus
+ * (each row still reads its own copy of the table), "shared" also binds
+ * the twiddle table with row stride 0, so every row reads one table (a
+ * row's worth of words, resident in the L2). The two differ only in the
+ * twiddle words fetched from memory.
+ *
  * Against the unit tests' fake libcuda (FHJIT_LIBCUDA) the launches run on
  * the host (a check of this program, not a measurement). */
 #include <stdarg.h>
@@ -124,6 +131,16 @@ typedef struct ncase {
 
 static const char *rname(fhjit_radix r) { return r == FHJIT_R32 ? "r32" : "r62"; }
 
+/* FHJIT_BENCH_TWIDDLES: 0 unset, 1 "one", 2 "shared" (top comment). */
+static int twiddle_ablation(void) {
+  const char *e = getenv("FHJIT_BENCH_TWIDDLES");
+  if (!e || !*e) return 0;
+  if (!strcmp(e, "one")) return 1;
+  if (!strcmp(e, "shared")) return 2;
+  fprintf(stderr, "ntt_bench: FHJIT_BENCH_TWIDDLES must be one or shared, not '%s'\n", e);
+  exit(2);
+}
+
 static void case_init(ncase *k, const config *c, int forward, int quick) {
   memset(k, 0, sizeof *k);
   k->c = *c;
@@ -135,6 +152,8 @@ static void case_init(ncase *k, const config *c, int forward, int quick) {
   k->q = malloc(sizeof *k->q * (size_t)rows);
   if (!k->q) die("out of memory");
   if (fhjit_find_primes(ctx, radix == FHJIT_R32 ? 30 : 60, UINT64_C(1) << 18, rows, k->q)) die("primes");
+  if (twiddle_ablation())
+    for (int r = 1; r < rows; r++) k->q[r] = k->q[0];
   k->words = (size_t)rows * (size_t)n;
   k->bytes = k->words * k->ws;
   k->h_tw = malloc(k->bytes), k->h_in = malloc(k->bytes), k->h_out = malloc(k->bytes);
@@ -189,6 +208,12 @@ static fhjit_graph *case_graph(const ncase *k) {
   tt.n = xt.n;
   fhjit_value x = fhjit_input(g, "x", &xt), tw = fhjit_input(g, "tw", &tt);
   fhjit_value y = fhjit_ntt(g, x, tw, k->forward ? FHJIT_NTT_COEF_MONT_TO_NTT : FHJIT_NTT_TO_COEF_MONT);
+  if (twiddle_ablation() == 2) {
+    fhjit_layout l;
+    if (fhjit_dense_layout(&tt, &l)) die("layout");
+    l.row_stride = 0;
+    if (fhjit_bind_input(g, tw, NULL, &l)) die("twiddle layout");
+  }
   if (y == FHJIT_NO_VALUE || fhjit_output(g, y, "y") || fhjit_bind(g)) die("graph");
   return g;
 }
