@@ -237,6 +237,18 @@ static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out) {
                          (unsigned long long)(2 * m->q), (long long)pos);
       row[i] = ir_it_read_elem(it, n->args[0], rest, bidx, t->nbatch, r, i);
     }
+    /* r32 kernels may compute entries as products of two others (ntt_plan
+     * twsplit), which SPEC's tables (canonical powers of a root) allow: a
+     * table of any other words is refused rather than read two ways */
+    int64_t bad = !st && g->radix == FHJIT_R32 && flat < t->rows ? ir_ntt_table_mismatch(m, logn, tab) : -1;
+    if (bad == -2)
+      st = ir_error_at(g, n->loc, FHJIT_ERR_MEMORY, "fhjit_interpret: out of memory for %%%s", n->name);
+    else if (bad >= 0)
+      st = ir_error_at(g, tw->loc, FHJIT_ERR_ARGUMENT,
+                       "fhjit_interpret: twiddle table %%%s, limb %lld: entry %lld is %llu, not "
+                       "the canonical power of the root in entry N/2 that SPEC 5's tables hold "
+                       "(r32 tables are fhjit_twiddle_tables' words)",
+                       tw->name, (long long)pos, (long long)bad, (unsigned long long)tab[bad]);
     if (st || it->status) break;
     ir_ntt_row(kind, m, n_inv_r, logn, tab, row);
     memcpy(out + flat * len, row, sizeof *row * (size_t)len);

@@ -1,6 +1,8 @@
 /* ntt_ref.c: the reference NTT of SPEC section 5, one row at a time. Written
  * as the SPEC text reads (stage loop, butterfly loop, index formulas), with
  * no regrouping, so it can serve as the oracle for the generated kernels. */
+#include <stdlib.h>
+
 #include "ir/ntt.h"
 
 /* lazyadd(a, b) = a + b, minus 2q if >= 2q (SPEC section 5). */
@@ -87,4 +89,24 @@ const char *ir_ntt_kind_name(ir_ntt_kind kind) {
   case IR_NTT_TO_STD: return "std";
   default: return "?";
   }
+}
+
+int64_t ir_ntt_table_mismatch(const ir_modulus *m, int log_n, const uint64_t *table) {
+  const int64_t n = INT64_C(1) << log_n;
+  uint64_t root = table[n / 2];
+  if (root >= m->q) return n / 2;
+  /* walk the exponents in table order: entry 2^s + g of level s has
+   * e = 2^(n-1-s) (1 + 2 br_s(g)) < 2N, so powers up to 2N - 1 */
+  uint64_t *pw = malloc(sizeof *pw * (size_t)(2 * n));
+  if (!pw) return -2;
+  pw[0] = ir_mont_r1(m->q, ir_word_bits(m->radix));
+  for (int64_t e = 1; e < 2 * n; e++) pw[e] = ir_mod_mul(m, pw[e - 1], root);
+  int64_t bad = -1;
+  for (int s = 0; s < log_n && bad < 0; s++)
+    for (int64_t g = 0; g < (INT64_C(1) << s) && bad < 0; g++) {
+      int64_t e = (INT64_C(1) << (log_n - 1 - s)) * (1 + 2 * (int64_t)ir_bitrev((uint64_t)g, s));
+      if (table[(INT64_C(1) << s) + g] != pw[e]) bad = (INT64_C(1) << s) + g;
+    }
+  free(pw);
+  return bad;
 }

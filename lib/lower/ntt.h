@@ -107,6 +107,18 @@ typedef struct lw_ntt_kplan {
    * passes and the tail load from global memory (ntt_emit_phase.c,
    * prefetch_later_twiddles) */
   int twpf;
+  /* r32: twiddles from global memory as products of two entries of the
+   * row's table (ntt_emit_phase.c, lw_ne_global_twiddle): index i = hi + lo
+   * with lo = i mod 2^twsplit, T[i] = REDC(T[hi] * T[lo]), so a kernel reads
+   * T[hi] (one word of every 2^twsplit, shared by neighbouring threads) and
+   * the table's first 2^twsplit words (hot in the caches) instead of
+   * streaming the table; 0 off. Exact for the power tables SPEC 5 defines
+   * (canonical at r32), which the interpreter insists on (interp.c). */
+  int twsplit;
+  /* a pass's stage reads its run of twiddles from global memory as 16-byte
+   * vectors where the table's rows keep them aligned (ntt_emit_phase.c,
+   * vector_twiddles); 0 word by word */
+  int twvec;
   /* GPU, kernel 0 with entry: before its wait for the stream's previous
    * kernel, each thread prefetches into the L2 the source words its first
    * pass or staged load reads (ntt_emit_phase.c, prefetch_source) */
@@ -330,6 +342,8 @@ typedef struct lw_ntt_tuning {
   int shoup;     /* r62: lw_ntt_kplan.shoup of every kernel (default 0) */
   int tail;      /* 0: no lw_ntt_kplan.tail (default 1: where it saves a pass) */
   int twpf;      /* lw_ntt_kplan.twpf of every kernel (default 0) */
+  int twsplit;   /* r32: lw_ntt_kplan.twsplit of every kernel (default 0) */
+  int twvec;     /* lw_ntt_kplan.twvec of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
   int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */

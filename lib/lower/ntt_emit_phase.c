@@ -485,12 +485,97 @@ static LLVMValueRef chunk_tw_base(ne *E, LLVMValueRef blk, LLVMValueRef c) {
                          LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
 }
 
-/* The constant of twiddle idx of the row, loaded from global memory: in
- * Shoup's form only with shoup 2 (its REDC(w) would serve one thread's few
- * butterflies). */
+/* Twiddle idx of the row from two entries of its table (k->twsplit = U,
+ * r32): with lo = idx mod 2^U and hi = idx - lo, T[idx] = REDC(T[hi] *
+ * T[lo]) whenever both are nonzero, and T[idx] itself otherwise (one of
+ * them is idx). Why it is exact: entry 2^s + g (g < 2^s) holds psi^e R
+ * mod q with e = 2^(n-1-s) (1 + 2 br_s(g)), br_s the s-bit reversal; the
+ * bits of lo and of g's rest are disjoint, so e(idx) = e(hi) + e(lo)
+ * (docs/ntt.md, "Twiddles as products of two entries"), and REDC of two
+ * Montgomery words is a Montgomery word of their product; a butterfly's
+ * r32 product of it is canonical, so SPEC's word. Why it pays: T[hi] is one word of every 2^U,
+ * the same for 2^U neighbouring indices, and T[lo] lies in the table's
+ * first 2^U words, which every block of the row reads, so the table is not
+ * streamed from memory once per row (r32 2^16 x 64 on an H100: the forward
+ * 26.8 us with every row's own table, 24.5 with one table for all). */
+static LLVMValueRef split_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef mask = c64(E, (UINT64_C(1) << E->K->twsplit) - 1);
+  LLVMValueRef lo = LLVMBuildAnd(b, idx, mask, "twlo");
+  LLVMValueRef hi = LLVMBuildXor(b, idx, lo, "twhi");
+  LLVMValueRef zero = c64(E, 0);
+  LLVMValueRef has_hi = LLVMBuildICmp(b, LLVMIntNE, hi, zero, "");
+  LLVMValueRef both = LLVMBuildAnd(b, has_hi, LLVMBuildICmp(b, LLVMIntNE, lo, zero, ""), "twboth");
+  LLVMValueRef a = load(E, E->W, r->twrow, LLVMBuildSelect(b, has_hi, hi, lo, ""), walign(E), "twa");
+  LLVMValueRef f = load(E, E->W, r->twrow, lo, walign(E), "twf");
+  /* (a f + m q) / 2^32 with m = f (a k) mod 2^32: REDC(a f) without its
+   * last subtraction, below 2q; the butterflies' products take a lazy w
+   * (w x < 4q^2 and their own REDC ends canonical), so theirs is SPEC's */
+  LLVMValueRef m = LLVMBuildMul(b, f, LLVMBuildMul(b, a, r->k4, ""), "twm");
+  LLVMTypeRef i64 = E->i64;
+  LLVMValueRef t = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, LLVMBuildZExt(b, a, i64, ""), LLVMBuildZExt(b, f, i64, ""), ""),
+                                   LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, i64, ""), LLVMBuildZExt(b, r->q, i64, ""), ""), "");
+  LLVMValueRef p = LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
+  return LLVMBuildSelect(b, both, p, a, "w");
+}
+
+/* The constant of twiddle idx of the row, loaded from global memory (or
+ * from two of its entries, twsplit): in Shoup's form only with shoup 2
+ * (its REDC(w) would serve one thread's few butterflies). */
 mconst lw_ne_global_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
-  LLVMValueRef w = load(E, E->W, r->twrow, idx, walign(E), "w");
+  LLVMValueRef w = E->K->twsplit > 0 && E->wbits == 32 ? split_twiddle(E, r, idx)
+                                                        : load(E, E->W, r->twrow, idx, walign(E), "w");
   return E->K->shoup >= 2 ? make_const_shoup(E, r, w) : make_const(E, r, w);
+}
+
+/* k->twvec: the twiddles of keys [0, nkeys) after base (a stage of a pass
+ * whose keys are the register bits above it: base has its low log2 nkeys
+ * bits clear, so the run is aligned) read as 16-byte vectors, V words a
+ * load, where the table's rows keep that alignment; with twsplit their
+ * T[lo] factors so (T[hi] is one word for the run when nkeys <= 2^U).
+ * Fills w[0..nkeys) with the twiddles; 0 where the form does not apply
+ * (the caller then loads word by word). Why: a thread's run of a stage's
+ * twiddles is nkeys consecutive words, which scalar loads fetch as nkeys
+ * instructions each touching a warp's 32 sectors. */
+static int vector_twiddles(ne *E, const rowc *r, LLVMValueRef base, int nkeys, LLVMValueRef *w) {
+  const lw_ntt_kplan *k = E->K;
+  int V = E->V;
+  if (!k->twvec || nkeys < V || E->P->tw_offset % V || E->P->tw_row_stride % V) return 0;
+  int split = k->twsplit > 0 && E->wbits == 32;
+  if (split && nkeys > (1 << k->twsplit)) return 0;
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef lo0 = base, a = NULL, has_hi = NULL, lo0_zero = NULL;
+  if (split) {
+    LLVMValueRef mask = c64(E, (UINT64_C(1) << k->twsplit) - 1);
+    lo0 = LLVMBuildAnd(b, base, mask, "twlo");
+    LLVMValueRef hi = LLVMBuildXor(b, base, lo0, "twhi");
+    has_hi = LLVMBuildICmp(b, LLVMIntNE, hi, c64(E, 0), "");
+    lo0_zero = LLVMBuildICmp(b, LLVMIntEQ, lo0, c64(E, 0), "");
+    /* T[hi], or T[0] where hi = 0 (then unused) */
+    a = load(E, E->W, r->twrow, hi, walign(E), "twa");
+  }
+  for (int k0 = 0; k0 < nkeys; k0 += V) {
+    LLVMValueRef idx = k0 ? LLVMBuildNUWAdd(b, lo0, c64(E, (uint64_t)k0), "") : lo0;
+    LLVMValueRef pv = LLVMBuildInBoundsGEP2(b, E->W, r->twrow, &idx, 1, "");
+    LLVMValueRef vec = LLVMBuildLoad2(b, E->vecW, pv, "twv");
+    LLVMSetAlignment(vec, 16);
+    for (int j = 0; j < V; j++) {
+      LLVMValueRef f = LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)j), "");
+      if (!split) {
+        w[k0 + j] = f;
+        continue;
+      }
+      LLVMValueRef m = LLVMBuildMul(b, f, LLVMBuildMul(b, a, r->k4, ""), "twm");
+      LLVMValueRef t = LLVMBuildNUWAdd(
+          b, LLVMBuildNUWMul(b, LLVMBuildZExt(b, a, E->i64, ""), LLVMBuildZExt(b, f, E->i64, ""), ""),
+          LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, E->i64, ""), LLVMBuildZExt(b, r->q, E->i64, ""), ""), "");
+      LLVMValueRef pr = LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
+      /* lo = lo0 + key is nonzero but for key 0 with lo0 = 0: then T[hi] */
+      if (k0 + j == 0) pr = LLVMBuildSelect(b, lo0_zero, a, pr, "");
+      w[k0 + j] = LLVMBuildSelect(b, has_hi, pr, f, "w");
+    }
+  }
+  return 1;
 }
 
 /* One butterfly of SPEC section 5 on the words *lo and *hi. */
@@ -712,6 +797,19 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
     int rb = fwd ? e - 1 - s : s;   /* register bit of this stage */
     int beta = b0 + rb;             /* local bit */
     LLVMValueRef base = tw_index(E, p.tw_base, ku, beta);
+    /* twvec: the stage's run of keys [0, 2^(e-1-rb)) as vectors, where its
+     * keys are that run (the register bits above rb, in order) */
+    int nkeys = 1 << (e - 1 - rb), run = !(k->tws && k->m - 1 - beta < k->tws_log);
+    for (int lo = 0; lo < nr && run; lo++)
+      run = (pm.kconst[lo] >> (beta + 1)) == (uint32_t)(lo >> (rb + 1));
+    LLVMValueRef wv[32];
+    if (run && nkeys <= 32 && tc.n + nkeys <= (int)(sizeof tc.beta / sizeof tc.beta[0]) &&
+        vector_twiddles(E, &r, base, nkeys, wv))
+      for (int key = 0; key < nkeys; key++) {
+        tc.beta[tc.n] = beta;
+        tc.key[tc.n] = (uint32_t)key;
+        tc.mc[tc.n++] = k->shoup >= 2 ? make_const_shoup(E, &r, wv[key]) : make_const(E, &r, wv[key]);
+      }
     for (int lo = 0; lo < nr; lo++) {
       if (lo & (1 << rb)) continue;
       int hi = lo | (1 << rb);

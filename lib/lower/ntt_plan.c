@@ -76,7 +76,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
-  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
+  t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->twsplit = t->twvec = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
@@ -148,6 +148,8 @@ static const tuning_key tuning_keys[] = {
     {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
     {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},
     {"twpf", {offsetof(lw_ntt_tuning, twpf)}, 1, 0, 1},
+    {"twsplit", {offsetof(lw_ntt_tuning, twsplit)}, 1, 0, 16},
+    {"twvec", {offsetof(lw_ntt_tuning, twvec)}, 1, 0, 1},
     {"l2pf", {offsetof(lw_ntt_tuning, l2pf)}, 1, 0, 1},
     {"early", {offsetof(lw_ntt_tuning, early)}, 1, 0, 1},
     {"pdl", {offsetof(lw_ntt_tuning, pdl)}, 1, 0, 1},
@@ -216,10 +218,14 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * rescale to 257.8 us from 261.3, relinearise 236.1 from 238.9, 8 hoisted
  * rotations 1066.8 from 1080.9, but the plain 2^16 x 64 forward NTT to
  * 25.24 us from 23.67 (2026-12-03, 1bd6d2e): so only where the epilogue
- * is. */
+ * is. r32 twvec=1 (a stage's twiddles as 16-byte vectors): on an H100
+ * (2026-12-06, two sweeps) 2^16 x 64 forward 26.5 us against 26.8,
+ * inverse (with twsplit) 25.5 against 26.2, x 32 inverse 15.5 against
+ * 16.3; 2^17 x 64 0.5% faster; the r32 CKKS operations 1.2-1.5% (key
+ * switch 248.5 us against 250.4-251.5); r62 within noise, so off there. */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10",
-                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1"},
+    [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10,twvec=1",
+                   [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,twsplit=12,twvec=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
                    [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
@@ -243,9 +249,16 @@ static const char *const forward_plans[2][IR_NTT_MAX_LOG + 1] = {
  * chunk kernel) prefetches its source into the L2 before its wait (l2pf),
  * 1-2% faster there, where the forward's column kernel measured 0.5-2.5%
  * slower so (RESULTS.md round 17; at 2^14 both directions gain, so it is
- * in default_plans). */
+ * in default_plans). r32 2^16 reads its twiddles as products (twsplit=12,
+ * 2^17 in both directions above): on an H100 (2026-12-06, two sweeps,
+ * docs/ntt.md "Twiddles as products of two entries") the inverse x 64
+ * rows 26.2 us against 28.7-28.9, x 32 16.1 against 18.0-18.1, where the
+ * forward took 27.3 against 26.7 (its chunk kernel's extra products cost
+ * more than the table's traffic); 2^17 x 64 forward 57.8-58.1 against
+ * 63.6, inverse 56.5-56.7 against 62.3-62.7; 2^14 stays as it was
+ * (within its timings' noise either way). */
 static const char *const inverse_plans[2][IR_NTT_MAX_LOG + 1] = {
-    [FHJIT_R32] = {[16] = "l2pf=1", [17] = "l2pf=1"},
+    [FHJIT_R32] = {[16] = "l2pf=1,twsplit=12", [17] = "l2pf=1"},
     [FHJIT_R62] = {[16] = "l2pf=1", [17] = "l2pf=1"},
 };
 
@@ -366,6 +379,9 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
    * (C = 2, 3e20f99) showed 96 registers, one block of 512 threads per SM
    * and 25% of the warps, the blocks of a row all in one phase */
   k.minb = pick(t->minb_cluster, 0);
+  /* not twsplit: the cluster kernel's twiddles as products measured
+   * slower (r32 2^16 x 64 forward 42.7 us against 33.8, H100, 2026-12-06) */
+  k.twsplit = 0;
   /* where the passes would end on a short one that a 16-byte vector holds
    * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
    * vectors instead: no round trip through shared memory and no barrier
@@ -554,6 +570,8 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     lw_ntt_kplan *k = &p->k[j];
     k->shoup = radix == FHJIT_R62 ? pick(t.shoup, 0) : 0;
     k->twpf = pick(t.twpf, 0);
+    k->twsplit = radix == FHJIT_R32 ? pick(t.twsplit, 0) : 0;
+    k->twvec = pick(t.twvec, 0);
     k->l2pf = pick(t.l2pf, 0);
     k->epivec = pick(t.epivec, 1);
     k->provec = pick(t.provec, 1);
@@ -671,6 +689,10 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " shoup %d", k->shoup);
     if (used < size && k->tail)
       used += (size_t)snprintf(buf + used, size - used, " tail %d", k->tail);
+    if (used < size && k->twsplit)
+      used += (size_t)snprintf(buf + used, size - used, " twsplit %d", k->twsplit);
+    if (used < size && k->twvec)
+      used += (size_t)snprintf(buf + used, size - used, " twvec");
     if (used < size && p->aut_k)
       used += (size_t)snprintf(buf + used, size - used, " automorphism %lld", (long long)p->aut_k);
     if (used < size && k->pdl)

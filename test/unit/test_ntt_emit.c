@@ -205,6 +205,72 @@ START_TEST(test_tuned_grid) {
 }
 END_TEST
 
+/* r32 twiddles as products of two table entries (ntt_plan twsplit,
+ * ntt_emit_phase.c split_twiddle) against the reference: every kind, one
+ * and two kernels, global twiddles in column and chunk kernels (tws=0),
+ * with and without the tail stages, splits from 1 bit (every entry a
+ * product) to past N (none), up to 2^17, and with a stage's twiddles as
+ * vectors (twvec, vector_twiddles: alone, and with the split, including
+ * runs longer than 2^U, which fall back to words); each plan states its
+ * split. r62 plans never take the split (its tables may be lazy, SPEC 5). */
+START_TEST(test_twsplit) {
+  static const struct {
+    int logn, split;
+    const char *plan;
+  } cases[] = {{10, 3, "twsplit=3,tws=0"},        {12, 5, "one=12,twsplit=5,tws=0,twvec=1"},
+               {13, 1, "twsplit=1,tws=0,e=2"},    {14, 9, "twsplit=9,tail=0,twvec=1"},
+               {16, 12, "twsplit=12"},            {16, 16, "twsplit=16,tws=0,twvec=1"},
+               {17, 12, "twsplit=12,tws=0,twvec=1"}, {15, 8, "twsplit=8,e_chunk=3"},
+               {16, 0, "twsplit=0,twvec=1,tws=0"}, {13, 2, "twsplit=2,twvec=1,e=5"}};
+  int c = _i / IR_NTT_NUM_KINDS;
+  ir_ntt_kind kind = (ir_ntt_kind)(_i % IR_NTT_NUM_KINDS);
+  /* sampled (testutil.h): each case once, its kind rotating */
+  if (tu_sampling() && (int)kind != c % IR_NTT_NUM_KINDS) return;
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(NULL, cases[c].plan, &t), FHJIT_OK);
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, FHJIT_R32, kind, cases[c].logn, 2, 2, &t, &p), FHJIT_OK);
+  for (int j = 0; j < p.nkernels; j++) ck_assert_int_eq(p.k[j].twsplit, cases[c].split);
+  /* (e=5 is too much for r62's registers: that plan is refused there) */
+  if (c != 9) {
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(NULL, FHJIT_R62, kind, cases[c].logn, 2, 2, &t, &p), FHJIT_OK);
+    for (int j = 0; j < p.nkernels; j++) ck_assert_int_eq(p.k[j].twsplit, 0);
+  }
+  check_config_tuned(FHJIT_R32, kind, cases[c].logn, 2, 1, 9191 + (uint64_t)_i, _i % 3, &t);
+}
+END_TEST
+
+/* The measured defaults of twsplit (ntt_plan.c): r32 2^16 inverse and
+ * 2^17 both directions at 12, r32 2^16 forward, 2^14, r62 and the cluster
+ * schedule without; twvec at r32 2^16 and 2^17 (two kernels). */
+START_TEST(test_twsplit_defaults) {
+  fhjit_context *ctx = fhjit_context_create();
+  static const struct {
+    fhjit_radix radix;
+    ir_ntt_kind kind;
+    int logn, split;
+  } cases[] = {{FHJIT_R32, IR_NTT_TO_MONT, 16, 12}, {FHJIT_R32, IR_NTT_MONT_TO_NTT, 16, 0},
+               {FHJIT_R32, IR_NTT_MONT_TO_NTT, 17, 12}, {FHJIT_R32, IR_NTT_TO_STD, 17, 12},
+               {FHJIT_R32, IR_NTT_TO_MONT, 14, 0},      {FHJIT_R62, IR_NTT_TO_MONT, 16, 0}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    lw_ntt_plan p;
+    ck_assert_int_eq(lw_ntt_plan_make(ctx, cases[c].radix, cases[c].kind, cases[c].logn, 64, 64, &p), FHJIT_OK);
+    ck_assert_int_eq(p.nkernels, 2);
+    for (int j = 0; j < 2; j++) {
+      ck_assert_msg(p.k[j].twsplit == cases[c].split, "case %d", (int)c);
+      /* twvec with the measured r32 2^16 and 2^17 plans */
+      ck_assert_int_eq(p.k[j].twvec, cases[c].radix == FHJIT_R32 && cases[c].logn >= 16);
+    }
+  }
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_schedule", "cluster"), FHJIT_OK);
+  lw_ntt_plan p;
+  ck_assert_int_eq(lw_ntt_plan_make(ctx, FHJIT_R32, IR_NTT_TO_MONT, 16, 64, 64, &p), FHJIT_OK);
+  ck_assert(p.nkernels == 1 && p.k[0].cluster && p.k[0].twsplit == 0);
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 /* Plans of more than 8 passes in a kernel (one stage a pass: 2 words per
  * thread), which once wrote past the plan's pass arrays and gave wrong
  * words for r62 2^16 with e=1 (chunk kernels of 9 and 10 passes): each
@@ -383,7 +449,7 @@ START_TEST(test_tuning_parse) {
   ck_assert_int_eq(t.e_col, 5);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "", &t), FHJIT_OK);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, NULL, &t), FHJIT_OK);
-  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2", "minb_red=0", "minb_red=33", "ipsmem=17", "ipsmem=-1"};
+  static const char *const bad[] = {"e=6", "e=0", "minb_col=33", "bogus=1", "e", "e=", "e=2x", "c_col=-1", "t=4", "one=18", "tws=3", "shoup=3", "tail=2", "twpf=-1", "l2pf=2", "pminor=2", "minb_red=0", "minb_red=33", "ipsmem=17", "ipsmem=-1", "twsplit=17", "twsplit=-1"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     lw_ntt_tuning u;
     lw_ntt_tuning_default(&u);
@@ -994,6 +1060,8 @@ int main(void) {
   tcase_add_loop_test(tc, test_tuned_random, 0, 14);
   tcase_add_loop_test(tc, test_tuned_grid, 0, 24);
   tcase_add_loop_test(tc, test_many_passes, 0, 6);
+  tcase_add_loop_test(tc, test_twsplit, 0, 40);
+  tcase_add_test(tc, test_twsplit_defaults);
   tcase_add_loop_test(tc, test_block_order, 0, 8);
   tcase_add_loop_test(tc, test_ptx, 0, 4);
   tcase_add_loop_test(tc, test_redc62_ptx, 0, 4);

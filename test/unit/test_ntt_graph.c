@@ -852,6 +852,98 @@ START_TEST(test_twiddle_use) {
 }
 END_TEST
 
+/* ------------------------------------------------------ twiddle tables */
+
+/* Row r of a forward table of root psi^3 (also a primitive 2N-th root):
+ * entry 2^s + g = (psi^3)^e R mod q, e = 2^(n-1-s) (1 + 2 br_s(g)), from
+ * e->fwd's entry N/2 (psi R mod q), in 128-bit arithmetic. */
+static void cube_root_table(env *e, int r, int logn, void *tab) {
+  unsigned __int128 q = e->q[r], R = (unsigned __int128)1 << 32;
+  uint64_t rinv = 1; /* R^-1 mod q by Fermat: R^(q-2) */
+  for (uint64_t b = (uint64_t)(R % q), x = e->q[r] - 2; x; x >>= 1, b = (uint64_t)((unsigned __int128)b * b % q))
+    if (x & 1) rinv = (uint64_t)((unsigned __int128)rinv * b % q);
+  uint64_t psi = (uint64_t)((unsigned __int128)tget(e, e->fwd, r * e->n + e->n / 2) * rinv % q);
+  uint64_t psi3 = (uint64_t)((unsigned __int128)psi * psi % q * psi % q);
+  for (int s = 0; s < logn; s++)
+    for (int64_t g = 0; g < (INT64_C(1) << s); g++) {
+      uint64_t br = 0;
+      for (int b = 0; b < s; b++) br |= (uint64_t)((g >> b) & 1) << (s - 1 - b);
+      uint64_t ex = (UINT64_C(1) << (logn - 1 - s)) * (1 + 2 * br), v = 1;
+      for (uint64_t b = psi3, x = ex; x; x >>= 1, b = (uint64_t)((unsigned __int128)b * b % q))
+        if (x & 1) v = (uint64_t)((unsigned __int128)v * b % q);
+      tput(e, tab, r * e->n + (INT64_C(1) << s) + g, (uint64_t)((unsigned __int128)v * R % q));
+    }
+}
+
+/* r32 twiddles as products of two entries (ntt_plan twsplit, docs/ntt.md):
+ * exact on the host for SPEC's tables and for the table of another root
+ * (psi^3: the identity T[hi + lo] = REDC(T[hi] T[lo]) holds for any root),
+ * forward and inverse; a table entry that is lazy but not canonical (+q)
+ * or two entries swapped make the interpreter refuse the table, naming the
+ * input, limb and entry, since the kernels would read such a table two
+ * ways. r62 tables may be lazy (SPEC 5): the same +q is accepted there and
+ * the host and interpreter agree. Tables at an offset and row stride with
+ * twvec: vectors where aligned, words where not, the same words. */
+START_TEST(test_twiddle_tables) {
+  /* _i: 0 SPEC's tables, 1 the forward table of psi^3, 2 a forward entry
+   * + q, 3 two inverse entries swapped (r32); 4 the + q at r62; 5 and 6
+   * the tables at an offset and a row stride, the twiddles as vectors
+   * (twvec): 5 off their 16-byte alignment (words then), 6 on it */
+  fhjit_radix radix = _i == 4 ? FHJIT_R62 : FHJIT_R32;
+  int logn = 13, rows = 2;
+  env e;
+  env_init(&e, radix, rows, logn);
+  ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", _i >= 5 ? "twsplit=6,tws=0,twvec=1" : "twsplit=6,tws=0"),
+                   FHJIT_OK);
+  if (_i == 1) {
+    uint64_t spec = tget(&e, e.fwd, e.n + 5);
+    for (int r = 0; r < rows; r++) cube_root_table(&e, r, logn, e.fwd);
+    ck_assert_uint_ne(tget(&e, e.fwd, e.n + 5), spec); /* another table indeed */
+  }
+  fhjit_graph *g = fhjit_graph_create(e.ctx, "tables", radix);
+  fhjit_type xt = poly(0, 0, NULL, rows, e.n), tt = twiddles(rows, e.n);
+  xt.domain = FHJIT_DOMAIN_COEF;
+  fhjit_value x = fhjit_input(g, "x", &xt), tf = fhjit_input(g, "tf", &tt);
+  fhjit_value ti = fhjit_input(g, "ti", &tt);
+  fhjit_value f = fhjit_ntt(g, x, tf, FHJIT_NTT_COEF_MONT_TO_NTT);
+  ck_assert_int_eq(fhjit_output(g, f, "f"), FHJIT_OK);
+  ck_assert_int_eq(fhjit_output(g, fhjit_ntt(g, f, ti, FHJIT_NTT_TO_COEF_MONT), "y"), FHJIT_OK);
+  if (_i >= 5) {
+    fhjit_layout l;
+    ck_assert_int_eq(fhjit_dense_layout(&tt, &l), FHJIT_OK);
+    l.offset = _i == 5 ? 2 : 4;
+    l.row_stride = e.n + (_i == 5 ? 6 : 4);
+    ck_assert_int_eq(fhjit_bind_input(g, tf, NULL, &l), FHJIT_OK);
+    ck_assert_int_eq(fhjit_bind_input(g, ti, NULL, &l), FHJIT_OK);
+  }
+  ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  uint64_t seed = 777 + (uint64_t)_i;
+  void **in = make_inputs(&e, g, &seed, 0);
+  const char *want = NULL;
+  if (_i == 2 || _i == 4) { /* entry 37 of limb 1 of the forward table, still below 2q */
+    tput(&e, in[1], e.n + 37, tget(&e, in[1], e.n + 37) + e.q[1]);
+    want = "twiddle table %tf, limb 1: entry 37 ";
+  } else if (_i == 3) {
+    uint64_t a = tget(&e, in[2], 100), b = tget(&e, in[2], 101);
+    tput(&e, in[2], 100, b);
+    tput(&e, in[2], 101, a);
+    want = "twiddle table %ti, limb 0: entry 100 ";
+  }
+  if (radix == FHJIT_R32 && want) {
+    void **ri = make_results(&e, g);
+    ck_assert_int_eq(fhjit_interpret(g, e.params, rows, (const void *const *)in, ri), FHJIT_ERR_ARGUMENT);
+    const char *msg = fhjit_last_error(e.ctx);
+    ck_assert_msg(tu_contains(msg, want) && tu_contains(msg, "canonical power"), "%s", msg);
+    free_bufs(ri, 2);
+  } else {
+    free_bufs(run_both(&e, g, in, "twiddle tables"), 2);
+  }
+  free_bufs(in, 3);
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
 /* ------------------------------------------------------------------- GPU */
 
 /* The GPU program of an anchored graph: the NTTs' kernels with their launch
@@ -924,6 +1016,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_epilogue_vec, 0, 4);
   tcase_add_loop_test(tc, test_prologue_vec, 0, 4);
   tcase_add_loop_test(tc, test_single, 0, 28);
+  tcase_add_loop_test(tc, test_twiddle_tables, 0, 7);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
