@@ -498,6 +498,19 @@ static LLVMValueRef chunk_tw_base(ne *E, LLVMValueRef blk, LLVMValueRef c) {
  * first 2^U words, which every block of the row reads, so the table is not
  * streamed from memory once per row (r32 2^16 x 64 on an H100: the forward
  * 26.8 us with every row's own table, 24.5 with one table for all). */
+/* r32: (a f + m q) / 2^32 with m = f (a k) mod 2^32, REDC(a f) without
+ * its last subtraction, below 2q for a, f < q. The butterflies' products
+ * take such a lazy w (w x < 4q^2 < 2^62 and their own REDC ends
+ * canonical), so theirs is SPEC's word. */
+static LLVMValueRef twiddle_product(ne *E, const rowc *r, LLVMValueRef a, LLVMValueRef f) {
+  LLVMBuilderRef b = E->b;
+  LLVMTypeRef i64 = E->i64;
+  LLVMValueRef m = LLVMBuildMul(b, f, LLVMBuildMul(b, a, r->k4, ""), "twm");
+  LLVMValueRef t = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, LLVMBuildZExt(b, a, i64, ""), LLVMBuildZExt(b, f, i64, ""), ""),
+                                   LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, i64, ""), LLVMBuildZExt(b, r->q, i64, ""), ""), "");
+  return LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
+}
+
 static LLVMValueRef split_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
   LLVMBuilderRef b = E->b;
   LLVMValueRef mask = c64(E, (UINT64_C(1) << E->K->twsplit) - 1);
@@ -508,15 +521,7 @@ static LLVMValueRef split_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
   LLVMValueRef both = LLVMBuildAnd(b, has_hi, LLVMBuildICmp(b, LLVMIntNE, lo, zero, ""), "twboth");
   LLVMValueRef a = load(E, E->W, r->twrow, LLVMBuildSelect(b, has_hi, hi, lo, ""), walign(E), "twa");
   LLVMValueRef f = load(E, E->W, r->twrow, lo, walign(E), "twf");
-  /* (a f + m q) / 2^32 with m = f (a k) mod 2^32: REDC(a f) without its
-   * last subtraction, below 2q; the butterflies' products take a lazy w
-   * (w x < 4q^2 and their own REDC ends canonical), so theirs is SPEC's */
-  LLVMValueRef m = LLVMBuildMul(b, f, LLVMBuildMul(b, a, r->k4, ""), "twm");
-  LLVMTypeRef i64 = E->i64;
-  LLVMValueRef t = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, LLVMBuildZExt(b, a, i64, ""), LLVMBuildZExt(b, f, i64, ""), ""),
-                                   LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, i64, ""), LLVMBuildZExt(b, r->q, i64, ""), ""), "");
-  LLVMValueRef p = LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
-  return LLVMBuildSelect(b, both, p, a, "w");
+  return LLVMBuildSelect(b, both, twiddle_product(E, r, a, f), a, "w");
 }
 
 /* The constant of twiddle idx of the row, loaded from global memory (or
@@ -565,11 +570,7 @@ static int vector_twiddles(ne *E, const rowc *r, LLVMValueRef base, int nkeys, L
         w[k0 + j] = f;
         continue;
       }
-      LLVMValueRef m = LLVMBuildMul(b, f, LLVMBuildMul(b, a, r->k4, ""), "twm");
-      LLVMValueRef t = LLVMBuildNUWAdd(
-          b, LLVMBuildNUWMul(b, LLVMBuildZExt(b, a, E->i64, ""), LLVMBuildZExt(b, f, E->i64, ""), ""),
-          LLVMBuildNUWMul(b, LLVMBuildZExt(b, m, E->i64, ""), LLVMBuildZExt(b, r->q, E->i64, ""), ""), "");
-      LLVMValueRef pr = LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
+      LLVMValueRef pr = twiddle_product(E, r, a, f);
       /* lo = lo0 + key is nonzero but for key 0 with lo0 = 0: then T[hi] */
       if (k0 + j == 0) pr = LLVMBuildSelect(b, lo0_zero, a, pr, "");
       w[k0 + j] = LLVMBuildSelect(b, has_hi, pr, f, "w");
