@@ -248,8 +248,11 @@ FHJIT_API fhjit_value fhjit_pack(fhjit_graph *g, int32_t count,
  * entry and row of x. `twiddles` is a FHJIT_KIND_TWIDDLE input [rows, N]
  * holding the Montgomery-form table of fhjit_twiddle_tables: the forward
  * table for the two forward kinds, the inverse table for the inverse kinds.
- * Forward kinds need x in the coefficient domain and give NTT-domain
- * Montgomery values (lazy); inverse kinds the other way round. */
+ * r32 kernels may read an entry as the product of two others (docs/ntt.md),
+ * exact for those tables (canonical powers of a root); fhjit_interpret
+ * refuses any other r32 table. Forward kinds need x in the coefficient
+ * domain and give NTT-domain Montgomery values (lazy); inverse kinds the
+ * other way round. */
 typedef enum fhjit_ntt_kind {
   FHJIT_NTT_COEF_STD_TO_NTT = 0,  /* to_mont, then the forward butterflies */
   FHJIT_NTT_COEF_MONT_TO_NTT = 1, /* the forward butterflies */
