@@ -237,18 +237,7 @@ static fhjit_status eval_ntt(interp *it, fhjit_value v, uint64_t *out) {
                          (unsigned long long)(2 * m->q), (long long)pos);
       row[i] = ir_it_read_elem(it, n->args[0], rest, bidx, t->nbatch, r, i);
     }
-    /* r32 kernels may compute entries as products of two others (ntt_plan
-     * twsplit), which SPEC's tables (canonical powers of a root) allow: a
-     * table of any other words is refused rather than read two ways */
-    int64_t bad = !st && g->radix == FHJIT_R32 && flat < t->rows ? ir_ntt_table_mismatch(m, logn, tab) : -1;
-    if (bad == -2)
-      st = ir_error_at(g, n->loc, FHJIT_ERR_MEMORY, "fhjit_interpret: out of memory for %%%s", n->name);
-    else if (bad >= 0)
-      st = ir_error_at(g, tw->loc, FHJIT_ERR_ARGUMENT,
-                       "fhjit_interpret: twiddle table %%%s, limb %lld: entry %lld is %llu, not "
-                       "the canonical power of the root in entry N/2 that SPEC 5's tables hold "
-                       "(r32 tables are fhjit_twiddle_tables' words)",
-                       tw->name, (long long)pos, (long long)bad, (unsigned long long)tab[bad]);
+    if (!st) st = ir_it_check_twiddles(it, tw, pos, logn, tab);
     if (st || it->status) break;
     ir_ntt_row(kind, m, n_inv_r, logn, tab, row);
     memcpy(out + flat * len, row, sizeof *row * (size_t)len);
@@ -258,6 +247,30 @@ done:
   free(row);
   free(tab);
   return st;
+}
+
+/* r32 kernels may compute entries as products of two others (ntt_plan
+ * twsplit), which SPEC's tables (canonical powers of a root) allow: a
+ * table of any other words is refused rather than read two ways. */
+fhjit_status ir_it_check_twiddles(interp *it, const ir_node *tw, int64_t pos, int logn,
+                                  const uint64_t *tab) {
+  fhjit_graph *g = it->g;
+  if (g->radix != FHJIT_R32) return FHJIT_OK;
+  int cached = it->tw_checked && tw->input_index >= 0 && pos >= 0 && pos < it->nmods;
+  size_t at = cached ? (size_t)tw->input_index * (size_t)it->nmods + (size_t)pos : 0;
+  if (cached && it->tw_checked[at]) return FHJIT_OK;
+  int64_t bad = ir_ntt_table_mismatch(&it->mods[pos], logn, tab);
+  if (bad == -2)
+    return ir_error(g->ctx, FHJIT_ERR_MEMORY, "fhjit_interpret: out of memory checking %%%s",
+                    tw->name);
+  if (bad >= 0)
+    return ir_error_at(g, tw->loc, FHJIT_ERR_ARGUMENT,
+                       "fhjit_interpret: twiddle table %%%s, limb %lld: entry %lld is %llu, not "
+                       "the canonical power of the root in entry N/2 that SPEC 5's tables hold "
+                       "(r32 tables are fhjit_twiddle_tables' words)",
+                       tw->name, (long long)pos, (long long)bad, (unsigned long long)tab[bad]);
+  if (cached) it->tw_checked[at] = 1;
+  return FHJIT_OK;
 }
 
 /* ------------------------------------------------------ parameter table */
@@ -359,6 +372,11 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
     goto done;
   }
   it.nmods = limbs;
+  it.tw_checked = calloc((size_t)(g->ninputs ? g->ninputs : 1) * (size_t)(limbs ? limbs : 1), 1);
+  if (!it.tw_checked) {
+    st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);
+    goto done;
+  }
   if ((st = read_params(&it, params, pstride, limbs))) goto done;
 
   for (int32_t v = 0; v < nn; v++) {
@@ -387,6 +405,7 @@ done:
   free(it.temp);
   free(it.dense);
   free(it.mods);
+  free(it.tw_checked);
   free(live);
   free(last_use);
   return st;

@@ -16,6 +16,9 @@ typedef struct interp {
   fhjit_status status;  /* the first failure while reading inputs */
   const void *params;   /* the parameter table (row 7 for inverse NTTs) */
   int64_t pstride;
+  /* r32: per (input, chain position), whether that twiddle row was found
+   * a canonical power table (ir_it_check_twiddles), so each is checked once */
+  unsigned char *tw_checked;
 } interp;
 
 /* Word `off` of input #index's buffer. */
@@ -25,6 +28,12 @@ uint64_t ir_it_load_input(const interp *it, int32_t index, int64_t off);
  * the modulus of v's row. */
 uint64_t ir_it_read_elem(interp *it, fhjit_value v, int64_t c, const int64_t *bidx, int nb,
                          int64_t row, int64_t i);
+/* r32: twiddle row `pos` of input node tw, read into tab[0..2^logn), must be
+ * a canonical power table (ir_ntt_table_mismatch), since r32 kernels may
+ * read an entry as the product of two others: else an error naming the
+ * input, position and entry. Once per input and position. */
+fhjit_status ir_it_check_twiddles(interp *it, const ir_node *tw, int64_t pos, int logn,
+                                  const uint64_t *tab);
 /* Row r, column `limb` of the parameter table. */
 uint64_t ir_it_load_param(fhjit_radix radix, const void *params, int64_t pstride, int r,
                           int64_t limb);

@@ -3,9 +3,10 @@
  * over SPEC's formulas. Each polynomial (component, batch entry) is read row
  * by row, transformed with the NTT reference (ntt_ref.c) where SPEC says
  * so, and written densely. Every table is checked word for word against
- * the one the chain gives (tables.c), and every twiddle row and inverse
- * scale (parameter row 7) against SPEC, so a wrong table is an error that
- * names it, never other numbers. */
+ * the one the chain gives (tables.c), and every twiddle row (lazy; at r32
+ * a canonical power table, ir_it_check_twiddles) and inverse scale
+ * (parameter row 7) against SPEC, so a wrong table is an error that names
+ * it, never other numbers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static fhjit_status load_twiddles(mix *x, int targ, int64_t pos) {
                          tw->name, (long long)off, (unsigned long long)x->tw[i],
                          (unsigned long long)(2 * m->q), (long long)pos);
   }
-  return FHJIT_OK;
+  return ir_it_check_twiddles(it, tw, pos, x->logn, x->tw);
 }
 
 /* One of section 5's transforms of a row at chain position pos. */

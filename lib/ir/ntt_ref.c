@@ -102,11 +102,17 @@ int64_t ir_ntt_table_mismatch(const ir_modulus *m, int log_n, const uint64_t *ta
   pw[0] = ir_mont_r1(m->q, ir_word_bits(m->radix));
   for (int64_t e = 1; e < 2 * n; e++) pw[e] = ir_mod_mul(m, pw[e - 1], root);
   int64_t bad = -1;
-  for (int s = 0; s < log_n && bad < 0; s++)
+  for (int s = 0; s < log_n && bad < 0; s++) {
+    /* br = br_s(g), stepped as g counts up (a reversed increment) */
+    uint64_t br = 0;
     for (int64_t g = 0; g < (INT64_C(1) << s) && bad < 0; g++) {
-      int64_t e = (INT64_C(1) << (log_n - 1 - s)) * (1 + 2 * (int64_t)ir_bitrev((uint64_t)g, s));
+      int64_t e = (INT64_C(1) << (log_n - 1 - s)) * (1 + 2 * (int64_t)br);
       if (table[(INT64_C(1) << s) + g] != pw[e]) bad = (INT64_C(1) << s) + g;
+      uint64_t bit = s ? UINT64_C(1) << (s - 1) : 0;
+      while (bit && (br & bit)) br ^= bit, bit >>= 1;
+      br |= bit;
     }
+  }
   free(pw);
   return bad;
 }

@@ -461,6 +461,43 @@ START_TEST(test_bconv) {
 }
 END_TEST
 
+/* The twiddle rows a mixing op's own NTTs read are checked as the NTT's
+ * are (ir_it_check_twiddles): an r32 rescale whose forward table has an
+ * entry + q (lazy, not canonical) is refused naming the table, limb and
+ * entry; at r62 (lazy tables, SPEC 5) it runs. */
+START_TEST(test_twiddles_checked) {
+  fhjit_radix radix = _i ? FHJIT_R62 : FHJIT_R32;
+  env e;
+  s7_env_init(&e, radix, 3, 6, 909 + (uint64_t)_i);
+  const int32_t basis[3] = {0, 1, 2};
+  fhjit_graph *g = s7_graph(&e, "tw", 0, 0);
+  fhjit_value x = poly_input(g, "x", basis, 3, e.n, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  fhjit_value f = s7_twiddles(&e, g, "fwd"), iv = s7_twiddles(&e, g, "inv");
+  fhjit_value z = fhjit_rescale(g, x, f, iv, s7_table(g, "t", 2)); /* rows - 1 words */
+  ck_assert_msg(z >= 0, "%s", fhjit_last_error(e.ctx));
+  ck_assert_int_eq(fhjit_output(g, z, NULL), FHJIT_OK);
+  uint64_t *xw = malloc(sizeof *xw * (size_t)(3 * e.n)), *o = malloc(sizeof *o * (size_t)(2 * e.n));
+  for (int64_t k = 0; k < 3 * e.n; k++) xw[k] = tu_below(&e.seed, e.q[k / e.n]);
+  uint64_t *data[4] = {xw};
+  uint64_t w = s7_wget(&e, e.fwd, 5);
+  s7_wput(&e, e.fwd, 5, w + e.q[0]); /* limb 0, entry 5 */
+  fhjit_status st = run(&e, g, data, o);
+  if (radix == FHJIT_R32) {
+    ck_assert_int_eq(st, FHJIT_ERR_ARGUMENT);
+    ck_assert_msg(tu_contains(fhjit_last_error(e.ctx), "twiddle table %fwd, limb 0: entry 5 "),
+                  "%s", fhjit_last_error(e.ctx));
+  } else {
+    ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  }
+  s7_wput(&e, e.fwd, 5, w);
+  ck_assert_msg(run(&e, g, data, o) == FHJIT_OK, "%s", fhjit_last_error(e.ctx));
+  free(xw);
+  free(o);
+  fhjit_graph_destroy(g);
+  s7_env_free(&e);
+}
+END_TEST
+
 /* x coefficient-standard -> NTT -> op -> coefficient-standard. */
 static fhjit_graph *ntt_sandwich(env *e, ir_op op, const int32_t *basis, int rows, int special,
                                  int alpha, int64_t digit, int64_t tlen_hint) {
@@ -638,6 +675,7 @@ int main(void) {
   tcase_add_loop_test(tc, test_automorphism, 0, 14);
   tcase_add_loop_test(tc, test_bconv, 0, 24);
   tcase_add_loop_test(tc, test_rescale, 0, 14);
+  tcase_add_loop_test(tc, test_twiddles_checked, 0, 2);
   tcase_add_loop_test(tc, test_moddown, 0, 14);
   tcase_add_loop_test(tc, test_modup, 0, 16);
   suite_add_tcase(s, tc);
