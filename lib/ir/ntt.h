@@ -48,9 +48,10 @@ void ir_ntt_row(ir_ntt_kind kind, const ir_modulus *m, uint64_t n_inv_r,
  * row's table that is not the canonical Montgomery word of root^e(i), with
  * root = table[N/2] / R and e(2^s + g) = 2^(n-1-s) (1 + 2 br_s(g)) (the
  * exponents of SPEC 5's fwd and inv tables, for their roots psi and
- * psi^-1), -1 when every one is, -2 when out of memory. Such a table has table[i] = REDC(
- * table[hi] * table[lo]) for every split of i into disjoint bits, which
- * r32 kernels use to read it in part (ntt_plan twsplit, docs/ntt.md). */
+ * psi^-1), -1 when every one is, -2 when out of memory. Such a table has
+ * table[i] = REDC(table[hi] * table[lo]) for every split of i into
+ * disjoint bits, which r32 kernels use to read it in part (ntt_plan
+ * twsplit, docs/ntt.md). */
 int64_t ir_ntt_table_mismatch(const ir_modulus *m, int log_n, const uint64_t *table);
 
 /* log2 n when n is a power of two in [2^IR_NTT_MIN_LOG, 2^IR_NTT_MAX_LOG],

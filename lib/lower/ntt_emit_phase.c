@@ -485,19 +485,6 @@ static LLVMValueRef chunk_tw_base(ne *E, LLVMValueRef blk, LLVMValueRef c) {
                          LLVMBuildAnd(b, gchunk, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""), "twbase");
 }
 
-/* Twiddle idx of the row from two entries of its table (k->twsplit = U,
- * r32): with lo = idx mod 2^U and hi = idx - lo, T[idx] = REDC(T[hi] *
- * T[lo]) whenever both are nonzero, and T[idx] itself otherwise (one of
- * them is idx). Why it is exact: entry 2^s + g (g < 2^s) holds psi^e R
- * mod q with e = 2^(n-1-s) (1 + 2 br_s(g)), br_s the s-bit reversal; the
- * bits of lo and of g's rest are disjoint, so e(idx) = e(hi) + e(lo)
- * (docs/ntt.md, "Twiddles as products of two entries"), and REDC of two
- * Montgomery words is a Montgomery word of their product; a butterfly's
- * r32 product of it is canonical, so SPEC's word. Why it pays: T[hi] is one word of every 2^U,
- * the same for 2^U neighbouring indices, and T[lo] lies in the table's
- * first 2^U words, which every block of the row reads, so the table is not
- * streamed from memory once per row (r32 2^16 x 64 on an H100: the forward
- * 26.8 us with every row's own table, 24.5 with one table for all). */
 /* r32: (a f + m q) / 2^32 with m = f (a k) mod 2^32, REDC(a f) without
  * its last subtraction, below 2q for a, f < q. The butterflies' products
  * take such a lazy w (w x < 4q^2 < 2^62 and their own REDC ends
@@ -511,14 +498,32 @@ static LLVMValueRef twiddle_product(ne *E, const rowc *r, LLVMValueRef a, LLVMVa
   return LLVMBuildTrunc(b, LLVMBuildLShr(b, t, c64(E, 32), ""), E->W, "twp");
 }
 
+/* idx split at bit twsplit: *lo = idx mod 2^U, *hi = idx - *lo, and
+ * whether *hi is nonzero. */
+static LLVMValueRef split_index(ne *E, LLVMValueRef idx, LLVMValueRef *lo, LLVMValueRef *hi) {
+  LLVMBuilderRef b = E->b;
+  *lo = LLVMBuildAnd(b, idx, c64(E, (UINT64_C(1) << E->K->twsplit) - 1), "twlo");
+  *hi = LLVMBuildXor(b, idx, *lo, "twhi");
+  return LLVMBuildICmp(b, LLVMIntNE, *hi, c64(E, 0), "");
+}
+
+/* Twiddle idx of the row from two entries of its table (k->twsplit = U,
+ * r32): with lo = idx mod 2^U and hi = idx - lo, T[idx] = REDC(T[hi] *
+ * T[lo]) whenever both are nonzero, and T[idx] itself otherwise (one of
+ * them is idx). Why it is exact: entry 2^s + g (g < 2^s) holds psi^e R
+ * mod q with e = 2^(n-1-s) (1 + 2 br_s(g)), br_s the s-bit reversal; the
+ * bits of lo and of g's rest are disjoint, so e(idx) = e(hi) + e(lo)
+ * (docs/ntt.md, "Twiddles as products of two entries"), and REDC of two
+ * Montgomery words is a Montgomery word of their product; a butterfly's
+ * r32 product of it is canonical, so SPEC's word. Why it pays: T[hi] is
+ * one word of every 2^U, the same for 2^U neighbouring indices, and T[lo]
+ * lies in the table's first 2^U words, which every block of the row
+ * reads, so the table is not streamed from memory once per row (r32 2^16 x 64 on an H100: the forward
+ * 26.8 us with every row's own table, 24.5 with one table for all). */
 static LLVMValueRef split_twiddle(ne *E, const rowc *r, LLVMValueRef idx) {
   LLVMBuilderRef b = E->b;
-  LLVMValueRef mask = c64(E, (UINT64_C(1) << E->K->twsplit) - 1);
-  LLVMValueRef lo = LLVMBuildAnd(b, idx, mask, "twlo");
-  LLVMValueRef hi = LLVMBuildXor(b, idx, lo, "twhi");
-  LLVMValueRef zero = c64(E, 0);
-  LLVMValueRef has_hi = LLVMBuildICmp(b, LLVMIntNE, hi, zero, "");
-  LLVMValueRef both = LLVMBuildAnd(b, has_hi, LLVMBuildICmp(b, LLVMIntNE, lo, zero, ""), "twboth");
+  LLVMValueRef lo, hi, has_hi = split_index(E, idx, &lo, &hi);
+  LLVMValueRef both = LLVMBuildAnd(b, has_hi, LLVMBuildICmp(b, LLVMIntNE, lo, c64(E, 0), ""), "twboth");
   LLVMValueRef a = load(E, E->W, r->twrow, LLVMBuildSelect(b, has_hi, hi, lo, ""), walign(E), "twa");
   LLVMValueRef f = load(E, E->W, r->twrow, lo, walign(E), "twf");
   return LLVMBuildSelect(b, both, twiddle_product(E, r, a, f), a, "w");
@@ -551,10 +556,8 @@ static int vector_twiddles(ne *E, const rowc *r, LLVMValueRef base, int nkeys, L
   LLVMBuilderRef b = E->b;
   LLVMValueRef lo0 = base, a = NULL, has_hi = NULL, lo0_zero = NULL;
   if (split) {
-    LLVMValueRef mask = c64(E, (UINT64_C(1) << k->twsplit) - 1);
-    lo0 = LLVMBuildAnd(b, base, mask, "twlo");
-    LLVMValueRef hi = LLVMBuildXor(b, base, lo0, "twhi");
-    has_hi = LLVMBuildICmp(b, LLVMIntNE, hi, c64(E, 0), "");
+    LLVMValueRef hi;
+    has_hi = split_index(E, base, &lo0, &hi);
     lo0_zero = LLVMBuildICmp(b, LLVMIntEQ, lo0, c64(E, 0), "");
     /* T[hi], or T[0] where hi = 0 (then unused) */
     a = load(E, E->W, r->twrow, hi, walign(E), "twa");
