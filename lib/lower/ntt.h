@@ -152,6 +152,19 @@ typedef struct lw_ntt_kplan {
   /* the padding's step: x + ((x >> pad_shift) << pad_w), 2^pad_w words per
    * 2^pad_shift (0: one word; xvec: log_xw, which keeps a vector aligned) */
   int pad_w;
+  /* cluster kernels: each cluster transforms 2^log_rows batch-rows in turn
+   * (rows [cid 2^log_rows, ...) of cluster cid, blocks = ceil(batch_rows /
+   * 2^log_rows) C); 0: one row per cluster. With ahead (log_rows > 0, the
+   * GPU where the source is a dense view read as is), the next row's
+   * global loads are asynchronous copies (cp.async) into shared memory
+   * issued while the current row's passes run: the forward's cross
+   * segment's words into a staging area after the slice (S words, each
+   * thread's own), the inverse's staged load into a second slice (the
+   * slices alternate by row). slice_words: one slice (S padded);
+   * smem_words: the block's whole dynamic shared memory. */
+  int log_rows;
+  int ahead;
+  uint32_t slice_words;
 } lw_ntt_kplan;
 
 typedef struct lw_ntt_plan {
@@ -359,6 +372,10 @@ typedef struct lw_ntt_tuning {
    * xvec at least a 16-byte vector's) */
   int xvec, u_cluster;
   int minb_cluster; /* > 0: the cluster kernel's minimum blocks per SM (lw_ntt_kplan.minb) */
+  /* rows_cluster: log2 rows a cluster transforms in turn (lw_ntt_kplan.log_rows,
+   * default 0); ahead_cluster: with several, each next row's loads issued
+   * ahead (lw_ntt_kplan.ahead, default 1) */
+  int rows_cluster, ahead_cluster;
   int mixfuse;   /* a moddown's or rescale's computed operand (mixsteps.c): 0 always
                   * materialised, 1 always computed in its kernels, default: by bytes */
   int digitfwd;  /* modups sharing one inverse NTT (mixsteps.c): 0 a forward NTT per

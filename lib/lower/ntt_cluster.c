@@ -16,6 +16,13 @@
  *            [cross] ld.shared::cluster, the log C top stages, post step,
  *            stores to global (epilogue), then a cluster barrier before exit
  *
+ * With rows_cluster (lw_ntt_kplan.log_rows) a cluster runs 2^log_rows
+ * batch-rows in turn, these segments once per row, and with ahead it
+ * issues each next row's global loads as cp.async copies into shared
+ * memory (the forward's staging area, the inverse's second slice) while
+ * the current row's passes run (cl_rows_gpu; measured slower, so off by
+ * default: docs/ntt-cluster.md).
+ *
  * It uses the emitter's state and its row, arithmetic, fusion and store
  * helpers (ntt_emit.h), so the prologue, the epilogue and the source views
  * are the two kernels' own code. On the host the same segments run as
@@ -37,6 +44,12 @@ typedef struct clplace {
   LLVMValueRef rank; /* i32 */
   LLVMValueRef br;   /* i64 */
   LLVMValueRef own;  /* the slice's first word (shared pointer) */
+  /* several rows in turn (log_rows): next, an i1, another row follows
+   * this one in the cluster; with ahead (cl_ahead), ahead the place
+   * the next row's copies go: the forward's staging area, the inverse's
+   * other slice (NULL: one row, or loads in place) */
+  LLVMValueRef next;
+  LLVMValueRef ahead;
 } clplace;
 
 static int cl_log_s(const ne *E) { return E->P->log_n - E->K->cluster; }
@@ -61,9 +74,10 @@ static void cl_barrier(ne *E, const char *which) {
  * the host a pointer into the cluster's buffer. */
 static LLVMValueRef cl_remote_base(ne *E, const clplace *cp, LLVMValueRef j) {
   LLVMBuilderRef b = E->b;
-  if (E->target != LW_GPU) { /* E->smem: the cluster's slices in rank order */
-    LLVMValueRef off = LLVMBuildZExt(b, LLVMBuildNUWMul(b, j, c32(E, E->K->smem_words), ""), E->i64, "");
-    return LLVMBuildInBoundsGEP2(b, E->W, E->smem, &off, 1, "slice");
+  if (E->target != LW_GPU) { /* the cluster's blocks' shared memory in rank order */
+    LLVMValueRef d = LLVMBuildNSWMul(b, LLVMBuildSExt(b, LLVMBuildSub(b, j, cp->rank, ""), E->i64, ""),
+                                     c64(E, E->K->smem_words), "");
+    return LLVMBuildGEP2(b, E->W, cp->own, &d, 1, "slice");
   }
   LLVMTypeRef fty;
   LLVMValueRef fn = intrinsic(E, "llvm.nvvm.mapa.shared.cluster", &fty);
@@ -261,6 +275,129 @@ static void cl_source_run(ne *E, LLVMValueRef br, LLVMValueRef i, int w, LLVMVal
   for (int v = 0; v < w; v++) x[v] = cl_source(E, br, add_const32(E, i, (uint64_t)v));
 }
 
+/* ------------------------------------------ the next row's loads ahead */
+
+static int cl_own_vec(ne *E);
+static void cl_own_load(ne *E, LLVMValueRef base, LLVMValueRef idx, int n, LLVMValueRef *x);
+
+/* Whether this kernel loads each next row ahead (lw_ntt_kplan.ahead):
+ * several rows per cluster, and a source read word for word as it is
+ * (a dense view on the copies' grid: w words for the forward's column
+ * runs, V for the inverse's staged load; no prologue, no lift). */
+static int cl_ahead(ne *E) {
+  const lw_ntt_kplan *k = E->K;
+  if (!k->ahead || !k->log_rows || E->pro_active || !E->src_dense) return 0;
+  if (!ir_ntt_is_forward(E->P->kind)) return !k->tail && E->P->src_offset % E->V == 0;
+  int w = k->xvec ? 1 << k->log_xw : 1;
+  return !lw_ne_lift_add_active(E) && E->P->src_offset % w == 0;
+}
+
+/* words (1, 2 or 4: at most 16 bytes) from global memory at src to shared
+ * memory at dst, asynchronously (cp.async: .cg for 16 bytes, .ca below;
+ * complete after cl_async_wait); on the host at once. */
+static void cl_async_copy(ne *E, LLVMValueRef dst, LLVMValueRef src, int words) {
+  LLVMBuilderRef b = E->b;
+  if (E->target != LW_GPU) {
+    LLVMTypeRef ty = words == 1 ? E->W : LLVMVectorType(E->W, (unsigned)words);
+    LLVMValueRef v = LLVMBuildLoad2(b, ty, src, "ahead");
+    LLVMSetAlignment(v, walign(E));
+    LLVMSetAlignment(LLVMBuildStore(b, v, dst), walign(E));
+    return;
+  }
+  int bytes = words * (int)walign(E);
+  const char *name = bytes == 16  ? "llvm.nvvm.cp.async.cg.shared.global.16"
+                     : bytes == 8 ? "llvm.nvvm.cp.async.ca.shared.global.8"
+                                  : "llvm.nvvm.cp.async.ca.shared.global.4";
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(E, name, &fty);
+  LLVMValueRef args[2] = {dst, src};
+  LLVMBuildCall2(b, fty, fn, args, 2, "");
+}
+
+/* The thread's earlier cl_async_copy have landed (cp.async.wait_all; its
+ * own copies: other threads' need a barrier after it). */
+static void cl_async_wait(ne *E) {
+  if (E->target != LW_GPU) return;
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(E, "llvm.nvvm.cp.async.wait.all", &fty);
+  LLVMBuildCall2(E->b, fty, fn, NULL, 0, "");
+}
+
+/* Runs body(E, cp) where cp->next holds (uniform in the cluster). */
+static void cl_if_next(ne *E, const clplace *cp, void (*body)(ne *, const clplace *)) {
+  LLVMBuilderRef b = E->b;
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(E->c, E->fn, "next.row");
+  LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(E->c, E->fn, "next.done");
+  LLVMBuildCondBr(b, cp->next, then, after);
+  LLVMPositionBuilderAtEnd(b, then);
+  body(E, cp);
+  LLVMBuildBr(b, after);
+  LLVMPositionBuilderAtEnd(b, after);
+}
+
+/* Forward: the staging word of the thread's column run u0 / w of
+ * iteration it, block j's words (i32): each thread's runs side by side
+ * with its neighbours' (a warp's copies and reads contiguous). */
+static LLVMValueRef cl_stage_word(ne *E, const clplace *cp, int it, int u0, int j) {
+  const lw_ntt_kplan *k = E->K;
+  int C = 1 << k->cluster, U = 1 << k->log_u, w = k->xvec ? 1 << k->log_xw : 1;
+  uint64_t slot = ((uint64_t)(it * (U / w) + u0 / w) * (uint64_t)C + (uint64_t)j) * k->threads;
+  return LLVMBuildNUWMul(E->b, add_const32(E, cp->tid, slot), c32(E, (uint64_t)w), "stage");
+}
+
+/* Forward: row br's column words of this thread (what cl_cross_forward
+ * reads) copied ahead into its staging words (cp->ahead). */
+static void cl_copy_forward(ne *E, const clplace *cp, LLVMValueRef br) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = k->xvec ? 1 << k->log_xw : 1;
+  int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
+  for (int it = 0; it < iters; it++)
+    for (int u0 = 0; u0 < U; u0 += w) {
+      LLVMValueRef l = cl_column(E, cp, it, u0);
+      for (int j = 0; j < C; j++) {
+        LLVMValueRef i = LLVMBuildZExt(b, add_const32(E, l, (uint64_t)j << s), E->i64, "");
+        LLVMValueRef off = cl_source_off(E, br, i);
+        LLVMValueRef src = LLVMBuildInBoundsGEP2(b, E->W, E->src, &off, 1, "");
+        LLVMValueRef st = LLVMBuildZExt(b, cl_stage_word(E, cp, it, u0, j), E->i64, "");
+        LLVMValueRef dst = LLVMBuildInBoundsGEP2(b, E->W, cp->ahead, &st, 1, "");
+        cl_async_copy(E, dst, src, w);
+      }
+    }
+}
+
+static void cl_copy_forward_next(ne *E, const clplace *cp) {
+  cl_copy_forward(E, cp, LLVMBuildNUWAdd(E->b, cp->br, c64(E, 1), "br.next"));
+}
+
+/* Inverse: row br's slice words (what cl_staged loads) copied ahead into
+ * the slice at dst (cp->ahead: the other one). */
+static void cl_copy_staged(ne *E, const clplace *cp, LLVMValueRef br, LLVMValueRef dst) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int s = cl_log_s(E), V = E->V, nv = cl_own_vec(E);
+  int iters = (int)((UINT64_C(1) << s) / ((uint64_t)V * k->threads));
+  LLVMValueRef slice0 = LLVMBuildShl(b, cp->rank, c32(E, (uint64_t)s), "slice0");
+  LLVMValueRef rowoff = LLVMBuildShl(b, br, c64(E, (uint64_t)E->P->log_n), "rowoff");
+  if (E->P->src_offset) rowoff = LLVMBuildNUWAdd(b, rowoff, c64(E, (uint64_t)E->P->src_offset), "");
+  for (int it = 0; it < iters; it++) {
+    LLVMValueRef q = LLVMBuildShl(b, add_const32(E, cp->tid, (uint64_t)it * k->threads),
+                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "q");
+    LLVMValueRef sq = lw_ne_padded(E, q);
+    LLVMValueRef off = LLVMBuildNUWAdd(b, rowoff, LLVMBuildZExt(b, LLVMBuildOr(b, slice0, q, ""), E->i64, ""), "");
+    for (int v = 0; v < V; v += nv) {
+      LLVMValueRef o = add_const64(E, off, (uint64_t)v);
+      LLVMValueRef src = LLVMBuildInBoundsGEP2(b, E->W, E->src, &o, 1, "");
+      LLVMValueRef d = LLVMBuildZExt(b, add_const32(E, sq, cl_padc(E, (uint64_t)v)), E->i64, "");
+      cl_async_copy(E, LLVMBuildInBoundsGEP2(b, E->W, dst, &d, 1, ""), src, nv);
+    }
+  }
+}
+
+static void cl_copy_staged_next(ne *E, const clplace *cp) {
+  cl_copy_staged(E, cp, LLVMBuildNUWAdd(E->b, cp->br, c64(E, 1), "br.next"), cp->ahead);
+}
+
 /* Forward: columns from global memory, the top stages, into the owners'
  * slices (each word crosses distributed shared memory once). */
 static void cl_cross_forward(ne *E, const clplace *cp) {
@@ -278,6 +415,7 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
   cl_cross_twiddles(E, &r, mc);
   LLVMValueRef base[8];
   for (int j = 0; j < C; j++) base[j] = cl_remote_base(E, cp, c32(E, (uint64_t)j));
+  if (cp->ahead) cl_async_wait(E); /* the row's words copied ahead have landed */
   for (int it = 0; it < iters; it++) {
     LLVMValueRef x[16][8], l[16];
     /* column u's word j: runs of w columns (xvec: consecutive positions) */
@@ -285,7 +423,10 @@ static void cl_cross_forward(ne *E, const clplace *cp) {
       for (int v = 0; v < w; v++) l[u0 + v] = cl_column(E, cp, it, u0 + v);
       for (int j = 0; j < C; j++) {
         LLVMValueRef run[4];
-        cl_source_run(E, cp->br, add_const32(E, l[u0], (uint64_t)j << s), w, run);
+        if (cp->ahead) /* the thread's own staging words (cl_copy_forward) */
+          cl_own_load(E, cp->ahead, cl_stage_word(E, cp, it, u0, j), w, run);
+        else
+          cl_source_run(E, cp->br, add_const32(E, l[u0], (uint64_t)j << s), w, run);
         for (int v = 0; v < w; v++)
           x[u0 + v][j] = cl_first_value(E, &r, &pre, cp->br, add_const32(E, l[u0 + v], (uint64_t)j << s), run[v]);
       }
@@ -483,8 +624,16 @@ static void cl_segment(ne *E, int sg, const clplace *cp) {
   const lw_ntt_kplan *k = E->K;
   int fwd = ir_ntt_is_forward(E->P->kind);
   if (sg == 0) {
-    if (fwd) cl_cross_forward(E, cp);
-    else cl_staged(E, 1, cp);
+    if (fwd) {
+      cl_cross_forward(E, cp);
+      /* its staging words read (their values stored): the next row's */
+      if (cp->ahead) cl_if_next(E, cp, cl_copy_forward_next);
+    } else if (cp->ahead) {
+      cl_async_wait(E); /* the row's slice words (the segment's barrier follows) */
+      cl_if_next(E, cp, cl_copy_staged_next);
+    } else {
+      cl_staged(E, 1, cp);
+    }
   } else if (sg <= k->npass) {
     cl_pass(E, sg - 1, cp);
   } else {
@@ -504,6 +653,90 @@ static void cl_segment_barrier(ne *E, int sg) {
   } else {
     LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
   }
+}
+
+/* One row's segments and the barriers between them (GPU). */
+static void cl_row_gpu(ne *E, const clplace *cp) {
+  for (int sg = 0; sg < cl_num_segments(E->K); sg++) {
+    if (sg) cl_segment_barrier(E, sg - 1);
+    cl_segment(E, sg, cp);
+  }
+}
+
+/* Several rows in turn (log_rows): the cluster's first row and the end
+ * of its rows (i64). */
+static LLVMValueRef cl_first_row(ne *E, LLVMValueRef cid) {
+  return LLVMBuildShl(E->b, cid, c64(E, (uint64_t)E->K->log_rows), "row0");
+}
+
+static LLVMValueRef cl_rows_end(ne *E, LLVMValueRef row0) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef end = add_const64(E, row0, UINT64_C(1) << E->K->log_rows);
+  LLVMValueRef all = c64(E, (uint64_t)E->P->batch_rows);
+  return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, end, all, ""), end, all, "rows.end");
+}
+
+/* cp's slice and where its next row's copies go (cp->ahead), in the
+ * block's shared memory from region: the forward's staging area after the
+ * slice; the inverse's slices alternating by row (parity: i64 0 or 1). */
+static void cl_buffers(ne *E, clplace *cp, LLVMValueRef region, LLVMValueRef parity) {
+  LLVMBuilderRef b = E->b;
+  LLVMValueRef slice = c64(E, E->K->slice_words);
+  cp->own = region;
+  if (ir_ntt_is_forward(E->P->kind)) {
+    cp->ahead = LLVMBuildInBoundsGEP2(b, E->W, region, &slice, 1, "stage");
+    return;
+  }
+  LLVMValueRef at = LLVMBuildNUWMul(b, parity, slice, "");
+  LLVMValueRef other = LLVMBuildNUWMul(b, LLVMBuildXor(b, parity, c64(E, 1), ""), slice, "");
+  cp->own = LLVMBuildInBoundsGEP2(b, E->W, region, &at, 1, "own");
+  cp->ahead = LLVMBuildInBoundsGEP2(b, E->W, region, &other, 1, "other");
+}
+
+/* GPU: x through a side-effecting move, an opaque copy the optimisers
+ * keep in place (so what is computed from it stays where it is). */
+static LLVMValueRef cl_pin(ne *E, LLVMValueRef x) {
+  int w64 = LLVMGetIntTypeWidth(LLVMTypeOf(x)) == 64;
+  return asm_call(E, LLVMTypeOf(x), w64 ? "mov.b64 $0, $1;" : "mov.b32 $0, $1;",
+                  w64 ? "=l,l" : "=r,r", &x, 1);
+}
+
+/* The first row's copies ahead, into cp's buffers for parity 0. */
+static void cl_copy_first(ne *E, const clplace *cp) {
+  if (ir_ntt_is_forward(E->P->kind)) cl_copy_forward(E, cp, cp->br);
+  else cl_copy_staged(E, cp, cp->br, cp->own);
+}
+
+/* The GPU's rows in turn: the first row's copies ahead, then a loop over
+ * the cluster's rows, each next row's copies issued in its first segment
+ * (cl_segment). Every block of a cluster runs the same rows, so the
+ * barriers stay uniform. */
+static void cl_rows_gpu(ne *E, clplace *cp) {
+  LLVMBuilderRef b = E->b;
+  int ahead = cl_ahead(E);
+  LLVMValueRef row0 = cl_first_row(E, cp->br), end = cl_rows_end(E, row0);
+  LLVMValueRef region = cp->own;
+  if (ahead) {
+    clplace c0 = *cp;
+    c0.br = row0;
+    cl_buffers(E, &c0, region, c64(E, 0));
+    cl_copy_first(E, &c0);
+  }
+  LLVMValueRef tid = cp->tid, rank = cp->rank;
+  loop L = lw_ne_loop_begin(E, row0, E->i64, "row");
+  cp->br = L.iv;
+  cp->next = LLVMBuildICmp(b, LLVMIntULT, add_const64(E, L.iv, 1), end, "next");
+  /* the thread's indices and the slice anew each row: without the pins
+   * LLVM computes every address they give once, before the loop, and
+   * keeps them all live through it (r32 2^16, C = 8: 128-250 registers
+   * against 60) */
+  cp->tid = cl_pin(E, tid);
+  cp->rank = cl_pin(E, rank);
+  LLVMValueRef at = cl_pin(E, LLVMBuildPtrToInt(b, region, E->i64, ""));
+  cp->own = LLVMBuildIntToPtr(b, at, LLVMTypeOf(region), "region");
+  if (ahead) cl_buffers(E, cp, cp->own, LLVMBuildAnd(b, LLVMBuildSub(b, L.iv, row0, ""), c64(E, 1), "parity"));
+  cl_row_gpu(E, cp);
+  lw_ne_loop_end(E, &L, end, "rows_done");
 }
 
 void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name) {
@@ -526,10 +759,9 @@ void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name) {
   cp.br = LLVMBuildLShr(E->b, LLVMBuildZExt(E->b, sreg(E, "llvm.nvvm.read.ptx.sreg.ctaid.x"), E->i64, ""),
                         c64(E, (uint64_t)k->cluster), "br");
   cp.own = sm;
-  for (int sg = 0; sg < cl_num_segments(k); sg++) {
-    if (sg) cl_segment_barrier(E, sg - 1);
-    cl_segment(E, sg, &cp);
-  }
+  cp.next = cp.ahead = NULL;
+  if (k->log_rows) cl_rows_gpu(E, &cp);
+  else cl_row_gpu(E, &cp);
   LLVMBuildRetVoid(E->b);
   /* launch bounds (LLVM 19 has no annotation for .reqnctapercluster: the
    * cluster's shape comes from the launch, docs/abi.md) */
@@ -545,6 +777,31 @@ void lw_ne_build_cluster_gpu_kernel(ne *E, const char *name) {
   }
 }
 
+/* The host form's row: its batch-row, with several rows in turn whether
+ * another follows and its parity, and whether the copies go ahead. */
+typedef struct host_rows {
+  LLVMValueRef br, next, parity;
+  int ahead;
+} host_rows;
+
+/* Segment sg (-1: the first row's copies ahead) of row h for every thread
+ * of every block of the cluster before the next segment: the loop
+ * boundary is the barrier (block's or cluster's). */
+static void cl_host_segment(ne *E, const host_rows *h, int sg) {
+  const lw_ntt_kplan *k = E->K;
+  loop rk = lw_ne_loop_begin(E, c32(E, 0), E->i32, "rank");
+  loop t = lw_ne_loop_begin(E, c32(E, 0), E->i32, "thread");
+  clplace cp = {.tid = t.iv, .rank = rk.iv, .br = h->br, .next = h->next};
+  LLVMValueRef off = LLVMBuildZExt(E->b, LLVMBuildNUWMul(E->b, rk.iv, c32(E, k->smem_words), ""), E->i64, "");
+  LLVMValueRef region = LLVMBuildInBoundsGEP2(E->b, E->W, E->smem, &off, 1, "own");
+  cp.own = region;
+  if (h->ahead) cl_buffers(E, &cp, region, h->parity);
+  if (sg < 0) cl_copy_first(E, &cp);
+  else cl_segment(E, sg, &cp);
+  lw_ne_loop_end(E, &t, c32(E, k->threads), "threads_done");
+  lw_ne_loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
+}
+
 /* The host form: (kernel arguments..., cluster_begin, cluster_end, shared),
  * shared holding a cluster's C slices; "<name>_host" as build_host_fn's. */
 void lw_ne_build_cluster_host_fn(ne *E, const char *name) {
@@ -554,22 +811,23 @@ void lw_ne_build_cluster_host_fn(ne *E, const char *name) {
   LLVMBasicBlockRef done;
   int n;
   LLVMValueRef fn = lw_ne_host_body_begin(E, name, types, &n, &fty, &begin, &end, &done);
-  LLVMValueRef shared = E->smem;
   loop cl = lw_ne_loop_begin(E, begin, E->i64, "cluster");
-  for (int sg = 0; sg < cl_num_segments(k); sg++) {
-    /* a segment for every thread of every block of the cluster before the
-     * next one: the loop boundary is the barrier (block's or cluster's) */
-    loop rk = lw_ne_loop_begin(E, c32(E, 0), E->i32, "rank");
-    loop t = lw_ne_loop_begin(E, c32(E, 0), E->i32, "thread");
-    clplace cp;
-    cp.tid = t.iv;
-    cp.rank = rk.iv;
-    cp.br = cl.iv;
-    LLVMValueRef off = LLVMBuildZExt(E->b, LLVMBuildNUWMul(E->b, rk.iv, c32(E, k->smem_words), ""), E->i64, "");
-    cp.own = LLVMBuildInBoundsGEP2(E->b, E->W, shared, &off, 1, "own");
-    cl_segment(E, sg, &cp);
-    lw_ne_loop_end(E, &t, c32(E, k->threads), "threads_done");
-    lw_ne_loop_end(E, &rk, c32(E, UINT64_C(1) << k->cluster), "ranks_done");
+  host_rows h = {.br = cl.iv, .parity = NULL, .ahead = 0};
+  if (!k->log_rows) {
+    for (int sg = 0; sg < cl_num_segments(k); sg++) cl_host_segment(E, &h, sg);
+  } else { /* as cl_rows_gpu */
+    h.ahead = cl_ahead(E);
+    LLVMValueRef row0 = cl_first_row(E, cl.iv), rend = cl_rows_end(E, row0);
+    if (h.ahead) {
+      h.br = row0, h.parity = c64(E, 0);
+      cl_host_segment(E, &h, -1);
+    }
+    loop L = lw_ne_loop_begin(E, row0, E->i64, "row");
+    h.br = L.iv;
+    h.next = LLVMBuildICmp(E->b, LLVMIntULT, add_const64(E, L.iv, 1), rend, "next");
+    h.parity = LLVMBuildAnd(E->b, LLVMBuildSub(E->b, L.iv, row0, ""), c64(E, 1), "parity");
+    for (int sg = 0; sg < cl_num_segments(k); sg++) cl_host_segment(E, &h, sg);
+    lw_ne_loop_end(E, &L, rend, "rows_done");
   }
   lw_ne_loop_end(E, &cl, end, "clusters_done");
   lw_ne_host_body_end(E, name, types, n, fty, fn, done);

@@ -77,7 +77,7 @@ static void finish_kernel(lw_ntt_kplan *k, int forward, int pad_shift, int64_t b
 void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->twsplit = t->twvec = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
-  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = -1;
+  t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = t->rows_cluster = t->ahead_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = -1;
@@ -162,6 +162,8 @@ static const tuning_key tuning_keys[] = {
     {"xvec", {offsetof(lw_ntt_tuning, xvec)}, 1, 0, 1},
     {"u_cluster", {offsetof(lw_ntt_tuning, u_cluster)}, 1, 0, 4},
     {"minb_cluster", {offsetof(lw_ntt_tuning, minb_cluster)}, 1, 0, 32},
+    {"rows_cluster", {offsetof(lw_ntt_tuning, rows_cluster)}, 1, 0, 4},
+    {"ahead_cluster", {offsetof(lw_ntt_tuning, ahead_cluster)}, 1, 0, 1},
 };
 #define NUM_TUNING_KEYS (sizeof tuning_keys / sizeof tuning_keys[0])
 
@@ -339,6 +341,20 @@ int lw_ntt_cluster_log_default(fhjit_radix radix, int log_n) {
   return c;
 }
 
+/* The cluster kernel's passes over a slice's 2^s words: where they would
+ * end on a short pass that a 16-byte vector holds (r62 1 stage, r32 up to
+ * 2), the staged copy runs those stages on its vectors instead: no round
+ * trip through shared memory and no barrier of its own (lw_ntt_kplan.tail,
+ * as in the chunk kernels); not on the inverse's copies ahead. */
+static void cluster_passes(lw_ntt_kplan *k, const lw_ntt_tuning *t, fhjit_radix radix, int fwd, int s) {
+  int rem = s % k->log_e;
+  int tail_bits = pick(t->tail, 1) && !(k->ahead && !fwd) ? (radix == FHJIT_R32 ? 2 : 1) : 0;
+  k->tail = rem > 0 && rem <= tail_bits ? rem : 0;
+  k->m = s; /* the passes cover the local bits [tail, s) of a slice */
+  plan_passes(k, fwd);
+  k->m = s + k->cluster;
+}
+
 /* The cluster schedule (lw_ntt_kplan.cluster; ntt_cluster.c) of the
  * transform p plans, replacing its kernels, which stay in p->two. C blocks
  * per cluster by default (lw_ntt_cluster_log_default): a block's slice of
@@ -382,16 +398,12 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
   /* not twsplit: the cluster kernel's twiddles as products measured
    * slower (r32 2^16 x 64 forward 42.7 us against 33.8, H100, 2026-12-06) */
   k.twsplit = 0;
-  /* where the passes would end on a short one that a 16-byte vector holds
-   * (r62 1 stage, r32 up to 2), the staged copy runs those stages on its
-   * vectors instead: no round trip through shared memory and no barrier
-   * of its own (lw_ntt_kplan.tail, as in the chunk kernels) */
-  int rem = s % k.log_e;
-  int tail_bits = pick(t->tail, 1) ? (p->radix == FHJIT_R32 ? 2 : 1) : 0;
-  k.tail = rem > 0 && rem <= tail_bits ? rem : 0;
-  k.m = s; /* the passes cover the local bits [tail, s) of a slice */
-  plan_passes(&k, fwd);
-  k.m = n;
+  /* several rows per cluster in turn, the next one's loads ahead (the
+   * inverse's as asynchronous copies into its second slice, where no tail
+   * stages can run on them) */
+  k.log_rows = pick(t->rows_cluster, 0);
+  k.ahead = k.log_rows > 0 ? pick(t->ahead_cluster, 1) : 0;
+  cluster_passes(&k, t, p->radix, fwd, s);
   k.log_subs = 0;
   k.pad_shift = pick(t->pad_chunk, p->radix == FHJIT_R32 ? 5 : 4);
   /* the vector exchange's vectors: the thread's U consecutive columns to
@@ -407,8 +419,18 @@ static fhjit_status make_cluster(fhjit_context *ctx, lw_ntt_plan *p, const lw_nt
   }
   int64_t words = (INT64_C(1) << s) + (k.pad_shift ? ((INT64_C(1) << s) >> k.pad_shift) << k.pad_w : 0);
   words = (words + 3) & ~INT64_C(3);
+  k.slice_words = (uint32_t)words;
+  /* ahead by default only where its buffer fits beside the slice */
+  if (k.ahead && t->ahead_cluster < 0 &&
+      (words + (fwd ? INT64_C(1) << s : words)) * ws > LW_NTT_CLUSTER_SMEM_MAX) {
+    k.ahead = 0;
+    cluster_passes(&k, t, p->radix, fwd, s);
+  }
+  /* ahead: the forward's staging area (S words), the inverse's second slice */
+  if (k.ahead) words += fwd ? INT64_C(1) << s : words;
   k.smem_words = (uint32_t)words;
-  k.blocks = p->batch_rows << c;
+  int64_t per = INT64_C(1) << k.log_rows;
+  k.blocks = ((p->batch_rows + per - 1) / per) << c;
   k.pre = k.post = 1;
   if (k.npass > LW_NTT_CLUSTER_MAX_PASSES || words * ws > LW_NTT_CLUSTER_SMEM_MAX)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -702,5 +724,8 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
                                1 << k->log_u);
     if (used < size && k->cluster && k->xvec)
       used += (size_t)snprintf(buf + used, size - used, " xvec %d", 1 << k->log_xw);
+    if (used < size && k->cluster && k->log_rows)
+      used += (size_t)snprintf(buf + used, size - used, " rows %d%s", 1 << k->log_rows,
+                               k->ahead ? " ahead" : "");
   }
 }

@@ -1302,13 +1302,35 @@ static int cluster_chain(fhjit_radix radix, int64_t n, uint64_t q[64]) {
  * epilogue). Not on the fake driver, whose executor runs graphs by the
  * pointwise kernels' argument order (the NTT's differs); the host's run of
  * the schedule is test_ntt_cluster's. */
+static void cluster_cases(int quick, const char *plan);
+
 static void group_cluster(int quick) {
   group_begin();
-  if (fhjit_context_set_option(ctx, "ntt_schedule", "cluster") != FHJIT_OK) {
+  cluster_cases(quick, NULL);
+  group_end("cluster");
+}
+
+/* The same cases with several rows per cluster in turn (rows_cluster, the
+ * next row's loads ahead by asynchronous copies where they fit, or in
+ * place): the row counts 1, 3 and the batch's 2 x 3 leave the last
+ * cluster fewer rows. */
+static void group_cluster_rows(int quick) {
+  static const char *const plans[] = {"rows_cluster=1,cluster=3", "rows_cluster=2",
+                                      "rows_cluster=1,ahead_cluster=0"};
+  group_begin();
+  /* the first plan on every case, the others on the quick set */
+  for (int i = 0; i < (quick ? 1 : 3); i++) cluster_cases(quick || i > 0, plans[i]);
+  group_end("cluster_rows");
+}
+
+/* group_cluster's cases under ntt_plan `plan` (NULL: the defaults). */
+static void cluster_cases(int quick, const char *plan) {
+  if (fhjit_context_set_option(ctx, "ntt_schedule", "cluster") != FHJIT_OK ||
+      fhjit_context_set_option(ctx, "ntt_plan", plan) != FHJIT_OK) {
     check(0, "cluster: %s", fhjit_last_error(ctx));
-    group_end("cluster");
     return;
   }
+  const char *pl = plan ? plan : "defaults";
   static const char *const kinds[4][2] = {{"coef std", "ntt_fwd %x, %tw mode(std)"},
                                           {"coef mont", "ntt_fwd %x, %tw mode(mont)"},
                                           {"ntt mont", "ntt_inv %x, %tw mode(mont)"},
@@ -1320,7 +1342,7 @@ static void group_cluster(int quick) {
       int64_t n = INT64_C(1) << logn;
       uint64_t q[64];
       if (!cluster_chain(rx, n, q)) continue;
-      char body[1024], label[96];
+      char body[1024], label[192];
       /* every kind, each with two row counts */
       for (int i = 0; i < 8; i++) {
         int kind = i % 4, rows = rows_of[i];
@@ -1329,8 +1351,8 @@ static void group_cluster(int quick) {
                  "  %%x = input pt<[], %d, %lld> %s\n  %%tw = input twiddles<%d, %lld>\n"
                  "  %%y = %s\n  output %%y\n",
                  rows, (long long)n, kinds[kind][0], rows, (long long)n, kinds[kind][1]);
-        snprintf(label, sizeof label, "cluster %s 2^%d %s x %d rows", radix ? "r62" : "r32", logn,
-                 kinds[kind][1] + 4, rows);
+        snprintf(label, sizeof label, "cluster %s 2^%d %s x %d rows (%s)", radix ? "r62" : "r32", logn,
+                 kinds[kind][1] + 4, rows, pl);
         fhjit_graph *g = cluster_graph(rx, body, "cl");
         if (g) s7_case(g, q, rows, n, label);
         if (g) fhjit_graph_destroy(g);
@@ -1341,8 +1363,8 @@ static void group_cluster(int quick) {
                  "  %%x = input pt<[2], 3, %lld> %s\n  %%tw = input twiddles<3, %lld>\n"
                  "  %%y = %s\n  output %%y\n",
                  (long long)n, kinds[kind][0], (long long)n, kinds[kind][1]);
-        snprintf(label, sizeof label, "cluster %s 2^%d batch 2 x 3 %s", radix ? "r62" : "r32", logn,
-                 kinds[kind][1] + 4);
+        snprintf(label, sizeof label, "cluster %s 2^%d batch 2 x 3 %s (%s)", radix ? "r62" : "r32", logn,
+                 kinds[kind][1] + 4, pl);
         fhjit_graph *g = cluster_graph(rx, body, "clb");
         if (g) s7_case(g, q, 3, n, label);
         if (g) fhjit_graph_destroy(g);
@@ -1358,14 +1380,14 @@ static void group_cluster(int quick) {
                "  %%b = ntt_inv %%p, %%ti mode(std)\n  %%s = add %%b, %%e\n"
                "  output %%s\n",
                (long long)n, (long long)n, (long long)n, (long long)n, (long long)n);
-      snprintf(label, sizeof label, "cluster %s 2^%d chain (prologue, epilogue, view)",
-               radix ? "r62" : "r32", logn);
+      snprintf(label, sizeof label, "cluster %s 2^%d chain (prologue, epilogue, view; %s)",
+               radix ? "r62" : "r32", logn, pl);
       fhjit_graph *g = cluster_graph(rx, body, "clc");
       if (g) s7_case(g, q, 2, n, label);
       if (g) fhjit_graph_destroy(g);
     }
   fhjit_context_set_option(ctx, "ntt_schedule", NULL);
-  group_end("cluster");
+  fhjit_context_set_option(ctx, "ntt_plan", NULL);
 }
 
 /* Every section 7 op on the GPU against the interpreter: both radices,
@@ -1759,6 +1781,7 @@ int main(int argc, char **argv) {
     RUN("ckks", group_ckks());
     RUN("ipfuse", group_ipfuse(quick));
     RUN("cluster", group_cluster(quick));
+    RUN("cluster_rows", group_cluster_rows(quick));
   }
   RUN("errors", group_errors());
   RUN("cache", group_cache());

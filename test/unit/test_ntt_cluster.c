@@ -76,7 +76,8 @@ static void check_cluster(fhjit_radix radix, ir_ntt_kind kind, int logn, int row
   lw_ntt_plan_describe(&plan, desc, sizeof desc);
   ck_assert_msg(plan.nkernels == 1 && plan.k[0].cluster && (1 << plan.k[0].cluster) == want_c,
                 "not a cluster plan of %d: %s", want_c, desc);
-  ck_assert_int_eq(plan.k[0].blocks, brows * want_c);
+  int64_t per = INT64_C(1) << plan.k[0].log_rows; /* rows a cluster transforms in turn */
+  ck_assert_int_eq(plan.k[0].blocks, (brows + per - 1) / per * want_c);
   lw_ntt_host *h = NULL;
   fhjit_status st = lw_ntt_host_create(ctx, &plan, NULL, &h);
   ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
@@ -190,6 +191,68 @@ START_TEST(test_cluster_xvec) {
   for (int k = 0; k < 2; k++)
     check_cluster(radix, kinds[k], plans[j].logn, 2, 1, 1300 + (uint64_t)_i * 4 + (uint64_t)k, plans[j].plan,
                   1 << plans[j].c);
+}
+END_TEST
+
+/* Several rows per cluster in turn (rows_cluster): each next row's loads
+ * ahead (the default) or in place (ahead_cluster=0), batch-rows not a
+ * multiple of the rows per cluster (the last cluster's fewer), the
+ * forward's copies a word (xvec=0) or a vector each, the inverse's two
+ * slices (where its tail stages would run in the staged load, ahead turns
+ * them off). _i: radix (bit 0), plan (the rest); a forward and an inverse
+ * kind each. */
+START_TEST(test_cluster_rows) {
+  static const struct {
+    const char *plan;
+    int logn, c, rows, batch;
+  } plans[] = {{"rows_cluster=1", 14, 0, 3, 1},
+               {"rows_cluster=2,cluster=3", 15, 3, 2, 3},
+               {"rows_cluster=1,ahead_cluster=0", 14, 0, 3, 1},
+               {"rows_cluster=2,xvec=0,cluster=2", 14, 2, 3, 2},
+               {"rows_cluster=3,cluster=1,t_cluster=7", 14, 1, 2, 3},
+               {"rows_cluster=1,cluster=3", 16, 3, 3, 1}};
+  fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
+  int j = _i >> 1;
+  if (sampled_out(radix, plans[j].logn)) return;
+  int c = plans[j].c ? plans[j].c : lw_ntt_cluster_log_default(radix, plans[j].logn);
+  const ir_ntt_kind kinds[2] = {j & 1 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
+                                j & 1 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
+  for (int k = 0; k < 2; k++)
+    check_cluster(radix, kinds[k], plans[j].logn, plans[j].rows, plans[j].batch,
+                  1700 + (uint64_t)_i * 4 + (uint64_t)k, plans[j].plan, 1 << c);
+}
+END_TEST
+
+/* The rows plan's facts: its grid, its shared memory (the staging area or
+ * the second slice) and its description. */
+START_TEST(test_cluster_rows_plan) {
+  fhjit_context *ctx = fhjit_context_create();
+  lw_ntt_tuning t;
+  lw_ntt_tuning_default(&t);
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "rows_cluster=2,cluster=3", &t), FHJIT_OK);
+  t.sched = 1;
+  for (int fwd = 0; fwd < 2; fwd++) {
+    lw_ntt_plan p;
+    ck_assert_int_eq(lw_ntt_plan_make_tuned(ctx, FHJIT_R32, fwd ? IR_NTT_MONT_TO_NTT : IR_NTT_TO_MONT, 16,
+                                            10, 10, &t, &p),
+                     FHJIT_OK);
+    const lw_ntt_kplan *k = &p.k[0];
+    ck_assert_int_eq(k->log_rows, 2);
+    ck_assert_int_eq(k->ahead, 1);
+    ck_assert_int_eq(k->blocks, 3 * 8); /* 10 rows, 4 a cluster: 3 clusters of 8 blocks */
+    /* the slice: 2^13 words and their padding */
+    ck_assert_uint_eq(k->smem_words, fwd ? k->slice_words + (1u << 13) : 2 * k->slice_words);
+    if (!fwd) ck_assert_int_eq(k->tail, 0); /* no tail stages on copies */
+    char desc[400];
+    lw_ntt_plan_describe(&p, desc, sizeof desc);
+    ck_assert_msg(strstr(desc, " rows 4 ahead") != NULL, "%s", desc);
+    lw_kernel kd;
+    memset(&kd, 0, sizeof kd);
+    lw_ntt_launch_facts(&p, 0, &kd);
+    ck_assert_uint_eq(kd.shared_bytes, k->smem_words * 4u);
+  }
+  ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "rows_cluster=5", &t), FHJIT_ERR_ARGUMENT);
+  fhjit_context_destroy(ctx);
 }
 END_TEST
 
@@ -405,6 +468,8 @@ int main(void) {
   tcase_add_loop_test(tc, test_cluster_vs_reference, 0, sampled ? 4 : 8);
   tcase_add_loop_test(tc, test_cluster_tuned, 0, sampled ? 4 : 8);
   tcase_add_loop_test(tc, test_cluster_xvec, 0, sampled ? 10 : 14);
+  tcase_add_loop_test(tc, test_cluster_rows, 0, 12);
+  tcase_add_test(tc, test_cluster_rows_plan);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
