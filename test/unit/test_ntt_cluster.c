@@ -251,6 +251,27 @@ START_TEST(test_cluster_rows_plan) {
     lw_ntt_launch_facts(&p, 0, &kd);
     ck_assert_uint_eq(kd.shared_bytes, k->smem_words * 4u);
   }
+  /* r32 2^16 at its default 2 blocks a row: a slice of 128 KB leaves no
+   * room for a second one, so ahead is dropped by default and refused
+   * when asked for */
+  for (int ask = 0; ask < 2; ask++) {
+    lw_ntt_tuning_default(&t);
+    ck_assert_int_eq(lw_ntt_tuning_parse(ctx, ask ? "rows_cluster=1,ahead_cluster=1" : "rows_cluster=1", &t),
+                     FHJIT_OK);
+    t.sched = 1;
+    lw_ntt_plan p;
+    fhjit_status st = lw_ntt_plan_make_tuned(ctx, FHJIT_R32, IR_NTT_TO_MONT, 16, 4, 4, &t, &p);
+    if (ask) {
+      ck_assert_int_eq(st, FHJIT_ERR_ARGUMENT);
+      ck_assert_msg(strstr(fhjit_last_error(ctx), "bytes of shared memory per block") != NULL, "%s",
+                    fhjit_last_error(ctx));
+    } else {
+      ck_assert_int_eq(st, FHJIT_OK);
+      ck_assert_int_eq(p.k[0].ahead, 0);
+      ck_assert_uint_eq(p.k[0].smem_words, p.k[0].slice_words);
+      ck_assert_int_eq(p.k[0].blocks, 2 * 2);
+    }
+  }
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, "rows_cluster=5", &t), FHJIT_ERR_ARGUMENT);
   fhjit_context_destroy(ctx);
 }
