@@ -7,8 +7,8 @@
 #     timed): the GPU tests, the same under compute-sanitizer memcheck, the
 #     NTT kernels under memcheck and racecheck (bench/ntt-sanitizers.sh),
 #     the section 7 kernels under racecheck, the cluster NTT under
-#     memcheck, racecheck and synccheck (GPU test groups include ckks and
-#     cluster), every example through fhjit-run --backend=cuda --check, graphs that
+#     memcheck, racecheck and synccheck, also with rows in turn (GPU test
+#     groups include ckks, cluster and cluster_rows), every example through fhjit-run --backend=cuda --check, graphs that
 #     differ only in name through one disk cache (issue 20), randgraph's
 #     random graphs (BUILD/random-graphs, from scripts/build-device.sh)
 #     through fhjit-run --backend=cuda --check (also with ntt_plan one=3:
@@ -107,6 +107,13 @@ cluster_sanitizers() {
     >"$LOGS/cluster-racecheck.log" 2>&1 || rc=1
   timeout 300 "$SAN" --tool synccheck --error-exitcode 99 "$nb" --cluster --racecheck \
     >"$LOGS/cluster-synccheck.log" 2>&1 || rc=1
+  # several rows per cluster in turn, the next row's copies ahead
+  # (rows_cluster; 3 rows: the last cluster has one)
+  local t
+  for t in memcheck racecheck synccheck; do
+    FHJIT_NTT_PLAN=rows_cluster=1,cluster=3 timeout 120 "$SAN" --tool $t --error-exitcode 99 "$nb" \
+      --cluster --quick --log2 14,16 --rows 3 --no-keyswitch >"$LOGS/cluster-rows-$t.log" 2>&1 || rc=1
+  done
   return $rc
 }
 
@@ -154,13 +161,15 @@ python_gpu_tests() {
 run_checks() {
   local pids=() names=() i rc status=0
   start() { names+=("$1"); shift; ("$@") >"$LOGS/${names[-1]}.log" 2>&1 & pids+=($!); }
-  # three processes: the ipfuse and cluster groups alone took the suite past
+  # four processes: the ipfuse and cluster groups alone took the suite past
   # one 300 s limit (6b82a4c), and together past another beside the
-  # sanitizers (edacf51 on an H100: cluster alone 117 s, CPU-bound)
+  # sanitizers (edacf51 on an H100: cluster alone 117 s, CPU-bound;
+  # cluster_rows 115 s, 2026-12-06)
   start gpu_test timeout 300 "$BUILD/test/gpu/fhjit_gpu_test" --examples "$REPO/examples" \
-    --skip ipfuse,cluster
+    --skip ipfuse,cluster,cluster_rows
   start gpu_test2 timeout 300 "$BUILD/test/gpu/fhjit_gpu_test" --only ipfuse
   start gpu_test3 timeout 300 "$BUILD/test/gpu/fhjit_gpu_test" --only cluster
+  start gpu_test4 timeout 300 "$BUILD/test/gpu/fhjit_gpu_test" --only cluster_rows
   if [ -n "$SAN" ]; then
     start memcheck timeout 400 "$SAN" --tool memcheck --report-api-errors no --error-exitcode 99 \
       "$BUILD/test/gpu/fhjit_gpu_test" --quick --examples "$REPO/examples"
@@ -180,7 +189,7 @@ run_checks() {
   done
   {
     echo "######## exits"; cat "$LOGS/summary.txt"
-    echo "######## GPU tests: $(cat "$LOGS"/gpu_test*.log | awk '/^[0-9]+ passed, [0-9]+ failed/ {p += $1; f += $3; n++} END {printf "%d passed, %d failed (%d of 3 processes done)", p, f, n}')"
+    echo "######## GPU tests: $(cat "$LOGS"/gpu_test*.log | awk '/^[0-9]+ passed, [0-9]+ failed/ {p += $1; f += $3; n++} END {printf "%d passed, %d failed (%d of 4 processes done)", p, f, n}')"
     grep -hE '^(PASS|FAIL) ' "$LOGS"/gpu_test*.log | sed 's/^/  /'
     echo "######## memcheck (GPU tests): $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -n 1) / $(grep -E 'passed, [0-9]+ failed' "$LOGS/memcheck.log" | tail -n 1)"
     echo "######## section 7 racecheck: $(grep -E 'RACECHECK SUMMARY' "$LOGS/s7_racecheck.log" | tail -n 1) / $(grep -E 'passed, [0-9]+ failed' "$LOGS/s7_racecheck.log" | tail -n 1)"
@@ -189,6 +198,7 @@ run_checks() {
     done
     for tool in memcheck racecheck synccheck; do
       echo "######## cluster NTT $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/cluster-$tool.log" 2>/dev/null | tail -n 1)"
+      echo "######## cluster NTT rows in turn $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|match the interpreter' "$LOGS/cluster-rows-$tool.log" 2>/dev/null | tr '\n' ' ')"
     done
     echo "######## examples on the GPU: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/examples-cuda.log") clean, $(grep -c FAILED "$LOGS/examples-cuda.log") failed"
     echo "######## names through one cache: $(grep -c '0 mismatching elements in total (cuda' "$LOGS/names/names.log" 2>/dev/null) clean, $(grep -c FAILED "$LOGS/names/names.log" 2>/dev/null) failed"
