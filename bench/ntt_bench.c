@@ -340,13 +340,21 @@ static double bench_one(const config *c, int forward, int quick, int *failures, 
  * beside the copy bandwidth the baseline measures (ntt-run.sh). */
 static void bench_cluster(const config *c, int quick, int *failures) {
   static const char *const sched[2] = {"two_kernel", "cluster"};
+  /* FHJIT_NTT_PLAN's own cluster=K would take the two-kernel column to the
+   * cluster schedule too: that column appends cluster=0 */
+  const char *env = getenv("FHJIT_NTT_PLAN");
+  char two[512];
+  snprintf(two, sizeof two, "%s%scluster=0", env && *env ? env : "", env && *env ? "," : "");
+  const char *plan[2] = {two, env && *env ? env : NULL};
   double t[2][2];
   int nk[2][2];
   for (int dir = 0; dir < 2; dir++) {
     ncase k;
     case_init(&k, c, dir == 0, quick);
     for (int s = 0; s < 2; s++) {
-      if (fhjit_context_set_option(ctx, "ntt_schedule", sched[s])) die("ntt_schedule");
+      if (fhjit_context_set_option(ctx, "ntt_schedule", sched[s]) ||
+          fhjit_context_set_option(ctx, "ntt_plan", plan[s]))
+        die("ntt_schedule / ntt_plan");
       int bad = 0;
       t[dir][s] = case_run(&k, per_batch == 1 ? 1 : quick ? 3 : 21, &bad, &nk[dir][s]);
       if (t[dir][s] < 0) die("compile");
@@ -355,6 +363,7 @@ static void bench_cluster(const config *c, int quick, int *failures) {
     case_free(&k);
   }
   fhjit_context_set_option(ctx, "ntt_schedule", NULL);
+  fhjit_context_set_option(ctx, "ntt_plan", plan[1]);
   double bytes = 2.0 * (double)c->rows * (double)(INT64_C(1) << c->log_n) * (c->radix == FHJIT_R32 ? 4 : 8);
   for (int dir = 0; dir < 2; dir++) {
     printf("%-4s N=2^%-2d rows=%-3d %s  two-kernel %8.2f us (%d k, %6.0f GB/s)  cluster %8.2f us "
