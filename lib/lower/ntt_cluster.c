@@ -288,8 +288,7 @@ static int cl_ahead(ne *E) {
   const lw_ntt_kplan *k = E->K;
   if (!k->ahead || !k->log_rows || E->pro_active || !E->src_dense) return 0;
   if (!ir_ntt_is_forward(E->P->kind)) return !k->tail && E->P->src_offset % E->V == 0;
-  int w = k->xvec ? 1 << k->log_xw : 1;
-  return !lw_ne_lift_add_active(E) && E->P->src_offset % w == 0;
+  return !lw_ne_lift_add_active(E) && E->P->src_offset % cl_xw(E) == 0;
 }
 
 /* words (1, 2 or 4: at most 16 bytes) from global memory at src to shared
@@ -340,7 +339,7 @@ static void cl_if_next(ne *E, const clplace *cp, void (*body)(ne *, const clplac
  * with its neighbours' (a warp's copies and reads contiguous). */
 static LLVMValueRef cl_stage_word(ne *E, const clplace *cp, int it, int u0, int j) {
   const lw_ntt_kplan *k = E->K;
-  int C = 1 << k->cluster, U = 1 << k->log_u, w = k->xvec ? 1 << k->log_xw : 1;
+  int C = 1 << k->cluster, U = 1 << k->log_u, w = cl_xw(E);
   uint64_t slot = ((uint64_t)(it * (U / w) + u0 / w) * (uint64_t)C + (uint64_t)j) * k->threads;
   return LLVMBuildNUWMul(E->b, add_const32(E, cp->tid, slot), c32(E, (uint64_t)w), "stage");
 }
@@ -350,7 +349,7 @@ static LLVMValueRef cl_stage_word(ne *E, const clplace *cp, int it, int u0, int 
 static void cl_copy_forward(ne *E, const clplace *cp, LLVMValueRef br) {
   const lw_ntt_kplan *k = E->K;
   LLVMBuilderRef b = E->b;
-  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = k->xvec ? 1 << k->log_xw : 1;
+  int s = cl_log_s(E), C = 1 << k->cluster, U = 1 << k->log_u, w = cl_xw(E);
   int iters = (int)((UINT64_C(1) << (s - k->cluster)) / ((uint64_t)U * k->threads));
   for (int it = 0; it < iters; it++)
     for (int u0 = 0; u0 < U; u0 += w) {
