@@ -622,10 +622,16 @@ void lw_step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu) {
   fu->red = s->red;
   fu->chain = s->chain ? &s[1].plan : NULL; /* the next step of the same plan */
   fu->chain_row0 = s->chain_row0;
-  fu->chained = s->chained;
+  fu->chained = s->chained || s->heads > 0;
+  fu->head = s->head;
 }
 
-int lw_step_kernels(const an_step *st) { return st->is_ntt ? st->plan.nkernels - st->chained : 1; }
+int lw_step_first_kernel(const an_step *st) { return st->chained || st->heads > 0; }
+int lw_step_end_kernel(const an_step *st) { return st->plan.nkernels - (st->head ? 1 : 0); }
+
+int lw_step_kernels(const an_step *st) {
+  return st->is_ntt ? lw_step_end_kernel(st) - lw_step_first_kernel(st) : 1;
+}
 
 /* Whether an NTT step's first kernel reads its source: always without a
  * prologue; with one only where the plan lifts the source or loads rows

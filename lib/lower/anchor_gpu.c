@@ -84,8 +84,9 @@ static void describe_ntt(const an_plan *p, int s, lw_program *out) {
   const an_step *sp = &p->steps[s];
   char prefix[40];
   ntt_prefix(prefix, s, &sp->plan);
-  /* chained: kernel 0 runs in the step before (ipchain) */
-  for (int j = sp->chained; j < sp->plan.nkernels; j++) {
+  /* chained: kernel 0 runs in the step before (ipchain) or in the member
+   * steps before (ipntt); a head: kernel 1 in a later step (ipntt) */
+  for (int j = lw_step_first_kernel(sp); j < lw_step_end_kernel(sp); j++) {
     lw_kernel *k = &out->kernels[out->nkernels++];
     snprintf(k->name, sizeof k->name, "%s_k%d", prefix, j);
     k->grid[0] = (uint32_t)sp->plan.k[j].blocks;

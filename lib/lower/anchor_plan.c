@@ -311,6 +311,7 @@ static void free_aliases(an_build *B) {
     if (B->mdg[v] && B->mdg[v]->first != v) B->mdg[v] = NULL;
   for (int32_t v = 0; B->mdg && v < B->g->nnodes; v++) free(B->mdg[v]);
   free(B->mdg);
+  lw_ipntt_free(B);
   free(B->where_off);
   free(B->mdrs);
 }
@@ -432,16 +433,21 @@ static void ntt_anchor_step(an_build *B, int32_t v) {
   }
   *s = (an_step){.is_ntt = 1, .ntt_type = n->type, .src = o.src, .pro_sub = o.pro_sub,
                  .pro_in = o.pro_in, .pro_comp = o.pro_comp, .tw = {LW_ARG_INPUT, tw->input_index}};
-  if (g->result_of[v] >= 0) {
+  /* a member of an ipntt group: kernel 0 alone, into the group's buffer
+   * (anchor_ipntt.c); no buffer holds v */
+  int head = lw_ipntt_head(B, v, &s->dst, &s->dst_off);
+  if (B->st) return;
+  if (!head && g->result_of[v] >= 0) {
     s->dst = (an_buf){LW_ARG_RESULT, g->result_of[v]};
-  } else {
+  } else if (!head) {
     int sc = lw_step_scratch(B, &n->type);
     if (sc < 0) return;
     s->dst = (an_buf){LW_ARG_SCRATCH, sc};
   }
-  B->where[v] = s->dst;
+  if (!head) B->where[v] = s->dst;
   ntt_step_plan(B, s, v, &o, tw);
-  if (!B->st) add_epilogues(B, s, v);
+  if (!B->st && head) lw_ipntt_head_done(B, s, v);
+  else if (!B->st) add_epilogues(B, s, v);
 }
 
 /* B's per-value arrays, its plan and the plan's sub-graph context (with
@@ -458,12 +464,13 @@ static int build_init(an_build *B) {
   B->alias = calloc(nv, sizeof *B->alias);
   B->intt = calloc(nv, sizeof *B->intt);
   B->mdg = calloc(nv, sizeof *B->mdg);
+  B->ipg = calloc(nv, sizeof *B->ipg);
   B->where_off = calloc(nv, sizeof *B->where_off);
   B->mdrs = calloc(nv, 1);
   if (B->p) B->p->sctx = fhjit_context_create();
   /* the sub-graphs' lowering reads the options of g's context */
   if (!B->p || !B->live || !B->where || !B->epi_of || !B->in_memory || !B->alias || !B->intt ||
-      !B->mdg || !B->where_off || !B->mdrs || !B->p->sctx || ir_options_copy(B->p->sctx, g->ctx)) {
+      !B->mdg || !B->ipg || !B->where_off || !B->mdrs || !B->p->sctx || ir_options_copy(B->p->sctx, g->ctx)) {
     ir_error(g->ctx, FHJIT_ERR_MEMORY, "error: out of memory");
     return 1;
   }

@@ -79,8 +79,26 @@ int lw_mix_same_shape(const fhjit_type *a, const fhjit_type *b);
  * NULL. */
 an_intt *lw_mix_shared_intt(an_build *B, fhjit_value v, int stored);
 /* ipfuse: the sum S the members of batched group r feed, computed in the
- * last kernel of their forward NTT, or -1. */
+ * last kernel of their forward NTT, or -1; sum_target: the same search
+ * for any forward NTTs members[0..D) (anchor_ipntt.c's too). */
 fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r);
+fhjit_value lw_mix_sum_target(an_build *B, const fhjit_value *member, int D);
+/* The members of a reduce step: member k's rows at batch rows urow[k] of
+ * the transform, its output rows [s0[k], s0[k] + nd[k]) the operand d's own
+ * (read through dbuf, dview; d < 0: no member has any, nd all 0). */
+typedef struct lw_mix_members {
+  fhjit_value sum;
+  int D;
+  const fhjit_value *member;
+  const int64_t *s0, *nd, *urow;
+  fhjit_value d;
+  an_buf dbuf;
+  fhjit_layout dview;
+} lw_mix_members;
+/* The reduce form of forward NTT step s: the members' words kept in
+ * registers by its last kernel, which computes m->sum from them into out
+ * (nothing else stored). */
+void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *m, an_buf out);
 /* The members' conversions and their one forward NTT, at the first member
  * v's steps; batched_alias: member v's alias of it. */
 void lw_mix_batched_fwd(an_build *B, fhjit_value v, an_intt *r);

@@ -99,6 +99,12 @@ fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r) {
   if (tu.ipfuse < 0 && r->nmembers * (g->radix == FHJIT_R32 ? 4 : 8) > 32) return -1;
   const fhjit_type *td = &g->nodes[r->d].type;
   if (fhjit_type_elements(td) != td->rows * td->n || td->comps > 1) return -1;
+  return lw_mix_sum_target(B, r->member, r->nmembers);
+}
+
+/* The sum S that members[0..D) feed, as ipfuse_target says, or -1. */
+fhjit_value lw_mix_sum_target(an_build *B, const fhjit_value *member, int D) {
+  fhjit_graph *g = B->g;
   size_t nn = (size_t)g->nnodes;
   char *cone = malloc(nn), *mem = calloc(nn, 1);
   fhjit_value found = -1, last = 0;
@@ -108,17 +114,18 @@ fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r) {
     lw_mix_oom(B);
     return -1;
   }
-  for (int k = 0; k < r->nmembers; k++) {
-    mem[r->member[k]] = 1;
-    if (r->member[k] > last) last = r->member[k];
-    if (g->nodes[r->member[k]].type.comps > 1) last = g->nnodes; /* read as one word */
+  for (int k = 0; k < D; k++) {
+    mem[member[k]] = 1;
+    if (member[k] > last) last = member[k];
+    if (g->nodes[member[k]].type.comps > 1) last = g->nnodes; /* read as one word */
   }
-  const fhjit_value m0 = r->member[0];
+  const fhjit_value m0 = member[0];
+  const int64_t n0 = g->nodes[m0].type.n;
   for (fhjit_value S = last + 1; S < g->nnodes && found < 0; S++) {
     const ir_node *ns = &g->nodes[S];
     if (!B->live[S] || ns->op == IR_INPUT || B->where[S].kind >= 0 || B->alias[S] ||
         !ir_op_is_elementwise(ns->op) || ns->type.rows != g->nodes[m0].type.rows ||
-        ns->type.n != td->n || ns->type.nbatch > 0 || ns->type.comps > 3)
+        ns->type.n != n0 || ns->type.nbatch > 0 || ns->type.comps > 3)
       continue;
     int ok = 1;
     for (int64_t row = 0; row < ns->type.rows && ok; row++)
@@ -139,7 +146,7 @@ fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r) {
         ok = 0;
       for (int a = 0; a < n->nargs; a++) cone[n->args[a]] = 1;
     }
-    for (int k = 0; k < r->nmembers && ok; k++) ok = cone[r->member[k]];
+    for (int k = 0; k < D && ok; k++) ok = cone[member[k]];
     /* readers: of a member or a computed node of the cone (S aside), only
      * inside the cone */
     for (fhjit_value w = 0; w < g->nnodes && ok; w++) {
@@ -170,10 +177,9 @@ fhjit_value lw_mix_ipfuse_target(an_build *B, an_intt *r) {
  * the same word" holds for add_lazy of words in [0, 2q) only, not for add
  * mixed in or other words, so the reduce kernel keeps the graph's own
  * association and argument order. */
-static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain,
-                      fhjit_value *term, int *at) {
+static int ipacc_fold(an_build *B, const fhjit_value *member, int D, fhjit_value S,
+                      fhjit_value *chain, fhjit_value *term, int *at) {
   fhjit_graph *g = B->g;
-  int D = r->nmembers;
   if (D < 1 || D > 30) return 0;
   uint32_t *mask = calloc((size_t)S + 1, sizeof *mask);
   if (!mask) {
@@ -184,7 +190,7 @@ static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain
     const ir_node *n = &g->nodes[w];
     int k = -1;
     for (int j = 0; j < D; j++)
-      if (r->member[j] == w) k = j;
+      if (member[j] == w) k = j;
     if (k >= 0) mask[w] = UINT32_C(1) << k;
     else if (n->op != IR_INPUT && B->where[w].kind < 0)
       for (int a = 0; a < n->nargs; a++) mask[w] |= mask[n->args[a]];
@@ -211,7 +217,7 @@ static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain
     term[0] = cur;
     chain[0] = -1;
     at[0] = -1;
-    ok = mask[cur] == 1 && cur != r->member[0] && lw_mix_same_shape(&g->nodes[cur].type, ts);
+    ok = mask[cur] == 1 && cur != member[0] && lw_mix_same_shape(&g->nodes[cur].type, ts);
   }
   free(mask);
   return ok;
@@ -220,9 +226,18 @@ static int ipacc_fold(an_build *B, an_intt *r, fhjit_value S, fhjit_value *chain
 /* The reduce form of batched forward NTT step s (ipfuse): member values in
  * registers, r->sum computed in the last kernel into out. */
 static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
+  int64_t s0[LW_MAX_REG], nd[LW_MAX_REG];
+  for (int k = 0; k < r->nmembers && !B->st; k++) nd[k] = lw_mix_digit_run(B, r->member[k], &s0[k]);
+  if (B->st) return;
+  lw_mix_members m = {.sum = r->sum, .D = r->nmembers, .member = r->member, .s0 = s0, .nd = nd,
+                      .urow = r->urow, .d = r->d, .dbuf = r->dbuf, .dview = r->dview};
+  lw_mix_reduce_step(B, s, &m, out);
+}
+
+void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *r, an_buf out) {
   fhjit_graph *g = B->g;
   fhjit_value S = r->sum;
-  int D = r->nmembers;
+  int D = r->D;
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
   fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
@@ -240,7 +255,7 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   const lw_ntt_tuning tu = B->tune;
   fhjit_value chain[LW_MAX_REG], term[LW_MAX_REG];
   int at[LW_MAX_REG];
-  int acc = tu.ipacc > 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r, S, chain, term, at);
+  int acc = tu.ipacc > 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r->member, D, S, chain, term, at);
   int32_t nin = 0;
   fhjit_value mv[LW_MAX_REG], av = FHJIT_NO_VALUE;
   int made = 1;
@@ -254,9 +269,8 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
     }
     red->reg[k] = nin;
     in[nin++] = s->dst; /* a register input: an unused pointer */
-    int64_t s0, nd = lw_mix_digit_run(B, w, &s0);
-    red->s0[k] = s0;
-    red->nd[k] = nd;
+    red->s0[k] = r->s0[k];
+    red->nd[k] = r->nd[k];
     red->urow[k] = r->urow[k];
   }
   fhjit_value res = FHJIT_NO_VALUE;
@@ -290,21 +304,25 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
     res = lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
     if (res != FHJIT_NO_VALUE && fhjit_output(sub, res, NULL)) res = FHJIT_NO_VALUE;
   }
-  /* the operand (its own rows of each member), unused by the sub-graph */
-  const ir_node *dn = &g->nodes[r->d];
-  fhjit_type tdd = dn->type;
-  if (dn->op == IR_INPUT) tdd.domain = dn->decl.domain, tdd.form = dn->decl.form;
-  fhjit_value dx = res == FHJIT_NO_VALUE
-                       ? res
-                       : lw_mix_sub_input(sub, NULL, &tdd, lw_mix_cols_of(B, r->d, 0, tdd.rows),
-                                          &r->dview);
+  /* the operand (its own rows of each member), unused by the sub-graph;
+   * none where no member has rows of its own (d < 0: ipntt) */
+  fhjit_value dx = res;
+  if (r->d >= 0 && res != FHJIT_NO_VALUE) {
+    const ir_node *dn = &g->nodes[r->d];
+    fhjit_type tdd = dn->type;
+    if (dn->op == IR_INPUT) tdd.domain = dn->decl.domain, tdd.form = dn->decl.form;
+    dx = lw_mix_sub_input(sub, NULL, &tdd, lw_mix_cols_of(B, r->d, 0, tdd.rows), &r->dview);
+  }
   if (B->st || dx == FHJIT_NO_VALUE || fhjit_bind(sub)) {
     free(in);
     lw_step_sub_error(B, "the inner product of a batched forward NTT (ipfuse)");
     return;
   }
-  red->d_input = nin;
-  in[nin++] = r->dbuf;
+  red->d_input = -1;
+  if (r->d >= 0) {
+    red->d_input = nin;
+    in[nin++] = r->dbuf;
+  }
   red->members = D;
   red->out_rows = g->nodes[r->member[0]].type.rows;
   red->d_offset = r->dview.offset;

@@ -447,6 +447,11 @@ typedef struct lw_ntt_tuning {
                    * per digit, and runs the digits the conversion finishes first first
                    * (mixsteps_ipsync.c); 0 (default: measured 4 us slower on the H200)
                    * for the whole conversion */
+  int ipntt;      /* forward NTTs of several operands with one table whose only readers
+                   * sum their products (a key switch written with ntt_fwd nodes,
+                   * anchor_ipntt.c): 1 (default) each one's first kernel alone, then one
+                   * last kernel of them all computing the sum (ipfuse's reduce form), 0
+                   * each transform stored */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */
@@ -565,6 +570,10 @@ typedef struct lw_ntt_fusion {
   const lw_ntt_plan *chain;
   int64_t chain_row0;
   int chained;
+  /* head (ipntt, anchor_ipntt.c): only kernel 0 is built and run, its
+   * intermediate words being the step's output (kernel 1 runs in a later
+   * step, over the words of several such steps; chained is set there) */
+  int head;
 } lw_ntt_fusion;
 
 /* ipchain: the arguments a chain adds to the reduce kernel (twiddles,

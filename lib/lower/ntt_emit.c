@@ -213,9 +213,11 @@ static void build_gpu_kernel(ne *E, const char *name) {
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
     LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
-    LLVMBuildCondBr(E->b, lw_ne_red_is_own(E, mk, blk), ownb, bodyb);
+    /* a member without own rows (ipntt's) has no operand to read them from */
+    LLVMValueRef own = E->pro->red.nd[mk] ? lw_ne_red_is_own(E, mk, blk) : LLVMConstInt(E->i1, 0, 0);
+    LLVMBuildCondBr(E->b, own, ownb, bodyb);
     LLVMPositionBuilderAtEnd(E->b, ownb);
-    lw_ne_red_own(E, mk, tid, blk);
+    if (E->pro->red.nd[mk]) lw_ne_red_own(E, mk, tid, blk);
     LLVMBuildBr(E->b, join);
     LLVMPositionBuilderAtEnd(E->b, bodyb);
     LLVMValueRef mblk = lw_ne_red_member_blk(E, mk, blk);
@@ -354,11 +356,14 @@ static void build_host_fn(ne *E, const char *name) {
     LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
     LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
-    LLVMBuildCondBr(E->b, lw_ne_red_is_own(E, mk, blk.iv), ownb, bodyb);
+    LLVMValueRef own = E->pro->red.nd[mk] ? lw_ne_red_is_own(E, mk, blk.iv) : LLVMConstInt(E->i1, 0, 0);
+    LLVMBuildCondBr(E->b, own, ownb, bodyb);
     LLVMPositionBuilderAtEnd(E->b, ownb);
-    loop t = lw_ne_loop_begin(E, c32(E, 0), E->i32, "thread");
-    lw_ne_red_own(E, mk, t.iv, blk.iv);
-    lw_ne_loop_end(E, &t, c32(E, k->threads), "own_done");
+    if (E->pro->red.nd[mk]) {
+      loop t = lw_ne_loop_begin(E, c32(E, 0), E->i32, "thread");
+      lw_ne_red_own(E, mk, t.iv, blk.iv);
+      lw_ne_loop_end(E, &t, c32(E, k->threads), "own_done");
+    }
     LLVMBuildBr(E->b, join);
     LLVMPositionBuilderAtEnd(E->b, bodyb);
     LLVMValueRef mblk = lw_ne_red_member_blk(E, mk, blk.iv);
@@ -477,6 +482,9 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
                 (pro->chained && p->nkernels != 2)))
       st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "internal: an NTT chain (ipchain) the emitter cannot build");
+    if (!st && pro->head && (p->nkernels != 2 || pro->chained || pro->nepi || pro->chain))
+      st = ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
+                    "internal: an NTT's first kernel alone (ipntt) the emitter cannot build");
     if (!st && pro->sub) st = lw_ne_build_prologue(&E);
     if (!st && pro->nepi) st = lw_ne_build_epilogue(&E);
     if (st) {
@@ -486,7 +494,9 @@ fhjit_status lw_ntt_build(fhjit_context *ctx, const lw_ntt_plan *p, const lw_ntt
   }
   fhjit_status st = FHJIT_OK;
   /* chained: kernel 0 is built into the step before (ntt_emit_chain.c) */
-  for (int j = pro && pro->chained ? 1 : 0; j < p->nkernels && !st; j++) {
+  /* head: kernel 1 is built into a later step (anchor_ipntt.c) */
+  int end = p->nkernels - (pro && pro->head ? 1 : 0);
+  for (int j = pro && pro->chained ? 1 : 0; j < end && !st; j++) {
     E.K = &p->k[j];
     E.src_view = j == 0;
     E.pro_active = pro && pro->sub && j == 0;
@@ -605,6 +615,7 @@ struct lw_ntt_host {
   int nextra; /* prologue inputs (-1: no prologue) */
   int nepi_args; /* epilogue arguments of the last kernel (ipchain's included) */
   int first;     /* the first kernel built and run: 1 when chained */
+  int end;       /* one past the last: nkernels, 1 for a head (ipntt) */
   size_t chain_smem; /* ipchain: the chained kernel's shared words */
   jit_code *jit;
   jit_block_fn fn[2];
@@ -643,24 +654,25 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
     h->chain_smem = pro->chain->k[0].smem_words;
   }
   h->first = pro && pro->chained;
+  h->end = p->nkernels - (pro && pro->head ? 1 : 0);
   char prefix[40], who[64], names[2][96];
   plan_prefix(p, prefix, sizeof prefix);
   snprintf(who, sizeof who, "NTT %s (host)", prefix);
   const char *syms[2];
-  SP_ASSERT(p->nkernels <= 2 && h->first < p->nkernels); /* h->fn */
-  for (int j = h->first; j < p->nkernels; j++) {
+  SP_ASSERT(p->nkernels <= 2 && h->first < h->end); /* h->fn */
+  for (int j = h->first; j < h->end; j++) {
     snprintf(names[j], sizeof names[j], "%s_k%d_host", prefix, j);
     syms[j - h->first] = names[j];
   }
   ntt_build b = {ctx, p, pro, prefix};
   void *addrs[2];
   fhjit_status st = jit_compile(&ctx->err, prefix, "default<O2>", build_ntt, &b, who, syms,
-                                p->nkernels - h->first, addrs, &h->jit);
+                                h->end - h->first, addrs, &h->jit);
   if (st) {
     free(h);
     return st;
   }
-  for (int j = h->first; j < p->nkernels; j++) h->fn[j] = (jit_block_fn)(uintptr_t)addrs[j - h->first];
+  for (int j = h->first; j < h->end; j++) h->fn[j] = (jit_block_fn)(uintptr_t)addrs[j - h->first];
   *out = h;
   return FHJIT_OK;
 }
@@ -681,7 +693,7 @@ fhjit_status lw_ntt_host_run(fhjit_context *ctx, lw_ntt_host *h, const void *par
   size_t ws = p->radix == FHJIT_R32 ? 4 : 8;
   uint64_t slots[LW_MAX_ARGS + 8];
   /* chained: kernel 0 ran in the step before (ntt_emit_chain.c) */
-  for (int j = h->first; j < p->nkernels; j++) {
+  for (int j = h->first; j < h->end; j++) {
     const lw_ntt_kplan *k = &p->k[j];
     /* kernel arguments: params, pstride, tw, src, dst[, prologue inputs] */
     int nslots = 5;

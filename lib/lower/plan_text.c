@@ -109,6 +109,12 @@ static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
                   (long long)(sp->chain_row0 + p->steps[s + 1].plan.rows - 1));
   if (sp->chained)
     sp_buf_printf(b, "  first kernel: in step %d's last kernel (chain)\n", s - 1);
+  if (sp->head)
+    sp_buf_printf(b, "  first kernel only, at rows %lld.. of its buffer; the last kernel "
+                  "in a later step (ipntt)\n", (long long)(sp->dst_off >> sp->plan.log_n));
+  if (sp->heads)
+    sp_buf_printf(b, "  first kernel: the %d steps before, one per member (ipntt)\n",
+                  sp->heads);
   if (sp->plan.sig.on)
     sp_buf_printf(b, "  sync: rows %lld..%lld of the sum first, counted for step %d\n",
                   (long long)sp->plan.sig.row0,

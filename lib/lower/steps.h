@@ -55,6 +55,11 @@ typedef struct an_step {
    * step's kernels: lw_step_kernels) */
   int chain, chained;
   int64_t chain_row0;
+  /* ipntt (anchor_ipntt.c): head, on a member's step: only its kernel 0
+   * runs, writing the member's intermediate words at dst + dst_off;
+   * heads, on the reduce step after them: its kernel 0 is those heads
+   * steps' (not launched here), its kernel 1 reads their words in dst */
+  int head, heads;
   /* bconv: src (plan's view) and the table (tw) into dst */
   lw_bconv_plan bconv;
   /* words from the start of the destination buffer (NTT: dst, set with
@@ -177,6 +182,9 @@ typedef struct an_mdgroup {
   int64_t s1words, s2words;
 } an_mdgroup;
 
+/* A group of forward NTT anchors planned with their sum (anchor_ipntt.c). */
+typedef struct an_ipntt an_ipntt;
+
 typedef struct an_build {
   fhjit_graph *g;
   an_plan *p;
@@ -186,6 +194,7 @@ typedef struct an_build {
   an_alias **alias; /* per node: NULL, or how kernels read it without a buffer */
   an_intt **intt;   /* per modup node: NULL, or the inverse NTT it shares */
   an_mdgroup **mdg; /* per moddown node: NULL, or the group it belongs to */
+  an_ipntt **ipg;   /* per NTT anchor: NULL, or the ipntt group it belongs to */
   char *mdrs;        /* per moddown node: 1 when its rescale plans both (mdrs_steps) */
   int64_t *where_off; /* per node: words from the start of where[] (md_group) */
   fhjit_value *epi_of; /* per result value: the anchor whose epilogue computes it, or -1 */
@@ -207,6 +216,18 @@ void lw_anchor_plan_free(an_plan *p);
 void lw_step_fusion(const fhjit_graph *g, const an_step *s, lw_ntt_fusion *fu);
 int lw_step_reads_source(const an_step *st);
 int lw_step_kernels(const an_step *st);
+/* The kernels [first, end) of NTT step st's plan that it launches. */
+int lw_step_first_kernel(const an_step *st);
+int lw_step_end_kernel(const an_step *st);
+
+/* anchor_ipntt.c, for anchor_plan.c: whether NTT anchor v is a member of
+ * an ipntt group (formed at its first member): then its step's kernel 0
+ * writes its words into *dst from word *dst_off on, and head_done makes
+ * the step (its plan made) a head and, after the last member's, adds the
+ * group's reduce step. ipntt_free: the groups. */
+int lw_ipntt_head(an_build *B, fhjit_value v, an_buf *dst, int64_t *dst_off);
+void lw_ipntt_head_done(an_build *B, an_step *s, fhjit_value v);
+void lw_ipntt_free(an_build *B);
 
 /* mixsteps_ipchain.c: chains each reduce step whose next step transforms
  * rows of its sum back (ipchain), after every step is planned. */
