@@ -1134,6 +1134,72 @@ static void group_bconv_mma(int quick) {
   group_end("bconv_mma");
 }
 
+/* ------------------------ forward NTTs grouped with their sum (ipntt) */
+
+/* The key switch of examples/ntt/keyswitch.fh with D digits on chain q
+ * (rows rows, N = n): D inputs through one forward table (from the
+ * standard form where std), their key products summed (add_lazy, add
+ * where use_add), the sum through the inverse NTT plus a ciphertext c;
+ * bound. */
+static fhjit_graph *ipntt_graph(fhjit_radix radix, const uint64_t *q, int rows, int D, int64_t n,
+                                int std, int use_add) {
+  fhjit_graph *g = fhjit_graph_create(ctx, "ipntt", radix);
+  fhjit_graph_set_moduli(g, q, rows);
+  fhjit_value fwd = s7_twiddles(g, "fwd", rows, n), inv = s7_twiddles(g, "inv", rows, n);
+  fhjit_type kt = {.kind = FHJIT_KIND_KEY, .comps = 2, .digits = D, .rows = rows, .n = n,
+                   .domain = FHJIT_DOMAIN_NTT, .form = FHJIT_FORM_MONT};
+  fhjit_value key = fhjit_input(g, "key", &kt), acc = -1;
+  for (int k = 0; k < D; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "d%d", k);
+    fhjit_value d = s7_poly(g, name, 0, rows, n, NULL, FHJIT_DOMAIN_COEF,
+                            std ? FHJIT_FORM_STD : FHJIT_FORM_MONT);
+    fhjit_value f = fhjit_ntt(g, d, fwd, std ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT);
+    fhjit_value p = fhjit_keyswitch_digit_product(g, f, key, k, 0);
+    acc = k == 0 ? p : use_add ? fhjit_add(g, acc, p) : fhjit_add_lazy(g, acc, p);
+  }
+  fhjit_value c = s7_poly(g, "c", 2, rows, n, NULL, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  return bound(g, fhjit_add(g, fhjit_ntt(g, acc, inv, FHJIT_NTT_TO_COEF_MONT), c), "ipntt graph");
+}
+
+/* Forward NTTs of several inputs planned with the sum of their key
+ * products (ntt_plan ipntt, anchor_ipntt.c: each transform's first kernel
+ * alone, then one last kernel of them all computing the sum): both radices,
+ * 1 to 16 rows, 2 to 5 digits (5 at r62 is past the default's 32 bytes a
+ * position: forced), N = 2^13 .. 2^17, the mont and std forward kinds,
+ * add_lazy and add, against the interpreter; the plan must show the group
+ * (else the case tests nothing of it). --quick: N up to 2^14. */
+static void group_ipntt(int quick) {
+  group_begin();
+  static const struct {
+    int r62, rows, D, logn, std, add;
+    const char *plan;
+  } sh[] = {{1, 16, 2, 16, 0, 0, NULL}, {0, 16, 2, 16, 0, 0, NULL}, {1, 3, 3, 14, 0, 0, NULL},
+            {0, 5, 4, 13, 0, 0, NULL},  {0, 1, 2, 17, 1, 0, NULL},  {1, 2, 5, 13, 0, 0, "ipntt=1"},
+            {0, 4, 3, 14, 0, 1, NULL},  {1, 1, 2, 13, 1, 1, NULL},  {0, 2, 8, 14, 0, 0, NULL}};
+  for (size_t i = 0; i < sizeof sh / sizeof *sh; i++) {
+    if (quick && sh[i].logn > 14) continue;
+    fhjit_radix radix = sh[i].r62 ? FHJIT_R62 : FHJIT_R32;
+    int64_t n = INT64_C(1) << sh[i].logn;
+    uint64_t q[64];
+    if (!s7_chain(radix, sh[i].rows, n, q)) continue;
+    fhjit_context_set_option(ctx, "ntt_plan", sh[i].plan);
+    char label[128];
+    snprintf(label, sizeof label, "ipntt %s %d rows %d digits N=2^%d%s%s%s%s",
+             sh[i].r62 ? "r62" : "r32", sh[i].rows, sh[i].D, sh[i].logn, sh[i].std ? " std" : "",
+             sh[i].add ? " add" : "", sh[i].plan ? " " : "", sh[i].plan ? sh[i].plan : "");
+    fhjit_graph *g = ipntt_graph(radix, q, sh[i].rows, sh[i].D, n, sh[i].std, sh[i].add);
+    if (!g) continue;
+    const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+    int grouped = plan && strstr(plan, "steps before, one per member (ipntt)");
+    check(grouped, "%s: the plan groups the forward NTTs", label);
+    if (grouped) s7_case(g, q, sh[i].rows, n, label);
+    fhjit_graph_destroy(g);
+  }
+  fhjit_context_set_option(ctx, "ntt_plan", NULL);
+  group_end("ipntt");
+}
+
 /* ------------------------------------- the key switch's reduce kernel */
 
 /* Key switch (0), relinearise (1), rotate by 5 (2) or HMult + relinearise
@@ -1780,6 +1846,7 @@ int main(int argc, char **argv) {
     RUN("bconv_mma", group_bconv_mma(quick));
     RUN("ckks", group_ckks());
     RUN("ipfuse", group_ipfuse(quick));
+    RUN("ipntt", group_ipntt(quick));
     RUN("cluster", group_cluster(quick));
     RUN("cluster_rows", group_cluster_rows(quick));
   }
