@@ -25,6 +25,7 @@ struct an_ipntt {
   fhjit_type tu; /* u's type: D x rows rows */
   int32_t *cols; /* u's rows' chain positions (each member's basis in turn) */
   lw_ntt_plan plan; /* the members' own plan (plans_fit) */
+  int last_step;    /* the step of the latest head planned */
 };
 
 /* Whether anchor w can join a group led by anchor v (or lead it, w = v): a
@@ -122,9 +123,13 @@ static void whole_waits(lw_ntt_plan *p) {
 
 void lw_ipntt_head_done(an_build *B, an_step *s, fhjit_value v) {
   an_ipntt *r = B->ipg[v];
+  int step = (int)(s - B->p->steps);
   s->head = 1;
   s->plan.dst_offset = s->dst_off;
   whole_waits(&s->plan);
+  /* right after the previous head: both run at once (late_entry) */
+  s->plan.k[0].late_entry = v != r->first && r->last_step == step - 1 && B->tune.latewait != 0;
+  r->last_step = step;
   if (v != r->last || B->st) return;
   /* the members' last kernel, in reduce form, reading their words in u */
   fhjit_graph *g = B->g;

@@ -82,6 +82,14 @@ typedef struct lw_ntt_kplan {
    * kernel too (griddepcontrol.wait before any access, LW_KERNEL_PDL), and
    * kernel 1 lets the stream's next kernel launch early */
   int entry;
+  /* with entry, kernel 0 of an ipntt head right after the group's previous
+   * head (anchor_ipntt.c): its wait for the stream's previous kernel (that
+   * head) at its end instead of its start. It reads and writes nothing
+   * that head touches, and every kernel before that head has completed
+   * when it launches (that head triggers after its own wait), so it runs
+   * beside that head; waiting before it exits keeps the next kernel's
+   * wait for it a wait for both. */
+  int late_entry;
   /* 1: the twiddle constants (w4, wk4) of the block's sub-transforms, for
    * the levels below tws_log (entries j < 2^tws_log of a sub-transform's
    * table subtree: the levels several threads share), are computed once
@@ -447,6 +455,8 @@ typedef struct lw_ntt_tuning {
                    * per digit, and runs the digits the conversion finishes first first
                    * (mixsteps_ipsync.c); 0 (default: measured 4 us slower on the H200)
                    * for the whole conversion */
+  int latewait;   /* ipntt: 1 (default) a head right after another waits for it at its end
+                   * (lw_ntt_kplan.late_entry), 0 at its start */
   int ipntt;      /* forward NTTs of several operands with one table whose only readers
                    * sum their products (a key switch written with ntt_fwd nodes,
                    * anchor_ipntt.c): 1 (default) each one's first kernel alone, then one

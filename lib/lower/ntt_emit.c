@@ -198,7 +198,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
     if (!E->pro_active) lw_ne_prefetch_source(E, tid, blk);
     else lw_ne_prefetch_aut_source(E, tid, blk);
   }
-  if (first && k->entry) lw_ne_entry_wait(E, tid, blk);
+  if (first && k->entry && !k->late_entry) lw_ne_entry_wait(E, tid, blk);
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (!first && k->pdl && !wait_after_tws) lw_ne_wait_for_kernel0(E, tid, blk);
@@ -244,6 +244,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
       }
     }
   }
+  if (first && k->entry && k->late_entry) lw_ne_entry_wait(E, tid, blk);
   lw_ne_kernel_end(E, tid, blk); /* ntt_emit_sync.c: counts for the kernels after it */
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;

@@ -112,6 +112,8 @@ static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
   if (sp->head)
     sp_buf_printf(b, "  first kernel only, at rows %lld.. of its buffer; the last kernel "
                   "in a later step (ipntt)\n", (long long)(sp->dst_off >> sp->plan.log_n));
+  if (sp->head && sp->plan.k[0].late_entry && sp->plan.k[0].entry)
+    sp_buf_printf(b, "  beside step %d, waiting for it at its end\n", s - 1);
   if (sp->heads)
     sp_buf_printf(b, "  first kernel: the %d steps before, one per member (ipntt)\n",
                   sp->heads);
