@@ -8,8 +8,9 @@
  * it costs no launch and no pass over memory of its own. Planned here,
  * after every step exists: a reduce step s and the step s + 1 after it
  * are chained when s + 1 is an NTT of two kernels with no prologue and no
- * epilogue (an epilogue's inputs are read before the kernel's wait, which
- * the reduce kernel, still running, might be writing) reading rows of S
+ * epilogue reading what step s writes (an epilogue's inputs are read
+ * before the kernel's wait, which the reduce kernel, still running, might
+ * be writing; an input it reads is fine) reading rows of S
  * (epilogue 0's output) that lw_ntt_chain_fits accepts. Step s + 1 then
  * launches its second kernel only, a dependent launch of the reduce kernel
  * that waits for all of it (never the per-row counters of its own first
@@ -25,12 +26,21 @@
  * pass over memory goes with it (docs/ckks.md). */
 #include "lower/mixsteps.h"
 
+/* Whether an epilogue of step n reads a buffer step s writes. */
+static int epilogue_reads(const an_step *n, const an_step *s) {
+  for (int t = 0; t < n->nepi; t++)
+    for (int32_t i = 0; i < n->epi_sub[t]->ninputs; i++)
+      if (lw_mix_same_buf(n->epi_in[t][i], s->epi_out[0]) || lw_mix_same_buf(n->epi_in[t][i], s->dst))
+        return 1;
+  return 0;
+}
+
 /* Whether steps s and s + 1 can be chained; *row0 the first row of S the
  * next step reads. */
 static int chainable(const an_step *s, int64_t *row0) {
   const an_step *n = s + 1;
   if (!s->is_ntt || s->red.members <= 0 || s->nepi < 1 || s->chained || !n->is_ntt ||
-      n->pro_sub || n->nepi || n->plan.nkernels != 2 || n->dst_off || n->chain ||
+      n->pro_sub || epilogue_reads(n, s) || n->plan.nkernels != 2 || n->dst_off || n->chain ||
       !lw_mix_same_buf(n->src, s->epi_out[0]))
     return 0;
   int64_t comps = n->plan.rows > 0 ? n->plan.batch_rows / n->plan.rows : 0;
