@@ -84,14 +84,15 @@ static void wput(const env *e, void *b, size_t i, uint64_t x) {
   else ((uint64_t *)b)[i] = x;
 }
 
-enum { EXTRA_NONE, EXTRA_RESULT, EXTRA_TABLE };
+enum { EXTRA_NONE, EXTRA_RESULT, EXTRA_TABLE, EXTRA_COMPUTED };
 
 /* examples/ntt/keyswitch.fh with D digits: inputs fwd, inv, key, d0 ..
  * d(D-1), c; ntt_fwd of each d_k by fwd, keyswitch_digit_product k,
  * summed (add_lazy or add), ntt_inv, plus c: result "out". extra: also
  * f0 as a result (EXTRA_RESULT), or d1's transform by the inverse
  * table's rows (EXTRA_TABLE: another table), which the group must not
- * take. */
+ * take; or the last digit computed, sub(d, e) (EXTRA_COMPUTED: its head
+ * computes it in its prologue). */
 static fhjit_graph *build(env *e, int extra) {
   const shape *s = e->s;
   fhjit_graph *g = fhjit_graph_create(e->ctx, "ipntt", s->radix);
@@ -110,6 +111,8 @@ static fhjit_graph *build(env *e, int extra) {
     dt.domain = FHJIT_DOMAIN_COEF;
     dt.form = s->std ? FHJIT_FORM_STD : FHJIT_FORM_MONT;
     fhjit_value d = fhjit_input(g, name, &dt);
+    /* EXTRA_COMPUTED: the last digit computed (its head's prologue) */
+    if (extra == EXTRA_COMPUTED && k == s->D - 1) d = fhjit_sub(g, d, fhjit_input(g, "e", &dt));
     fhjit_value f = fhjit_ntt(g, d, k == 1 && fwd2 >= 0 ? fwd2 : fwd,
                               s->std ? FHJIT_NTT_COEF_STD_TO_NTT : FHJIT_NTT_COEF_MONT_TO_NTT);
     if (!k) f0 = f;
@@ -307,6 +310,29 @@ START_TEST(test_ipntt_not) {
 }
 END_TEST
 
+/* A member whose operand is computed: its head computes it in its first
+ * kernel (a prologue) and the group still forms; words as the
+ * interpreter's, both radices. */
+START_TEST(test_ipntt_prologue) {
+  env e;
+  env_init(&e, &shapes[_i ? 3 : 0]);
+  fhjit_graph *g = build(&e, EXTRA_COMPUTED);
+  const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
+  ck_assert_msg(plan, "%s", fhjit_last_error(e.ctx));
+  ck_assert_int_eq(count_of(plan, "first kernel only, at rows"), e.s->D);
+  ck_assert_int_eq(count_of(plan, "prologue: sub"), 1);
+  void **in = inputs(&e, g);
+  void **ref = run(&e, g, in, 0), **host = run(&e, g, in, 1);
+  size_t words = (size_t)2 * (size_t)e.s->rows * (size_t)e.n;
+  ck_assert_msg(!memcmp(ref[0], host[0], words * e.ws), "host words differ from the interpreter's");
+  free_all(ref, 1);
+  free_all(host, 1);
+  free_all(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  env_free(&e);
+}
+END_TEST
+
 /* The key is refused where it is malformed, like every ntt_plan key. */
 START_TEST(test_ipntt_key) {
   fhjit_context *ctx = fhjit_context_create();
@@ -317,13 +343,24 @@ START_TEST(test_ipntt_key) {
 }
 END_TEST
 
+START_TEST(test_latewait_key) {
+  fhjit_context *ctx = fhjit_context_create();
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "latewait=0"), FHJIT_OK);
+  ck_assert_int_ne(fhjit_context_set_option(ctx, "ntt_plan", "latewait=3"), FHJIT_OK);
+  ck_assert(tu_contains(fhjit_last_error(ctx), "latewait"));
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *su = suite_create("ipntt");
   TCase *t = tcase_create("ipntt");
   tcase_set_timeout(t, 600);
   tcase_add_loop_test(t, test_ipntt_shapes, 0, NSHAPES);
   tcase_add_loop_test(t, test_ipntt_not, 0, 4);
+  tcase_add_loop_test(t, test_ipntt_prologue, 0, 2);
   tcase_add_test(t, test_ipntt_key);
+  tcase_add_test(t, test_latewait_key);
   suite_add_tcase(su, t);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
