@@ -333,21 +333,13 @@ START_TEST(test_ipntt_prologue) {
 }
 END_TEST
 
-/* The key is refused where it is malformed, like every ntt_plan key. */
-START_TEST(test_ipntt_key) {
+/* The keys are refused where they are malformed, like every ntt_plan key. */
+START_TEST(test_ipntt_keys) {
+  static const char *const good[] = {"ipntt=1", "latewait=0"}, *const bad[] = {"ipntt=2", "latewait=3"};
   fhjit_context *ctx = fhjit_context_create();
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "ipntt=1"), FHJIT_OK);
-  ck_assert_int_ne(fhjit_context_set_option(ctx, "ntt_plan", "ipntt=2"), FHJIT_OK);
-  ck_assert(tu_contains(fhjit_last_error(ctx), "ipntt"));
-  fhjit_context_destroy(ctx);
-}
-END_TEST
-
-START_TEST(test_latewait_key) {
-  fhjit_context *ctx = fhjit_context_create();
-  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", "latewait=0"), FHJIT_OK);
-  ck_assert_int_ne(fhjit_context_set_option(ctx, "ntt_plan", "latewait=3"), FHJIT_OK);
-  ck_assert(tu_contains(fhjit_last_error(ctx), "latewait"));
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "ntt_plan", good[_i]), FHJIT_OK);
+  ck_assert_int_ne(fhjit_context_set_option(ctx, "ntt_plan", bad[_i]), FHJIT_OK);
+  ck_assert(tu_contains(fhjit_last_error(ctx), _i ? "latewait" : "ipntt"));
   fhjit_context_destroy(ctx);
 }
 END_TEST
@@ -359,8 +351,7 @@ int main(void) {
   tcase_add_loop_test(t, test_ipntt_shapes, 0, NSHAPES);
   tcase_add_loop_test(t, test_ipntt_not, 0, 4);
   tcase_add_loop_test(t, test_ipntt_prologue, 0, 2);
-  tcase_add_test(t, test_ipntt_key);
-  tcase_add_test(t, test_latewait_key);
+  tcase_add_loop_test(t, test_ipntt_keys, 0, 2);
   suite_add_tcase(su, t);
   SRunner *sr = srunner_create(su);
   srunner_run_all(sr, CK_NORMAL);
