@@ -75,15 +75,6 @@ static void env_free(env *e) {
   fhjit_context_destroy(e->ctx);
 }
 
-static uint64_t wget(const env *e, const void *b, size_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-
-static void wput(const env *e, void *b, size_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 enum { EXTRA_NONE, EXTRA_RESULT, EXTRA_TABLE, EXTRA_COMPUTED };
 
 /* examples/ntt/keyswitch.fh with D digits: inputs fwd, inv, key, d0 ..
@@ -149,7 +140,7 @@ static void **inputs(env *e, fhjit_graph *g) {
       continue;
     }
     for (size_t k = 0; k < words; k++)
-      wput(e, in[i], k, tu_lazy(&e->seed, e->q[(k / (size_t)e->n) % (size_t)t.rows]));
+      tu_set_word(e->ws, in[i], k, tu_lazy(&e->seed, e->q[(k / (size_t)e->n) % (size_t)t.rows]));
   }
   return in;
 }
@@ -180,6 +171,25 @@ static int count_of(const char *text, const char *needle) {
   int k = 0;
   for (const char *p = text; p && (p = strstr(p, needle)); p++) k++;
   return k;
+}
+
+/* Every result of g on the host equal to the interpreter's, on inputs of
+ * its own; then g and e released. */
+static void check_and_free(env *e, fhjit_graph *g) {
+  void **in = inputs(e, g);
+  void **ref = run(e, g, in, 0), **host = run(e, g, in, 1);
+  int32_t nres = fhjit_num_results(g);
+  for (int32_t r = 0; r < nres; r++) {
+    fhjit_type t;
+    ck_assert_int_eq(fhjit_result_type(g, r, &t), FHJIT_OK);
+    ck_assert_msg(!memcmp(ref[r], host[r], (size_t)fhjit_type_elements(&t) * e->ws),
+                  "result %d: host words differ from the interpreter's", (int)r);
+  }
+  free_all(ref, nres);
+  free_all(host, nres);
+  free_all(in, fhjit_num_inputs(g));
+  fhjit_graph_destroy(g);
+  env_free(e);
 }
 
 static void set_plan(env *e, const char *base, const char *more) {
@@ -214,7 +224,8 @@ static void check_sum_identity(env *e, fhjit_graph *g, void **in, void **out) {
     uint64_t lhs = 0, xp = 1;
     size_t base_o = ((size_t)j * (size_t)s->rows + (size_t)r) * (size_t)n;
     for (int64_t i = 0; i < n; i++) {
-      uint64_t v = (wget(e, out[0], base_o + (size_t)i) + 2 * q - wget(e, in[c], base_o + (size_t)i) % q) % q;
+      int64_t at = (int64_t)base_o + i;
+      uint64_t v = (tu_word(e->ws, out[0], at) + 2 * q - tu_word(e->ws, in[c], at) % q) % q;
       lhs = (lhs + tu_mulmod(v, xp, q)) % q;
       xp = tu_mulmod(xp, x, q);
     }
@@ -227,12 +238,12 @@ static void check_sum_identity(env *e, fhjit_graph *g, void **in, void **out) {
       uint64_t dx = 0, xq = 1;
       size_t bd = (size_t)r * (size_t)n;
       for (int64_t i = 0; i < n; i++) {
-        dx = (dx + tu_mulmod(wget(e, in[3 + k], bd + (size_t)i) % q, xq, q)) % q;
+        dx = (dx + tu_mulmod(tu_word(e->ws, in[3 + k], (int64_t)bd + i) % q, xq, q)) % q;
         xq = tu_mulmod(xq, x, q);
       }
       if (s->std) dx = tu_mulmod(dx, R, q); /* to_mont */
       size_t kk = (((size_t)k * 2 + (size_t)j) * (size_t)s->rows + (size_t)r) * (size_t)n + (size_t)o;
-      uint64_t kw = wget(e, in[key], kk) % q;
+      uint64_t kw = tu_word(e->ws, in[key], kk) % q;
       rhs = (rhs + tu_mulmod(tu_mulmod(dx, kw, q), rinv, q)) % q;
     }
     ck_assert_msg(lhs == rhs, "shape %d..: row %d comp %d slot %lld: the sum's evaluation %llu != %llu",
@@ -293,20 +304,7 @@ START_TEST(test_ipntt_not) {
   ck_assert_msg(plan, "%s", fhjit_last_error(e.ctx));
   static const int heads[4] = {0, 0, 4, 0};
   ck_assert_int_eq(count_of(plan, "first kernel only, at rows"), heads[_i]);
-  void **in = inputs(&e, g);
-  void **ref = run(&e, g, in, 0), **host = run(&e, g, in, 1);
-  int32_t nres = fhjit_num_results(g);
-  for (int32_t r = 0; r < nres; r++) {
-    fhjit_type t;
-    ck_assert_int_eq(fhjit_result_type(g, r, &t), FHJIT_OK);
-    ck_assert_msg(!memcmp(ref[r], host[r], (size_t)fhjit_type_elements(&t) * e.ws), "result %d differs",
-                  (int)r);
-  }
-  free_all(ref, nres);
-  free_all(host, nres);
-  free_all(in, fhjit_num_inputs(g));
-  fhjit_graph_destroy(g);
-  env_free(&e);
+  check_and_free(&e, g);
 }
 END_TEST
 
@@ -321,15 +319,7 @@ START_TEST(test_ipntt_prologue) {
   ck_assert_msg(plan, "%s", fhjit_last_error(e.ctx));
   ck_assert_int_eq(count_of(plan, "first kernel only, at rows"), e.s->D);
   ck_assert_int_eq(count_of(plan, "prologue: sub"), 1);
-  void **in = inputs(&e, g);
-  void **ref = run(&e, g, in, 0), **host = run(&e, g, in, 1);
-  size_t words = (size_t)2 * (size_t)e.s->rows * (size_t)e.n;
-  ck_assert_msg(!memcmp(ref[0], host[0], words * e.ws), "host words differ from the interpreter's");
-  free_all(ref, 1);
-  free_all(host, 1);
-  free_all(in, fhjit_num_inputs(g));
-  fhjit_graph_destroy(g);
-  env_free(&e);
+  check_and_free(&e, g);
 }
 END_TEST
 

@@ -57,15 +57,6 @@ static void env_free(env *e) {
   fhjit_context_destroy(e->ctx);
 }
 
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 /* Dense inputs: twiddle inputs named "tf*" the forward table, "ti*" the
  * inverse one; the others random lazy words of their row. */
 static void **make_inputs(env *e, fhjit_graph *g, uint64_t *seed) {
@@ -83,9 +74,9 @@ static void **make_inputs(env *e, fhjit_graph *g, uint64_t *seed) {
     for (int64_t w = 0; w < words; w++) {
       int64_t row = (w / t.n) % t.rows;
       if (t.kind == FHJIT_KIND_TWIDDLE)
-        wput(e, in[i], w, wget(e, name[1] == 'f' ? e->fwd : e->inv, w));
+        tu_set_word(e->ws, in[i], w, tu_word(e->ws, name[1] == 'f' ? e->fwd : e->inv, w));
       else
-        wput(e, in[i], w, tu_lazy(seed, e->q[row]));
+        tu_set_word(e->ws, in[i], w, tu_lazy(seed, e->q[row]));
     }
   }
   return in;
@@ -126,10 +117,10 @@ static void host_matches_interp(env *e, fhjit_graph *g, const char *what) {
     fhjit_result_type(g, k, &t);
     int64_t words = fhjit_type_elements(&t), bad = 0, first = -1;
     for (int64_t i = 0; i < words; i++)
-      if (wget(e, ri[k], i) != wget(e, rh[k], i) && bad++ == 0) first = i;
+      if (tu_word(e->ws, ri[k], i) != tu_word(e->ws, rh[k], i) && bad++ == 0) first = i;
     ck_assert_msg(!bad, "%s: result #%d: %lld of %lld words differ (first %lld: host %llu, interp %llu)",
                   what, (int)k, (long long)bad, (long long)words, (long long)first,
-                  (unsigned long long)wget(e, rh[k], first), (unsigned long long)wget(e, ri[k], first));
+                  (unsigned long long)tu_word(e->ws, rh[k], first), (unsigned long long)tu_word(e->ws, ri[k], first));
   }
   free_bufs(ri, nr);
   free_bufs(rh, nr);

@@ -110,6 +110,15 @@ fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n) {
   return t;
 }
 
+uint64_t tu_word(size_t ws, const void *b, int64_t i) {
+  return ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
+}
+
+void tu_set_word(size_t ws, void *b, int64_t i, uint64_t x) {
+  if (ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
+  else ((uint64_t *)b)[i] = x;
+}
+
 int tu_contains(const char *haystack, const char *needle) {
   return haystack && needle && strstr(haystack, needle) != NULL;
 }

@@ -52,6 +52,9 @@ int tu_is_prime_trial(uint64_t n);
 fhjit_type tu_poly(int comps, int nbatch, const int64_t *batch, int64_t rows, int64_t n);
 /* A KEY type [digits, 2, rows, n]. */
 fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n);
+/* Word i of a buffer of ws-byte words (4: r32, 8: r62), and its store. */
+uint64_t tu_word(size_t ws, const void *b, int64_t i);
+void tu_set_word(size_t ws, void *b, int64_t i, uint64_t x);
 /* Does haystack contain needle? (for error-message checks; NULL-safe) */
 int tu_contains(const char *haystack, const char *needle);
 
