@@ -293,6 +293,7 @@ END_TEST
  * others than d1's grouped), one digit; and r62's five digits by default
  * (40 bytes a position): the first stored, the last four grouped. */
 START_TEST(test_ipntt_not) {
+  TU_SAMPLED_IN(_i, 0, 2);
   static const shape r62_5 = {FHJIT_R62, 2, 5, 13, 0, 0, NULL};
   static const shape one = {FHJIT_R32, 2, 1, 13, 0, 0, NULL};
   const shape *s = _i == 2 ? &r62_5 : _i == 3 ? &one : &shapes[0];
@@ -312,6 +313,7 @@ END_TEST
  * kernel (a prologue) and the group still forms; words as the
  * interpreter's, both radices. */
 START_TEST(test_ipntt_prologue) {
+  TU_SAMPLED_ONLY(_i, 1);
   env e;
   env_init(&e, &shapes[_i ? 3 : 0]);
   fhjit_graph *g = build(&e, EXTRA_COMPUTED);
