@@ -602,10 +602,12 @@ static fhjit_graph *ks_bind(fhjit_graph *g, fhjit_value out) {
 
 /* A key switch with its NTTs at N = 2^16, 16 rows: two digits to the NTT
  * domain, digit products accumulated (add_lazy), the 2-component sum back to
- * the coefficient domain and added to a ciphertext. Fused: the forward
- * transforms (scratch), the products and sum in the inverse's first kernel
- * (prologue), the addition in its last kernel (epilogue): 6 kernels, the
- * inverse's result never stored. Separate: each NTT alone and the products
+ * the coefficient domain and added to a ciphertext. Fused: each forward
+ * transform's first kernel alone, then one last kernel of both computing the
+ * products and the sum (ntt_plan ipntt; with ipntt=0 the transforms stored
+ * and the sum computed in the inverse's first kernel, a prologue), the
+ * addition in the inverse's last kernel (epilogue): 5 kernels, the forward
+ * transforms and the inverse's result never stored. Separate: each NTT alone and the products
  * and the addition as pointwise graphs, every value through memory (8
  * kernels, 5 launches). Both checked against the interpreter and timed in
  * the same run. On the fake driver: the separate graphs launched (run on
