@@ -24,6 +24,7 @@
 #include "ir/ir.h"
 #include "lower/bconv.h"
 #include "lower/ntt.h"
+#include "ptxeval.h"
 #include "testutil.h"
 
 typedef unsigned __int128 u128;
@@ -678,121 +679,8 @@ END_TEST
 
 /* ------------------------------------------------- the PTX interpreter */
 
-/* The instructions of lw_bconv_mac62_ptx, lw_ntt_redc62_ptx and
- * lw_ntt_csub62_ptx over 32-bit registers with the carry flag; any other
- * instruction fails the test. Operands $0.. are 64-bit (in[], out[]). */
-typedef struct preg {
-  char name[8];
-  uint32_t v;
-} preg;
-
-static uint32_t *reg_of(preg *regs, int *n, const char *name, size_t len) {
-  ck_assert_uint_lt(len, sizeof regs[0].name);
-  for (int i = 0; i < *n; i++)
-    if (strlen(regs[i].name) == len && !strncmp(regs[i].name, name, len)) return &regs[i].v;
-  ck_assert_int_lt(*n, 40);
-  memcpy(regs[*n].name, name, len);
-  regs[*n].name[len] = 0;
-  regs[*n].v = 0;
-  return &regs[(*n)++].v;
-}
-
-static int split_ops(const char *s, const char *tok[4], size_t len[4]) {
-  int n = 0;
-  while (*s && n < 4) {
-    while (*s == ' ') s++;
-    const char *start = s;
-    int depth = 0;
-    while (*s && (depth || *s != ',')) {
-      if (*s == '{') depth++;
-      if (*s == '}') depth--;
-      s++;
-    }
-    const char *end = s;
-    while (end > start && end[-1] == ' ') end--;
-    tok[n] = start, len[n++] = (size_t)(end - start);
-    if (*s == ',') s++;
-  }
-  return n;
-}
-
-static uint32_t val_of(preg *regs, int *n, const char *t, size_t len) {
-  if (t[0] >= '0' && t[0] <= '9') return (uint32_t)strtoul(t, NULL, 0);
-  return *reg_of(regs, n, t, len);
-}
-
-static void run_ptx(const char *p, const uint64_t *in, uint64_t *out) {
-  preg regs[40];
-  int nregs = 0, cc = 0;
-  while (*p) {
-    const char *eol = strchr(p, '\n');
-    size_t n = eol ? (size_t)(eol - p) : strlen(p);
-    char line[160];
-    ck_assert_uint_lt(n, sizeof line);
-    memcpy(line, p, n);
-    line[n] = 0;
-    p += n + (eol ? 1 : 0);
-    char *l = line;
-    while (*l == ' ' || *l == '\t') l++;
-    if (!*l || !strcmp(l, "{") || !strcmp(l, "}") || !strncmp(l, ".reg", 4)) continue;
-    char *semi = strrchr(l, ';');
-    ck_assert_msg(semi != NULL, "PTX line without ';': %s", l);
-    *semi = 0;
-    char op[32];
-    size_t oplen = strcspn(l, " ");
-    ck_assert_uint_lt(oplen, sizeof op);
-    memcpy(op, l, oplen);
-    op[oplen] = 0;
-    const char *tok[4];
-    size_t len[4];
-    int nt = split_ops(l + oplen, tok, len);
-    if (!strcmp(op, "mov.b64")) {
-      ck_assert_int_eq(nt, 2);
-      int unpack = tok[0][0] == '{';
-      const char *pair = unpack ? tok[0] : tok[1], *dollar = unpack ? tok[1] : tok[0];
-      size_t plen = unpack ? len[0] : len[1];
-      char inner[64];
-      ck_assert_uint_lt(plen, sizeof inner);
-      memcpy(inner, pair + 1, plen - 2);
-      inner[plen - 2] = 0;
-      const char *t2[4];
-      size_t l2[4];
-      ck_assert_int_eq(split_ops(inner, t2, l2), 2);
-      ck_assert_int_eq(dollar[0], '$');
-      int k = dollar[1] - '0';
-      if (unpack) {
-        *reg_of(regs, &nregs, t2[0], l2[0]) = (uint32_t)in[k];
-        *reg_of(regs, &nregs, t2[1], l2[1]) = (uint32_t)(in[k] >> 32);
-      } else {
-        out[k] = (uint64_t)val_of(regs, &nregs, t2[0], l2[0]) |
-                 (uint64_t)val_of(regs, &nregs, t2[1], l2[1]) << 32;
-      }
-      continue;
-    }
-    uint32_t *d = reg_of(regs, &nregs, tok[0], len[0]);
-    uint64_t a = val_of(regs, &nregs, tok[1], len[1]), b = val_of(regs, &nregs, tok[2], len[2]);
-    uint64_t c = nt > 3 ? val_of(regs, &nregs, tok[3], len[3]) : 0, r;
-    int setcc = strstr(op, ".cc") != NULL, usecc = !strncmp(op, "madc", 4) || !strncmp(op, "addc", 4);
-    uint64_t cin = usecc ? (uint64_t)cc : 0;
-    if (!strcmp(op, "mul.lo.u32")) r = (uint32_t)(a * b);
-    else if (!strcmp(op, "mul.hi.u32")) r = (a * b) >> 32;
-    else if (!strncmp(op, "mad.lo", 6) || !strncmp(op, "madc.lo", 7)) r = (uint64_t)(uint32_t)(a * b) + c + cin;
-    else if (!strncmp(op, "madc.hi", 7)) r = ((a * b) >> 32) + c + cin;
-    else if (!strncmp(op, "addc", 4) || !strcmp(op, "add.cc.u32")) r = a + b + cin;
-    else if (!strcmp(op, "sub.cc.u32")) {
-      *d = (uint32_t)(a - b), cc = a < b;
-      continue;
-    } else if (!strcmp(op, "subc.u32")) r = (uint32_t)(a - b - (uint64_t)cc);
-    else if (!strcmp(op, "setp.lt.s32")) r = (int32_t)(uint32_t)a < (int32_t)(uint32_t)b;
-    else if (!strcmp(op, "selp.b32")) r = c ? a : b;
-    else {
-      ck_abort_msg("PTX interpreter: unknown instruction '%s'", op);
-      return;
-    }
-    *d = (uint32_t)r;
-    if (setcc) cc = (int)((r >> 32) & 1);
-  }
-}
+/* The GPU's inline PTX runs through ptxeval.h: lw_bconv_mac62_ptx,
+ * lw_bconv_reduce62_ptx, lw_ntt_redc62_ptx and lw_ntt_csub62_ptx. */
 
 /* k64 = -t^-1 mod 2^64 and k62 = -t^-1 mod 2^62 (Newton). */
 static uint64_t kneg(uint64_t t, int bits) {
@@ -814,7 +702,7 @@ START_TEST(test_gpu_asm) {
     uint64_t x0 = x & 0xffffffffu, x1 = x >> 32, c0 = c & 0xffffffffu, c1 = c >> 32;
     u128 want = acc + (u128)(x0 * c0) + ((u128)(x1 * c1) << 64);
     uint64_t in[8] = {0, 0, 0, x, c, (uint64_t)acc, (uint64_t)(acc >> 64), cr}, out[3];
-    run_ptx(lw_bconv_mac62_ptx, in, out);
+    ptxeval_run(lw_bconv_mac62_ptx, in, out, 3);
     ck_assert_msg(out[0] == (uint64_t)want && out[1] == (uint64_t)(want >> 64), "mac at %d", it);
     ck_assert_msg(out[2] == cr + x0 * c1 + x1 * c0, "mac cross at %d", it);
     /* the reduction: S' = S + 2^32 C below 2^64 t (the kernel's bound), as
@@ -830,7 +718,7 @@ START_TEST(test_gpu_asm) {
     u128 full = sp + (u128)m * t;
     ck_assert((uint64_t)full == 0);
     uint64_t rin[6] = {0, (uint64_t)sv, (uint64_t)(sv >> 64), cc, t, k64}, rout[1];
-    run_ptx(lw_bconv_reduce62_ptx, rin, rout);
+    ptxeval_run(lw_bconv_reduce62_ptx, rin, rout, 1);
     ck_assert_msg(rout[0] == (uint64_t)(full >> 64), "reduce at %d", it);
     ck_assert_uint_lt(rout[0], 2 * t);
     ck_assert_uint_eq(tu_mulmod(rout[0], tu_powmod(2, 64, t), t), (uint64_t)(sp % t));
@@ -840,11 +728,11 @@ START_TEST(test_gpu_asm) {
     uint64_t mm = ((uint64_t)prod * k62) & ((UINT64_C(1) << 62) - 1);
     uint64_t u = (uint64_t)((prod + (u128)mm * t) >> 62);
     uint64_t win[5] = {0, xw, w << 2, w * (k62 << 2), t};
-    run_ptx(lw_ntt_redc62_ptx, win, rout);
+    ptxeval_run(lw_ntt_redc62_ptx, win, rout, 1);
     ck_assert_msg(rout[0] == u, "redc at %d", it);
     ck_assert_uint_lt(u, 2 * t);
     uint64_t cin[3] = {0, u, t};
-    run_ptx(lw_ntt_csub62_ptx, cin, rout);
+    ptxeval_run(lw_ntt_csub62_ptx, cin, rout, 1);
     ck_assert_uint_eq(rout[0], u >= t ? u - t : u);
   }
 }

@@ -13,6 +13,7 @@
 
 #include "ir/ntt.h"
 #include "lower/ntt.h"
+#include "ptxeval.h"
 #include "testutil.h"
 
 /* Moduli (q = 1 mod 2^18) for rows: near the limit, far below, between. */
@@ -808,136 +809,13 @@ END_TEST
 
 /* ------------------------------------------------ the GPU's r62 product */
 
-/* A PTX interpreter for the instructions lw_ntt_redc62_ptx and
- * lw_ntt_csub62_ptx use (32-bit registers, predicates, the carry flag):
- * any other instruction fails the test, so the text the GPU gets is what
- * runs here. */
-typedef struct ptxreg {
-  char name[8];
-  uint32_t v;
-} ptxreg;
-
-static uint32_t *ptx_reg(ptxreg *regs, int *nregs, const char *name, size_t len) {
-  ck_assert_uint_lt(len, sizeof regs[0].name);
-  for (int i = 0; i < *nregs; i++)
-    if (strlen(regs[i].name) == len && !strncmp(regs[i].name, name, len)) return &regs[i].v;
-  ck_assert_int_lt(*nregs, 32);
-  memcpy(regs[*nregs].name, name, len);
-  regs[*nregs].name[len] = 0;
-  regs[*nregs].v = 0;
-  return &regs[(*nregs)++].v;
-}
-
-/* Splits "a, b, c" operands (braces kept) into at most 4 tokens. */
-static int ptx_operands(const char *s, const char *tok[4], size_t len[4]) {
-  int n = 0;
-  while (*s && n < 4) {
-    while (*s == ' ') s++;
-    const char *start = s;
-    int depth = 0;
-    while (*s && (depth || *s != ',')) {
-      if (*s == '{') depth++;
-      if (*s == '}') depth--;
-      s++;
-    }
-    const char *end = s;
-    while (end > start && end[-1] == ' ') end--;
-    tok[n] = start, len[n++] = (size_t)(end - start);
-    if (*s == ',') s++;
-  }
-  return n;
-}
-
-static uint32_t ptx_value(ptxreg *regs, int *nregs, const char *t, size_t len) {
-  if (t[0] >= '0' && t[0] <= '9') return (uint32_t)strtoul(t, NULL, 0); /* 0x.. too */
-  return *ptx_reg(regs, nregs, t, len);
-}
-
-/* Runs PTX text with 64-bit operands $1.. = in[1..]; returns $0. */
+/* The PTX that lw_ntt_redc62_ptx, lw_ntt_shoup62_ptx and lw_ntt_csub62_ptx
+ * give the GPU runs through ptxeval.h's interpreter (any instruction it
+ * does not know fails the test), so the text the GPU gets is what runs
+ * here: with 64-bit operands $1.. = in[1..], returns $0. */
 static uint64_t run_ptx(const char *p, const uint64_t *in) {
   uint64_t out = 0;
-  ptxreg regs[32];
-  int nregs = 0, cc = 0, executed = 0;
-  while (*p) {
-    const char *eol = strchr(p, '\n');
-    size_t n = eol ? (size_t)(eol - p) : strlen(p);
-    char line[160];
-    ck_assert_uint_lt(n, sizeof line);
-    memcpy(line, p, n);
-    line[n] = 0;
-    p += n + (eol ? 1 : 0);
-    char *l = line;
-    while (*l == ' ' || *l == '\t') l++;
-    if (!*l || !strcmp(l, "{") || !strcmp(l, "}") || !strncmp(l, ".reg", 4)) continue;
-    char *semi = strrchr(l, ';');
-    ck_assert_msg(semi != NULL, "PTX line without ';': %s", l);
-    *semi = 0;
-    char op[32];
-    size_t oplen = strcspn(l, " ");
-    ck_assert_uint_lt(oplen, sizeof op);
-    memcpy(op, l, oplen);
-    op[oplen] = 0;
-    const char *tok[4];
-    size_t len[4];
-    int nt = ptx_operands(l + oplen, tok, len);
-    executed++;
-    if (!strcmp(op, "mov.b64")) {
-      ck_assert_int_eq(nt, 2);
-      if (tok[0][0] == '{') { /* unpack {lo, hi}, $N */
-        const char *t2[4];
-        size_t l2[4];
-        char inner[64];
-        ck_assert_uint_lt(len[0], sizeof inner);
-        memcpy(inner, tok[0] + 1, len[0] - 2);
-        inner[len[0] - 2] = 0;
-        ck_assert_int_eq(ptx_operands(inner, t2, l2), 2);
-        ck_assert_int_eq(tok[1][0], '$');
-        uint64_t v = in[tok[1][1] - '0'];
-        *ptx_reg(regs, &nregs, t2[0], l2[0]) = (uint32_t)v;
-        *ptx_reg(regs, &nregs, t2[1], l2[1]) = (uint32_t)(v >> 32);
-      } else { /* $0, {lo, hi} */
-        ck_assert(tok[0][0] == '$' && tok[0][1] == '0' && tok[1][0] == '{');
-        const char *t2[4];
-        size_t l2[4];
-        char inner[64];
-        memcpy(inner, tok[1] + 1, len[1] - 2);
-        inner[len[1] - 2] = 0;
-        ck_assert_int_eq(ptx_operands(inner, t2, l2), 2);
-        out = (uint64_t)ptx_value(regs, &nregs, t2[0], l2[0]) |
-              (uint64_t)ptx_value(regs, &nregs, t2[1], l2[1]) << 32;
-      }
-      continue;
-    }
-    uint32_t *d = ptx_reg(regs, &nregs, tok[0], len[0]);
-    uint64_t a = ptx_value(regs, &nregs, tok[1], len[1]), b = ptx_value(regs, &nregs, tok[2], len[2]);
-    uint64_t c = nt > 3 ? ptx_value(regs, &nregs, tok[3], len[3]) : 0, r;
-    if (!strcmp(op, "mul.lo.u32")) {
-      *d = (uint32_t)(a * b);
-    } else if (!strcmp(op, "mul.hi.u32")) {
-      *d = (uint32_t)((a * b) >> 32);
-    } else if (!strcmp(op, "mad.lo.u32")) {
-      *d = (uint32_t)(a * b + c);
-    } else if (!strcmp(op, "mad.lo.cc.u32")) {
-      r = (uint64_t)(uint32_t)(a * b) + c, *d = (uint32_t)r, cc = (int)(r >> 32);
-    } else if (!strcmp(op, "madc.hi.cc.u32") || !strcmp(op, "madc.hi.u32")) {
-      r = ((a * b) >> 32) + c + (uint64_t)cc, *d = (uint32_t)r;
-      if (strstr(op, ".cc")) cc = (int)(r >> 32);
-    } else if (!strcmp(op, "addc.u32") || !strcmp(op, "addc.cc.u32")) {
-      r = a + b + (uint64_t)cc, *d = (uint32_t)r;
-      if (strstr(op, ".cc")) cc = (int)(r >> 32);
-    } else if (!strcmp(op, "sub.cc.u32")) { /* CC.CF: the borrow */
-      *d = (uint32_t)(a - b), cc = a < b;
-    } else if (!strcmp(op, "subc.u32")) {
-      *d = (uint32_t)(a - b - (uint64_t)cc);
-    } else if (!strcmp(op, "setp.lt.s32")) { /* predicates: 0 or 1 in a register */
-      *d = (int32_t)(uint32_t)a < (int32_t)(uint32_t)b;
-    } else if (!strcmp(op, "selp.b32")) {
-      *d = (uint32_t)(c ? a : b);
-    } else {
-      ck_abort_msg("PTX interpreter: unknown instruction '%s'", op);
-    }
-  }
-  ck_assert_int_gt(executed, 5);
+  ck_assert_int_gt(ptxeval_run(p, in, &out, 1), 5);
   return out;
 }
 
