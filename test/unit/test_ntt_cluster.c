@@ -16,6 +16,7 @@
 
 #include "ir/ntt.h"
 #include "lower/ntt.h"
+#include "nttcheck.h"
 #include "testutil.h"
 
 static void moduli_for(fhjit_radix radix, int rows, uint64_t *q) {
@@ -30,42 +31,18 @@ static void moduli_for(fhjit_radix radix, int rows, uint64_t *q) {
   }
 }
 
-static uint64_t get_word(fhjit_radix radix, const void *buf, size_t i) {
-  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
-}
-
-static void put_word(fhjit_radix radix, void *buf, size_t i, uint64_t x) {
-  if (radix == FHJIT_R32) ((uint32_t *)buf)[i] = (uint32_t)x;
-  else ((uint64_t *)buf)[i] = x;
-}
-
 /* One transform on the host with plan tuning `text` (which must give a
- * cluster plan of `want_c` blocks per cluster), against the reference. */
+ * cluster plan of `want_c` blocks per cluster), against the reference
+ * (nttcheck.h). */
 static void check_cluster(fhjit_radix radix, ir_ntt_kind kind, int logn, int rows, int batch,
                           uint64_t seed, const char *text, int want_c) {
   fhjit_context *ctx = fhjit_context_create();
-  int64_t n = INT64_C(1) << logn, brows = (int64_t)rows * batch;
-  size_t ws = radix == FHJIT_R32 ? 4 : 8;
-  uint64_t q[8];
+  uint64_t q[NTTCHECK_MAXROWS];
   moduli_for(radix, rows, q);
-  void *params = malloc(8 * ws * (size_t)rows);
-  void *tw = malloc(ws * (size_t)(rows * n));
-  void *in = malloc(ws * (size_t)(brows * n)), *out = malloc(ws * (size_t)(brows * n));
-  uint64_t *row = malloc(8 * (size_t)n), *twrow = malloc(8 * (size_t)n);
-  ck_assert(params && tw && in && out && row && twrow);
-  ck_assert_int_eq(fhjit_param_table(ctx, radix, q, rows, n, 1, 1, params, rows), FHJIT_OK);
-  int fwd = ir_ntt_is_forward(kind);
-  ck_assert_int_eq(fhjit_twiddle_tables(ctx, radix, q, rows, n, fwd ? tw : NULL, fwd ? NULL : tw),
-                   FHJIT_OK);
-  for (int64_t br = 0; br < brows; br++) {
-    uint64_t qq = q[br % rows];
-    const uint64_t edges[4] = {0, qq - 1, qq, 2 * qq - 1};
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t v = tu_below(&seed, 8) == 0 ? edges[tu_below(&seed, 4)] : tu_below(&seed, 2 * qq);
-      put_word(radix, in, (size_t)(br * n + i), v);
-    }
-  }
-  memset(out, 0xA5, ws * (size_t)(brows * n));
+  nttcheck c;
+  nttcheck_init(&c, ctx, radix, kind, logn, rows, batch, q);
+  nttcheck_fill(&c, &seed, 0);
+  int64_t brows = c.brows;
   lw_ntt_tuning t;
   lw_ntt_tuning_default(&t);
   ck_assert_int_eq(lw_ntt_tuning_parse(ctx, text, &t), FHJIT_OK);
@@ -78,37 +55,8 @@ static void check_cluster(fhjit_radix radix, ir_ntt_kind kind, int logn, int row
                 "not a cluster plan of %d: %s", want_c, desc);
   int64_t per = INT64_C(1) << plan.k[0].log_rows; /* rows a cluster transforms in turn */
   ck_assert_int_eq(plan.k[0].blocks, (brows + per - 1) / per * want_c);
-  lw_ntt_host *h = NULL;
-  fhjit_status st = lw_ntt_host_create(ctx, &plan, NULL, &h);
-  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-  st = lw_ntt_host_run(ctx, h, params, rows, tw, in, out, NULL, 2);
-  ck_assert_msg(st == FHJIT_OK, "%s", fhjit_last_error(ctx));
-  lw_ntt_host_destroy(h);
-  for (int64_t br = 0; br < brows; br++) {
-    int r = (int)(br % rows);
-    ir_modulus m = ir_modulus_make(radix, q[r]);
-    uint64_t n_inv_r = get_word(radix, params, (size_t)(7 * rows + r));
-    for (int64_t i = 0; i < n; i++) {
-      row[i] = get_word(radix, in, (size_t)(br * n + i));
-      twrow[i] = get_word(radix, tw, (size_t)(r * n + i));
-    }
-    ir_ntt_row(kind, &m, n_inv_r, logn, twrow, row);
-    for (int64_t i = 0; i < n; i++) {
-      uint64_t got = get_word(radix, out, (size_t)(br * n + i));
-      if (got != row[i])
-        ck_abort_msg("%s kind %d N=2^%d rows %d batch %d: batch-row %lld index %lld is %llu, "
-                     "reference %llu (q=%llu; plan %s)",
-                     ir_radix_name(radix), (int)kind, logn, rows, batch, (long long)br,
-                     (long long)i, (unsigned long long)got, (unsigned long long)row[i],
-                     (unsigned long long)q[r], desc);
-    }
-  }
-  free(params);
-  free(tw);
-  free(in);
-  free(out);
-  free(row);
-  free(twrow);
+  nttcheck_run(&c, &plan);
+  nttcheck_free(&c);
   fhjit_context_destroy(ctx);
 }
 
