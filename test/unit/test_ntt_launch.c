@@ -12,15 +12,9 @@
 #include "rt_fixture.h"
 
 
-/* A forward NTT over 2 rows of 2^16 words (two kernels), compiled for
- * `target` with its buffers allocated: the launch arguments in *args, whose
- * pointers live in bufs. */
-typedef struct ntt_bufs {
-  fhjit_cuda_ptr params, ins[2], outs[1];
-} ntt_bufs;
-
-static fhjit_cuda_kernel *ntt_kernel(fhjit_context *c, fhjit_radix radix, const char *target,
-                                     ntt_bufs *b, fhjit_cuda_args *args) {
+/* A forward NTT over 2 rows of 2^16 words (two kernels), parsed and
+ * bound: the graph of ntt_kernel and ntt_cluster_launch. */
+static fhjit_graph *nt_graph(fhjit_context *c, fhjit_radix radix) {
   char text[256];
   snprintf(text, sizeof text,
            "graph @nt radix(%s) {\n"
@@ -31,6 +25,19 @@ static fhjit_cuda_kernel *ntt_kernel(fhjit_context *c, fhjit_radix radix, const 
            "}\n", radix == FHJIT_R32 ? "r32" : "r62");
   fhjit_graph *g = fhjit_parse(c, text, strlen(text), "nt.fh");
   ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+  return g;
+}
+
+/* A forward NTT over 2 rows of 2^16 words (two kernels), compiled for
+ * `target` with its buffers allocated: the launch arguments in *args, whose
+ * pointers live in bufs. */
+typedef struct ntt_bufs {
+  fhjit_cuda_ptr params, ins[2], outs[1];
+} ntt_bufs;
+
+static fhjit_cuda_kernel *ntt_kernel(fhjit_context *c, fhjit_radix radix, const char *target,
+                                     ntt_bufs *b, fhjit_cuda_args *args) {
+  fhjit_graph *g = nt_graph(c, radix);
   fhjit_cuda_options o = {.target = target};
   fhjit_cuda_compile_info info;
   /* the per-row counters, which 2 rows would not get by default (their
@@ -165,16 +172,7 @@ START_TEST(ntt_cluster_launch) {
     int sm80 = i >= 2;
     fhjit_context *c = fhjit_context_create();
     ck_assert_int_eq(fhjit_context_set_option(c, "ntt_schedule", "cluster"), FHJIT_OK);
-    char text[256];
-    snprintf(text, sizeof text,
-             "graph @nt radix(%s) {\n"
-             "  %%x = input pt<[], 2, 65536> coef mont\n"
-             "  %%tw = input twiddles<2, 65536>\n"
-             "  %%f = ntt_fwd %%x, %%tw mode(mont)\n"
-             "  output %%f\n"
-             "}\n", radix == FHJIT_R32 ? "r32" : "r62");
-    fhjit_graph *g = fhjit_parse(c, text, strlen(text), "nt.fh");
-    ck_assert_msg(g && fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(c));
+    fhjit_graph *g = nt_graph(c, radix);
     fhjit_cuda_options o = {.target = sm80 ? "sm_80" : "sm_90"};
     fhjit_cuda_compile_info info;
     int attrs = fake_calls("cuFuncSetAttribute");
