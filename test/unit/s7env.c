@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 uint64_t s7_wget(const s7env *e, const void *b, int64_t i) {
   return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
 }
@@ -63,4 +65,32 @@ fhjit_value s7_twiddles(s7env *e, fhjit_graph *g, const char *name) {
 fhjit_value s7_table(fhjit_graph *g, const char *name, int64_t len) {
   fhjit_type t = {.kind = FHJIT_KIND_TABLE, .rows = 1, .n = len};
   return fhjit_input(g, name, &t);
+}
+
+void *s7_fill(s7env *e, fhjit_graph *g, int32_t i) {
+  fhjit_type t;
+  ck_assert_int_eq(fhjit_input_binding(g, i, &t, NULL), FHJIT_OK);
+  if (t.kind == FHJIT_KIND_TWIDDLE) return NULL;
+  int64_t len = fhjit_type_elements(&t);
+  void *buf = malloc(e->ws * (size_t)len);
+  ck_assert_ptr_nonnull(buf);
+  if (t.kind == FHJIT_KIND_TABLE) {
+    int64_t tl;
+    ck_assert_msg(fhjit_input_table(g, i, buf, &tl) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
+    ck_assert_int_eq(tl, len);
+    return buf;
+  }
+  int32_t basis[S7_MAXM], rows = (int32_t)t.rows;
+  if (t.kind == FHJIT_KIND_POLY)
+    ck_assert_int_eq(fhjit_value_basis(g, fhjit_input_value(g, i), basis, S7_MAXM, &rows),
+                     FHJIT_OK);
+  else /* keys: rows are chain positions */
+    for (int r = 0; r < S7_MAXM; r++) basis[r] = r;
+  for (int64_t k = 0; k < len; k++) {
+    int64_t r = (k / t.n) % t.rows, idx = k % t.n;
+    uint64_t q = e->q[basis[r]];
+    uint64_t edge[] = {0, 1, q - 1, q, q + 1, 2 * q - 1};
+    s7_wput(e, buf, k, idx < 6 && (k / t.n / t.rows) % 3 == 0 ? edge[idx] : tu_lazy(&e->seed, q));
+  }
+  return buf;
 }

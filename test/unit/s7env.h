@@ -1,7 +1,8 @@
 /* s7env.h: the shared set-up of the section 7 unit tests (test_section7,
- * test_s7_steps): a chain of distinct NTT primes alternating near each
- * radix's limit and far below it, its parameter table and twiddle tables,
- * words of the radix, and graphs stating the chain. */
+ * test_s7_steps, test_ckks_build, test_ks_fusion): a chain of distinct NTT
+ * primes alternating near each radix's limit and far below it, its
+ * parameter table and twiddle tables, words of the radix, graphs stating
+ * the chain, and input words for them. */
 #ifndef FHJIT_TEST_S7ENV_H
 #define FHJIT_TEST_S7ENV_H
 
@@ -33,5 +34,13 @@ void s7_env_free(s7env *e);
 fhjit_graph *s7_graph(s7env *e, const char *name, int special, int alpha);
 fhjit_value s7_twiddles(s7env *e, fhjit_graph *g, const char *name);
 fhjit_value s7_table(fhjit_graph *g, const char *name, int64_t len);
+/* Words for input i of bound g (dense, malloc'd; the caller frees them):
+ * a table's from fhjit_input_table (the chain's constants), otherwise
+ * random lazy words, on every third batch row the edges 0, 1, q-1, q,
+ * q+1, 2q-1 first (q of the row's modulus: a poly's basis, a key's chain
+ * position). NULL for a twiddle input: the caller gives e->fwd or e->inv.
+ * (test_ckks_build, test_ks_fusion: one filler, so both draw the same
+ * words for the same seed and shape.) */
+void *s7_fill(s7env *e, fhjit_graph *g, int32_t i);
 
 #endif

@@ -98,34 +98,6 @@ static ins user_inputs(env *e, fhjit_graph *g, const shape *s) {
 }
 #define NUSER 8
 
-/* Random lazy words of input i of g (dense), edge words on some rows. */
-static void *fill(env *e, fhjit_graph *g, int32_t i) {
-  fhjit_type t;
-  ck_assert_int_eq(fhjit_input_binding(g, i, &t, NULL), FHJIT_OK);
-  int64_t len = fhjit_type_elements(&t);
-  void *buf = malloc(e->ws * (size_t)len);
-  ck_assert_ptr_nonnull(buf);
-  if (t.kind == FHJIT_KIND_TABLE) {
-    int64_t tl;
-    ck_assert_msg(fhjit_input_table(g, i, buf, &tl) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
-    ck_assert_int_eq(tl, len);
-    return buf;
-  }
-  int32_t basis[S7_MAXM], rows = (int32_t)t.rows;
-  if (t.kind == FHJIT_KIND_POLY)
-    ck_assert_int_eq(fhjit_value_basis(g, fhjit_input_value(g, i), basis, S7_MAXM, &rows),
-                     FHJIT_OK);
-  else /* keys: rows are chain positions */
-    for (int r = 0; r < S7_MAXM; r++) basis[r] = r;
-  for (int64_t k = 0; k < len; k++) {
-    int64_t r = (k / t.n) % t.rows, idx = k % t.n;
-    uint64_t q = e->q[basis[r]];
-    uint64_t edge[] = {0, 1, q - 1, q, q + 1, 2 * q - 1};
-    s7_wput(e, buf, k, idx < 6 && (k / t.n / t.rows) % 3 == 0 ? edge[idx] : tu_lazy(&e->seed, q));
-  }
-  return buf;
-}
-
 typedef struct run {
   int32_t nr;
   int64_t len[8];
@@ -186,9 +158,9 @@ static void check_pair(env *e, fhjit_graph *c, fhjit_graph *h, int host) {
       ic[i] = ih[i] = i == 6 ? e->fwd : e->inv;
       continue;
     }
-    ic[i] = fill(e, c, i);
+    ic[i] = s7_fill(e, c, i);
     if (tc.kind == FHJIT_KIND_TABLE) {
-      ih[i] = fill(e, h, i);
+      ih[i] = s7_fill(e, h, i);
       ck_assert_msg(!memcmp(ic[i], ih[i], e->ws * (size_t)tc.n), "table input %d (%s) differs",
                     (int)i, fhjit_value_name(c, fhjit_input_value(c, i)));
     } else {
@@ -689,7 +661,7 @@ START_TEST(test_nonconsecutive_digit) {
   for (int32_t i = 0; i < fhjit_num_inputs(gc); i++) {
     fhjit_type t;
     fhjit_input_binding(gc, i, &t, NULL);
-    in[i] = t.kind == FHJIT_KIND_TWIDDLE ? (i == 6 ? e.fwd : e.inv) : fill(&e, gc, i);
+    in[i] = t.kind == FHJIT_KIND_TWIDDLE ? (i == 6 ? e.fwd : e.inv) : s7_fill(&e, gc, i);
   }
   res[0] = malloc(e.ws * 2 * 4 * (size_t)e.n);
   ck_assert_int_eq(fhjit_run_host(gc, e.params, e.m, (const void *const *)in, res, 1),

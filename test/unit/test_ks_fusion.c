@@ -77,36 +77,6 @@ static fhjit_value key(env *e, fhjit_graph *g, const shape *s, const char *name)
   return v;
 }
 
-/* Random lazy words of input i of g (dense), edge words on some rows;
- * tables built from the chain. */
-static void *fill(env *e, fhjit_graph *g, int32_t i) {
-  fhjit_type t;
-  ck_assert_int_eq(fhjit_input_binding(g, i, &t, NULL), FHJIT_OK);
-  if (t.kind == FHJIT_KIND_TWIDDLE) return NULL;
-  int64_t len = fhjit_type_elements(&t);
-  void *buf = malloc(e->ws * (size_t)len);
-  ck_assert_ptr_nonnull(buf);
-  if (t.kind == FHJIT_KIND_TABLE) {
-    int64_t tl;
-    ck_assert_msg(fhjit_input_table(g, i, buf, &tl) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
-    ck_assert_int_eq(tl, len);
-    return buf;
-  }
-  int32_t basis[S7_MAXM], rows = (int32_t)t.rows;
-  if (t.kind == FHJIT_KIND_POLY)
-    ck_assert_int_eq(fhjit_value_basis(g, fhjit_input_value(g, i), basis, S7_MAXM, &rows),
-                     FHJIT_OK);
-  else
-    for (int r = 0; r < S7_MAXM; r++) basis[r] = r;
-  for (int64_t k = 0; k < len; k++) {
-    int64_t r = (k / t.n) % t.rows, idx = k % t.n;
-    uint64_t q = e->q[basis[r]];
-    uint64_t edge[] = {0, 1, q - 1, q, q + 1, 2 * q - 1};
-    s7_wput(e, buf, k, idx < 6 && (k / t.n / t.rows) % 3 == 0 ? edge[idx] : tu_lazy(&e->seed, q));
-  }
-  return buf;
-}
-
 /* Binds g, fills its inputs, and checks the host path against the
  * interpreter word for word. */
 #define MAXRES 16
@@ -118,7 +88,7 @@ static void check_host(env *e, fhjit_graph *g) {
   void *in[64], *ri[MAXRES], *rh[MAXRES];
   int64_t len[MAXRES];
   for (int32_t i = 0; i < ni; i++) {
-    in[i] = fill(e, g, i);
+    in[i] = s7_fill(e, g, i);
     if (!in[i]) in[i] = strstr(fhjit_value_name(g, fhjit_input_value(g, i)), "fwd") ? e->fwd : e->inv;
   }
   for (int32_t k = 0; k < nr; k++) {
