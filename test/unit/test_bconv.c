@@ -66,14 +66,6 @@ typedef struct env {
   int64_t table_len;
 } env;
 
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 /* Chain: npos distinct primes by class (near the radix limit, far below,
  * tiny), positions shuffled into the source and target columns. */
 static void make_chain(env *e) {
@@ -164,7 +156,7 @@ static void env_init(env *e, const tcase *c) {
   e->src_len = p->src_offset + span + 16;
   e->src = malloc(e->ws * (size_t)e->src_len);
   uint64_t s = c->seed;
-  for (int64_t k = 0; k < e->src_len; k++) wput(e, e->src, k, tu_rand(&s)); /* gaps: garbage */
+  for (int64_t k = 0; k < e->src_len; k++) tu_set_word(e->ws, e->src, k, tu_rand(&s)); /* gaps: garbage */
   e->words = malloc(sizeof *e->words * (size_t)(e->polys * c->l * e->n));
   for (int64_t poly = 0; poly < e->polys; poly++) {
     int64_t off = p->src_offset, rest = poly;
@@ -178,8 +170,8 @@ static void env_init(env *e, const tcase *c) {
         int64_t at = off + r * p->src_row_stride + i * p->src_index_stride;
         /* a broadcast axis shares the words it already wrote */
         int shared_word = c->broadcast && c->nax > 0 && poly >= e->polys / c->ext[0];
-        uint64_t w = shared_word ? wget(e, e->src, at) : source_word(e, &s, q, (i + poly * 3) % e->n);
-        wput(e, e->src, at, w);
+        uint64_t w = shared_word ? tu_word(e->ws, e->src, at) : source_word(e, &s, q, (i + poly * 3) % e->n);
+        tu_set_word(e->ws, e->src, at, w);
         e->words[(poly * c->l + r) * e->n + i] = w;
       }
     }
@@ -200,7 +192,7 @@ static void env_init(env *e, const tcase *c) {
       if (c->mont) x = tu_mulmod(x, (uint64_t)(((u128)1 << tu_word_bits(c->radix)) % q), q);
       for (int64_t i = 7; i <= 8; i++) {
         uint64_t w = i == 8 ? x + q : x;
-        wput(e, e->src, off + r * p->src_row_stride + i * p->src_index_stride, w);
+        tu_set_word(e->ws, e->src, off + r * p->src_row_stride + i * p->src_index_stride, w);
         e->words[(poly * c->l + r) * e->n + i] = w;
       }
     }
@@ -297,12 +289,12 @@ static void run_interpreter(env *e, uint64_t *out) {
   ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "%s", fhjit_last_error(e->ctx));
   int64_t xl = e->polys * c->l * e->n, yl = e->polys * c->m * e->n;
   void *xb = malloc(e->ws * (size_t)xl), *yb = malloc(e->ws * (size_t)yl);
-  for (int64_t k = 0; k < xl; k++) wput(e, xb, k, e->words[k]);
+  for (int64_t k = 0; k < xl; k++) tu_set_word(e->ws, xb, k, e->words[k]);
   const void *inputs[2] = {xb, (char *)e->table + e->ws * 7};
   void *results[1] = {yb};
   ck_assert_msg(fhjit_interpret(g, e->params, e->pstride, inputs, results) == FHJIT_OK, "%s",
                 fhjit_last_error(e->ctx));
-  for (int64_t k = 0; k < yl; k++) out[k] = wget(e, yb, k);
+  for (int64_t k = 0; k < yl; k++) out[k] = tu_word(e->ws, yb, k);
   free(xb);
   free(yb);
   fhjit_graph_destroy(g);
@@ -333,7 +325,7 @@ static void check_case(const tcase *c) {
       for (int r = 0; r < c->l; r++) w[r] = e.words[(poly * c->l + r) * e.n + i];
       for (int j = 0; j < c->m; j++) {
         int64_t k = (poly * c->m + j) * e.n + i;
-        uint64_t got = wget(&e, dst, k), want = ref_out(&e, w, j);
+        uint64_t got = tu_word(e.ws, dst, k), want = ref_out(&e, w, j);
         ck_assert_msg(got == want, "%s: poly %lld row %d index %lld: kernel %llu, reference %llu",
                       what, (long long)poly, j, (long long)i, (unsigned long long)got,
                       (unsigned long long)want);
@@ -366,7 +358,7 @@ static void check_case(const tcase *c) {
       }
       ck_assert_msg(ef >= 0, "%s: sum V h is not X + e S* with e < l at %lld", what, (long long)i);
       for (int j = 0; j < c->m; j++) {
-        uint64_t t = e.chain[e.dcols[j]], got = wget(&e, dst, (poly * c->m + j) * e.n + i);
+        uint64_t t = e.chain[e.dcols[j]], got = tu_word(e.ws, dst, (poly * c->m + j) * e.n + i);
         uint64_t y = c->mont ? tu_mulmod(got, tu_rinv(c->radix, t), t) : got;
         ck_assert_msg(y == bi_divmod_u64(NULL, &sum, t), "%s: identity at %lld row %d", what,
                       (long long)i, j);
@@ -527,7 +519,7 @@ START_TEST(test_digits) {
         uint64_t w[64];
         for (int r = 0; r < c.l; r++) w[r] = e[k].words[(poly * c.l + r) * e[k].n + i];
         for (int j = 0; j < c.m; j++) {
-          uint64_t got = wget(&e[0], dst, poly * D * mn + dslot[k] * mn + j * e[k].n + i);
+          uint64_t got = tu_word(e[0].ws, dst, poly * D * mn + dslot[k] * mn + j * e[k].n + i);
           uint64_t want = ref_out(&e[k], w, j);
           ck_assert_msg(got == want,
                         "D %d digit %d %s l %d m %d poly %lld row %d index %lld: kernel %llu, "

@@ -153,10 +153,6 @@ static void *to_words(fhjit_radix radix, const uint64_t *w, int64_t len) {
   return o;
 }
 
-static uint64_t word(fhjit_radix radix, const void *buf, int64_t k) {
-  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[k] : ((const uint64_t *)buf)[k];
-}
-
 /* Binds, prepares the word buffers (results filled with a sentinel) and
  * returns the interpreter's status; on success the results are in res[]. */
 static fhjit_status fx_run_status(fx *f) {
@@ -181,7 +177,7 @@ static fhjit_status fx_run_status(fx *f) {
     int64_t e = fhjit_type_elements(&f->rtype[k]);
     free(f->res[k]);
     f->res[k] = malloc(sizeof(uint64_t) * (size_t)(e + GUARD));
-    for (int64_t j = 0; j < e + GUARD; j++) f->res[k][j] = word(f->radix, f->resw[k], j);
+    for (int64_t j = 0; j < e + GUARD; j++) f->res[k][j] = tu_word(tu_ws(f->radix), f->resw[k], j);
     uint64_t sentinel = f->radix == FHJIT_R32 ? 0xA5A5A5A5u : UINT64_C(0xA5A5A5A5A5A5A5A5);
     for (int64_t j = e; j < e + GUARD; j++) ck_assert_uint_eq(f->res[k][j], sentinel);
   }
@@ -566,7 +562,7 @@ START_TEST(test_in_place) {
     for (int64_t r = 0; r < 2; r++)
       for (int64_t i = 0; i < 8; i++) {
         uint64_t xv = at(x, c, NULL, r, i), yv = at(y, c, NULL, r, i);
-        EXPECT_EQ(&f, word(f.radix, xw, (c * 2 + r) * 8 + i),
+        EXPECT_EQ(&f, tu_word(tu_ws(f.radix), xw, (c * 2 + r) * 8 + i),
                   ref(&f, TU_ADD, r, ref(&f, TU_MUL, r, xv, yv), xv), "in place", c, 0, r, i);
       }
   free(xw);
@@ -632,7 +628,7 @@ START_TEST(test_failures) {
   /* an input element that is not lazy: 2q of its limb (limb 1 here) */
   int64_t bad = 8 + 3; /* y[row 1, i 3] */
   uint64_t two_q = 2 * f.q[1];
-  uint64_t saved = word(f.radix, f.inw[1], bad);
+  uint64_t saved = tu_word(tu_ws(f.radix), f.inw[1], bad);
   if (f.radix == FHJIT_R32) ((uint32_t *)f.inw[1])[bad] = (uint32_t)two_q;
   else ((uint64_t *)f.inw[1])[bad] = two_q;
   expect_failure(&f, fhjit_interpret(f.g, f.params, f.pstride, ins, f.resw), FHJIT_ERR_ARGUMENT,

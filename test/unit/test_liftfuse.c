@@ -33,15 +33,6 @@ typedef struct env {
   uint64_t seed;
 } env;
 
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 /* Three bands of primes = 1 mod 2N (at least 2^13): near the radix limit,
  * the middle, far below. The dropped modulus from band `last`; the other
  * rows cycle through the bands (so some are below q_last / 2 and, but for
@@ -147,7 +138,7 @@ static void fill(env *e, fhjit_graph *g, int32_t i, void *buf) {
     if (idx == 0) w = 0;
     if (idx == 1) w = q - 1;
     if (r == t.rows - 1 && (idx == 2 || idx == 3)) w = q / 2 + (uint64_t)(idx - 2);
-    wput(e, buf, k, w);
+    tu_set_word(e->ws, buf, k, w);
   }
 }
 
@@ -229,14 +220,14 @@ static int64_t check_identity(env *e, const void *x, const void *back, int64_t p
   for (int64_t p = 0; p < polys; p++)
     for (int64_t i = 0; i < n; i++) {
       uint64_t res[MAXM];
-      for (int r = 0; r < m; r++) res[r] = wget(e, x, (p * m + r) * n + i);
+      for (int r = 0; r < m; r++) res[r] = tu_word(e->ws, x, (p * m + r) * n + i);
       bi X, hb, Y;
       bi_crt(&X, res, e->q, m);
       bi_set(&hb, h);
       bi_add(&X, &X, &hb);
       bi_divmod_u64(&Y, &X, ql);
       for (int r = 0; r < l; r++) {
-        uint64_t got = wget(e, back, (p * l + r) * n + i), want = bi_divmod_u64(NULL, &Y, e->q[r]);
+        uint64_t got = tu_word(e->ws, back, (p * l + r) * n + i), want = bi_divmod_u64(NULL, &Y, e->q[r]);
         ck_assert_msg(got == want, "identity: poly %lld row %d index %lld: %llu, want %llu",
                       (long long)p, r, (long long)i, (unsigned long long)got,
                       (unsigned long long)want);
@@ -286,11 +277,11 @@ START_TEST(test_rescale_liftfuse) {
     run(&e, g, ins, 1, &got[fuse]);
     for (int r = 0; r < want.nres; r++)
       for (int64_t k = 0; k < want.len[r]; k++)
-        ck_assert_msg(wget(&e, got[fuse].res[r], k) == wget(&e, want.res[r], k),
+        ck_assert_msg(tu_word(e.ws, got[fuse].res[r], k) == tu_word(e.ws, want.res[r], k),
                       "liftfuse=%d m %d N 2^%d result %d word %lld: host %llu, interpreter %llu",
                       fuse, m, logn, r, (long long)k,
-                      (unsigned long long)wget(&e, got[fuse].res[r], k),
-                      (unsigned long long)wget(&e, want.res[r], k));
+                      (unsigned long long)tu_word(e.ws, got[fuse].res[r], k),
+                      (unsigned long long)tu_word(e.ws, want.res[r], k));
   }
   ck_assert(c[1].lift_line && !c[0].lift_line);
   ck_assert_int_eq(c[0].kernels - c[1].kernels, 1);
@@ -337,10 +328,10 @@ START_TEST(test_rescale_liftfuse_computed) {
     run(&e, g, ins, 0, &want);
     run(&e, g, ins, 1, &got);
     for (int64_t k = 0; k < want.len[0]; k++)
-      ck_assert_msg(wget(&e, got.res[0], k) == wget(&e, want.res[0], k),
+      ck_assert_msg(tu_word(e.ws, got.res[0], k) == tu_word(e.ws, want.res[0], k),
                     "mixfuse=%d word %lld: host %llu, interpreter %llu", mix, (long long)k,
-                    (unsigned long long)wget(&e, got.res[0], k),
-                    (unsigned long long)wget(&e, want.res[0], k));
+                    (unsigned long long)tu_word(e.ws, got.res[0], k),
+                    (unsigned long long)tu_word(e.ws, want.res[0], k));
     for (int i = 0; i < fhjit_num_inputs(g); i++)
       if (own[i]) free(ins[i]);
     run_free(&want);
@@ -385,10 +376,10 @@ START_TEST(test_rescale_liftfuse_schedules) {
   run(&e, g, ins, 1, &got);
   for (int r = 0; r < want.nres; r++)
     for (int64_t i = 0; i < want.len[r]; i++)
-      ck_assert_msg(wget(&e, got.res[r], i) == wget(&e, want.res[r], i),
+      ck_assert_msg(tu_word(e.ws, got.res[r], i) == tu_word(e.ws, want.res[r], i),
                     "case %d result %d word %lld: host %llu, interpreter %llu", c, r, (long long)i,
-                    (unsigned long long)wget(&e, got.res[r], i),
-                    (unsigned long long)wget(&e, want.res[r], i));
+                    (unsigned long long)tu_word(e.ws, got.res[r], i),
+                    (unsigned long long)tu_word(e.ws, want.res[r], i));
   for (int i = 0; i < fhjit_num_inputs(g); i++)
     if (own[i]) free(ins[i]);
   run_free(&want);

@@ -35,15 +35,6 @@ typedef struct harness {
   int64_t in_words[MAXIN];
 } harness;
 
-static uint64_t get_word(fhjit_radix r, const void *b, int64_t i) {
-  return r == FHJIT_R32 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void put_word(fhjit_radix r, void *b, int64_t i, uint64_t x) {
-  if (r == FHJIT_R32) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-static size_t wsize(fhjit_radix r) { return r == FHJIT_R32 ? 4 : 8; }
-
 /* Moduli of a radix: SPEC's primes, NTT-friendly primes near the limit and
  * far below it, the smallest odd modulus and the largest allowed (odd,
  * composite: Montgomery arithmetic needs only odd q). */
@@ -82,7 +73,7 @@ static void h_init(harness *h, fhjit_radix radix, int32_t rows) {
   int k = moduli_for(radix, all);
   for (int32_t r = 0; r < rows; r++) h->q[r] = all[(r * 5 + 1) % k]; /* a mix of sizes */
   h->pstride = rows + 3;
-  h->params = calloc(8 * (size_t)h->pstride, wsize(radix));
+  h->params = calloc(8 * (size_t)h->pstride, tu_ws(radix));
   ck_assert_int_eq(fhjit_param_table(h->ctx, radix, h->q, rows, 0, 0, 1, h->params, h->pstride),
                    FHJIT_OK);
   h->g = fhjit_graph_create(h->ctx, "t", radix);
@@ -122,7 +113,7 @@ static void h_fill(harness *h, uint64_t seed) {
     ck_assert_int_eq(fhjit_input_binding(h->g, i, &t, &l), FHJIT_OK);
     int64_t words = layout_words(&t, &l);
     free(h->in[i]);
-    h->in[i] = malloc((size_t)words * wsize(h->radix));
+    h->in[i] = malloc((size_t)words * tu_ws(h->radix));
     h->in_words[i] = words;
     uint64_t *bound = calloc((size_t)words, sizeof *bound);
     int64_t outer = (t.comps > 0 ? t.comps : 1) * (t.kind == FHJIT_KIND_KEY ? t.digits : 1);
@@ -143,7 +134,7 @@ static void h_fill(harness *h, uint64_t seed) {
             if (!bound[off] || 2 * q < bound[off]) bound[off] = 2 * q;
           }
     for (int64_t w = 0; w < words; w++)
-      put_word(h->radix, h->in[i], w, bound[w] ? tu_lazy(&state, bound[w] / 2) : GARBAGE);
+      tu_set_word(tu_ws(h->radix), h->in[i], w, bound[w] ? tu_lazy(&state, bound[w] / 2) : GARBAGE);
     free(bound);
   }
 }
@@ -153,6 +144,7 @@ static void h_fill(harness *h, uint64_t seed) {
  * Returns the interpreter's results (caller frees each and the array). */
 static void **h_check(harness *h, int threads) {
   fhjit_graph *g = h->g;
+  size_t ws = tu_ws(h->radix);
   int32_t nres = fhjit_num_results(g);
   void **ref = calloc((size_t)nres + 1, sizeof *ref), **out = calloc((size_t)nres + 1, sizeof *out);
   int64_t *words = calloc((size_t)nres + 1, sizeof *words);
@@ -160,17 +152,17 @@ static void **h_check(harness *h, int threads) {
     fhjit_type t;
     ck_assert_int_eq(fhjit_result_type(g, k, &t), FHJIT_OK);
     words[k] = fhjit_type_elements(&t);
-    ref[k] = malloc((size_t)(words[k] + GUARD) * wsize(h->radix));
-    out[k] = malloc((size_t)(words[k] + GUARD) * wsize(h->radix));
+    ref[k] = malloc((size_t)(words[k] + GUARD) * ws);
+    out[k] = malloc((size_t)(words[k] + GUARD) * ws);
     for (int64_t w = 0; w < words[k] + GUARD; w++) {
-      put_word(h->radix, ref[k], w, GARBAGE);
-      put_word(h->radix, out[k], w, GARBAGE ^ 1);
+      tu_set_word(ws, ref[k], w, GARBAGE);
+      tu_set_word(ws, out[k], w, GARBAGE ^ 1);
     }
   }
   void *copy[MAXIN] = {0};
   for (int32_t i = 0; i < g->ninputs; i++) {
-    copy[i] = malloc((size_t)h->in_words[i] * wsize(h->radix));
-    memcpy(copy[i], h->in[i], (size_t)h->in_words[i] * wsize(h->radix));
+    copy[i] = malloc((size_t)h->in_words[i] * ws);
+    memcpy(copy[i], h->in[i], (size_t)h->in_words[i] * ws);
   }
   fhjit_status st = fhjit_interpret(g, h->params, h->pstride, (const void *const *)h->in, ref);
   ck_assert_msg(st == FHJIT_OK, "interpret: %s", fhjit_last_error(h->ctx));
@@ -178,17 +170,17 @@ static void **h_check(harness *h, int threads) {
   ck_assert_msg(st == FHJIT_OK, "run_host: %s", fhjit_last_error(h->ctx));
   for (int32_t k = 0; k < nres; k++) {
     for (int64_t w = 0; w < words[k]; w++) {
-      uint64_t a = get_word(h->radix, ref[k], w), b = get_word(h->radix, out[k], w);
+      uint64_t a = tu_word(ws, ref[k], w), b = tu_word(ws, out[k], w);
       ck_assert_msg(a == b, "result %d word %lld: interpreter %llu, host JIT %llu", (int)k,
                     (long long)w, (unsigned long long)a, (unsigned long long)b);
     }
     for (int64_t w = words[k]; w < words[k] + GUARD; w++)
-      ck_assert_msg(get_word(h->radix, out[k], w) == (uint64_t)(h->radix == FHJIT_R32 ? (uint32_t)(GARBAGE ^ 1) : (GARBAGE ^ 1)),
+      ck_assert_msg(tu_word(ws, out[k], w) == (uint64_t)(h->radix == FHJIT_R32 ? (uint32_t)(GARBAGE ^ 1) : (GARBAGE ^ 1)),
                     "result %d: the host JIT wrote past its end", (int)k);
     free(out[k]);
   }
   for (int32_t i = 0; i < g->ninputs; i++) {
-    ck_assert_msg(memcmp(copy[i], h->in[i], (size_t)h->in_words[i] * wsize(h->radix)) == 0,
+    ck_assert_msg(memcmp(copy[i], h->in[i], (size_t)h->in_words[i] * ws) == 0,
                   "input %d was modified", (int)i);
     free(copy[i]);
   }
@@ -224,6 +216,7 @@ static fhjit_value single_op(fhjit_graph *g, tu_op op, fhjit_value a, fhjit_valu
 /* out = op(a, b) over [rows, n]: every element against tu_ref (and the
  * interpreter); the first six indices of each row are SPEC's edge pairs. */
 static void check_single_ops(fhjit_radix radix, int64_t n) {
+  size_t ws = tu_ws(radix);
   for (int op = 0; op < TU_NUM_OPS; op++) {
     harness h;
     h_init(&h, radix, 6);
@@ -237,16 +230,16 @@ static void check_single_ops(fhjit_radix radix, int64_t n) {
       uint64_t pairs[6][2] = {{0, 2 * q - 1}, {q - 1, q}, {q, q - 1},
                               {2 * q - 1, 1}, {2 * q - 1, 2 * q - 1}, {0, 0}};
       for (int j = 0; j < 6 && j < n; j++) {
-        put_word(radix, h.in[0], r * n + j, pairs[j][0]);
-        put_word(radix, h.in[1], r * n + j, pairs[j][1]);
+        tu_set_word(ws, h.in[0], r * n + j, pairs[j][0]);
+        tu_set_word(ws, h.in[1], r * n + j, pairs[j][1]);
       }
     }
     void **res = h_check(&h, 1);
     for (int32_t r = 0; r < 6; r++)
       for (int64_t i = 0; i < n; i++) {
-        uint64_t x = get_word(radix, h.in[0], r * n + i), y = get_word(radix, h.in[1], r * n + i);
+        uint64_t x = tu_word(ws, h.in[0], r * n + i), y = tu_word(ws, h.in[1], r * n + i);
         uint64_t want = tu_ref(radix, (tu_op)op, h.q[r], x, y);
-        uint64_t got = get_word(radix, res[0], r * n + i);
+        uint64_t got = tu_word(ws, res[0], r * n + i);
         ck_assert_msg(got == want, "%s %s q=%llu a=%llu b=%llu: got %llu, want %llu",
                       ir_radix_name(radix), tu_op_name((tu_op)op), (unsigned long long)h.q[r],
                       (unsigned long long)x, (unsigned long long)y, (unsigned long long)got,
@@ -572,7 +565,7 @@ START_TEST(test_overlapping_buffers) {
     h_fill(&h, 40 + (uint64_t)mode);
     /* one arena holding p then c; the result starts at c (mode 0: in place)
      * or at p (mode 1: over p, which every batch entry reads, and half of c) */
-    size_t w = wsize(radix);
+    size_t w = tu_ws(radix);
     int64_t np = h.in_words[1], nc = h.in_words[0], total = np + 3 * nc;
     unsigned char *arena[2];
     for (int k = 0; k < 2; k++) {

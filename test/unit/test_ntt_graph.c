@@ -30,14 +30,6 @@ typedef struct env {
   void *fwd, *inv; /* dense [rows, n] tables */
 } env;
 
-static uint64_t tget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void tput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 /* Moduli q = 1 mod 2^18: near the radix limit, far below, near again. */
 static void env_init(env *e, fhjit_radix radix, int rows, int logn) {
   memset(e, 0, sizeof *e);
@@ -115,7 +107,7 @@ static void **make_inputs(env *e, fhjit_graph *g, uint64_t *seed, int pattern) {
               }
               uint64_t v;
               if (t.kind == FHJIT_KIND_TWIDDLE) {
-                v = tget(e, name[1] == 'f' ? e->fwd : e->inv, r * e->n + x);
+                v = tu_word(e->ws, name[1] == 'f' ? e->fwd : e->inv, r * e->n + x);
               } else {
                 /* key rows are used with limb r - row_start: keep every key
                  * word below the smallest 2q */
@@ -124,7 +116,7 @@ static void **make_inputs(env *e, fhjit_graph *g, uint64_t *seed, int pattern) {
                 if (pattern == 1 || tu_below(seed, 8) == 0) v = edges[tu_below(seed, 4)];
                 else v = tu_below(seed, 2 * q);
               }
-              tput(e, in[i], off, v);
+              tu_set_word(e->ws, in[i], off, v);
             }
   }
   return in;
@@ -163,10 +155,10 @@ static void **run_both(env *e, fhjit_graph *g, void **in, const char *what) {
     fhjit_result_type(g, k, &t);
     int64_t words = fhjit_type_elements(&t);
     for (int64_t i = 0; i < words; i++)
-      if (tget(e, ri[k], i) != tget(e, rh[k], i))
+      if (tu_word(e->ws, ri[k], i) != tu_word(e->ws, rh[k], i))
         ck_abort_msg("%s: result #%d word %lld: host %llu, interpreter %llu", what, (int)k,
-                     (long long)i, (unsigned long long)tget(e, rh[k], i),
-                     (unsigned long long)tget(e, ri[k], i));
+                     (long long)i, (unsigned long long)tu_word(e->ws, rh[k], i),
+                     (unsigned long long)tu_word(e->ws, ri[k], i));
   }
   free_bufs(rh, fhjit_num_results(g));
   return ri;
@@ -222,14 +214,14 @@ START_TEST(test_single) {
       int r = (int)(br % rows);
       ir_modulus m = ir_modulus_make(radix, e.q[r]);
       for (int64_t i = 0; i < e.n; i++) {
-        row[i] = tget(&e, in[0], br * e.n + i);
-        tab[i] = tget(&e, kind < 2 ? e.fwd : e.inv, r * e.n + i);
+        row[i] = tu_word(e.ws, in[0], br * e.n + i);
+        tab[i] = tu_word(e.ws, kind < 2 ? e.fwd : e.inv, r * e.n + i);
       }
-      ir_ntt_row((ir_ntt_kind)kind, &m, tget(&e, e.params, 7 * rows + r), logn, tab, row);
+      ir_ntt_row((ir_ntt_kind)kind, &m, tu_word(e.ws, e.params, 7 * rows + r), logn, tab, row);
       for (int64_t i = 0; i < e.n; i++)
-        if (row[i] != tget(&e, res[0], br * e.n + i))
+        if (row[i] != tu_word(e.ws, res[0], br * e.n + i))
           ck_abort_msg("%s: interpreter row %lld index %lld: %llu, reference %llu", what,
-                       (long long)br, (long long)i, (unsigned long long)tget(&e, res[0], br * e.n + i),
+                       (long long)br, (long long)i, (unsigned long long)tu_word(e.ws, res[0], br * e.n + i),
                        (unsigned long long)row[i]);
     }
     free(row);
@@ -341,9 +333,9 @@ static void *host_op(env *e, int op, const fhjit_type *t, const void *a, const v
 
 static void same_words(env *e, const void *a, const void *b, int64_t words, const char *what) {
   for (int64_t i = 0; i < words; i++)
-    if (tget(e, a, i) != tget(e, b, i))
+    if (tu_word(e->ws, a, i) != tu_word(e->ws, b, i))
       ck_abort_msg("%s: word %lld: %llu vs %llu", what, (long long)i,
-                   (unsigned long long)tget(e, a, i), (unsigned long long)tget(e, b, i));
+                   (unsigned long long)tu_word(e->ws, a, i), (unsigned long long)tu_word(e->ws, b, i));
 }
 
 /* ntt_fwd(std) of a and b, products, ntt_inv(std): the negacyclic product;
@@ -386,11 +378,11 @@ START_TEST(test_chain_product) {
       unsigned __int128 acc = 0;
       for (int64_t i = 0; i < e.n; i++) {
         int64_t j = k - i;
-        uint64_t ai = tget(&e, in[0], i) % q, bj = tget(&e, in[1], j >= 0 ? j : j + e.n) % q;
+        uint64_t ai = tu_word(e.ws, in[0], i) % q, bj = tu_word(e.ws, in[1], j >= 0 ? j : j + e.n) % q;
         uint64_t t = (uint64_t)((unsigned __int128)ai * bj % q);
         acc += j >= 0 ? t : (q - t) % q;
       }
-      ck_assert_uint_eq(tget(&e, res[0], k), (uint64_t)(acc % q));
+      ck_assert_uint_eq(tu_word(e.ws, res[0], k), (uint64_t)(acc % q));
     }
   }
   free(sa), free(sb), free(sp), free(sc);
@@ -760,7 +752,7 @@ START_TEST(test_refusals) {
   uint64_t seed = 1;
   void **in = make_inputs(&e, g, &seed, 0);
   void **out = make_results(&e, g);
-  tput(&e, e.params, 7, tget(&e, e.params, 7) + 1);
+  tu_set_word(e.ws, e.params, 7, tu_word(e.ws, e.params, 7) + 1);
   ck_assert_int_eq(fhjit_interpret(g, e.params, 1, (const void *const *)in, out), FHJIT_ERR_ARGUMENT);
   ck_assert_ptr_nonnull(strstr(fhjit_last_error(e.ctx), "row 7"));
   free_bufs(in, 2);
@@ -862,7 +854,7 @@ static void cube_root_table(env *e, int r, int logn, void *tab) {
   uint64_t rinv = 1; /* R^-1 mod q by Fermat: R^(q-2) */
   for (uint64_t b = (uint64_t)(R % q), x = e->q[r] - 2; x; x >>= 1, b = (uint64_t)((unsigned __int128)b * b % q))
     if (x & 1) rinv = (uint64_t)((unsigned __int128)rinv * b % q);
-  uint64_t psi = (uint64_t)((unsigned __int128)tget(e, e->fwd, r * e->n + e->n / 2) * rinv % q);
+  uint64_t psi = (uint64_t)((unsigned __int128)tu_word(e->ws, e->fwd, r * e->n + e->n / 2) * rinv % q);
   uint64_t psi3 = (uint64_t)((unsigned __int128)psi * psi % q * psi % q);
   for (int s = 0; s < logn; s++)
     for (int64_t g = 0; g < (INT64_C(1) << s); g++) {
@@ -871,7 +863,7 @@ static void cube_root_table(env *e, int r, int logn, void *tab) {
       uint64_t ex = (UINT64_C(1) << (logn - 1 - s)) * (1 + 2 * br), v = 1;
       for (uint64_t b = psi3, x = ex; x; x >>= 1, b = (uint64_t)((unsigned __int128)b * b % q))
         if (x & 1) v = (uint64_t)((unsigned __int128)v * b % q);
-      tput(e, tab, r * e->n + (INT64_C(1) << s) + g, (uint64_t)((unsigned __int128)v * R % q));
+      tu_set_word(e->ws, tab, r * e->n + (INT64_C(1) << s) + g, (uint64_t)((unsigned __int128)v * R % q));
     }
 }
 
@@ -896,9 +888,9 @@ START_TEST(test_twiddle_tables) {
   ck_assert_int_eq(fhjit_context_set_option(e.ctx, "ntt_plan", _i >= 5 ? "twsplit=6,tws=0,twvec=1" : "twsplit=6,tws=0"),
                    FHJIT_OK);
   if (_i == 1) {
-    uint64_t spec = tget(&e, e.fwd, e.n + 5);
+    uint64_t spec = tu_word(e.ws, e.fwd, e.n + 5);
     for (int r = 0; r < rows; r++) cube_root_table(&e, r, logn, e.fwd);
-    ck_assert_uint_ne(tget(&e, e.fwd, e.n + 5), spec); /* another table indeed */
+    ck_assert_uint_ne(tu_word(e.ws, e.fwd, e.n + 5), spec); /* another table indeed */
   }
   fhjit_graph *g = fhjit_graph_create(e.ctx, "tables", radix);
   fhjit_type xt = poly(0, 0, NULL, rows, e.n), tt = twiddles(rows, e.n);
@@ -921,12 +913,12 @@ START_TEST(test_twiddle_tables) {
   void **in = make_inputs(&e, g, &seed, 0);
   const char *want = NULL;
   if (_i == 2 || _i == 4) { /* entry 37 of limb 1 of the forward table, still below 2q */
-    tput(&e, in[1], e.n + 37, tget(&e, in[1], e.n + 37) + e.q[1]);
+    tu_set_word(e.ws, in[1], e.n + 37, tu_word(e.ws, in[1], e.n + 37) + e.q[1]);
     want = "twiddle table %tf, limb 1: entry 37 ";
   } else if (_i == 3) {
-    uint64_t a = tget(&e, in[2], 100), b = tget(&e, in[2], 101);
-    tput(&e, in[2], 100, b);
-    tput(&e, in[2], 101, a);
+    uint64_t a = tu_word(e.ws, in[2], 100), b = tu_word(e.ws, in[2], 101);
+    tu_set_word(e.ws, in[2], 100, b);
+    tu_set_word(e.ws, in[2], 101, a);
     want = "twiddle table %ti, limb 0: entry 100 ";
   }
   if (radix == FHJIT_R32 && want) {

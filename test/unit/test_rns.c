@@ -11,10 +11,6 @@
 
 #define SENTINEL UINT64_C(0xA5A5A5A5A5A5A5A5)
 
-static uint64_t word_at(fhjit_radix radix, const void *buf, int64_t i) {
-  return radix == FHJIT_R32 ? ((const uint32_t *)buf)[i] : ((const uint64_t *)buf)[i];
-}
-
 static void fill_sentinel(void *buf, size_t bytes) { memset(buf, 0xA5, bytes); }
 
 /* Jacobi symbol (a/n) for odd n > 0, by quadratic reciprocity: independent
@@ -72,7 +68,7 @@ static void check_table(fhjit_radix radix, const uint64_t *moduli, int32_t rows,
   tu_u128 R = (tu_u128)1 << w;
   for (int32_t i = 0; i < rows; i++) {
     uint64_t q = moduli[i], row[8];
-    for (int r = 0; r < 8; r++) row[r] = word_at(radix, table, r * pstride + i);
+    for (int r = 0; r < 8; r++) row[r] = tu_word(tu_ws(radix), table, r * pstride + i);
     ck_assert_uint_eq(row[0], 2 * q);
     ck_assert_uint_eq(row[1] + (row[2] << half), q);
     ck_assert_uint_lt(row[1], UINT64_C(1) << half);
@@ -92,7 +88,7 @@ static void check_table(fhjit_radix radix, const uint64_t *moduli, int32_t rows,
   /* words between the rows' columns are left alone */
   for (int r = 0; r < 8; r++)
     for (int64_t j = rows; j < pstride; j++)
-      ck_assert_uint_eq(word_at(radix, table, r * pstride + j),
+      ck_assert_uint_eq(tu_word(tu_ws(radix), table, r * pstride + j),
                         radix == FHJIT_R32 ? (SENTINEL & 0xffffffffu) : SENTINEL);
   free(table);
   fhjit_context_destroy(ctx);
@@ -171,7 +167,7 @@ static void check_twiddles(fhjit_radix radix, const uint64_t *moduli, int32_t ro
       for (int b = 0; b < logn; b++)
         if ((uint64_t)k & (UINT64_C(1) << b)) br |= UINT64_C(1) << (logn - 1 - b);
       uint64_t xf = tu_powmod(psi, br, q), xi = tu_powmod(psi_inv, br, q);
-      uint64_t f = word_at(radix, fwd, r * n + k), v = word_at(radix, inv, r * n + k);
+      uint64_t f = tu_word(tu_ws(radix), fwd, r * n + k), v = tu_word(tu_ws(radix), inv, r * n + k);
       /* exact SPEC representative REDC(x * (R^2 mod q)) ... */
       ck_assert_uint_eq(f, tu_redc(radix, q, (tu_u128)xf * r2));
       ck_assert_uint_eq(v, tu_redc(radix, q, (tu_u128)xi * r2));

@@ -39,14 +39,6 @@ typedef struct env {
   uint64_t seed;
 } env;
 
-static uint64_t wget(const env *e, const void *b, int64_t i) {
-  return e->ws == 4 ? ((const uint32_t *)b)[i] : ((const uint64_t *)b)[i];
-}
-static void wput(const env *e, void *b, int64_t i, uint64_t x) {
-  if (e->ws == 4) ((uint32_t *)b)[i] = (uint32_t)x;
-  else ((uint64_t *)b)[i] = x;
-}
-
 /* A chain of MAXM distinct NTT primes (1 mod 2^11), near the radix limit
  * and far below it in turn. */
 static void env_init(env *e, fhjit_radix radix, int logn, uint64_t seed) {
@@ -158,7 +150,7 @@ static void **make_inputs(env *e, fhjit_graph *g, void *const *given) {
     for (int64_t k = 0; k < len; k++) {
       int64_t row = (k / t.n) % t.rows;
       int64_t pos = t.kind == FHJIT_KIND_POLY ? basis[row] : row; /* keys: by position */
-      wput(e, bufs[i], k, word(e, e->q[pos], k % t.n));
+      tu_set_word(e->ws, bufs[i], k, word(e, e->q[pos], k % t.n));
     }
   }
   return bufs;
@@ -209,12 +201,12 @@ static void check_graph(env *e, fhjit_graph *g, const char *what, int ptx) {
     fhjit_result_type(g, k, &t);
     int64_t len = fhjit_type_elements(&t);
     for (int64_t j = 0; j < len; j++)
-      if (wget(e, ref[k], j) != wget(e, got[k], j))
+      if (tu_word(e->ws, ref[k], j) != tu_word(e->ws, got[k], j))
         ck_abort_msg("%s: result %d word %lld (row %lld, index %lld): host %llu, interpreter "
                      "%llu",
                      what, k, (long long)j, (long long)((j / t.n) % t.rows), (long long)(j % t.n),
-                     (unsigned long long)wget(e, got[k], j),
-                     (unsigned long long)wget(e, ref[k], j));
+                     (unsigned long long)tu_word(e->ws, got[k], j),
+                     (unsigned long long)tu_word(e->ws, ref[k], j));
   }
   free_results(g, ref);
   free_results(g, got);
@@ -697,7 +689,7 @@ START_TEST(test_automorphism_ntt_groups) {
       fhjit_output(g, fhjit_add_lazy(g, fhjit_automorphism(g, src, k), z), "az");
       ck_assert_msg(fhjit_bind(g) == FHJIT_OK, "bind: %s", fhjit_last_error(e.ctx));
       void **in = make_inputs(&e, g, NULL);
-      for (int64_t j = 0; j < 2 * N; j++) wput(&e, in[1], j, 0); /* z = 0: the words as read */
+      for (int64_t j = 0; j < 2 * N; j++) tu_set_word(e.ws, in[1], j, 0); /* z = 0: the words as read */
       void **got = alloc_results(&e, g);
       ck_assert_msg(fhjit_run_host(g, e.params, e.m, (const void *const *)in, got, 1) == FHJIT_OK,
                     "run_host: %s", fhjit_last_error(e.ctx));
@@ -705,9 +697,9 @@ START_TEST(test_automorphism_ntt_groups) {
         for (int64_t j = 0; j < N; j++) {
           int64_t m = (k * (2 * brev_bits(j, logn) + 1)) % (2 * N);
           int64_t from = brev_bits((m - 1) / 2, logn);
-          uint64_t want = wget(&e, in[0], (swap ? 1 - row : row) * N + from);
+          uint64_t want = tu_word(e.ws, in[0], (swap ? 1 - row : row) * N + from);
           for (int r = 0; r < 2; r++) {
-            uint64_t w = wget(&e, got[r], row * N + j);
+            uint64_t w = tu_word(e.ws, got[r], row * N + j);
             ck_assert_msg(w == want, "r%d %s N %lld k %lld swap %d result %d row %lld out %lld: "
                           "%llu, SPEC %llu (source %lld)", radix == FHJIT_R32 ? 32 : 62, plan,
                           (long long)N, (long long)k, swap, r, (long long)row, (long long)j,
@@ -742,11 +734,11 @@ static void aut_reference(env *e, const void *x, int64_t row_stride, int64_t off
     for (int r = 0; r < rows; r++) {
       uint64_t q = e->q[basis[r]];
       for (int64_t i = 0; i < N; i++) {
-        uint64_t w = wget(e, x, off + (b * rows + r) * row_stride + i);
+        uint64_t w = tu_word(e->ws, x, off + (b * rows + r) * row_stride + i);
         uint64_t c = w >= q ? w - q : w;
         int64_t j = (int64_t)(((__int128)i * k) % (2 * N));
         if (j >= N) j -= N, c = c ? q - c : 0;
-        wput(e, out, (b * rows + r) * N + j, c);
+        tu_set_word(e->ws, out, (b * rows + r) * N + j, c);
       }
     }
 }
@@ -817,11 +809,11 @@ START_TEST(test_ntt_aut_columns) {
                   "run_host: %s", fhjit_last_error(e.ctx));
     ck_assert_int_eq(fhjit_run_host(h, e.params, e.m, (const void *const *)inr, want, 1), FHJIT_OK);
     for (int64_t j = 0; j < nb * rows * N; j++)
-      ck_assert_msg(wget(&e, got[0], j) == wget(&e, want[0], j),
+      ck_assert_msg(tu_word(e.ws, got[0], j) == tu_word(e.ws, want[0], j),
                     "r%d %s shape %d kind %d N %lld k %lld epi %d word %lld: %llu, reference %llu",
                     radix == FHJIT_R32 ? 32 : 62, plan, shape, (int)kind, (long long)N, (long long)k,
-                    epi, (long long)j, (unsigned long long)wget(&e, got[0], j),
-                    (unsigned long long)wget(&e, want[0], j));
+                    epi, (long long)j, (unsigned long long)tu_word(e.ws, got[0], j),
+                    (unsigned long long)tu_word(e.ws, want[0], j));
     if (t == t0 && _i < 4) check_ptx(g, plan);
     free_results(g, got);
     free_results(h, want);
@@ -866,11 +858,11 @@ START_TEST(test_automorphism_compose) {
   int64_t len = 2 * rows * e.n;
   int moved = k12 == 1;
   for (int64_t j = 0; j < len; j++) {
-    ck_assert_msg(wget(&e, r2[0], j) == wget(&e, r3[0], j),
+    ck_assert_msg(tu_word(e.ws, r2[0], j) == tu_word(e.ws, r3[0], j),
                   "k1 %lld k2 %lld: word %lld: %llu vs %llu", (long long)k1, (long long)k2,
-                  (long long)j, (unsigned long long)wget(&e, r2[0], j),
-                  (unsigned long long)wget(&e, r3[0], j));
-    moved |= wget(&e, r3[0], j) != wget(&e, in[0], j);
+                  (long long)j, (unsigned long long)tu_word(e.ws, r2[0], j),
+                  (unsigned long long)tu_word(e.ws, r3[0], j));
+    moved |= tu_word(e.ws, r3[0], j) != tu_word(e.ws, in[0], j);
   }
   ck_assert(moved); /* the permutation did something */
   free_results(g1, r1);

@@ -119,6 +119,8 @@ void tu_set_word(size_t ws, void *b, int64_t i, uint64_t x) {
   else ((uint64_t *)b)[i] = x;
 }
 
+size_t tu_ws(fhjit_radix radix) { return radix == FHJIT_R32 ? 4 : 8; }
+
 int tu_contains(const char *haystack, const char *needle) {
   return haystack && needle && strstr(haystack, needle) != NULL;
 }

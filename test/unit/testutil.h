@@ -55,6 +55,9 @@ fhjit_type tu_key(int64_t digits, int64_t rows, int64_t n);
 /* Word i of a buffer of ws-byte words (4: r32, 8: r62), and its store. */
 uint64_t tu_word(size_t ws, const void *b, int64_t i);
 void tu_set_word(size_t ws, void *b, int64_t i, uint64_t x);
+/* The word size of a radix, for tu_word where a test holds the radix:
+ * 4 for r32, 8 for r62. */
+size_t tu_ws(fhjit_radix radix);
 /* Does haystack contain needle? (for error-message checks; NULL-safe) */
 int tu_contains(const char *haystack, const char *needle);
 
