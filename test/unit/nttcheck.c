@@ -1,4 +1,5 @@
-/* nttcheck.c: the host NTT against the reference (nttcheck.h). */
+/* nttcheck.c: the host NTT against the reference, and the NTT tests'
+ * tables (nttcheck.h). */
 #include "nttcheck.h"
 
 #include <check.h>
@@ -92,4 +93,15 @@ void nttcheck_free(nttcheck *c) {
   free(c->tw);
   free(c->in);
   free(c->out);
+}
+
+void nttcheck_tables(fhjit_context *ctx, fhjit_radix radix, const uint64_t *q, int rows, int64_t n,
+                     void **params, void **fwd, void **inv) {
+  size_t ws = radix == FHJIT_R32 ? 4 : 8, t = (size_t)rows * (size_t)n * ws;
+  *params = malloc(8 * (size_t)rows * ws);
+  *fwd = malloc(t);
+  *inv = malloc(t);
+  ck_assert(*params && *fwd && *inv);
+  ck_assert_int_eq(fhjit_param_table(ctx, radix, q, rows, n, 1, 1, *params, rows), FHJIT_OK);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, radix, q, rows, n, *fwd, *inv), FHJIT_OK);
 }

@@ -4,7 +4,8 @@
  * plan through lw_ntt_host_run, and every batch-row of its output bit for
  * bit against lib/ir/ntt_ref.c's ir_ntt_row. Both tests differ only in the
  * plans they make; one copy of the reference comparison means a change to
- * the host entry point or the tables' layout is made (and checked) once. */
+ * the host entry point or the tables' layout is made (and checked) once.
+ * Also the parameter and twiddle tables of the NTT graph tests. */
 #ifndef FHJIT_TEST_NTTCHECK_H
 #define FHJIT_TEST_NTTCHECK_H
 
@@ -42,5 +43,13 @@ void nttcheck_fill(nttcheck *c, uint64_t *seed, int pattern);
  * word that differs from ir_ntt_row (the message names the plan). */
 void nttcheck_run(nttcheck *c, const lw_ntt_plan *plan);
 void nttcheck_free(nttcheck *c);
+
+/* The tables an NTT test graph reads, malloc'd (the caller frees them):
+ * the parameter table [8, rows] of moduli q (ntt = 1, scale 1, N = n in
+ * row 7) and the forward and inverse twiddle tables [rows, n]. For the
+ * tests whose own set-up has these three (test_names, test_ntt_graph,
+ * test_ipntt). */
+void nttcheck_tables(fhjit_context *ctx, fhjit_radix radix, const uint64_t *q, int rows, int64_t n,
+                     void **params, void **fwd, void **inv);
 
 #endif

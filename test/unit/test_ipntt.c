@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fhjit/fhjit.h"
+#include "nttcheck.h"
 #include "testutil.h"
 
 typedef struct shape {
@@ -57,15 +58,7 @@ static void env_init(env *e, const shape *s) {
     ck_assert_int_eq(fhjit_find_primes(e->ctx, bits - 10, (uint64_t)(2 * e->n), 1, &far), FHJIT_OK);
     e->q[1] = far;
   }
-  size_t t = (size_t)s->rows * (size_t)e->n * e->ws;
-  e->params = malloc(8 * (size_t)s->rows * e->ws);
-  e->fwd = malloc(t);
-  e->inv = malloc(t);
-  ck_assert(e->params && e->fwd && e->inv);
-  ck_assert_int_eq(fhjit_param_table(e->ctx, s->radix, e->q, s->rows, e->n, 1, 1, e->params, s->rows),
-                   FHJIT_OK);
-  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, s->radix, e->q, s->rows, e->n, e->fwd, e->inv),
-                   FHJIT_OK);
+  nttcheck_tables(e->ctx, s->radix, e->q, s->rows, e->n, &e->params, &e->fwd, &e->inv);
 }
 
 static void env_free(env *e) {

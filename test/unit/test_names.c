@@ -17,6 +17,7 @@
 
 #include "lower/lw_llvm.h"
 #include "lower/ntt.h"
+#include "nttcheck.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -40,14 +41,7 @@ static void env_init(env *e, fhjit_radix radix, int rows, int logn) {
   e->n = INT64_C(1) << logn;
   ck_assert_int_eq(fhjit_find_primes(NULL, radix == FHJIT_R32 ? 30 : 60, UINT64_C(1) << 18, 2, e->q),
                    FHJIT_OK);
-  e->params = malloc(8 * e->ws * (size_t)rows);
-  e->fwd = malloc(e->ws * (size_t)(rows * e->n));
-  e->inv = malloc(e->ws * (size_t)(rows * e->n));
-  ck_assert(e->params && e->fwd && e->inv);
-  ck_assert_int_eq(fhjit_param_table(e->ctx, radix, e->q, rows, e->n, 1, 1, e->params, rows),
-                   FHJIT_OK);
-  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, radix, e->q, rows, e->n, e->fwd, e->inv),
-                   FHJIT_OK);
+  nttcheck_tables(e->ctx, radix, e->q, rows, e->n, &e->params, &e->fwd, &e->inv);
 }
 
 static void env_free(env *e) {

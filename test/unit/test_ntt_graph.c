@@ -15,6 +15,7 @@
 
 #include "ir/ntt.h"
 #include "lower/lower.h"
+#include "nttcheck.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------- helpers */
@@ -45,14 +46,7 @@ static void env_init(env *e, fhjit_radix radix, int rows, int logn) {
   uint64_t f[1];
   ck_assert_int_eq(fhjit_find_primes(NULL, far, m18, 1, f), FHJIT_OK);
   for (int r = 0; r < rows; r++) e->q[r] = r == 1 ? f[0] : p[r % 4];
-  e->params = malloc(8 * e->ws * (size_t)rows);
-  e->fwd = malloc(e->ws * (size_t)(rows * e->n));
-  e->inv = malloc(e->ws * (size_t)(rows * e->n));
-  ck_assert(e->params && e->fwd && e->inv);
-  ck_assert_int_eq(fhjit_param_table(e->ctx, radix, e->q, rows, e->n, 1, 1, e->params, rows),
-                   FHJIT_OK);
-  ck_assert_int_eq(fhjit_twiddle_tables(e->ctx, radix, e->q, rows, e->n, e->fwd, e->inv),
-                   FHJIT_OK);
+  nttcheck_tables(e->ctx, radix, e->q, rows, e->n, &e->params, &e->fwd, &e->inv);
 }
 
 static void env_free(env *e) {
