@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "fhjit/fhjit.h"
 #include "lower/lw_llvm.h"
+#include "ptxeval.h"
 #include "testutil.h"
 
 #define MAXM 10
@@ -106,22 +106,6 @@ static uint64_t word(env *e, uint64_t q, int64_t i) {
   return tu_lazy(&e->seed, q);
 }
 
-static int ptxas_ok(const char *ptx) {
-  const char *ptxas = "/usr/local/cuda/bin/ptxas";
-  if (access(ptxas, X_OK)) return 1; /* not here: the host checks remain */
-  char path[] = "/tmp/fhjit-s7lower-XXXXXX";
-  int fd = mkstemp(path);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  fputs(ptx, f);
-  fclose(f);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "%s -arch=sm_90 %s -o /dev/null", ptxas, path);
-  int rc = system(cmd);
-  unlink(path);
-  return rc == 0;
-}
-
 /* Input buffers of bound graph g: polynomial words lazy for the modulus of
  * each row's chain position (dense layouts), keys by chain position, the
  * chain's twiddle tables; `given` (by input index, NULL entries: fill)
@@ -182,7 +166,7 @@ static void free_results(fhjit_graph *g, void **r) {
 static void check_ptx(fhjit_graph *g, const char *what) {
   const char *ptx = fhjit_emit(g, FHJIT_EMIT_PTX, "sm_90");
   ck_assert_msg(ptx != NULL, "%s: emit: %s", what, fhjit_last_error(fhjit_graph_context(g)));
-  ck_assert_msg(ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
+  ck_assert_msg(ptxeval_ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
 }
 
 /* Binds g, runs the interpreter and the host path on the same inputs and
@@ -639,7 +623,7 @@ START_TEST(test_automorphism_staged) {
   ck_assert_msg(ptx != NULL, "%s: emit: %s", what, fhjit_last_error(e.ctx));
   ck_assert_msg(!!strstr(ptx, "bar.sync") == staged, "%s: staged %d, PTX %s", what, staged,
                 strstr(ptx, "bar.sync") ? "has a barrier" : "has none");
-  ck_assert_msg(ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
+  ck_assert_msg(ptxeval_ptxas_ok(ptx), "%s: ptxas rejects the PTX", what);
   env_free(&e);
 }
 END_TEST
