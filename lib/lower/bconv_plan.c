@@ -61,7 +61,8 @@ static fhjit_status check_cols(fhjit_context *ctx, const char *what, const int32
   return FHJIT_OK;
 }
 
-fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
+/* The plan's shape: radix, N, row counts, lift, the source view. */
+static fhjit_status check_shape(fhjit_context *ctx, const lw_bconv_plan *p) {
   if (p->radix != FHJIT_R32 && p->radix != FHJIT_R62)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: radix %d is neither r32 nor r62",
                     (int)p->radix);
@@ -104,15 +105,11 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "error: bconv plan: the source view's extents hold %lld polynomials, not %lld",
                     (long long)prod, (long long)p->polys);
-  if (p->digits < 0 || p->digits > LW_BCONV_MAX_DIGITS || (p->digits > 1 && p->lift))
-    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
-                    "error: bconv plan: %d digits (0 .. %d, and no lift with several)", p->digits,
-                    LW_BCONV_MAX_DIGITS);
-  if (!p->digits) p->digits = 1;
-  int64_t n = INT64_C(1) << p->log_n;
-  if (p->polys > INT64_MAX / n / p->m)
-    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: bconv plan: %lld polynomials is too many",
-                    (long long)p->polys);
+  return FHJIT_OK;
+}
+
+/* Each digit's offsets and columns (digit 0's are the plan's own fields). */
+static fhjit_status check_digits(fhjit_context *ctx, const lw_bconv_plan *p, int64_t n) {
   for (int k = 0; k < p->digits; k++) {
     lw_bconv_digit d = k ? p->more[k - 1]
                          : (lw_bconv_digit){p->src_offset, p->table_offset, p->dst_offset,
@@ -133,8 +130,12 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                       (long long)d.dst_offset, (long long)p->dst_poly_stride,
                       (long long)(p->m * n));
   }
+  return FHJIT_OK;
+}
+
+/* Words per thread: the tuning's, checked, or automatic. */
+static fhjit_status choose_vec(fhjit_context *ctx, lw_bconv_plan *p, int64_t n) {
   int ws = word_bytes(p->radix), vmax = 16 / ws;
-  uint32_t user_threads = p->threads; /* 0: automatic (each form its own) */
   if (p->vec) {
     if (p->vec != 1 && p->vec != 2 && p->vec != 4)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT, "error: bconv plan: vec = %d (1, 2 or 4)", p->vec);
@@ -142,17 +143,22 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                       "error: bconv plan: vec = %d words is more than 16 bytes of radix %s",
                       p->vec, ir_radix_name(p->radix));
-  } else {
-    /* 16-byte vectors unless the source words of a thread fill too many
-     * registers, or the grid would hold fewer than 2^16 threads (about
-     * 500 per SM of an H200: latency hiding beats wider accesses). The
-     * H200 sweep of 2026-12-01 (bench/RESULTS.md, section 7): r32 12 -> 48
-     * at N = 2^16 ran 12.35 us with 2 words per thread, 12.84 with 1 */
-    int64_t groups = p->split > 0 ? p->split : 1;
-    p->vec = vmax;
-    while (p->vec > 1 && (int64_t)p->l * p->vec * (ws == 4 ? 1 : 4) > 48) p->vec /= 2;
-    while (p->vec > 1 && p->polys * groups * (n / p->vec) < (INT64_C(1) << 16)) p->vec /= 2;
+    return FHJIT_OK;
   }
+  /* 16-byte vectors unless the source words of a thread fill too many
+   * registers, or the grid would hold fewer than 2^16 threads (about
+   * 500 per SM of an H200: latency hiding beats wider accesses). The
+   * H200 sweep of 2026-12-01 (bench/RESULTS.md, section 7): r32 12 -> 48
+   * at N = 2^16 ran 12.35 us with 2 words per thread, 12.84 with 1 */
+  int64_t groups = p->split > 0 ? p->split : 1;
+  p->vec = vmax;
+  while (p->vec > 1 && (int64_t)p->l * p->vec * (ws == 4 ? 1 : 4) > 48) p->vec /= 2;
+  while (p->vec > 1 && p->polys * groups * (n / p->vec) < (INT64_C(1) << 16)) p->vec /= 2;
+  return FHJIT_OK;
+}
+
+/* Target-row groups (split) and target rows per iteration (unroll). */
+static fhjit_status choose_split_unroll(fhjit_context *ctx, lw_bconv_plan *p) {
   if (p->split) {
     if (p->split < 1 || p->split > p->m)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -175,8 +181,13 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
      * (2026-12-01 sweep): r32 12 -> 48 best at 2 rows, r62 5 -> 35 at 4
      * (13.5 us against 14.7 with 1: its four partial-product chains alone
      * do not hide the latency) */
-    p->unroll = ws == 4 ? 2 : 4;
+    p->unroll = word_bytes(p->radix) == 4 ? 2 : 4;
   }
+  return FHJIT_OK;
+}
+
+/* Threads per block, the grid and the shared constants' bytes. */
+static fhjit_status choose_launch(fhjit_context *ctx, lw_bconv_plan *p, int64_t n) {
   int64_t items = p->polys * p->split * (n / p->vec);
   if (p->threads) {
     if (!is_pow2(p->threads) || p->threads < 32 || p->threads > 1024)
@@ -194,7 +205,7 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: bconv plan: %lld blocks, more than one launch grid holds",
                     (long long)blocks);
-  int64_t bytes = shared_words(p) * ws;
+  int64_t bytes = shared_words(p) * word_bytes(p->radix);
   if (bytes > LW_BCONV_MAX_SHARED)
     return ir_error(ctx, FHJIT_ERR_UNSUPPORTED,
                     "error: bconv plan: %d -> %d rows need %lld bytes of constants in shared "
@@ -202,6 +213,25 @@ fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
                     (int)p->l, (int)p->m, (long long)bytes, LW_BCONV_MAX_SHARED);
   p->blocks = (uint32_t)blocks;
   p->shared_bytes = (uint32_t)bytes;
+  return FHJIT_OK;
+}
+
+fhjit_status lw_bconv_plan_make(fhjit_context *ctx, lw_bconv_plan *p) {
+  fhjit_status st = check_shape(ctx, p);
+  if (st) return st;
+  if (p->digits < 0 || p->digits > LW_BCONV_MAX_DIGITS || (p->digits > 1 && p->lift))
+    return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                    "error: bconv plan: %d digits (0 .. %d, and no lift with several)", p->digits,
+                    LW_BCONV_MAX_DIGITS);
+  if (!p->digits) p->digits = 1;
+  int64_t n = INT64_C(1) << p->log_n;
+  if (p->polys > INT64_MAX / n / p->m)
+    return ir_error(ctx, FHJIT_ERR_UNSUPPORTED, "error: bconv plan: %lld polynomials is too many",
+                    (long long)p->polys);
+  uint32_t user_threads = p->threads; /* 0: automatic (each form its own) */
+  if ((st = check_digits(ctx, p, n)) || (st = choose_vec(ctx, p, n)) ||
+      (st = choose_split_unroll(ctx, p)) || (st = choose_launch(ctx, p, n)))
+    return st;
   mma_geometry(p, user_threads);
   return FHJIT_OK;
 }
