@@ -20,65 +20,9 @@
  *             mdip), one inverse NTT of all their P rows (mdintt), one
  *             conversion (mdbconv), each forward NTT its own;
  *   modup     the digit's inverse NTT, the conversion to the other rows, their
- *             forward NTT; read only by pointwise work, no gather: an alias
- *             (steps.h) the readers load where the rows lie; else a gather
- *             of those rows and the digit's own into the output order.
- *             Several modups of one operand (a key switch's digits) share
- *             one inverse NTT over the rows of all their digits, at the
- *             first one's steps (shared_intt, an_intt): why: a digit has few
- *             rows (r62: 5 of 35), so its inverse NTT launches few blocks
- *             and is latency-bound; measured on the H200 (r62, N = 2^16,
- *             dnum 7) 13.3 us per digit in its 2 kernels, 93 us for the 7,
- *             where one over the 35 rows takes about 35 us. Each digit's
- *             conversion reads its rows of that buffer; the digit's own NTT
- *             rows (the alias, the copy, the gather) are still read from
- *             the operand. One modup keeps its own inverse NTT.
- *             When every modup of such a group is read in place (aliases)
- *             and they share the forward table, the first one also emits
- *             every member's conversion, each writing its rows of one
- *             buffer (digit after digit), and ONE forward NTT over all of
- *             them (batched_fwd); each alias reads its rows there. Why:
- *             a digit's 35-row forward NTT (r62) ran at 1.2 us a row on
- *             the H200 (N = 2^16, 42.1 us, 295 us for the 7), a bulk one
- *             at about 1.0; and 2 (dnum - 1) launches fewer. A group with
- *             a gathered or copied member keeps a forward NTT per digit.
- *             The members' conversions of one shape (nd -> m rows) are
- *             one kernel (ntt_plan bconvbatch, default 1; 0: one per
- *             digit): a block converts one digit with its own table (an
- *             argument of its own, the step's in[]), rows and columns
- *             (lw_bconv_plan.digits). Why: at N = 2^16 one digit's kernel
- *             is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62
- *             5 -> 35 13.5 us, floors 7.6 and 11.4); all the digits'
- *             blocks together fill the GPU, and dnum - 1 launches fewer.
- *             ipfuse: when the digits' only readers are element-wise
- *             work summing them (a key switch's digit products and
- *             add_lazy chain S: ipfuse_target), that NTT's kernel 0
- *             transforms the conversions' buffer in place and its last
- *             kernel is a reduce kernel (lw_ntt_plan_reduce,
- *             ntt_emit_fuse.c): a grid over S's output rows, each block
- *             transforming its row of every digit in turn (the digit's
- *             own rows loaded from the operand), the words kept in
- *             registers, then S's cone
- *             (lw_step_clone_over_n, the digits as register inputs,
- *             lw_build_eval_regs) into S's buffer; the digits get no
- *             alias and are never stored, moddown reads S. Why: the
- *             stored digits (r62 147 MB) were read back once by the inner
- *             product's pointwise kernel, which ran at copy bandwidth
- *             (H200, ncu: 113.7 us, 479 MB); r32's moddown recomputed S
- *             in its kernels, reading each digit once per component.
- *             Hoisted rotations (digits read under automorphisms) keep
- *             the stored digits; ntt_plan ipfuse=0 too. By default only
- *             for at most 32 bytes of member words a position (r32 up to
- *             8 digits, r62 up to 4): measured r32 dnum 4 281 us against
- *             322, r62 dnum 7 1155 against 600 (ipfuse_target).
- *             With ntt_plan ipacc=1 (off by default: slower on the
- *             H200, r32 dnum 4 299 us against 281.5, r62 dnum 7 with
- *             ipfuse=1 1006 against 600 unfused), where S is a left fold
- *             over the digits in their order (ipacc_fold), each digit is
- *             folded into S as its body produces its words (one result of
- *             the epilogue per digit), so a thread keeps S's components,
- *             not every digit's words (r62 dnum 7: 104 registers against
- *             168).
+ *             forward NTT (mixsteps_modup.c says how the modups of one
+ *             operand share them, and when the sum of their key products
+ *             is computed in their forward NTT's last kernel).
  * Every intermediate lives in scratch; what SPEC states as one formula is
  * computed by the same arithmetic as the interpreter (lib/ir/interp_mix.c):
  * the NTT kinds it names, the conversion's exact sums. A computed operand
@@ -90,9 +34,10 @@
  * conversion into the NTTs' kernels is what remains.
  *
  * The files: this one holds the entry (lw_steps_s7), the helpers and step
- * builders the others share (mixsteps.h) and the ops' steps;
- * mixsteps_ipfuse.c the modups' shared inverse NTT, their batched forward
- * NTT and the inner product in its last kernel (ipfuse, ipacc);
+ * builders the others share (mixsteps.h) and the steps of bconv, rescale
+ * and moddown; mixsteps_modup.c modup's; mixsteps_ipfuse.c the modups'
+ * shared inverse NTT, their batched forward NTT and the inner product in
+ * its last kernel (ipfuse, ipacc);
  * mixsteps_mdgroup.c the moddown groups; mixsteps_mdrs.c moddown and
  * rescale in one. */
 #include <stdio.h>
@@ -179,7 +124,7 @@ int lw_mix_view_of(an_build *B, fhjit_value v, an_buf *buf, fhjit_layout *l) {
   return !B->st && lw_step_source(B, v, buf, l);
 }
 
-static fhjit_status refuse(an_build *B, fhjit_value v, const char *why) {
+fhjit_status lw_mix_refuse(an_build *B, fhjit_value v, const char *why) {
   const ir_node *n = &B->g->nodes[v];
   if (!B->st)
     B->st = ir_error_at(B->g, n->loc, FHJIT_ERR_UNSUPPORTED, "%%%s = %s: %s", n->name,
@@ -198,7 +143,7 @@ an_step *lw_mix_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhj
   const ir_node *twn = &g->nodes[tw];
   if (B->st || !cols) return NULL;
   if (twn->op != IR_INPUT || (twn->type.n > 1 && twn->layout.index_stride != 1)) {
-    refuse(B, v, "its twiddle tables must be inputs with index stride 1");
+    lw_mix_refuse(B, v, "its twiddle tables must be inputs with index stride 1");
     return NULL;
   }
   an_step *s = lw_step_new(B);
@@ -227,7 +172,7 @@ an_step *lw_mix_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind, const fhj
 static int table_ok(an_build *B, fhjit_value v, fhjit_value table) {
   const ir_node *tn = &B->g->nodes[table];
   if (tn->op != IR_INPUT || (tn->type.n > 1 && tn->layout.index_stride != 1)) {
-    refuse(B, v, "its constant table must be an input with index stride 1");
+    lw_mix_refuse(B, v, "its constant table must be an input with index stride 1");
     return 0;
   }
   return 1;
@@ -450,7 +395,7 @@ fhjit_type lw_mix_part(const fhjit_type *t, int64_t count, fhjit_domain d, fhjit
  * moddown); that case keeps the materialised operand. */
 /* fused_operand's test; modups: the readers of x may be any modups read in
  * place (their digit rows computed in their prologues, stored for their
- * readers: modup_steps) rather than v alone. */
+ * readers: lw_mix_modup_steps) rather than v alone. */
 int lw_mix_private_operand(an_build *B, fhjit_value v, fhjit_value x, int modups) {
   fhjit_graph *g = B->g;
   an_buf b;
@@ -562,7 +507,7 @@ int lw_mix_fused_operand(an_build *B, fhjit_value v, fhjit_value x) {
 /* The first NTT step of v's operand x when x is fused: rows [first, first
  * + t->rows) of x computed in its first kernel (a prologue); store.kind >=
  * 0: and stored there (buffer of x's whole type, dense). */
-static an_step *prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
+an_step *lw_mix_prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
                                   const fhjit_type *t, const int32_t *cols, fhjit_value x,
                                   int64_t first, fhjit_value tw, an_buf dst, an_buf store) {
   fhjit_layout dense;
@@ -625,7 +570,7 @@ static void rescale_steps(an_build *B, fhjit_value v) {
   int32_t *c1 = lw_mix_cols_of(B, x, l, 1);
   an_buf s1 = lw_mix_scratch_for(B, &t1);
   if (fused) {
-    prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1, (an_buf){-1, 0});
+    lw_mix_prologue_ntt_step(B, v, IR_NTT_TO_STD, &t1, c1, x, l, n->args[2], s1, (an_buf){-1, 0});
   } else {
     fhjit_layout l1 = xl;
     l1.offset += l * xl.row_stride;
@@ -693,7 +638,8 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   } else {
     s1 = lw_mix_scratch_for(B, &t1);
     if (fused) {
-      prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1, (an_buf){-1, 0});
+      lw_mix_prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, a, l, n->args[2], s1,
+                               (an_buf){-1, 0});
     } else {
       fhjit_layout l1 = al;
       l1.offset += l * al.row_stride;
@@ -718,71 +664,6 @@ static void moddown_steps(an_build *B, fhjit_value v) {
   /* 3. forward, and (a - u) P*^-1 in its last kernel */
   fhjit_type t3 = lw_mix_part(ta, l, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
   scaled_forward(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, ab, &al, K + K * l, -1);
-}
-
-/* Modup's output in chain order: rows [0, s0) and [s0, m) of the
- * converted rows u around the digit's own rows d (a gather kernel). */
-static void modup_gather(an_build *B, fhjit_value v, an_buf ub, const fhjit_type *tu,
-                         const int32_t *cu, an_buf db, const fhjit_layout *dl,
-                         const fhjit_type *td, const int32_t *cd, int64_t s0, an_buf out) {
-  fhjit_graph *g = B->g;
-  an_step *s = lw_step_new(B);
-  if (!s) return;
-  char name[LW_STEP_NAME_SIZE];
-  lw_step_name(name, "pw", B->p->nsteps - 1, -1);
-  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  s->in = malloc(sizeof *s->in * 2);
-  s->out = malloc(sizeof *s->out);
-  s->sub = sub;
-  if (!sub || !s->in || !s->out) {
-    lw_mix_oom(B);
-    return;
-  }
-  fhjit_value u = lw_mix_sub_input(sub, "u", tu, cu, NULL);
-  fhjit_value d = u == FHJIT_NO_VALUE ? u : lw_mix_sub_input(sub, "d", td, cd, dl);
-  fhjit_value r = FHJIT_NO_VALUE;
-  if (d != FHJIT_NO_VALUE) {
-    fhjit_value hi = fhjit_rows(sub, u, s0, tu->rows - s0);
-    r = s0 == 0 ? fhjit_concat(sub, d, hi)
-                : fhjit_concat(sub, fhjit_concat(sub, fhjit_rows(sub, u, 0, s0), d), hi);
-  }
-  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
-    lw_step_sub_error(B, "the gather of modup");
-    return;
-  }
-  s->in[0] = ub;
-  s->in[1] = db;
-  s->out[0] = out;
-  (void)v;
-}
-
-/* Modup's digit rows d (NTT domain, unchanged) copied to rows [s0, s0 +
- * nd) of out (a pointwise kernel of rows(d), written dst_off words into
- * out). */
-static void modup_copy(an_build *B, an_buf db, const fhjit_layout *dl, const fhjit_type *td,
-                       const int32_t *cd, an_buf out, int64_t dst_off) {
-  fhjit_graph *g = B->g;
-  an_step *s = lw_step_new(B);
-  if (!s) return;
-  char name[LW_STEP_NAME_SIZE];
-  lw_step_name(name, "pw", B->p->nsteps - 1, -1);
-  fhjit_graph *sub = fhjit_graph_create(B->p->sctx, name, g->radix);
-  s->in = malloc(sizeof *s->in);
-  s->out = malloc(sizeof *s->out);
-  s->sub = sub;
-  if (!sub || !s->in || !s->out) {
-    lw_mix_oom(B);
-    return;
-  }
-  fhjit_value d = lw_mix_sub_input(sub, "d", td, cd, dl);
-  fhjit_value r = d == FHJIT_NO_VALUE ? d : fhjit_rows(sub, d, 0, td->rows);
-  if (r == FHJIT_NO_VALUE || fhjit_output(sub, r, NULL) || fhjit_bind(sub)) {
-    lw_step_sub_error(B, "the digit copy of modup");
-    return;
-  }
-  s->in[0] = db;
-  s->out[0] = out;
-  s->dst_off = dst_off;
 }
 
 /* Whether modup v is better read where its rows lie (an alias, steps.h)
@@ -829,142 +710,13 @@ int lw_mix_same_shape(const fhjit_type *a, const fhjit_type *b) {
   return 1;
 }
 
-static void modup_steps(an_build *B, fhjit_value v) {
-  fhjit_graph *g = B->g;
-  const ir_node *n = &g->nodes[v];
-  fhjit_value d = n->args[0];
-  const fhjit_type *td = &g->nodes[d].type;
-  int64_t s0, nd = lw_mix_digit_run(B, v, &s0);
-  if (B->st) return;
-  if (!nd) {
-    refuse(B, v, "the digit's rows are not consecutive rows of the operand; the lowering "
-                 "supports consecutive digits only");
-    return;
-  }
-  an_intt *r = B->intt[v];
-  if (r && r->fwd && r->done) {
-    /* the first member converted this digit and transformed its rows (and
-     * with ipfuse read it in registers: no alias, nothing else reads it) */
-    if (r->sum < 0) lw_mix_batched_alias(B, v, r);
-    return;
-  }
-  int64_t m = n->type.rows - nd;
-  an_buf db = {-1, 0};
-  fhjit_layout dl, dense;
-  /* a computed operand read only by modups read in place: each digit's
-   * inverse NTT computes its rows (a prologue) and stores them into one
-   * buffer of the operand, where the modups' readers find them; nothing
-   * computes the operand beforehand */
-  int stored = lw_mix_read_in_place(B, v) && lw_mix_private_operand(B, v, d, 1);
-  if (stored) {
-    for (int32_t w = 0; w < g->nnodes && db.kind < 0; w++)
-      if (B->alias[w] && B->alias[w]->d == d && B->alias[w]->stored) db = B->alias[w]->dbuf;
-    if (db.kind < 0) db = lw_mix_scratch_for(B, td);
-    fhjit_dense_layout(td, &dl);
-  } else if (!lw_mix_view_of(B, d, &db, &dl)) {
-    return;
-  }
-  an_intt *sh = lw_mix_shared_intt(B, v, stored);
-  if (B->st) return;
-  if (sh && !sh->done) {
-    /* 1. the rows of all the modups' digits to coefficient-Montgomery form
-     * at once (the first of them): one NTT of many rows instead of one of
-     * a few rows per digit, each latency-bound (few blocks) */
-    fhjit_layout lu = dl;
-    lu.offset += sh->lo * dl.row_stride;
-    if (stored)
-      prologue_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, d, sh->lo, n->args[2], sh->buf, db);
-    else lw_mix_ntt_step(B, v, IR_NTT_TO_MONT, &sh->t, sh->cols, db, &lu, n->args[2], sh->buf);
-    sh->done = 1;
-    if (sh->fwd) {
-      /* 2., 3. every member's conversion, one forward NTT of them all */
-      sh->dbuf = db;
-      sh->dview = dl; /* the whole operand */
-      sh->sum = lw_mix_ipfuse_target(B, sh);
-      lw_mix_batched_fwd(B, v, sh);
-      if (!B->st && sh->sum < 0) lw_mix_batched_alias(B, v, sh);
-      return;
-    }
-  }
-  dl.offset += s0 * dl.row_stride; /* the digit's rows */
-  /* 1. the digit to coefficient-Montgomery form: s1 through view l1 */
-  fhjit_type t1 = lw_mix_part(td, nd, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  int32_t *c1 = lw_mix_cols_of(B, d, s0, nd);
-  an_buf s1;
-  fhjit_layout l1;
-  if (sh) {
-    /* the digit's rows of the shared transform */
-    s1 = sh->buf;
-    fhjit_dense_layout(&sh->t, &l1);
-    l1.offset += (s0 - sh->lo) * l1.row_stride;
-  } else {
-    s1 = lw_mix_scratch_for(B, &t1);
-    fhjit_dense_layout(&t1, &l1);
-    if (stored) prologue_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, d, s0, n->args[2], s1, db);
-    else lw_mix_ntt_step(B, v, IR_NTT_TO_MONT, &t1, c1, db, &dl, n->args[2], s1);
-  }
-  /* 2. converted to the other output rows, in output order */
-  int32_t *c2 = lw_mix_new_cols(B, m);
-  for (int64_t o = 0, k = 0; c2 && o < n->type.rows; o++)
-    if (o < s0 || o >= s0 + nd) c2[k++] = (int32_t)ir_pos(g, v, o);
-  fhjit_type t2 = lw_mix_part(td, m, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  an_buf s2 = lw_mix_scratch_for(B, &t2);
-  lw_mix_bconv_step(B, v, 0, &t1, c1, s1, &l1, m, c2, n->args[3], 0, s2);
-  fhjit_type t3 = lw_mix_part(td, m, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_type tdig = lw_mix_part(td, nd, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  fhjit_dense_layout(&t2, &dense);
-  if (lw_mix_read_in_place(B, v)) {
-    /* 3. forward into scratch; the kernels that read v load its rows
-     * from there and from d (an alias: no gather) */
-    an_buf s3 = lw_mix_scratch_for(B, &t3);
-    lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-    an_alias *al = calloc(1, sizeof *al);
-    if (!al) {
-      lw_mix_oom(B);
-      return;
-    }
-    if (B->st) {
-      free(al);
-      return;
-    }
-    dl.offset -= s0 * dl.row_stride; /* the whole operand */
-    *al = (an_alias){.u = s3, .tu = t3, .ucols = c2, .d = d, .dbuf = db, .dview = dl,
-                     .dcols = lw_mix_cols_of(B, d, 0, td->rows), .s0 = s0, .nd = nd,
-                     .stored = stored};
-    B->alias[v] = al;
-    return;
-  }
-  int64_t polys = fhjit_type_elements(td) / (td->rows * td->n);
-  if (polys == 1 && (s0 == 0 || s0 + nd == n->type.rows)) {
-    /* the converted rows are one run of the output: their forward NTT
-     * writes there, and only the digit's rows are copied (no gather of
-     * the whole output) */
-    an_buf out = lw_step_home(B, v);
-    if (B->st) return;
-    an_step *s = lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], out);
-    if (!s || B->st) return;
-    s->dst_off = s->plan.dst_offset = (s0 == 0 ? nd : 0) * td->n;
-    modup_copy(B, db, &dl, &tdig, c1, out, s0 * td->n);
-    if (!B->st) B->where[v] = out;
-    return;
-  }
-  /* 3. forward */
-  an_buf s3 = lw_mix_scratch_for(B, &t3);
-  lw_mix_ntt_step(B, v, IR_NTT_MONT_TO_NTT, &t3, c2, s2, &dense, n->args[1], s3);
-  /* 4. in output order */
-  an_buf out = lw_step_home(B, v);
-  if (B->st) return;
-  modup_gather(B, v, s3, &t3, c2, db, &dl, &tdig, c1, s0, out);
-  if (!B->st) B->where[v] = out;
-}
-
 void lw_steps_s7(an_build *B, fhjit_value v) {
   const ir_node *n = &B->g->nodes[v];
   switch (n->op) {
   case IR_BCONV: bconv_steps(B, v); return;
   case IR_RESCALE: rescale_steps(B, v); return;
   case IR_MODDOWN: moddown_steps(B, v); return;
-  case IR_MODUP: modup_steps(B, v); return;
+  case IR_MODUP: lw_mix_modup_steps(B, v); return;
   default:
     /* rows, concat, automorphism: loads of buffers (lower.c) */
     for (int a = 0; a < n->nargs && !B->st; a++)

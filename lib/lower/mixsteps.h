@@ -1,15 +1,18 @@
 /* mixsteps.h: what the step planner's files for SPEC section 7's ops share
  * (private to mixsteps.c and mixsteps_*.c; steps.h is the planner's
  * interface): mixsteps.c's helpers and step builders, and the entry points
- * of the parts of the ops' steps planned in mixsteps_ipfuse.c,
- * mixsteps_mdgroup.c and mixsteps_mdrs.c. What each does in full: the
- * comment at its definition. */
+ * of the parts of the ops' steps planned in mixsteps_modup.c,
+ * mixsteps_ipfuse.c, mixsteps_mdgroup.c and mixsteps_mdrs.c. What each
+ * does in full: the comment at its definition. */
 #ifndef FHJIT_LOWER_MIXSTEPS_H
 #define FHJIT_LOWER_MIXSTEPS_H
 
 #include "lower/steps.h"
 
 /* mixsteps.c: helpers */
+/* Records that the lowering does not support v, saying why (the first
+ * error only); returns the status. */
+fhjit_status lw_mix_refuse(an_build *B, fhjit_value v, const char *why);
 /* B->st set to out of memory (unless already set). */
 void lw_mix_oom(an_build *B);
 /* A column list of n entries owned by the plan; cols_of: the chain
@@ -56,6 +59,12 @@ an_step *lw_mix_bconv_step(an_build *B, fhjit_value v, int lift, const fhjit_typ
                            const int32_t *scols, an_buf src, const fhjit_layout *view,
                            int64_t m, const int32_t *dcols, fhjit_value table, int64_t skip,
                            an_buf dst);
+/* The first NTT step of v's operand x computed in its first kernel (a
+ * prologue): rows [first, first + t->rows) of x; store.kind >= 0: also
+ * stored into store (x's whole type, dense). */
+an_step *lw_mix_prologue_ntt_step(an_build *B, fhjit_value v, ir_ntt_kind kind,
+                                  const fhjit_type *t, const int32_t *cols, fhjit_value x,
+                                  int64_t first, fhjit_value tw, an_buf dst, an_buf store);
 
 /* mixsteps.c: the ops' tests */
 /* Whether the operand x of rescale or moddown v is computed in v's kernels
@@ -73,6 +82,10 @@ int64_t lw_mix_digit_run(an_build *B, fhjit_value w, int64_t *s0);
 /* Whether types a and b agree in kind, components, batch axes, rows, N,
  * domain and form (the basis aside). */
 int lw_mix_same_shape(const fhjit_type *a, const fhjit_type *b);
+
+/* mixsteps_modup.c */
+/* The steps of modup v (lw_steps_s7). */
+void lw_mix_modup_steps(an_build *B, fhjit_value v);
 
 /* mixsteps_ipfuse.c, for modup's steps */
 /* The inverse NTT modup v shares with the other modups of its operand, or

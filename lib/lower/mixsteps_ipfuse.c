@@ -1,9 +1,10 @@
 /* mixsteps_ipfuse.c: the modups of one operand planned together (a key
- * switch's digits; an_intt, steps.h), for modup's steps (mixsteps.c): the
- * inverse NTT they share (shared_intt), their conversions and one forward
- * NTT of them all (batched_fwd, batched_alias), and the inner product
- * computed in that NTT's last kernel (ipfuse: ipfuse_target, ipfuse_step;
- * ipacc_fold). Why each pays: mixsteps.c's top comment. */
+ * switch's digits; an_intt, steps.h), for modup's steps
+ * (mixsteps_modup.c): the inverse NTT they share (shared_intt), their
+ * conversions and one forward NTT of them all (batched_fwd,
+ * batched_alias), and the inner product computed in that NTT's last
+ * kernel (ipfuse: ipfuse_target, ipfuse_step; ipacc_fold). Why each pays:
+ * mixsteps_modup.c's top comment. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@
  * all: the live modups of the same operand and twiddle table, output
  * shape, consecutive digits, not yet planned, when there are at least two
  * (one modup keeps its own plan). stored: v's operand is computed in the
- * prologue and stored (modup_steps); a member that disagrees with the
+ * prologue and stored (lw_mix_modup_steps); a member that disagrees with the
  * first transforms its digit alone. */
 an_intt *lw_mix_shared_intt(an_build *B, fhjit_value v, int stored) {
   fhjit_graph *g = B->g;
