@@ -235,9 +235,86 @@ static void ipfuse_step(an_build *B, an_step *s, an_intt *r, an_buf out) {
   lw_mix_reduce_step(B, s, &m, out);
 }
 
+/* The members as register inputs mv[] of the epilogue's sub-graph (their
+ * registers, rows and buffer rows in s->red); 0 on failure. */
+static int reduce_member_inputs(an_build *B, an_step *s, const lw_mix_members *r,
+                                fhjit_graph *sub, an_buf *in, int32_t *nin, fhjit_value *mv) {
+  const fhjit_graph *g = B->g;
+  lw_ntt_reduce *red = &s->red;
+  for (int k = 0; k < r->D && !B->st; k++) {
+    fhjit_value w = r->member[k];
+    const fhjit_type *tw = &g->nodes[w].type;
+    mv[k] = lw_mix_sub_input(sub, NULL, tw, lw_mix_cols_of(B, w, 0, tw->rows), NULL);
+    if (mv[k] == FHJIT_NO_VALUE) return 0;
+    red->reg[k] = *nin;
+    in[(*nin)++] = s->dst; /* a register input: an unused pointer */
+    red->s0[k] = r->s0[k];
+    red->nd[k] = r->nd[k];
+    red->urow[k] = r->urow[k];
+  }
+  return 1;
+}
+
+/* ipacc's epilogue: the partial sum in registers (S's type: every partial
+ * sum's), then the terms' cones at once (their leaves shared), then result
+ * k: T_0, or the graph's fold step k over (acc, T_k) in its argument order.
+ * Result 0, or FHJIT_NO_VALUE. */
+static fhjit_value reduce_fold_results(an_build *B, an_step *s, const lw_mix_members *r,
+                                       fhjit_graph *sub, an_buf *in, int32_t *nin,
+                                       const fhjit_value *mv, const fhjit_value *chain,
+                                       const fhjit_value *term, const int *at) {
+  const fhjit_graph *g = B->g;
+  int D = r->D;
+  const fhjit_type *ts = &g->nodes[r->sum].type;
+  fhjit_value av = lw_mix_sub_input(sub, NULL, ts, lw_mix_cols_of(B, r->sum, 0, ts->rows), NULL);
+  fhjit_value tv[LW_MAX_REG], res = FHJIT_NO_VALUE;
+  if (av != FHJIT_NO_VALUE) {
+    s->red.acc_reg = *nin;
+    in[(*nin)++] = s->dst;
+    lw_step_clone_multi(B, sub, term, D, r->member, mv, D, in, nin, tv);
+  }
+  int made = av != FHJIT_NO_VALUE && !B->st;
+  for (int k = 0; k < D && made; k++) {
+    fhjit_value f = tv[k];
+    if (k > 0) {
+      fhjit_value args[2];
+      args[at[k]] = av;
+      args[1 - at[k]] = tv[k];
+      f = ir_clone_op(sub, g, &g->nodes[chain[k]], args);
+    }
+    made = f != FHJIT_NO_VALUE && !fhjit_output(sub, f, NULL);
+    if (k == 0) res = f;
+  }
+  s->red.acc = ts->comps > 1 ? ts->comps : 1;
+  return made ? res : FHJIT_NO_VALUE;
+}
+
+/* The reduce kernel's facts (s->red, s->plan) and its one epilogue. */
+static void reduce_finish(an_build *B, an_step *s, const lw_mix_members *r, fhjit_graph *sub,
+                          an_buf *in, int32_t nin, an_buf out) {
+  lw_ntt_reduce *red = &s->red;
+  red->d_input = -1;
+  if (r->d >= 0) {
+    red->d_input = nin;
+    in[nin++] = r->dbuf;
+  }
+  red->members = r->D;
+  red->out_rows = B->g->nodes[r->member[0]].type.rows;
+  red->d_offset = r->dview.offset;
+  red->d_row_stride = r->dview.row_stride;
+  red->d_index_stride = r->dview.index_stride;
+  lw_ntt_plan_reduce(&s->plan, r->D, red->out_rows, red->acc);
+  s->epi_sub[0] = sub;
+  s->epi_in[0] = in;
+  s->epi_reg[0] = -1;
+  s->epi_out[0] = out;
+  s->nepi = 1;
+  s->skip_store = 1;
+  B->where[r->sum] = out;
+}
+
 void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *r, an_buf out) {
   fhjit_graph *g = B->g;
-  fhjit_value S = r->sum;
   int D = r->D;
   char name[LW_STEP_NAME_SIZE];
   lw_step_name(name, "epi", B->p->nsteps - 1, 0);
@@ -248,61 +325,22 @@ void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *r, an_buf
     lw_mix_oom(B);
     return;
   }
-  lw_ntt_reduce *red = &s->red;
-  memset(red, 0, sizeof *red);
+  memset(&s->red, 0, sizeof s->red);
   /* ipacc (ntt_plan ipacc=1; off by default: measured slower, r32
    * 299 us against 281.5, r62 1006 against 600 with ipfuse=0): a left
    * fold is accumulated member by member */
-  const lw_ntt_tuning tu = B->tune;
   fhjit_value chain[LW_MAX_REG], term[LW_MAX_REG];
   int at[LW_MAX_REG];
-  int acc = tu.ipacc > 0 && D + 1 <= LW_MAX_REG && ipacc_fold(B, r->member, D, S, chain, term, at);
+  int acc = B->tune.ipacc > 0 && D + 1 <= LW_MAX_REG &&
+            ipacc_fold(B, r->member, D, r->sum, chain, term, at);
   int32_t nin = 0;
-  fhjit_value mv[LW_MAX_REG], av = FHJIT_NO_VALUE;
-  int made = 1;
-  for (int k = 0; k < D && !B->st && made; k++) {
-    fhjit_value w = r->member[k];
-    const fhjit_type *tw = &g->nodes[w].type;
-    mv[k] = lw_mix_sub_input(sub, NULL, tw, lw_mix_cols_of(B, w, 0, tw->rows), NULL);
-    if (mv[k] == FHJIT_NO_VALUE) {
-      made = 0;
-      break;
-    }
-    red->reg[k] = nin;
-    in[nin++] = s->dst; /* a register input: an unused pointer */
-    red->s0[k] = r->s0[k];
-    red->nd[k] = r->nd[k];
-    red->urow[k] = r->urow[k];
-  }
+  fhjit_value mv[LW_MAX_REG];
+  int made = reduce_member_inputs(B, s, r, sub, in, &nin, mv);
   fhjit_value res = FHJIT_NO_VALUE;
   if (acc && !B->st && made) {
-    /* the partial sum in registers (S's type: every partial sum's), then
-     * the terms' cones at once (their leaves shared), then result k: T_0,
-     * or the graph's fold step k over (acc, T_k) in its argument order */
-    const fhjit_type *ts = &g->nodes[S].type;
-    av = lw_mix_sub_input(sub, NULL, ts, lw_mix_cols_of(B, S, 0, ts->rows), NULL);
-    fhjit_value tv[LW_MAX_REG];
-    if (av != FHJIT_NO_VALUE) {
-      red->acc_reg = nin;
-      in[nin++] = s->dst;
-      lw_step_clone_multi(B, sub, term, D, r->member, mv, D, in, &nin, tv);
-    }
-    made = av != FHJIT_NO_VALUE && !B->st;
-    for (int k = 0; k < D && made; k++) {
-      fhjit_value f = tv[k];
-      if (k > 0) {
-        fhjit_value args[2];
-        args[at[k]] = av;
-        args[1 - at[k]] = tv[k];
-        f = ir_clone_op(sub, g, &g->nodes[chain[k]], args);
-      }
-      made = f != FHJIT_NO_VALUE && !fhjit_output(sub, f, NULL);
-      if (k == 0) res = f;
-    }
-    if (!made) res = FHJIT_NO_VALUE;
-    red->acc = ts->comps > 1 ? ts->comps : 1;
+    res = reduce_fold_results(B, s, r, sub, in, &nin, mv, chain, term, at);
   } else if (!B->st && made) {
-    res = lw_step_clone_over_n(B, sub, S, r->member, mv, D, in, &nin);
+    res = lw_step_clone_over_n(B, sub, r->sum, r->member, mv, D, in, &nin);
     if (res != FHJIT_NO_VALUE && fhjit_output(sub, res, NULL)) res = FHJIT_NO_VALUE;
   }
   /* the operand (its own rows of each member), unused by the sub-graph;
@@ -319,24 +357,7 @@ void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *r, an_buf
     lw_step_sub_error(B, "the inner product of a batched forward NTT (ipfuse)");
     return;
   }
-  red->d_input = -1;
-  if (r->d >= 0) {
-    red->d_input = nin;
-    in[nin++] = r->dbuf;
-  }
-  red->members = D;
-  red->out_rows = g->nodes[r->member[0]].type.rows;
-  red->d_offset = r->dview.offset;
-  red->d_row_stride = r->dview.row_stride;
-  red->d_index_stride = r->dview.index_stride;
-  lw_ntt_plan_reduce(&s->plan, D, red->out_rows, red->acc);
-  s->epi_sub[0] = sub;
-  s->epi_in[0] = in;
-  s->epi_reg[0] = -1;
-  s->epi_out[0] = out;
-  s->nepi = 1;
-  s->skip_store = 1;
-  B->where[S] = out;
+  reduce_finish(B, s, r, sub, in, nin, out);
 }
 
 /* The members' conversions and their one forward NTT (an_intt's fwd), at
