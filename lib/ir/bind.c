@@ -198,6 +198,137 @@ static fhjit_status check_value_size(fhjit_graph *g, const ir_node *n, const fhj
                      n->name, ir_op_name(n->op), ty);
 }
 
+/* add, sub, add_lazy, mul: equal rows and n, batch axes broadcast. */
+static fhjit_status infer_binary(fhjit_graph *g, ir_node *n, const ir_node *a, fhjit_type *t) {
+  const ir_node *b = &g->nodes[n->args[1]];
+  fhjit_status st;
+  if ((st = same_extent(g, n, "rows", a->name, a->type.rows, b->name, b->type.rows)) ||
+      (st = same_extent(g, n, "n", a->name, a->type.n, b->name, b->type.n)) ||
+      (st = broadcast_batch(g, n, t, &b->type, b->name)))
+    return st;
+  t->comps = a->type.comps > b->type.comps ? a->type.comps : b->type.comps;
+  return FHJIT_OK;
+}
+
+/* mul_plain, add_plain and their compressed forms: the plaintext's rows
+ * (and n, or a divisor of n when compressed), the implicit operand's. */
+static fhjit_status infer_plain(fhjit_graph *g, ir_node *n, const ir_node *a, fhjit_type *t) {
+  const ir_node *p = &g->nodes[n->args[1]];
+  fhjit_status st;
+  if ((st = same_extent(g, n, "rows", a->name, a->type.rows, p->name, p->type.rows)) ||
+      (st = broadcast_batch(g, n, t, &p->type, p->name)))
+    return st;
+  if (n->op == IR_MUL_PLAIN || n->op == IR_ADD_PLAIN) {
+    if ((st = same_extent(g, n, "n", a->name, a->type.n, p->name, p->type.n))) return st;
+  } else if (a->type.n % p->type.n != 0) {
+    return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                       "%%%s = %s: the compressed plaintext %%%s has last extent u = %lld, "
+                       "which does not divide n = %lld",
+                       n->name, ir_op_name(n->op), p->name, (long long)p->type.n,
+                       (long long)a->type.n);
+  }
+  if (n->nargs == 3) {
+    const ir_node *im = &g->nodes[n->args[2]];
+    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, im->name, im->type.rows)) ||
+        (st = broadcast_batch(g, n, t, &im->type, im->name)))
+      return st;
+    if (im->type.n != 1)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: the implicit operand %%%s must have last extent 1 "
+                         "(one value per row), not %lld",
+                         n->name, ir_op_name(n->op), im->name, (long long)im->type.n);
+  }
+  t->comps = a->type.comps;
+  return FHJIT_OK;
+}
+
+/* keyswitch_digit_product: the digit in range, the key rows it reads. */
+static fhjit_status infer_ks_digit_product(fhjit_graph *g, ir_node *n, const ir_node *a,
+                                           fhjit_type *t) {
+  const ir_node *k = &g->nodes[n->args[1]];
+  fhjit_status st;
+  if ((st = same_extent(g, n, "n", a->name, a->type.n, k->name, k->type.n))) return st;
+  if (n->attr[0] >= k->type.digits)
+    return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                       "%%%s = %s: digit %lld is out of range; the key %%%s has %lld digits",
+                       n->name, ir_op_name(n->op), (long long)n->attr[0], k->name,
+                       (long long)k->type.digits);
+  /* row_start (>= 0, the builder checks) may be anything up to
+   * INT64_MAX: compared and printed without a signed overflow. Key rows
+   * are read by chain position (SPEC section 7): row_start + basis[r]. */
+  if (a->basis) {
+    int64_t top = 0;
+    for (int64_t r = 0; r < a->type.rows; r++) top = a->basis[r] > top ? a->basis[r] : top;
+    if (n->attr[1] > k->type.rows - 1 - top) {
+      char bt[256];
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: %%%s is on basis %s, so it reads key rows up to "
+                         "%llu; the key %%%s has %lld rows",
+                         n->name, ir_op_name(n->op), a->name,
+                         ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
+                         (unsigned long long)n->attr[1] + (unsigned long long)top, k->name,
+                         (long long)k->type.rows);
+    }
+  } else if (n->attr[1] > k->type.rows - a->type.rows)
+    return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                       "%%%s = %s: key rows %lld..%llu are out of range; the key %%%s has "
+                       "%lld rows",
+                       n->name, ir_op_name(n->op), (long long)n->attr[1],
+                       (unsigned long long)n->attr[1] + (unsigned long long)a->type.rows - 1u,
+                       k->name, (long long)k->type.rows);
+  t->comps = 2;
+  return FHJIT_OK;
+}
+
+/* pack: every operand of the first's shape. */
+static fhjit_status infer_pack(fhjit_graph *g, ir_node *n, const ir_node *a, fhjit_type *t) {
+  for (int i = 1; i < n->nargs; i++) {
+    const ir_node *b = &g->nodes[n->args[i]];
+    int same = b->type.rows == a->type.rows && b->type.n == a->type.n &&
+               b->type.nbatch == a->type.nbatch;
+    for (int x = 0; same && x < a->type.nbatch; x++) same = b->type.batch[x] == a->type.batch[x];
+    if (!same) {
+      char ta[FHJIT_TYPE_TEXT_MAX], tb[FHJIT_TYPE_TEXT_MAX];
+      fhjit_type_text(&a->type, ta, sizeof ta);
+      fhjit_type_text(&b->type, tb, sizeof tb);
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = pack: operands must have equal shapes, but %%%s is %s and "
+                         "%%%s is %s",
+                         n->name, a->name, ta, b->name, tb);
+    }
+  }
+  t->comps = n->nargs;
+  return FHJIT_OK;
+}
+
+/* ntt (SPEC section 5): the table matches, N is supported, q prime = 1 mod
+ * 2N. */
+static fhjit_status infer_ntt(fhjit_graph *g, ir_node *n, const ir_node *a) {
+  const ir_node *tw = &g->nodes[n->args[1]];
+  fhjit_status st;
+  if ((st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)) ||
+      (!a->basis &&
+       (st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name, tw->type.rows))))
+    return st;
+  /* the table has a row per chain position (SPEC section 7): a row for
+   * every position of a stated basis (the default keeps equal rows) */
+  char bt[256];
+  for (int64_t r = 0; r < a->type.rows; r++)
+    if (ir_pos(g, n->args[0], r) >= tw->type.rows)
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = ntt: %%%s is on basis %s; the twiddle table %%%s has no "
+                         "row for chain position %d (it has %lld rows)",
+                         n->name, a->name, ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
+                         tw->name, (int)ir_pos(g, n->args[0], r), (long long)tw->type.rows);
+  int64_t len = a->type.n;
+  if (len < 16 || len > (INT64_C(1) << 17) || (len & (len - 1)))
+    return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                       "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
+                       "two between 2^4 and 2^17",
+                       n->name, (long long)len, a->name);
+  return check_ntt_moduli(g, n, a, len);
+}
+
 /* Fixes the concrete type of a computed node from its operands' types. */
 static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
   const ir_node *a = &g->nodes[n->args[0]];
@@ -206,79 +337,17 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
   t.form = n->type.form;
   fhjit_status st = FHJIT_OK;
   switch (n->op) {
-  case IR_ADD: case IR_SUB: case IR_ADD_LAZY: case IR_MUL: {
-    const ir_node *b = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, b->name, b->type.rows)) ||
-        (st = same_extent(g, n, "n", a->name, a->type.n, b->name, b->type.n)) ||
-        (st = broadcast_batch(g, n, &t, &b->type, b->name)))
-      return st;
-    t.comps = a->type.comps > b->type.comps ? a->type.comps : b->type.comps;
+  case IR_ADD: case IR_SUB: case IR_ADD_LAZY: case IR_MUL:
+    st = infer_binary(g, n, a, &t);
     break;
-  }
   case IR_NEG: case IR_TO_MONT: case IR_FROM_MONT:
     break;
-  case IR_MUL_PLAIN: case IR_ADD_PLAIN: case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED: {
-    const ir_node *p = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "rows", a->name, a->type.rows, p->name, p->type.rows)) ||
-        (st = broadcast_batch(g, n, &t, &p->type, p->name)))
-      return st;
-    if (n->op == IR_MUL_PLAIN || n->op == IR_ADD_PLAIN) {
-      if ((st = same_extent(g, n, "n", a->name, a->type.n, p->name, p->type.n))) return st;
-    } else if (a->type.n % p->type.n != 0) {
-      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                         "%%%s = %s: the compressed plaintext %%%s has last extent u = %lld, "
-                         "which does not divide n = %lld",
-                         n->name, ir_op_name(n->op), p->name, (long long)p->type.n,
-                         (long long)a->type.n);
-    }
-    if (n->nargs == 3) {
-      const ir_node *im = &g->nodes[n->args[2]];
-      if ((st = same_extent(g, n, "rows", a->name, a->type.rows, im->name, im->type.rows)) ||
-          (st = broadcast_batch(g, n, &t, &im->type, im->name)))
-        return st;
-      if (im->type.n != 1)
-        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                           "%%%s = %s: the implicit operand %%%s must have last extent 1 "
-                           "(one value per row), not %lld",
-                           n->name, ir_op_name(n->op), im->name, (long long)im->type.n);
-    }
-    t.comps = a->type.comps;
+  case IR_MUL_PLAIN: case IR_ADD_PLAIN: case IR_MUL_COMPRESSED: case IR_ADD_COMPRESSED:
+    st = infer_plain(g, n, a, &t);
     break;
-  }
-  case IR_KS_DIGIT_PRODUCT: {
-    const ir_node *k = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "n", a->name, a->type.n, k->name, k->type.n))) return st;
-    if (n->attr[0] >= k->type.digits)
-      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                         "%%%s = %s: digit %lld is out of range; the key %%%s has %lld digits",
-                         n->name, ir_op_name(n->op), (long long)n->attr[0], k->name,
-                         (long long)k->type.digits);
-    /* row_start (>= 0, the builder checks) may be anything up to
-     * INT64_MAX: compared and printed without a signed overflow. Key rows
-     * are read by chain position (SPEC section 7): row_start + basis[r]. */
-    if (a->basis) {
-      int64_t top = 0;
-      for (int64_t r = 0; r < a->type.rows; r++) top = a->basis[r] > top ? a->basis[r] : top;
-      if (n->attr[1] > k->type.rows - 1 - top) {
-        char bt[256];
-        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                           "%%%s = %s: %%%s is on basis %s, so it reads key rows up to "
-                           "%llu; the key %%%s has %lld rows",
-                           n->name, ir_op_name(n->op), a->name,
-                           ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
-                           (unsigned long long)n->attr[1] + (unsigned long long)top, k->name,
-                           (long long)k->type.rows);
-      }
-    } else if (n->attr[1] > k->type.rows - a->type.rows)
-      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                         "%%%s = %s: key rows %lld..%llu are out of range; the key %%%s has "
-                         "%lld rows",
-                         n->name, ir_op_name(n->op), (long long)n->attr[1],
-                         (unsigned long long)n->attr[1] + (unsigned long long)a->type.rows - 1u,
-                         k->name, (long long)k->type.rows);
-    t.comps = 2;
+  case IR_KS_DIGIT_PRODUCT:
+    st = infer_ks_digit_product(g, n, a, &t);
     break;
-  }
   case IR_EXTRACT:
     if (n->attr[0] >= a->type.comps)
       return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
@@ -287,54 +356,16 @@ static fhjit_status infer_node(fhjit_graph *g, ir_node *n) {
     t.comps = 0;
     break;
   case IR_PACK:
-    for (int i = 1; i < n->nargs; i++) {
-      const ir_node *b = &g->nodes[n->args[i]];
-      int same = b->type.rows == a->type.rows && b->type.n == a->type.n &&
-                 b->type.nbatch == a->type.nbatch;
-      for (int x = 0; same && x < a->type.nbatch; x++) same = b->type.batch[x] == a->type.batch[x];
-      if (!same) {
-        char ta[FHJIT_TYPE_TEXT_MAX], tb[FHJIT_TYPE_TEXT_MAX];
-        fhjit_type_text(&a->type, ta, sizeof ta);
-        fhjit_type_text(&b->type, tb, sizeof tb);
-        return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                           "%%%s = pack: operands must have equal shapes, but %%%s is %s and "
-                           "%%%s is %s",
-                           n->name, a->name, ta, b->name, tb);
-      }
-    }
-    t.comps = n->nargs;
+    st = infer_pack(g, n, a, &t);
     break;
-  case IR_NTT: { /* SPEC section 5: the table matches, N is supported, q prime = 1 mod 2N */
-    const ir_node *tw = &g->nodes[n->args[1]];
-    if ((st = same_extent(g, n, "n", a->name, a->type.n, tw->name, tw->type.n)) ||
-        (!a->basis && (st = same_extent(g, n, "rows", a->name, a->type.rows, tw->name,
-                                         tw->type.rows))))
-      return st;
-    { /* the table has a row per chain position (SPEC section 7): a row for
-       * every position of a stated basis (the default keeps equal rows) */
-      char bt[256];
-      for (int64_t r = 0; r < a->type.rows; r++)
-        if (ir_pos(g, n->args[0], r) >= tw->type.rows)
-          return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                             "%%%s = ntt: %%%s is on basis %s; the twiddle table %%%s has no "
-                             "row for chain position %d (it has %lld rows)",
-                             n->name, a->name, ir_basis_text(bt, sizeof bt, a->basis, a->type.rows),
-                             tw->name, (int)ir_pos(g, n->args[0], r), (long long)tw->type.rows);
-    }
-    int64_t len = a->type.n;
-    if (len < 16 || len > (INT64_C(1) << 17) || (len & (len - 1)))
-      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
-                         "%%%s = ntt: the transform length n = %lld of %%%s is not a power of "
-                         "two between 2^4 and 2^17",
-                         n->name, (long long)len, a->name);
-    if ((st = check_ntt_moduli(g, n, a, len))) return st;
+  case IR_NTT:
+    st = infer_ntt(g, n, a);
     break;
-  }
   default: /* SPEC section 7 */
-    if ((st = ir_infer_mixing(g, n, &t))) return st;
+    st = ir_infer_mixing(g, n, &t);
     break;
   }
-  if ((st = check_value_size(g, n, &t))) return st;
+  if (st || (st = check_value_size(g, n, &t))) return st;
   n->type = t;
   return FHJIT_OK;
 }
