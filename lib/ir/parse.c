@@ -641,130 +641,142 @@ static int parse_input(parser *p, const token *name) {
 
 /* ------------------------------------------------------------- operations */
 
-/* %name = OP operands clauses */
-static int parse_op(parser *p, const token *name) {
+/* The operation word: its table row (an op or a composite, ops.def), its
+ * text in mnemonic; NULL after an error. */
+static const ir_op_info *op_word(parser *p, char *mnemonic, size_t size) {
   const token opw = p->tok;
   ir_op op = opw.kind == T_WORD ? ir_op_by_mnemonic(opw.text, opw.len) : IR_NUM_OPS;
   const ir_op_info *syn = op < IR_NUM_OPS ? ir_op_info_of(op)
                           : opw.kind == T_WORD ? ir_composite_by_mnemonic(opw.text, opw.len)
                                                : NULL;
-  char mnemonic[32];
-  snprintf(mnemonic, sizeof mnemonic, "%.*s", (int)opw.len, opw.text);
+  snprintf(mnemonic, size, "%.*s", (int)opw.len, opw.text);
   if (!syn) {
     char d[64];
-    if (opw.kind != T_WORD) return expected(p, "an operation or 'input'");
-    return fail_at(p, opw.loc, FHJIT_ERR_PARSE, "unknown operation %s",
-                   tok_desc(&opw, d, sizeof d));
+    if (opw.kind != T_WORD) expected(p, "an operation or 'input'");
+    else fail_at(p, opw.loc, FHJIT_ERR_PARSE, "unknown operation %s", tok_desc(&opw, d, sizeof d));
+    return NULL;
   }
-  if (next(p)) return -1;
+  return next(p) ? NULL : syn;
+}
 
-  fhjit_value *args = NULL;
-  int32_t *basis = NULL, nbasis = 0;
-  int nargs = 0, cap = 0, rc = -1;
-  int64_t component = 0;
+/* The operands: a comma list (extract: one, then [component]) into *args
+ * (owned by the caller), counted against the op's arity. */
+static int parse_operands(parser *p, const ir_op_info *syn, const token *opw, const char *mnemonic,
+                          fhjit_value **args, ir_op_args *a) {
+  int cap = 0;
   for (;;) {
     fhjit_value v = FHJIT_NO_VALUE;
-    if (parse_operand(p, &v, NULL)) goto done;
-    if (nargs == cap) {
+    if (parse_operand(p, &v, NULL)) return -1;
+    if (a->nargs == cap) {
       cap = cap ? 2 * cap : 4;
-      fhjit_value *a = realloc(args, sizeof *a * (size_t)cap);
-      if (!a) {
-        fail_at(p, opw.loc, FHJIT_ERR_MEMORY, "out of memory");
-        goto done;
-      }
-      args = a;
+      fhjit_value *grown = realloc(*args, sizeof *grown * (size_t)cap);
+      if (!grown) return fail_at(p, opw->loc, FHJIT_ERR_MEMORY, "out of memory");
+      *args = grown;
     }
-    args[nargs++] = v;
+    (*args)[a->nargs++] = v;
     if (syn->clauses & IR_CL_COMPONENT) {
       uint64_t c;
       if (expect(p, T_LBRACK, "'[' (extract %v[component])") ||
-          parse_number(p, INT32_MAX, "the component index", &c) ||
-          expect(p, T_RBRACK, "']'"))
-        goto done;
-      component = (int64_t)c;
+          parse_number(p, INT32_MAX, "the component index", &c) || expect(p, T_RBRACK, "']'"))
+        return -1;
+      a->component = (int64_t)c;
       break;
     }
     if (p->tok.kind != T_COMMA) break;
-    if (next(p)) goto done;
+    if (next(p)) return -1;
   }
-  if (syn->arity >= 0 && nargs < syn->arity && p->tok.kind == T_VALUE) {
-    fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "expected ',' before %%%.*s (%s takes %d operands)",
-            (int)p->tok.len, p->tok.text, mnemonic, syn->arity);
-    goto done;
-  }
-  if (syn->arity >= 0 && nargs != syn->arity) {
-    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", mnemonic,
-            syn->arity, syn->arity == 1 ? "" : "s", nargs);
-    goto done;
-  }
+  if (syn->arity >= 0 && a->nargs < syn->arity && p->tok.kind == T_VALUE)
+    return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE,
+                   "expected ',' before %%%.*s (%s takes %d operands)", (int)p->tok.len,
+                   p->tok.text, mnemonic, syn->arity);
+  if (syn->arity >= 0 && a->nargs != syn->arity)
+    return fail_at(p, opw->loc, FHJIT_ERR_PARSE, "%s takes %d operand%s, not %d", mnemonic,
+                   syn->arity, syn->arity == 1 ? "" : "s", (int)a->nargs);
+  return 0;
+}
 
+/* One clause's value, after its '(' (the word said which). */
+static int parse_clause_value(parser *p, clause c, ir_op_args *a, int32_t **basis) {
+  switch (c) {
+  case IR_CL_LAYOUT: return parse_compression(p, &a->layout);
+  case IR_CL_IMPLICIT: return parse_operand(p, &a->implicit, NULL);
+  case IR_CL_DOMAIN: return parse_domain_word(p, &a->domain);
+  case IR_CL_DIGIT: return parse_int64(p, "the digit", &a->digit);
+  case IR_CL_ROW_START: return parse_int64(p, "row_start", &a->row_start);
+  case IR_CL_START: return parse_int64(p, "the first row", &a->start);
+  case IR_CL_COUNT: return parse_int64(p, "the row count", &a->count);
+  case IR_CL_GALOIS: return parse_int64(p, "the Galois element", &a->galois);
+  case IR_CL_BASIS: return parse_positions(p, basis, &a->nbasis);
+  case IR_CL_MODE:
+    if (tok_is(&p->tok, "std")) a->mode = FHJIT_FORM_STD;
+    else if (tok_is(&p->tok, "mont")) a->mode = FHJIT_FORM_MONT;
+    else return expected(p, "a coefficient form (std or mont)");
+    return next(p);
+  default: return -1;
+  }
+}
+
+/* The clauses after the operands, each at most once, the required ones
+ * present; basis(...) into *basis (owned by the caller). */
+static int parse_clauses(parser *p, const ir_op_info *syn, const token *opw, const char *mnemonic,
+                         int32_t **basis, ir_op_args *a) {
   unsigned seen = 0;
-  fhjit_compression layout = FHJIT_CYCLIC;
-  fhjit_value implicit = FHJIT_NO_VALUE;
-  fhjit_domain domain = FHJIT_DOMAIN_ANY;
-  int64_t digit = 0, row_start = 0, start = 0, count = 0, galois = 0;
-  fhjit_form mode = FHJIT_FORM_ANY;
   char context[64];
   snprintf(context, sizeof context, "the operands of %s", mnemonic);
   while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
     clause c;
     if (clause_word(p, context, syn->clauses & ~IR_CL_COMPONENT, &seen, &c) ||
-        expect(p, T_LPAREN, "'('"))
-      goto done;
-    int bad = 0;
-    switch (c) {
-    case IR_CL_LAYOUT: bad = parse_compression(p, &layout); break;
-    case IR_CL_IMPLICIT: bad = parse_operand(p, &implicit, NULL); break;
-    case IR_CL_DOMAIN: bad = parse_domain_word(p, &domain); break;
-    case IR_CL_DIGIT: bad = parse_int64(p, "the digit", &digit); break;
-    case IR_CL_ROW_START: bad = parse_int64(p, "row_start", &row_start); break;
-    case IR_CL_START: bad = parse_int64(p, "the first row", &start); break;
-    case IR_CL_COUNT: bad = parse_int64(p, "the row count", &count); break;
-    case IR_CL_GALOIS: bad = parse_int64(p, "the Galois element", &galois); break;
-    case IR_CL_BASIS: bad = parse_positions(p, &basis, &nbasis); break;
-    case IR_CL_MODE:
-      if (tok_is(&p->tok, "std")) mode = FHJIT_FORM_STD;
-      else if (tok_is(&p->tok, "mont")) mode = FHJIT_FORM_MONT;
-      else bad = expected(p, "a coefficient form (std or mont)");
-      if (!bad) bad = next(p);
-      break;
-    default: bad = -1; break;
-    }
-    if (bad || expect(p, T_RPAREN, "')'")) goto done;
+        expect(p, T_LPAREN, "'('") || parse_clause_value(p, c, a, basis) ||
+        expect(p, T_RPAREN, "')'"))
+      return -1;
   }
   unsigned missing = syn->required & ~seen & ~IR_CL_COMPONENT;
   if (missing) {
     char list[256];
     list_clauses(list, sizeof list, missing);
-    fail_at(p, opw.loc, FHJIT_ERR_PARSE, "%s needs %s", mnemonic, list);
-    goto done;
+    return fail_at(p, opw->loc, FHJIT_ERR_PARSE, "%s needs %s", mnemonic, list);
   }
+  return 0;
+}
 
+/* Builds the op named name from a (its row's builder) and defines the
+ * name. */
+static int build_op(parser *p, const ir_op_info *syn, const token *opw, const token *name,
+                    ir_op_args *a) {
   fhjit_graph *g = p->g;
   char *cname = tok_strdup(p, name);
-  if (!cname) goto done;
-  g->cur_loc = opw.loc;
+  if (!cname) return -1;
+  g->cur_loc = opw->loc;
   /* a composite (ops.def's IR_COMPOSITE) names what it adds after cname */
-  ir_op_args a = {.mnemonic = mnemonic, .args = args, .nargs = nargs, .layout = layout,
-                  .implicit = implicit, .domain = domain, .mode = mode, .digit = digit,
-                  .row_start = row_start, .component = component, .start = start,
-                  .count = count, .galois = galois, .basis = basis, .nbasis = nbasis,
-                  .name = cname};
-  fhjit_value v = syn->build(g, &a);
+  a->name = cname;
+  fhjit_value v = syn->build(g, a);
   if (v == FHJIT_NO_VALUE) {
     free(cname);
-    fail_recorded(p);
-    goto done;
+    return fail_recorded(p);
   }
   g->cur_loc = name->loc;
   fhjit_status st = fhjit_set_name(g, v, cname);
   free(cname);
-  if (st != FHJIT_OK) {
-    fail_recorded(p);
-    goto done;
+  if (st != FHJIT_OK) return fail_recorded(p);
+  return sym_add(p, name, v);
+}
+
+/* %name = OP operands clauses */
+static int parse_op(parser *p, const token *name) {
+  const token opw = p->tok;
+  char mnemonic[32];
+  const ir_op_info *syn = op_word(p, mnemonic, sizeof mnemonic);
+  if (!syn) return -1;
+  fhjit_value *args = NULL;
+  int32_t *basis = NULL;
+  ir_op_args a = {.mnemonic = mnemonic, .layout = FHJIT_CYCLIC, .implicit = FHJIT_NO_VALUE,
+                  .domain = FHJIT_DOMAIN_ANY, .mode = FHJIT_FORM_ANY};
+  int rc = parse_operands(p, syn, &opw, mnemonic, &args, &a);
+  if (!rc) rc = parse_clauses(p, syn, &opw, mnemonic, &basis, &a);
+  if (!rc) {
+    a.args = args, a.basis = basis;
+    rc = build_op(p, syn, &opw, name, &a);
   }
-  rc = sym_add(p, name, v);
-done:
   free(args);
   free(basis);
   return rc;
@@ -844,129 +856,124 @@ static int parse_moduli(parser *p, uint64_t **moduli, ir_loc **locs, int32_t *co
   return expect(p, T_RPAREN, "')'");
 }
 
+/* What the text says before the graph's '{'. */
+typedef struct graph_header {
+  char *name;
+  fhjit_radix radix;
+  uint64_t *moduli;
+  ir_loc *mlocs;
+  int32_t nmoduli;
+  int64_t nspecial, alpha; /* special(K) digits(alpha): the chain's split, the key's digits */
+  ir_loc special_loc, digits_loc, brace;
+} graph_header;
+
+/* @name radix(r..) [moduli(...) [special(K)] [digits(alpha)]], up to the
+ * '{' (the current token after). */
+static int parse_header(parser *p, graph_header *h) {
+  if (p->tok.kind == T_GLOBAL) h->name = tok_strdup(p, &p->tok);
+  else if (p->tok.kind == T_QUOTED) h->name = decode_quoted(p, &p->tok);
+  else return expected(p, "the graph name ('@name')");
+  if (!h->name) return -1;
+  if (!*h->name) return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "the graph name is empty");
+  if (next(p)) return -1;
+  if (!tok_is(&p->tok, "radix")) return expected(p, "'radix' (radix(r32) or radix(r62))");
+  if (next(p) || expect(p, T_LPAREN, "'('")) return -1;
+  if (tok_is(&p->tok, "r32")) h->radix = FHJIT_R32;
+  else if (tok_is(&p->tok, "r62")) h->radix = FHJIT_R62;
+  else return expected(p, "a radix (r32 or r62)");
+  if (next(p) || expect(p, T_RPAREN, "')'")) return -1;
+  if (tok_is(&p->tok, "moduli") &&
+      (next(p) || parse_moduli(p, &h->moduli, &h->mlocs, &h->nmoduli)))
+    return -1;
+  h->special_loc = h->digits_loc = p->tok.loc;
+  if (h->nmoduli && tok_is(&p->tok, "special")) {
+    h->special_loc = p->tok.loc;
+    if (next(p) || expect(p, T_LPAREN, "'('") ||
+        parse_int64(p, "the number of special primes", &h->nspecial) || expect(p, T_RPAREN, "')'"))
+      return -1;
+  }
+  if (h->nmoduli && tok_is(&p->tok, "digits")) {
+    h->digits_loc = p->tok.loc;
+    if (next(p) || expect(p, T_LPAREN, "'('") || parse_int64(p, "the digit size", &h->alpha) ||
+        expect(p, T_RPAREN, "')'"))
+      return -1;
+  }
+  if (p->tok.kind != T_LBRACE)
+    return expected(p, h->nmoduli ? "'special(...)', 'digits(...)' or '{'"
+                                  : "'moduli(...)' or '{'");
+  h->brace = p->tok.loc;
+  return 0;
+}
+
+/* The graph the header describes, with its chain (each modulus checked
+ * where it is written), as p->g. */
+static int create_graph(parser *p, const graph_header *h, const char *filename) {
+  fhjit_graph *g = fhjit_graph_create(p->ctx, h->name, h->radix);
+  if (!g) {
+    p->failed = 1;
+    return -1;
+  }
+  p->g = g;
+  g->loc = h->brace;
+  g->filename = sp_strdup(&g->arena, filename);
+  g->source = sp_strndup(&g->arena, p->src, p->len);
+  if (!g->filename || !g->source) return fail_at(p, h->brace, FHJIT_ERR_MEMORY, "out of memory");
+  for (int32_t i = 0; i < h->nmoduli; i++) {
+    fhjit_status st = fhjit_check_modulus(p->ctx, h->radix, h->moduli[i], 0);
+    if (st != FHJIT_OK) {
+      /* The check's message is copied: fail_at replaces it. */
+      char *why = strdup(fhjit_last_error(p->ctx));
+      fail_at(p, h->mlocs[i], st, "%s", why ? why : "bad modulus");
+      free(why);
+      return -1;
+    }
+  }
+  if (h->nmoduli) {
+    g->cur_loc = h->mlocs[0];
+    if (fhjit_graph_set_moduli(g, h->moduli, h->nmoduli) != FHJIT_OK) return fail_recorded(p);
+  }
+  g->cur_loc = h->special_loc;
+  if (h->nspecial &&
+      fhjit_graph_set_special(g, h->nspecial > INT32_MAX ? -1 : (int32_t)h->nspecial))
+    return fail_recorded(p);
+  g->cur_loc = h->digits_loc;
+  if (h->alpha && fhjit_graph_set_digits(g, h->alpha > INT32_MAX ? -1 : (int32_t)h->alpha))
+    return fail_recorded(p);
+  return 0;
+}
+
+/* The definitions and outputs up to the '}', then the end of the file. */
+static int parse_body(parser *p, ir_loc brace) {
+  if (next(p)) return -1;
+  while (p->tok.kind != T_RBRACE) {
+    if (p->tok.kind == T_VALUE) {
+      if (parse_definition(p)) return -1;
+    } else if (tok_is(&p->tok, "output")) {
+      if (parse_output(p)) return -1;
+    } else if (p->tok.kind == T_EOF) {
+      return fail_at(p, brace, FHJIT_ERR_PARSE, "the '{' of graph @%s is never closed",
+                     p->g->name);
+    } else {
+      return expected(p, "a definition ('%name = ...'), 'output' or '}'");
+    }
+  }
+  if (next(p)) return -1;
+  if (p->tok.kind != T_EOF)
+    return expected(p, "the end of the file after the graph's '}' (a file holds one graph)");
+  return 0;
+}
+
 static int parse_graph(parser *p, const char *filename) {
   if (next(p)) return -1;
   if (!tok_is(&p->tok, "graph")) return expected(p, "'graph' (a file holds one graph)");
   if (next(p)) return -1;
-  char *name = NULL;
-  uint64_t *moduli = NULL;
-  ir_loc *mlocs = NULL;
-  int32_t nmoduli = 0;
-  int rc = -1;
-  if (p->tok.kind == T_GLOBAL) name = tok_strdup(p, &p->tok);
-  else if (p->tok.kind == T_QUOTED) name = decode_quoted(p, &p->tok);
-  else {
-    expected(p, "the graph name ('@name')");
-    goto done;
-  }
-  if (!name) goto done;
-  if (!*name) {
-    fail_at(p, p->tok.loc, FHJIT_ERR_PARSE, "the graph name is empty");
-    goto done;
-  }
-  if (next(p)) goto done;
-  if (!tok_is(&p->tok, "radix")) {
-    expected(p, "'radix' (radix(r32) or radix(r62))");
-    goto done;
-  }
-  if (next(p) || expect(p, T_LPAREN, "'('")) goto done;
-  fhjit_radix radix;
-  if (tok_is(&p->tok, "r32")) radix = FHJIT_R32;
-  else if (tok_is(&p->tok, "r62")) radix = FHJIT_R62;
-  else {
-    expected(p, "a radix (r32 or r62)");
-    goto done;
-  }
-  if (next(p) || expect(p, T_RPAREN, "')'")) goto done;
-  if (tok_is(&p->tok, "moduli")) {
-    if (next(p) || parse_moduli(p, &moduli, &mlocs, &nmoduli)) goto done;
-  }
-  /* special(K) digits(alpha): the chain's split and the key's digits */
-  int64_t nspecial = 0, alpha = 0;
-  ir_loc special_loc = p->tok.loc, digits_loc = p->tok.loc;
-  if (nmoduli && tok_is(&p->tok, "special")) {
-    special_loc = p->tok.loc;
-    if (next(p) || expect(p, T_LPAREN, "'('") ||
-        parse_int64(p, "the number of special primes", &nspecial) || expect(p, T_RPAREN, "')'"))
-      goto done;
-  }
-  if (nmoduli && tok_is(&p->tok, "digits")) {
-    digits_loc = p->tok.loc;
-    if (next(p) || expect(p, T_LPAREN, "'('") ||
-        parse_int64(p, "the digit size", &alpha) || expect(p, T_RPAREN, "')'"))
-      goto done;
-  }
-  if (p->tok.kind != T_LBRACE) {
-    expected(p, nmoduli ? "'special(...)', 'digits(...)' or '{'" : "'moduli(...)' or '{'");
-    goto done;
-  }
-  ir_loc brace = p->tok.loc;
-
-  fhjit_graph *g = fhjit_graph_create(p->ctx, name, radix);
-  if (!g) {
-    p->failed = 1;
-    goto done;
-  }
-  p->g = g;
-  g->loc = brace;
-  g->filename = sp_strdup(&g->arena, filename);
-  g->source = sp_strndup(&g->arena, p->src, p->len);
-  if (!g->filename || !g->source) {
-    fail_at(p, brace, FHJIT_ERR_MEMORY, "out of memory");
-    goto done;
-  }
-  for (int32_t i = 0; i < nmoduli; i++) {
-    fhjit_status st = fhjit_check_modulus(p->ctx, radix, moduli[i], 0);
-    if (st != FHJIT_OK) {
-      /* The check's message is copied: fail_at replaces it. */
-      char *why = strdup(fhjit_last_error(p->ctx));
-      fail_at(p, mlocs[i], st, "%s", why ? why : "bad modulus");
-      free(why);
-      goto done;
-    }
-  }
-  if (nmoduli) {
-    g->cur_loc = mlocs[0];
-    if (fhjit_graph_set_moduli(g, moduli, nmoduli) != FHJIT_OK) {
-      fail_recorded(p);
-      goto done;
-    }
-  }
-  g->cur_loc = special_loc;
-  if (nspecial && fhjit_graph_set_special(g, nspecial > INT32_MAX ? -1 : (int32_t)nspecial)) {
-    fail_recorded(p);
-    goto done;
-  }
-  g->cur_loc = digits_loc;
-  if (alpha && fhjit_graph_set_digits(g, alpha > INT32_MAX ? -1 : (int32_t)alpha)) {
-    fail_recorded(p);
-    goto done;
-  }
-  if (next(p)) goto done;
-  for (;;) {
-    if (p->tok.kind == T_RBRACE) break;
-    if (p->tok.kind == T_VALUE) {
-      if (parse_definition(p)) goto done;
-    } else if (tok_is(&p->tok, "output")) {
-      if (parse_output(p)) goto done;
-    } else if (p->tok.kind == T_EOF) {
-      fail_at(p, brace, FHJIT_ERR_PARSE, "the '{' of graph @%s is never closed", g->name);
-      goto done;
-    } else {
-      expected(p, "a definition ('%name = ...'), 'output' or '}'");
-      goto done;
-    }
-  }
-  if (next(p)) goto done;
-  if (p->tok.kind != T_EOF) {
-    expected(p, "the end of the file after the graph's '}' (a file holds one graph)");
-    goto done;
-  }
-  rc = 0;
-done:
-  free(name);
-  free(moduli);
-  free(mlocs);
+  graph_header h = {0};
+  int rc = parse_header(p, &h);
+  if (!rc) rc = create_graph(p, &h, filename);
+  if (!rc) rc = parse_body(p, h.brace);
+  free(h.name);
+  free(h.moduli);
+  free(h.mlocs);
   return rc;
 }
 
