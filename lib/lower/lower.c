@@ -1353,16 +1353,12 @@ static void mark_body(lw *L) {
  * U = 1, the automorphism is read at the walk's own indices (the main
  * context) and its runs hold at least 4 words (delta <= S / 4); else the
  * per-lane loads. */
-static void emit_stage(lw *L) {
-  fhjit_graph *g = L->g;
-  const lw_plan *p = L->p;
-  LLVMBuilderRef b = L->b;
-  int V = p->vec, gpu = L->target == LW_GPU;
-  int64_t T = p->block, S = T * V, N = p->n;
-  unsigned wb = (unsigned)(L->wbits == 32 ? 4 : 8);
-  if (!p->aut_stage || L->eval_comp >= 0 || p->per_thread != 1 || T < 1 || p->groups % T ||
-      N % S || (N & (N - 1)))
-    return;
+
+/* The coefficient automorphisms emit_stage stages, each component read
+ * at offset 0 (L->stage[]): those whose runs are long enough (S / delta
+ * >= 4), as many as fit 32 KB of shared memory. */
+static void choose_stages(lw *L, int64_t S, int64_t N, unsigned wb) {
+  const fhjit_graph *g = L->g;
   for (fhjit_value v = 0; v < g->nnodes; v++) {
     const ir_node *n = &g->nodes[v];
     if (n->op != IR_AUTOMORPHISM || n->type.domain != FHJIT_DOMAIN_COEF || n->type.n != N) continue;
@@ -1381,28 +1377,85 @@ static void emit_stage(lw *L) {
       }
     }
   }
-  if (!L->nstage) return;
-  LLVMValueRef own = to64(L, LLVMBuildURem(b, L->group, cidx(L, T), "tid"));
-  LLVMValueRef b0 = LLVMBuildSub(b, to64(L, L->ctx[0].idx[0]), LLVMBuildMul(b, own, ci64(L, V), ""), "b0");
-  LLVMValueRef q = get_q(L);
-  LLVMTypeRef aty = LLVMArrayType2(L->word, (uint64_t)S);
+}
+
+/* Each stage's array of S words: shared memory on the GPU; on the host,
+ * which runs every thread's slots of the block for each group, an array
+ * of its own: the GPU's arithmetic, word for word, without a barrier
+ * (tests check it against the interpreter). */
+static void alloc_stages(lw *L, LLVMTypeRef aty) {
   for (int s = 0; s < L->nstage; s++) {
-    if (gpu) {
+    if (L->target == LW_GPU) {
       char sym[LW_NAME_MAX + 16];
-      snprintf(sym, sizeof sym, "%s.aut%d", p->name, s);
+      snprintf(sym, sizeof sym, "%s.aut%d", L->p->name, s);
       LLVMValueRef arr = LLVMAddGlobalInAddressSpace(L->m, aty, sym, 3);
       LLVMSetInitializer(arr, LLVMGetUndef(aty));
       LLVMSetLinkage(arr, LLVMInternalLinkage);
       LLVMSetAlignment(arr, 16);
       L->stage[s].arr = arr;
     } else {
-      /* the host runs every thread's slots of the block for each group, into
-       * an array of its own: the GPU's arithmetic, word for word, without a
-       * barrier (tests check it against the interpreter) */
-      L->stage[s].arr = LLVMBuildAlloca(b, aty, "stage");
+      L->stage[s].arr = LLVMBuildAlloca(L->b, aty, "stage");
       LLVMSetAlignment(L->stage[s].arr, 16);
     }
   }
+}
+
+/* Stage s's word for slot pp of the block (its source at the output
+ * offset *d the slot stores to): slot pp -> run r, step m -> output offset
+ * d = r + m delta, its source j = (b0 + d) k^-1 mod 2N, canon, and neg
+ * past N (emit_automorphism's). */
+static LLVMValueRef stage_word(lw *L, int s, LLVMValueRef pp, LLVMValueRef b0, LLVMValueRef q,
+                               LLVMValueRef *d) {
+  LLVMBuilderRef b = L->b;
+  const fhjit_graph *g = L->g;
+  const ir_node *n = &g->nodes[L->stage[s].v];
+  int64_t S = L->p->block * L->p->vec, N = L->p->n;
+  int64_t k = n->attr[0] % (2 * N), delta = k % N;
+  if (delta > N / 2) delta = N - delta;
+  int64_t kinv = lw_aut_inverse_mod(k, 2 * N), Qd = S / delta, R = S % delta;
+  fhjit_value src = n->args[0];
+  int comp = nc_of(&g->nodes[src]) > 1 ? L->stage[s].c : 0;
+  LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, pp, ci64(L, R * (Qd + 1)), "");
+  LLVMValueRef r1 = LLVMBuildUDiv(b, pp, ci64(L, Qd + 1), "");
+  LLVMValueRef m1 = LLVMBuildURem(b, pp, ci64(L, Qd + 1), "");
+  LLVMValueRef p2 = LLVMBuildSub(b, pp, ci64(L, R * (Qd + 1)), "");
+  LLVMValueRef r2 = LLVMBuildAdd(b, LLVMBuildUDiv(b, p2, ci64(L, Qd), ""), ci64(L, R), "");
+  LLVMValueRef m2 = LLVMBuildURem(b, p2, ci64(L, Qd), "");
+  LLVMValueRef r = LLVMBuildSelect(b, first, r1, r2, "run");
+  LLVMValueRef m = LLVMBuildSelect(b, first, m1, m2, "");
+  *d = LLVMBuildNUWAdd(b, r, LLVMBuildNUWMul(b, m, ci64(L, delta), ""), "d");
+  LLVMValueRef o = LLVMBuildNUWAdd(b, b0, *d, "o");
+  LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildMul(b, o, ci64(L, kinv), ""), ci64(L, 2 * N - 1), "");
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntUGE, j, ci64(L, N), "negate");
+  lw_lanes ln = {.x = NULL};
+  ln.idx[0] = LLVMBuildSelect(b, neg, LLVMBuildSub(b, j, ci64(L, N), ""), j, "src");
+  for (int l = 1; l < L->p->vec; l++) ln.idx[l] = ln.idx[0];
+  lw_addr a;
+  resolve(L, src, comp, L->row64, &ln, &a);
+  LLVMValueRef w = LLVMBuildLoad2(b, L->word, a.ptr[0], "staged");
+  LLVMSetAlignment(w, (unsigned)(L->wbits == 32 ? 4 : 8));
+  LLVMValueRef cc = lw_csub_select(b, w, q, "canon");
+  LLVMValueRef flip = LLVMBuildAnd(b, neg, LLVMBuildICmp(b, LLVMIntNE, cc, cw(L, 0), ""), "");
+  return LLVMBuildSelect(b, flip, LLVMBuildSub(b, q, cc, ""), cc, "");
+}
+
+static void emit_stage(lw *L) {
+  const lw_plan *p = L->p;
+  LLVMBuilderRef b = L->b;
+  int V = p->vec, gpu = L->target == LW_GPU;
+  int64_t T = p->block, S = T * V, N = p->n;
+  unsigned wb = (unsigned)(L->wbits == 32 ? 4 : 8);
+  if (!p->aut_stage || L->eval_comp >= 0 || p->per_thread != 1 || T < 1 || p->groups % T ||
+      N % S || (N & (N - 1)))
+    return;
+  choose_stages(L, S, N, wb);
+  if (!L->nstage) return;
+  LLVMValueRef own = to64(L, LLVMBuildURem(b, L->group, cidx(L, T), "tid"));
+  LLVMValueRef b0 =
+      LLVMBuildSub(b, to64(L, L->ctx[0].idx[0]), LLVMBuildMul(b, own, ci64(L, V), ""), "b0");
+  LLVMValueRef q = get_q(L);
+  LLVMTypeRef aty = LLVMArrayType2(L->word, (uint64_t)S);
+  alloc_stages(L, aty);
   /* the slots: the thread's own on the GPU, the block's on the host */
   LLVMValueRef tid = own;
   LLVMBasicBlockRef pre = NULL, body = NULL, after = NULL;
@@ -1417,41 +1470,10 @@ static void emit_stage(lw *L) {
     LLVMAddIncoming(tid, &zero, &pre, 1);
   }
   LLVMValueRef vals[LW_MAX_STAGE][LW_VMAX], dst[LW_MAX_STAGE][LW_VMAX];
-  for (int s = 0; s < L->nstage; s++) {
-    const ir_node *n = &g->nodes[L->stage[s].v];
-    int64_t k = n->attr[0] % (2 * N), delta = k % N;
-    if (delta > N / 2) delta = N - delta;
-    int64_t kinv = lw_aut_inverse_mod(k, 2 * N), Qd = S / delta, R = S % delta;
-    fhjit_value src = n->args[0];
-    int comp = nc_of(&g->nodes[src]) > 1 ? L->stage[s].c : 0;
-    for (int e = 0; e < V; e++) {
-      /* slot pp -> run r, step m -> output offset d (emit_stage's comment) */
-      LLVMValueRef pp = LLVMBuildNUWAdd(b, tid, ci64(L, e * T), "slot");
-      LLVMValueRef first = LLVMBuildICmp(b, LLVMIntULT, pp, ci64(L, R * (Qd + 1)), "");
-      LLVMValueRef r1 = LLVMBuildUDiv(b, pp, ci64(L, Qd + 1), ""), m1 = LLVMBuildURem(b, pp, ci64(L, Qd + 1), "");
-      LLVMValueRef p2 = LLVMBuildSub(b, pp, ci64(L, R * (Qd + 1)), "");
-      LLVMValueRef r2 = LLVMBuildAdd(b, LLVMBuildUDiv(b, p2, ci64(L, Qd), ""), ci64(L, R), "");
-      LLVMValueRef m2 = LLVMBuildURem(b, p2, ci64(L, Qd), "");
-      LLVMValueRef r = LLVMBuildSelect(b, first, r1, r2, "run");
-      LLVMValueRef m = LLVMBuildSelect(b, first, m1, m2, "");
-      LLVMValueRef d = LLVMBuildNUWAdd(b, r, LLVMBuildNUWMul(b, m, ci64(L, delta), ""), "d");
-      LLVMValueRef o = LLVMBuildNUWAdd(b, b0, d, "o");
-      LLVMValueRef j = LLVMBuildAnd(b, LLVMBuildMul(b, o, ci64(L, kinv), ""), ci64(L, 2 * N - 1), "");
-      LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntUGE, j, ci64(L, N), "negate");
-      lw_lanes ln = {.x = NULL};
-      ln.idx[0] = LLVMBuildSelect(b, neg, LLVMBuildSub(b, j, ci64(L, N), ""), j, "src");
-      for (int l = 1; l < V; l++) ln.idx[l] = ln.idx[0];
-      lw_addr a;
-      resolve(L, src, comp, L->row64, &ln, &a);
-      LLVMValueRef w = LLVMBuildLoad2(b, L->word, a.ptr[0], "staged");
-      LLVMSetAlignment(w, wb);
-      /* canon, and neg past N (emit_automorphism's) */
-      LLVMValueRef cc = lw_csub_select(b, w, q, "canon");
-      LLVMValueRef flip = LLVMBuildAnd(b, neg, LLVMBuildICmp(b, LLVMIntNE, cc, cw(L, 0), ""), "");
-      vals[s][e] = LLVMBuildSelect(b, flip, LLVMBuildSub(b, q, cc, ""), cc, "");
-      dst[s][e] = d;
-    }
-  }
+  for (int s = 0; s < L->nstage; s++)
+    for (int e = 0; e < V; e++)
+      vals[s][e] = stage_word(L, s, LLVMBuildNUWAdd(b, tid, ci64(L, e * T), "slot"), b0, q,
+                              &dst[s][e]);
   /* every load issued before the first store */
   for (int s = 0; s < L->nstage; s++)
     for (int e = 0; e < V; e++) {
