@@ -155,13 +155,13 @@ LLVMValueRef lw_ne_gpu_kernel_fn(ne *E, const char *name) {
   return fn;
 }
 
-static void build_gpu_kernel(ne *E, const char *name) {
+/* The kernel's shared memory, a static array (E->smem): the body's words,
+ * then the reduce kernel's slots (red_slot); a chained kernel's own if
+ * larger. */
+static void gpu_smem(ne *E, const char *name) {
   const lw_ntt_kplan *k = E->K;
-  LLVMValueRef fn = lw_ne_gpu_kernel_fn(E, name);
-  /* shared memory: a static array of the kernel */
   char sname[128]; /* kernel names are at most 63 characters */
   snprintf(sname, sizeof sname, "%s.smem", name);
-  /* the reduce kernel's shared slots after the body's words (red_slot) */
   uint64_t words = k->smem_words;
   if (E->red_active) words += (uint64_t)E->P->reduce_smem << (k->log_c + k->m);
   if (lw_ne_chain_active(E) && E->pro->chain->k[0].smem_words > words)
@@ -172,6 +172,58 @@ static void build_gpu_kernel(ne *E, const char *name) {
   LLVMSetLinkage(sm, LLVMInternalLinkage);
   LLVMSetAlignment(sm, 16);
   E->smem = sm;
+}
+
+/* The reduce kernel's members in turn: member mk's own rows loaded, or its
+ * body on its block (a branch uniform per block: the body's barriers stay
+ * uniform). */
+static void reduce_members(ne *E, LLVMValueRef fn, LLVMValueRef tid, LLVMValueRef blk) {
+  for (int mk = 0; mk < E->pro->red.members; mk++) {
+    LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
+    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
+    /* a member without own rows (ipntt's) has no operand to read them from */
+    LLVMValueRef own = E->pro->red.nd[mk] ? lw_ne_red_is_own(E, mk, blk) : LLVMConstInt(E->i1, 0, 0);
+    LLVMBuildCondBr(E->b, own, ownb, bodyb);
+    LLVMPositionBuilderAtEnd(E->b, ownb);
+    if (E->pro->red.nd[mk]) lw_ne_red_own(E, mk, tid, blk);
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, bodyb);
+    LLVMValueRef mblk = lw_ne_red_member_blk(E, mk, blk);
+    E->red_k = mk;
+    for (int ph = 0; ph < lw_ne_num_phases(E->K); ph++) {
+      /* the previous member's last phase read shared memory */
+      if (ph || mk) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
+      lw_ne_emit_phase(E, ph, tid, mblk);
+    }
+    E->red_k = -1;
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, join);
+  }
+}
+
+/* Launch bounds (maxntidx, and minctasm where blocks per SM are asked:
+ * ptxas caps registers to fit them), before any pass runs (added later
+ * they are dropped). */
+static void launch_bounds(ne *E, LLVMValueRef fn) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
+                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
+  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
+  int minb = E->epi_active && !E->red_active && E->P->epi_minb > 0 ? E->P->epi_minb : k->minb;
+  if (minb > 0) {
+    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
+                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)minb, 0))};
+    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
+                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
+  }
+}
+
+static void build_gpu_kernel(ne *E, const char *name) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMValueRef fn = lw_ne_gpu_kernel_fn(E, name);
+  gpu_smem(E, name);
   LLVMPositionBuilderAtEnd(E->b, LLVMAppendBasicBlockInContext(E->c, fn, "entry"));
   if (E->red_active) /* the members' final words: registers once promoted */
     E->red_slots = LLVMBuildAlloca(E->b, LLVMArrayType2(E->W, (uint64_t)(lw_ne_red_nslots(E) * lw_ne_red_words(E))), "slots");
@@ -207,31 +259,10 @@ static void build_gpu_kernel(ne *E, const char *name) {
     E->preloaded = 1;
   }
   E->red_blk = blk;
-  for (int mk = 0; E->red_active && mk < E->pro->red.members; mk++) {
-    /* member mk: its own rows loaded, or its body on its block (a branch
-     * uniform per block: the body's barriers stay uniform) */
-    LLVMBasicBlockRef ownb = LLVMAppendBasicBlockInContext(E->c, fn, "red.own");
-    LLVMBasicBlockRef bodyb = LLVMAppendBasicBlockInContext(E->c, fn, "red.body");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(E->c, fn, "red.join");
-    /* a member without own rows (ipntt's) has no operand to read them from */
-    LLVMValueRef own = E->pro->red.nd[mk] ? lw_ne_red_is_own(E, mk, blk) : LLVMConstInt(E->i1, 0, 0);
-    LLVMBuildCondBr(E->b, own, ownb, bodyb);
-    LLVMPositionBuilderAtEnd(E->b, ownb);
-    if (E->pro->red.nd[mk]) lw_ne_red_own(E, mk, tid, blk);
-    LLVMBuildBr(E->b, join);
-    LLVMPositionBuilderAtEnd(E->b, bodyb);
-    LLVMValueRef mblk = lw_ne_red_member_blk(E, mk, blk);
-    E->red_k = mk;
-    for (int ph = 0; ph < lw_ne_num_phases(k); ph++) {
-      /* the previous member's last phase read shared memory */
-      if (ph || mk) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
-      lw_ne_emit_phase(E, ph, tid, mblk);
-    }
-    E->red_k = -1;
-    LLVMBuildBr(E->b, join);
-    LLVMPositionBuilderAtEnd(E->b, join);
+  if (E->red_active) {
+    reduce_members(E, fn, tid, blk);
+    lw_ne_red_epilogue(E, tid, blk);
   }
-  if (E->red_active) lw_ne_red_epilogue(E, tid, blk);
   if (lw_ne_chain_active(E)) lw_ne_chain(E, tid, blk);
   for (int ph = 0; !E->red_active && ph < lw_ne_num_phases(k); ph++) {
     if (ph) LLVMBuildCall2(E->b, E->barrier_ty, E->barrier_fn, NULL, 0, "");
@@ -248,19 +279,7 @@ static void build_gpu_kernel(ne *E, const char *name) {
   lw_ne_kernel_end(E, tid, blk); /* ntt_emit_sync.c: counts for the kernels after it */
   LLVMBuildRetVoid(E->b);
   E->preloaded = 0;
-  /* launch bounds, before any pass runs (added later they are dropped) */
-  LLVMMetadataRef md[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "maxntidx", 8),
-                           LLVMValueAsMetadata(LLVMConstInt(E->i32, k->threads, 0))};
-  LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
-                              LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, md, 3)));
-  int minb = E->epi_active && !E->red_active && E->P->epi_minb > 0 ? E->P->epi_minb : k->minb;
-  if (minb > 0) {
-    /* blocks per SM wanted: ptxas caps registers to fit them */
-    LLVMMetadataRef mb[3] = {LLVMValueAsMetadata(fn), LLVMMDStringInContext2(E->c, "minctasm", 8),
-                             LLVMValueAsMetadata(LLVMConstInt(E->i32, (uint64_t)minb, 0))};
-    LLVMAddNamedMetadataOperand(E->m, "nvvm.annotations",
-                                LLVMMetadataAsValue(E->c, LLVMMDNodeInContext2(E->c, mb, 3)));
-  }
+  launch_bounds(E, fn);
 }
 
 loop lw_ne_loop_begin(ne *E, LLVMValueRef begin, LLVMTypeRef ty, const char *name) {
