@@ -855,6 +855,110 @@ static void emit_pass(ne *E, int j, LLVMValueRef tid, LLVMValueRef blk) {
 /* Staged copy between global memory and shared memory for chunk kernels:
  * the block's C chunks are C*M consecutive words, read or written in 16-byte
  * vectors by consecutive threads. */
+/* One group of a staged copy: element e = (tid + g T) V of the block,
+ * chunk c = e >> m at position kpos = e & (M - 1), global index gi, shared
+ * offset s0 of the chunk; its row constants, the pre or post step's, the
+ * tail's twiddle base. */
+typedef struct staged_group {
+  int g, V, step, liftadd;
+  LLVMValueRef e, c, kpos, gi, s0, tw_base;
+  rowc r;
+  mconst mc;
+} staged_group;
+
+/* The staged store of one group: the words from shared memory, the tail
+ * stages and the post step, then the final store (kept for a reduce
+ * kernel's member), or a vector to the destination. */
+static void staged_store_group(ne *E, LLVMValueRef tid, staged_group *G) {
+  LLVMBuilderRef b = E->b;
+  const lw_ntt_kplan *k = E->K;
+  LLVMValueRef vals[4];
+  for (int v = 0; v < G->V; v++) {
+    LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, G->kpos, c32(E, (uint64_t)v), "") : G->kpos;
+    LLVMValueRef si = LLVMBuildNUWAdd(b, G->s0, lw_ne_padded(E, kv), "");
+    vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
+  }
+  if (k->tail) lw_ne_tail_stages(E, &G->r, G->tw_base, G->kpos, vals);
+  for (int v = 0; v < G->V && G->step; v++) vals[v] = lw_ne_post_step(E, &G->r, &G->mc, vals[v]);
+  if (G->step && E->red_k >= 0) {
+    lw_ne_red_keep(E, tid, G->g, vals);
+  } else if (G->step) {
+    lw_ne_final_store(E, G->gi, vals, G->V);
+  } else {
+    LLVMValueRef vec = LLVMGetUndef(E->vecW);
+    for (int v = 0; v < G->V; v++)
+      vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
+    store(E, vec, E->dst, G->gi, E->target == LW_GPU ? 16u : walign(E));
+  }
+}
+
+/* The staged load of one group: the source view's words (16-byte vectors
+ * when they stay on the vector grid, else word by word; or the prologue's
+ * values), the pre step or the lift's addition, the inverse's first
+ * stages, then the stores into shared memory. */
+static void staged_load_group(ne *E, LLVMValueRef blk, staged_group *G) {
+  LLVMBuilderRef b = E->b;
+  const lw_ntt_kplan *k = E->K;
+  const lw_ntt_plan *P = E->P;
+  int V = G->V;
+  LLVMValueRef vals[4];
+  LLVMValueRef gs = G->gi, istep = c64(E, 1);
+  int vector = V > 1;
+  LLVMValueRef pro_br = NULL, pro_i = NULL;
+  if (E->pro_active || (E->src_view && !(E->src_dense && P->src_offset == 0))) {
+    vector = V > 1 && P->src_index_stride == 1 && P->src_offset % V == 0;
+    for (int a = 0; a < P->src_nax; a++)
+      if (P->src_ext[a] > 1 && P->src_stride[a] % V) vector = 0;
+    LLVMValueRef cc = LLVMBuildLShr(b, G->e, c32(E, (uint64_t)k->m), "");
+    LLVMValueRef gsub = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
+                                        LLVMBuildZExt(b, cc, E->i64, ""), "");
+    LLVMValueRef br = LLVMBuildLShr(b, gsub, c64(E, (uint64_t)k->log_subs), "");
+    LLVMValueRef i = LLVMBuildNUWAdd(
+        b, LLVMBuildShl(b, LLVMBuildAnd(b, gsub, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""),
+                        c64(E, (uint64_t)k->m), ""),
+        LLVMBuildZExt(b, G->kpos, E->i64, ""), "");
+    istep = c64(E, (uint64_t)P->src_index_stride);
+    if (E->pro_active) {
+      vector = 0;
+      pro_br = br, pro_i = i;
+    }
+    if (!E->pro_active || G->liftadd || P->pro_rows)
+      gs = LLVMBuildNUWAdd(b, lw_ne_src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
+  }
+  LLVMValueRef vec =
+      vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv") : NULL;
+  if (pro_br && E->pro_vec) vec = lw_ne_pro_value_vec(E, pro_br, pro_i), vector = 1;
+  for (int v = 0; v < V; v++) {
+    LLVMValueRef x;
+    /* element v's source offset (unused with the vector load or a
+     * prologue alone) */
+    LLVMValueRef gv =
+        v && !vector
+            ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "")
+            : gs;
+    if (pro_br && !E->pro_vec)
+      x = lw_ne_pro_or_src(E, pro_br,
+                           v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i,
+                           P->pro_rows ? gv : NULL);
+    else
+      x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
+                 : load(E, E->W, E->src, gv, walign(E), "x");
+    if (G->liftadd) {
+      vals[v] = lw_ne_lift_add(E, &G->r, &G->mc, x, load(E, E->W, E->src, gv, walign(E), "w"));
+      continue;
+    }
+    vals[v] = G->step ? lw_ne_pre_step(E, &G->r, &G->mc, x) : x;
+  }
+  /* the inverse's first stages (a forward's tail is in its store) */
+  if (k->tail && !ir_ntt_is_forward(P->kind))
+    lw_ne_tail_stages(E, &G->r, G->tw_base, G->kpos, vals);
+  for (int v = 0; v < V; v++) {
+    LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, G->kpos, c32(E, (uint64_t)v), "") : G->kpos;
+    LLVMValueRef si = LLVMBuildNUWAdd(b, G->s0, lw_ne_padded(E, lw_ne_aut_chunk_pos(E, kv)), "");
+    store(E, vals[v], E->smem, si, walign(E));
+  }
+}
+
 static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) {
   const lw_ntt_kplan *k = E->K;
   if (is_load && lw_ne_aut_cols_load(E, tid, blk)) return;
@@ -875,96 +979,23 @@ static void emit_staged(ne *E, int is_load, LLVMValueRef tid, LLVMValueRef blk) 
   if (one_row && (step || k->tail)) r0 = lw_ne_row_consts(E, LLVMBuildLShr(b, gblock, c64(E, (uint64_t)E->P->log_n), "brow"));
   if (one_row && step) mc0 = is_load ? lw_ne_pre_const(E, &r0) : lw_ne_post_const(E, &r0);
   for (int g = 0; g < groups; g++) {
+    staged_group G = {.g = g, .V = V, .step = step, .liftadd = liftadd, .r = r0, .mc = mc0};
     /* element e = (tid + g*T) * V: chunk c = e >> m, position e & (M-1) */
-    LLVMValueRef e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
-                                  c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "e");
-    LLVMValueRef c = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
-    LLVMValueRef kpos = LLVMBuildAnd(b, e, c32(E, (1u << k->m) - 1), "");
-    LLVMValueRef gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), "");
-    LLVMValueRef s0 = LLVMBuildNUWMul(b, c, c32(E, (uint64_t)lw_ntt_chunk_stride(k)), "");
-    rowc r = r0;
-    mconst mc = mc0;
+    G.e = LLVMBuildShl(b, LLVMBuildNUWAdd(b, tid, c32(E, (uint64_t)(g * T)), ""),
+                       c32(E, (uint64_t)lw_ntt_ilog2((uint64_t)V)), "e");
+    G.c = LLVMBuildLShr(b, G.e, c32(E, (uint64_t)k->m), "");
+    G.kpos = LLVMBuildAnd(b, G.e, c32(E, (1u << k->m) - 1), "");
+    G.gi = LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, G.e, E->i64, ""), "");
+    G.s0 = LLVMBuildNUWMul(b, G.c, c32(E, (uint64_t)lw_ntt_chunk_stride(k)), "");
     if (!one_row && (step || k->tail)) {
       LLVMValueRef gs = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
-                                        LLVMBuildZExt(b, c, E->i64, ""), "");
-      r = lw_ne_row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
-      if (step) mc = is_load ? lw_ne_pre_const(E, &r) : lw_ne_post_const(E, &r);
+                                        LLVMBuildZExt(b, G.c, E->i64, ""), "");
+      G.r = lw_ne_row_consts(E, LLVMBuildLShr(b, gs, c64(E, (uint64_t)k->log_subs), "brow"));
+      if (step) G.mc = is_load ? lw_ne_pre_const(E, &G.r) : lw_ne_post_const(E, &G.r);
     }
-    LLVMValueRef tw_base = k->tail ? chunk_tw_base(E, blk, c) : NULL;
-    LLVMValueRef vals[4];
-    if (!is_load) {
-      for (int v = 0; v < V; v++) {
-        LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, lw_ne_padded(E, kv), "");
-        vals[v] = load(E, E->W, E->smem, si, walign(E), "x");
-      }
-      if (k->tail) lw_ne_tail_stages(E, &r, tw_base, kpos, vals);
-      for (int v = 0; v < V && step; v++) vals[v] = lw_ne_post_step(E, &r, &mc, vals[v]);
-      if (step && E->red_k >= 0) {
-        lw_ne_red_keep(E, tid, g, vals);
-      } else if (step) {
-        lw_ne_final_store(E, gi, vals, V);
-      } else {
-        LLVMValueRef vec = LLVMGetUndef(E->vecW);
-        for (int v = 0; v < V; v++) vec = LLVMBuildInsertElement(b, vec, vals[v], c32(E, (uint64_t)v), "");
-        store(E, vec, E->dst, gi, E->target == LW_GPU ? 16u : walign(E));
-      }
-    } else {
-      /* the source view: 16-byte vectors when they stay on the vector grid,
-       * else word by word */
-      LLVMValueRef gs = gi, istep = c64(E, 1);
-      int vector = V > 1;
-      LLVMValueRef pro_br = NULL, pro_i = NULL;
-      if (E->pro_active || (E->src_view && !(E->src_dense && E->P->src_offset == 0))) {
-        const lw_ntt_plan *P = E->P;
-        vector = V > 1 && P->src_index_stride == 1 && P->src_offset % V == 0;
-        for (int a = 0; a < P->src_nax; a++)
-          if (P->src_ext[a] > 1 && P->src_stride[a] % V) vector = 0;
-        LLVMValueRef cc = LLVMBuildLShr(b, e, c32(E, (uint64_t)k->m), "");
-        LLVMValueRef gsub = LLVMBuildNUWAdd(b, LLVMBuildShl(b, blk, c64(E, (uint64_t)k->log_c), ""),
-                                            LLVMBuildZExt(b, cc, E->i64, ""), "");
-        LLVMValueRef br = LLVMBuildLShr(b, gsub, c64(E, (uint64_t)k->log_subs), "");
-        LLVMValueRef i = LLVMBuildNUWAdd(
-            b, LLVMBuildShl(b, LLVMBuildAnd(b, gsub, c64(E, (UINT64_C(1) << k->log_subs) - 1), ""),
-                            c64(E, (uint64_t)k->m), ""),
-            LLVMBuildZExt(b, kpos, E->i64, ""), "");
-        istep = c64(E, (uint64_t)P->src_index_stride);
-        if (E->pro_active) {
-          vector = 0;
-          pro_br = br, pro_i = i;
-        }
-        if (!E->pro_active || liftadd || P->pro_rows)
-          gs = LLVMBuildNUWAdd(b, lw_ne_src_rowoff(E, br), LLVMBuildNUWMul(b, i, istep, ""), "");
-      }
-      LLVMValueRef vec = vector ? load(E, E->vecW, E->src, gs, E->target == LW_GPU ? 16u : walign(E), "xv")
-                                : NULL;
-      if (pro_br && E->pro_vec) vec = lw_ne_pro_value_vec(E, pro_br, pro_i), vector = 1;
-      for (int v = 0; v < V; v++) {
-        LLVMValueRef x;
-        /* element v's source offset (unused with the vector load or a
-         * prologue alone) */
-        LLVMValueRef gv = v && !vector ? LLVMBuildNUWAdd(b, gs, LLVMBuildNUWMul(b, istep, c64(E, (uint64_t)v), ""), "") : gs;
-        if (pro_br && !E->pro_vec)
-          x = lw_ne_pro_or_src(E, pro_br,
-                               v ? LLVMBuildNUWAdd(b, pro_i, c64(E, (uint64_t)v), "") : pro_i,
-                               E->P->pro_rows ? gv : NULL);
-        else
-          x = vector ? LLVMBuildExtractElement(b, vec, c32(E, (uint64_t)v), "x")
-                     : load(E, E->W, E->src, gv, walign(E), "x");
-        if (liftadd) {
-          vals[v] = lw_ne_lift_add(E, &r, &mc, x, load(E, E->W, E->src, gv, walign(E), "w"));
-          continue;
-        }
-        vals[v] = step ? lw_ne_pre_step(E, &r, &mc, x) : x;
-      }
-      /* the inverse's first stages (a forward's tail is in its store) */
-      if (k->tail && !ir_ntt_is_forward(E->P->kind)) lw_ne_tail_stages(E, &r, tw_base, kpos, vals);
-      for (int v = 0; v < V; v++) {
-        LLVMValueRef kv = v ? LLVMBuildNUWAdd(b, kpos, c32(E, (uint64_t)v), "") : kpos;
-        LLVMValueRef si = LLVMBuildNUWAdd(b, s0, lw_ne_padded(E, lw_ne_aut_chunk_pos(E, kv)), "");
-        store(E, vals[v], E->smem, si, walign(E));
-      }
-    }
+    G.tw_base = k->tail ? chunk_tw_base(E, blk, G.c) : NULL;
+    if (is_load) staged_load_group(E, blk, &G);
+    else staged_store_group(E, tid, &G);
   }
 }
 
