@@ -527,6 +527,7 @@ an_plan *lw_anchor_build_plan(fhjit_graph *g) {
   if (B.st) goto fail;
   lw_mix_chain_steps(&B); /* mixsteps_ipchain.c: moddown's inverse NTT started in the reduce kernel */
   lw_mix_sync_steps(&B);  /* mixsteps_ipsync.c: its wait for the reduce kernel per row */
+  lw_steps_l2pf(&B);      /* steps_l2pf.c: no prefetch of what the step before writes */
   lw_scratch_assign(B.p); /* scratch.c: buffers never in use at one time share memory */
   build_free(&B);
   return B.p;

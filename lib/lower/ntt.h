@@ -462,6 +462,8 @@ typedef struct lw_ntt_tuning {
                    * anchor_ipntt.c): 1 (default) each one's first kernel alone, then one
                    * last kernel of them all computing the sum (ipfuse's reduce form), 0
                    * each transform stored */
+  int l2pfprev;   /* l2pf on an NTT step whose source the step right before writes: 1
+                   * (default) kept, 0 dropped (anchor_plan.c, l2pf_steps) */
 } lw_ntt_tuning;
 
 /* All fields -1 (the defaults). */

@@ -80,7 +80,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = t->rows_cluster = t->ahead_cluster = -1;
   t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
-  t->rowplans = t->ipntt = t->latewait = -1;
+  t->rowplans = t->ipntt = t->latewait = t->l2pfprev = -1;
 }
 
 int lw_ntt_schedule_parse(const char *text, lw_ntt_schedule *out) {
@@ -146,6 +146,7 @@ static const tuning_key tuning_keys[] = {
     {"convsync", {offsetof(lw_ntt_tuning, convsync)}, 1, 0, 1},
     {"ipntt", {offsetof(lw_ntt_tuning, ipntt)}, 1, 0, 1},
     {"latewait", {offsetof(lw_ntt_tuning, latewait)}, 1, 0, 1},
+    {"l2pfprev", {offsetof(lw_ntt_tuning, l2pfprev)}, 1, 0, 1},
     {"tws", {offsetof(lw_ntt_tuning, tws)}, 1, 0, 2},
     {"shoup", {offsetof(lw_ntt_tuning, shoup)}, 1, 0, 2},
     {"tail", {offsetof(lw_ntt_tuning, tail)}, 1, 0, 1},

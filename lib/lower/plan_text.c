@@ -98,8 +98,9 @@ static void put_epilogues(sp_buf *b, const an_step *sp) {
   }
 }
 
-/* Step s's links to its neighbours: a chained first kernel, and the
- * per-row waits and counts in place of a whole kernel's. */
+/* Step s's links to its neighbours: a chained first kernel, the per-row
+ * waits and counts in place of a whole kernel's, the source prefetched
+ * before the wait for the kernel before. */
 static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
   const an_step *sp = &p->steps[s];
   if (sp->chain)
@@ -129,6 +130,11 @@ static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
   else if (sp->plan.wait.on)
     sp_buf_printf(b, "  sync: first kernel waits for its row of step %d's sum (%lld blocks "
                   "each), not for the whole kernel\n", s - 1, (long long)sp->plan.wait.need);
+  /* the source prefetch (a prologue other than one automorphism has none:
+   * ntt_emit_phase.c) */
+  if (sp->plan.k[0].l2pf && sp->plan.k[0].entry && !sp->chained &&
+      (!sp->pro_sub || sp->pro_sub->ninputs == 1))
+    sp_buf_printf(b, "  first kernel: prefetches its source into the L2 before its wait (l2pf)\n");
 }
 
 static void put_ntt_step(sp_buf *b, const an_plan *p, int s) {

@@ -235,6 +235,9 @@ void lw_mix_chain_steps(an_build *B);
 /* mixsteps_ipsync.c: the step after each reduce step that reads rows of
  * its sum waits for those rows only (ipsync), after lw_mix_chain_steps. */
 void lw_mix_sync_steps(an_build *B);
+/* steps_l2pf.c: the NTT steps whose source the step before writes lose
+ * their L2 prefetch where ntt_plan says l2pfprev=0. */
+void lw_steps_l2pf(an_build *B);
 
 /* anchor.c's step builders, for anchor_plan.c, mixsteps.c and mixsteps_*.c */
 an_step *lw_step_new(an_build *B);
