@@ -360,52 +360,52 @@ void lw_mix_reduce_step(an_build *B, an_step *s, const lw_mix_members *r, an_buf
   reduce_finish(B, s, r, sub, in, nin, out);
 }
 
-/* The members' conversions and their one forward NTT (an_intt's fwd), at
- * the first member v's steps, after the shared inverse NTT: member k's m_k
- * converted rows go to rows [urow[k], urow[k] + m_k) of one buffer (of
- * every polynomial), all of them through one forward NTT into r->ubuf.
- * Why: a digit's forward NTT has m_k rows (r62: 35), one of all the
- * digits' (r62 dnum 7: 245) launches enough blocks to fill the GPU and
- * costs one launch pair (measured on the H200, r62 N = 2^16: 1.2 us per
- * row in the digit's NTT, about 1.0 in a bulk one). */
-void lw_mix_batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
-  fhjit_graph *g = B->g;
-  const fhjit_type *td = &g->nodes[r->d].type;
+/* Rows of each member's converted rows in the batched buffer (r->urow);
+ * returns their total. */
+static int64_t batched_rows(an_build *B, an_intt *r) {
+  const fhjit_graph *g = B->g;
   int64_t rows = 0;
   for (int k = 0; k < r->nmembers && !B->st; k++) {
     int64_t s0, nd = lw_mix_digit_run(B, r->member[k], &s0);
     r->urow[k] = rows;
     rows += g->nodes[r->member[k]].type.rows - nd;
   }
-  if (B->st) return;
-  fhjit_type t2 = lw_mix_part(td, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
-  r->tu = lw_mix_part(td, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
-  an_buf s2 = lw_mix_scratch_for(B, &t2);
-  int32_t *call = lw_mix_new_cols(B, rows);
-  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
+  return rows;
+}
+
+/* Each member's chain positions of its converted rows (r->ucols), copied
+ * into call at its rows; 0 on failure (B->st set). */
+static int batched_cols(an_build *B, an_intt *r, int32_t *call) {
+  const fhjit_graph *g = B->g;
+  for (int k = 0; k < r->nmembers && !B->st; k++) {
     fhjit_value w = r->member[k];
     const ir_node *nw = &g->nodes[w];
     int64_t s0, nd = lw_mix_digit_run(B, w, &s0), m = nw->type.rows - nd;
     int32_t *c2 = lw_mix_new_cols(B, m);
     for (int64_t o = 0, j = 0; c2 && o < nw->type.rows; o++)
       if (o < s0 || o >= s0 + nd) c2[j++] = (int32_t)ir_pos(g, w, o);
-    if (!c2) return;
+    if (!c2) return 0;
     r->ucols[k] = c2;
     memcpy(call + r->urow[k], c2, sizeof *c2 * (size_t)m);
   }
-  /* the conversions: with ntt_plan bconvbatch (default 1) the members of
-   * one shape (nd -> m rows; a short last digit has its own) in one
-   * kernel, up to LW_BCONV_MAX_DIGITS a kernel, in member order; each
-   * digit reads its rows of the shared transform (its own offset, table,
-   * columns) and writes its rows of s2. Why: at N = 2^16 one digit's
-   * kernel is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62
-   * 5 -> 35 13.5 us, against multiply-accumulate floors of 7.6 and 11.4);
-   * the digits' blocks together fill the GPU, and dnum - 1 launches fewer */
-  const lw_ntt_tuning tu = B->tune;
-  int batch = tu.bconvbatch != 0;
+  return !B->st;
+}
+
+/* The conversions into s2 (rows in all): with ntt_plan bconvbatch (default
+ * 1) the members of one shape (nd -> m rows; a short last digit has its
+ * own) in one kernel, up to LW_BCONV_MAX_DIGITS a kernel, in member order;
+ * each digit reads its rows of the shared transform (its own offset,
+ * table, columns) and writes its rows of s2. Why: at N = 2^16 one digit's
+ * kernel is one under-occupied wave (H200: r32 12 -> 48 12.5 us, r62 5 ->
+ * 35 13.5 us, against multiply-accumulate floors of 7.6 and 11.4); the
+ * digits' blocks together fill the GPU, and dnum - 1 launches fewer. */
+static void batched_conversions(an_build *B, an_intt *r, an_buf s2, int64_t rows) {
+  const fhjit_graph *g = B->g;
+  const fhjit_type *td = &g->nodes[r->d].type;
+  int batch = B->tune.bconvbatch != 0;
   char *done = calloc((size_t)r->nmembers, 1);
   if (!done) lw_mix_oom(B);
-  for (int k = 0; k < r->nmembers && !B->st && call; k++) {
+  for (int k = 0; k < r->nmembers && !B->st; k++) {
     if (done[k]) continue;
     fhjit_value w = r->member[k];
     const ir_node *nw = &g->nodes[w];
@@ -430,7 +430,28 @@ void lw_mix_batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
                              more, nmore);
   }
   free(done);
-  if (B->st || !call) return;
+}
+
+/* The members' conversions and their one forward NTT (an_intt's fwd), at
+ * the first member v's steps, after the shared inverse NTT: member k's m_k
+ * converted rows go to rows [urow[k], urow[k] + m_k) of one buffer (of
+ * every polynomial), all of them through one forward NTT into r->ubuf.
+ * Why: a digit's forward NTT has m_k rows (r62: 35), one of all the
+ * digits' (r62 dnum 7: 245) launches enough blocks to fill the GPU and
+ * costs one launch pair (measured on the H200, r62 N = 2^16: 1.2 us per
+ * row in the digit's NTT, about 1.0 in a bulk one). */
+void lw_mix_batched_fwd(an_build *B, fhjit_value v, an_intt *r) {
+  fhjit_graph *g = B->g;
+  const fhjit_type *td = &g->nodes[r->d].type;
+  int64_t rows = batched_rows(B, r);
+  if (B->st) return;
+  fhjit_type t2 = lw_mix_part(td, rows, FHJIT_DOMAIN_COEF, FHJIT_FORM_MONT);
+  r->tu = lw_mix_part(td, rows, FHJIT_DOMAIN_NTT, FHJIT_FORM_MONT);
+  an_buf s2 = lw_mix_scratch_for(B, &t2);
+  int32_t *call = lw_mix_new_cols(B, rows);
+  if (!call || !batched_cols(B, r, call)) return;
+  batched_conversions(B, r, s2, rows);
+  if (B->st) return;
   fhjit_layout dense;
   fhjit_dense_layout(&t2, &dense);
   if (r->sum >= 0) {
