@@ -34,6 +34,14 @@ else:
     lit_config.note("ptxas not found: PTX validation tests are skipped")
     config.substitutions.append(("%ptxas-verify", "true"))
 
+# The ASan + UBSan build (FHJIT_SANITIZE): feature asan. A test marked
+# UNSUPPORTED: asan is skipped there only when its whole cost is host runs
+# (fhjit-run --check) whose code a unit or fuzz test already runs under the
+# sanitizers (the test says which); parser, diagnostic and error tests
+# (diag/) always run there (docs/testing.md).
+if getattr(config, "sanitize", "").upper() in ("ON", "1", "TRUE", "YES"):
+    config.available_features.add("asan")
+
 # Execution on the GPU needs a driver; detected once, here.
 def _has_cuda_driver():
     try:
