@@ -46,6 +46,13 @@ static const shape shapes[] = {
     {FHJIT_R32, 7, 2, 2, 14, 5, NULL, "cluster=2"},
 };
 #define NSHAPES 6
+/* Sampled (FHJIT_TEST_SAMPLE, testutil.h: the ASan stage): the N = 2^14
+ * cluster shapes took 134 of this file's 163 s there (their host
+ * compiles), so each builder runs one of them, the two alternating over
+ * the builders (so both radices and both cluster sizes run their host
+ * form): the key switch and relinearise shape 5 (r32, clusters of 4),
+ * rescale and HMult shape 4 (r62, clusters of 8), the rotation shape 5
+ * with k = 5^3 (case 10); shapes 0 .. 3 all run. */
 
 /* e for shape s: its chain, and its ntt_plan */
 static void shape_env(env *e, const shape *s, uint64_t seed) {
@@ -256,6 +263,7 @@ static void out(env *e, fhjit_graph *g, fhjit_value v) {
 }
 
 START_TEST(test_keyswitch) {
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 5); /* sampled: NSHAPES' comment */
   const shape *s = &shapes[_i];
   env e;
   shape_env(&e, s, 0xc0 + (uint64_t)_i);
@@ -287,6 +295,7 @@ START_TEST(test_keyswitch) {
 END_TEST
 
 START_TEST(test_relinearize) {
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 5); /* sampled: NSHAPES' comment */
   const shape *s = &shapes[_i];
   env e;
   shape_env(&e, s, 0xd0 + (uint64_t)_i);
@@ -302,6 +311,7 @@ START_TEST(test_relinearize) {
 END_TEST
 
 START_TEST(test_rescale) {
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 4); /* sampled: NSHAPES' comment */
   const shape *s = &shapes[_i];
   env e;
   shape_env(&e, s, 0xe0 + (uint64_t)_i);
@@ -320,6 +330,7 @@ START_TEST(test_rescale) {
 END_TEST
 
 START_TEST(test_mul_relin_rescale) {
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 4); /* sampled: NSHAPES' comment */
   const shape *s = &shapes[_i];
   env e;
   shape_env(&e, s, 0xf0 + (uint64_t)_i);
@@ -343,6 +354,7 @@ END_TEST
 
 /* rotation by 5^r and conjugation (2N - 1) */
 START_TEST(test_rotate) {
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 4, 5, 6, 7, 10); /* sampled: NSHAPES' comment */
   const shape *s = &shapes[_i / 2];
   env e;
   shape_env(&e, s, 0x100 + (uint64_t)_i);
