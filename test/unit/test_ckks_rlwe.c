@@ -14,12 +14,18 @@
 #include <stdlib.h>
 
 #include "ckks_checks.h"
+#include "testutil.h"
 
 static const ckks_runner runners[] = {{"interp", rlwe_run_interp, NULL},
                                       {"host", rlwe_run_host, NULL}};
 #define NRUN 2
 
-/* r62 at N = 2^10, r32 at N = 2^11. */
+/* r62 at N = 2^10, r32 at N = 2^11. Sampled (FHJIT_TEST_SAMPLE,
+ * testutil.h: the ASan stage): the host compiles of the four operation
+ * tests took 186 of this file's 188 s there, so each of those runs one
+ * radix, alternating (the key switch and HMult r32, the key switch below
+ * the top level and the rotations r62), both radices' scheme and builders
+ * checks run; the Debug stage runs every radix of every test. */
 static void setup(rlwe *r, int i, uint64_t seed) {
   fhjit_radix radix = i ? FHJIT_R62 : FHJIT_R32;
   ck_assert_int_eq(ckks_setup(r, radix, i ? 10 : 11, seed), 0);
@@ -103,6 +109,7 @@ START_TEST(test_rlwe_self) {
 END_TEST
 
 START_TEST(test_ckks_keyswitch) {
+  TU_SAMPLED_ONLY(_i, 0); /* sampled: r32 (setup's comment) */
   rlwe r;
   setup(&r, _i, 0x1700 + (uint64_t)_i);
   ckks_report rep = {0};
@@ -115,6 +122,7 @@ END_TEST
 /* Below the top level: Q = [0, 3), digits {0, 1} and {2} (the last digit
  * shorter than alpha there), the key still the top level's. */
 START_TEST(test_ckks_keyswitch_level) {
+  TU_SAMPLED_ONLY(_i, 1); /* sampled: r62 (setup's comment) */
   rlwe r;
   setup(&r, _i, 0x1710 + (uint64_t)_i);
   ckks_report rep = {0};
@@ -125,6 +133,7 @@ START_TEST(test_ckks_keyswitch_level) {
 END_TEST
 
 START_TEST(test_ckks_mul) {
+  TU_SAMPLED_ONLY(_i, 0); /* sampled: r32 (setup's comment) */
   rlwe r;
   setup(&r, _i, 0x1720 + (uint64_t)_i);
   ckks_report rep = {0};
@@ -138,6 +147,7 @@ END_TEST
  * rotations a radix: each plain rotation is a graph of its own, and host
  * compiles are what this file spends its time on). */
 START_TEST(test_ckks_rotate) {
+  TU_SAMPLED_ONLY(_i, 1); /* sampled: r62 (setup's comment) */
   rlwe r;
   setup(&r, _i, 0x1730 + (uint64_t)_i);
   int64_t twon = 2 * r.n, ks[3] = {1, 1, twon - 1};
