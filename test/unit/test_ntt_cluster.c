@@ -60,20 +60,20 @@ static void check_cluster(fhjit_radix radix, ir_ntt_kind kind, int logn, int row
   fhjit_context_destroy(ctx);
 }
 
-/* Sampled (FHJIT_TEST_SAMPLE, testutil.h: the ASan stage): r62 at N =
- * 2^14 only (the three slowest cases there, 25-42 s each), r32 at the
- * larger N of the same plans; both the same code at more words, which
- * the plain build runs. */
-static int sampled_out(fhjit_radix radix, int logn) {
-  return tu_sampling() && radix == FHJIT_R62 && logn > 14;
-}
+/* Sampled (FHJIT_TEST_SAMPLE, testutil.h: the ASan stage): each loop
+ * test runs each of its plans once, in one radix (r32 mostly: r62 at
+ * 2^14 costs 20-27 s a case under ASan), with r62 in every test; the
+ * other radix and the larger N of the same plans are the same code at
+ * more words, which the plain build runs. Each test names its cases. */
 
 /* _i: radix (bit 0) and log N - 14 (bits 1, 2): every kind with the
  * default cluster size, then clusters of 2, 4 and 8 blocks. */
 START_TEST(test_cluster_vs_reference) {
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int logn = 14 + (_i >> 1);
-  if (sampled_out(radix, logn)) return;
+  /* sampled: 0 and 1, both radices at 2^14 (every kind, both exchanges,
+   * every cluster size that fits) */
+  TU_SAMPLED_IN(_i, 0, 1);
   int ws_log = radix == FHJIT_R32 ? 2 : 3;
   int c = lw_ntt_cluster_log_default(radix, logn);
   /* the vector exchange (the default) and the scalar one (xvec=0) */
@@ -105,7 +105,8 @@ START_TEST(test_cluster_tuned) {
   const char *text = plans[_i >> 1];
   int want = text[8] == '1' ? 2 : text[8] == '2' ? 4 : 8;
   int logn = 14 + (_i >> 1) % 3; /* slices of at most 2^15 words */
-  if (sampled_out(radix, logn)) return;
+  /* sampled: plans 0, 1, 2 at r32 (cases 0, 2, 4), plan 3 at r62 (7) */
+  TU_SAMPLED_IN(_i, 0, 2, 4, 7);
   /* one forward and one inverse kind each (all four over the loop) */
   const ir_ntt_kind kinds[2] = {_i & 2 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
                                 _i & 2 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
@@ -133,7 +134,8 @@ START_TEST(test_cluster_xvec) {
                {"cluster=1,tail=0,t_cluster=8", 14, 1}};
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int j = _i >> 1;
-  if (sampled_out(radix, plans[j].logn)) return;
+  /* sampled: every plan once, r32 but plan 3 (r62: case 7) */
+  TU_SAMPLED_IN(_i, 0, 2, 4, 7, 8, 10, 12);
   const ir_ntt_kind kinds[2] = {j & 1 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
                                 j & 1 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
   for (int k = 0; k < 2; k++)
@@ -161,7 +163,8 @@ START_TEST(test_cluster_rows) {
                {"rows_cluster=1,cluster=3", 16, 3, 3, 1}};
   fhjit_radix radix = _i & 1 ? FHJIT_R62 : FHJIT_R32;
   int j = _i >> 1;
-  if (sampled_out(radix, plans[j].logn)) return;
+  /* sampled: every plan once, r32 but plan 3 (r62: case 7) */
+  TU_SAMPLED_IN(_i, 0, 2, 4, 7, 8, 10);
   int c = plans[j].c ? plans[j].c : lw_ntt_cluster_log_default(radix, plans[j].logn);
   const ir_ntt_kind kinds[2] = {j & 1 ? IR_NTT_MONT_TO_NTT : IR_NTT_STD_TO_NTT,
                                 j & 1 ? IR_NTT_TO_MONT : IR_NTT_TO_STD};
@@ -430,13 +433,10 @@ int main(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_cluster_plans);
   tcase_add_loop_test(tc, test_cluster_ptx, 0, 4);
-  /* sampled (FHJIT_TEST_SAMPLE): N = 2^14 and 2^15 (the host form of the
-   * larger rows is the same code, run by the plain build), and of those
-   * the cases sampled_out leaves */
-  int sampled = tu_sampling();
-  tcase_add_loop_test(tc, test_cluster_vs_reference, 0, sampled ? 4 : 8);
-  tcase_add_loop_test(tc, test_cluster_tuned, 0, sampled ? 4 : 8);
-  tcase_add_loop_test(tc, test_cluster_xvec, 0, sampled ? 10 : 14);
+  /* sampled (FHJIT_TEST_SAMPLE): the cases each test names (above) */
+  tcase_add_loop_test(tc, test_cluster_vs_reference, 0, 8);
+  tcase_add_loop_test(tc, test_cluster_tuned, 0, 8);
+  tcase_add_loop_test(tc, test_cluster_xvec, 0, 14);
   tcase_add_loop_test(tc, test_cluster_rows, 0, 12);
   tcase_add_test(tc, test_cluster_rows_plan);
   suite_add_tcase(s, tc);
