@@ -416,7 +416,12 @@ static const struct ipcase {
 static int count_of(const char *text, const char *needle);
 
 START_TEST(test_ipfuse) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): cases 0 (r62 key switch,
+   * dnum 2, one-kernel NTTs) and 9 (r32 rotate, dnum 7, two-kernel NTTs:
+   * ipchain applies), every mode in each; the relinearise on K = 3 and a
+   * permuted basis (case 6) runs fused under ASan in test_bconv_batch's
+   * case 6, r62 with ipchain in test_ipsync's case 0 */
+  TU_SAMPLED_IN(_i, 0, 9);
   const struct ipcase *c = &ipcases[_i];
   const shape *s = &c->s;
   env e;
@@ -730,7 +735,10 @@ END_TEST
  * edges are counted, in counters of their own; nothing before sm_90; the
  * host words unchanged. Not by default, and convsync=2 is refused. */
 START_TEST(test_convsync) {
-  TU_SAMPLED(_i); /* sampled: the r62 key switch and the hoisted rotations */
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): cases 0 (the r62 key
+   * switch: a forward NTT in place) and 4 (the r32 hoisted rotations: a
+   * forward NTT into a buffer of its own), every mode in each */
+  TU_SAMPLED_IN(_i, 0, 4);
   env e;
   fhjit_radix radix = _i == 0 || _i == 2 ? FHJIT_R62 : FHJIT_R32;
   static const int ops[5] = {0, 0, 2, 2, 3}; /* ckks_op_graph's */
@@ -1055,7 +1063,11 @@ static const struct mdcase {
 #define NMDCASES 8
 
 START_TEST(test_md_group) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): cases 0 (r32 dnum 4, the
+   * tie), 4 (r62 dnum 7, K = 1) and 6 (dnum 3: fused, no group), every
+   * mode in each; 1, 3 and 5 are more rotations or digits of the same
+   * groups, 2 the r62 group again, 7 no group again (forced) */
+  TU_SAMPLED_IN(_i, 0, 4, 6);
   const struct mdcase *c = &mdcases[_i];
   const shape *s = &c->s;
   /* mode m: the first m steps of the moddowns batched (mdip: their
@@ -1124,7 +1136,10 @@ END_TEST
  * add_lazy(p_k, acc) and add(acc, p_k) alternating. Shapes (_i / 4): r62
  * dnum 4 (digits of 2), r32 dnum 7 (K = 1, digits of 1). */
 START_TEST(test_ipacc_shapes) {
-  TU_SAMPLED(_i); /* sampled (testutil.h): variants 0, 3 (r62) and 2 (r32) */
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): variants 3 (r62: the left
+   * fold, accumulated and not) and 2 (r32: a tree, slots); variants 0
+   * and 1 are other sums that keep slots, as 2 does */
+  TU_SAMPLED_IN(_i, 3, 6);
   static const shape sh[2] = {{FHJIT_R62, 10, 2, 2, 6, 8, NULL}, {FHJIT_R32, 8, 1, 1, 5, 7, NULL}};
   const shape *s = &sh[_i / 4];
   int variant = _i % 4;
