@@ -352,6 +352,9 @@ END_TEST
 /* Forward then inverse on a basis, a product between (prologue of the
  * inverse), and an automorphism of an input in the forward's prologue. */
 START_TEST(test_ntt_roundtrip_bases) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): cases 0 .. 3, both bases at
+   * both radices (0 and 1 with their PTX); 4 and 5 repeat them at other N */
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3);
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
   int bi = 1 + (_i / 2) % 2;
   env e;
@@ -389,6 +392,10 @@ static int count_in(const char *text, const char *needle) {
 }
 
 START_TEST(test_ntt_scattered_prologue) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): cases 0, 1, 2 (each operand
+   * form with its PTX, r32, k = 5) and 9 (r62, k = 2N - 1), both plans in
+   * each; the others cross the same forms with the other radix and k */
+  TU_SAMPLED_IN(_i, 0, 1, 2, 9);
   int shape = _i % 3;
   fhjit_radix radix = (_i / 3) % 2 ? FHJIT_R62 : FHJIT_R32;
   env e;
@@ -728,6 +735,12 @@ static void aut_reference(env *e, const void *x, int64_t row_stride, int64_t off
 }
 
 START_TEST(test_ntt_aut_columns) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): 13 of the 40 cases, chosen
+   * (greedily, cheapest first) so that every value of every knob below
+   * (autcol, autvec, autvec1, autreg, the five plans, shape, kind, epilogue,
+   * log N) runs, and every pair of values of autcol, autvec, autvec1,
+   * autreg and the radix; 0 .. 3 check the PTX */
+  TU_SAMPLED_IN(_i, 0, 1, 2, 3, 6, 8, 9, 12, 16, 22, 24, 28, 32);
   static const char *const plans[] = {"one=3", "one=3,c_col=0", "one=3,e_col=1,pad_col=2",
                                       "one=3,n1=1,c_col=1", "one=3,n1=2,e=2"};
   fhjit_radix radix = _i % 2 ? FHJIT_R62 : FHJIT_R32;
