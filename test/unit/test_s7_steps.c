@@ -129,6 +129,10 @@ static const fhjit_radix radices[] = {FHJIT_R32, FHJIT_R62};
 /* ------------------------------------------------------------- bconv */
 
 START_TEST(test_bconv_steps) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): r62 at N = 2^4 and r32 at
+   * 2^10, every form and shape in each; the sizes between run the same
+   * kernels on more words (the Debug stage runs them) */
+  TU_SAMPLED_IN(_i, 1, 12);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -159,7 +163,11 @@ END_TEST
  * for word against the interpreter; a malformed value is refused where
  * it is read. */
 START_TEST(test_bconv_plan_option) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): each of the 8 plans once,
+   * both radices: plans 0, 1, 3, 4, 6, 7 through the context (cases 0 ..
+   * 15), 2 and 5 through FHJIT_BCONV_PLAN (21, 27: with its malformed
+   * value) */
+  TU_SAMPLED_IN(_i, 0, 3, 6, 9, 12, 15, 21, 27);
   static const char *const plans[] = {"V=1", "V=2,S=2", "V=4,S=3,U=2", "T=32,U=3",
                                       "S=6,U=8", "U=1,T=1024", "V=4,T=64,S=4,U=4", "S=256"};
   fhjit_radix radix = radices[_i % 2];
@@ -236,6 +244,9 @@ END_TEST
 /* ------------------------------------------------- rescale, moddown */
 
 START_TEST(test_rescale_steps) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): r32 at N = 2^4 and r62 at
+   * 2^10, both inputs in each (the sizes between: the Debug stage) */
+  TU_SAMPLED_IN(_i, 0, 13);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -274,7 +285,9 @@ START_TEST(test_rescale_computed) {
 END_TEST
 
 START_TEST(test_moddown_steps) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): r62 at N = 2^4 and r32 at
+   * 2^10, K = 1, 2 (below the top level) and 3 in each */
+  TU_SAMPLED_IN(_i, 1, 12);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -301,7 +314,9 @@ END_TEST
 /* ------------------------------------------------------------ modup */
 
 START_TEST(test_modup_steps) {
-  TU_SAMPLED(_i);
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): r62 at N = 2^4 and r32 at
+   * 2^10, every digit at both levels in each */
+  TU_SAMPLED_IN(_i, 1, 12);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
@@ -368,6 +383,8 @@ END_TEST
 /* rows, concat and automorphism of computed values and of NTT results,
  * with results on several bases in one graph. */
 START_TEST(test_reindex_computed) {
+  /* sampled (FHJIT_TEST_SAMPLE, testutil.h): r32 at N = 2^4, r62 at 2^10 */
+  TU_SAMPLED_IN(_i, 0, 13);
   fhjit_radix radix = radices[_i % 2];
   int logn = 4 + (_i / 2) % 7;
   env e;
