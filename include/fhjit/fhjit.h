@@ -75,6 +75,9 @@ FHJIT_API const char *fhjit_version(void);
  *   "ntt_schedule" FHJIT_NTT_SCHEDULE  NTTs on sm_90: "auto" (the default: two
  *                 kernels), "two_kernel", or "cluster" (one kernel per transform on
  *                 thread-block clusters, N = 2^14 .. 2^17; docs/ntt-cluster.md)
+ *   "host_pipeline" FHJIT_HOST_PIPELINE  fhjit_run_host's NTT and conversion
+ *                 modules: "lean" (the default: the pointwise kernel's passes,
+ *                 fast to compile) or "gpu" (default<O3>, as on the GPU)
  * value "" is the default (the variable then ignored); value NULL unsets
  * the option (back to the variable). FHJIT_ERR_ARGUMENT, the option
  * unchanged, for an unknown name or a malformed value. */

@@ -28,6 +28,7 @@ typedef enum ir_opt {
   IR_OPT_CACHE_DIR,  /* "cache_dir", FHJIT_CACHE_DIR: the disk cache's directory */
   IR_OPT_BCONV_PLAN, /* "bconv_plan", FHJIT_BCONV_PLAN: conversion kernels' V, T, S, U */
   IR_OPT_NTT_SCHEDULE, /* "ntt_schedule", FHJIT_NTT_SCHEDULE: auto, two_kernel, cluster */
+  IR_OPT_HOST_PIPELINE, /* "host_pipeline", FHJIT_HOST_PIPELINE: lean, gpu */
   IR_NUM_OPTS
 } ir_opt;
 

@@ -19,6 +19,7 @@ static const struct {
     [IR_OPT_CACHE_DIR] = {"cache_dir", "FHJIT_CACHE_DIR"},
     [IR_OPT_BCONV_PLAN] = {"bconv_plan", "FHJIT_BCONV_PLAN"},
     [IR_OPT_NTT_SCHEDULE] = {"ntt_schedule", "FHJIT_NTT_SCHEDULE"},
+    [IR_OPT_HOST_PIPELINE] = {"host_pipeline", "FHJIT_HOST_PIPELINE"},
 };
 
 const char *ir_option(const fhjit_context *ctx, ir_opt o) {

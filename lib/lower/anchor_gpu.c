@@ -290,7 +290,7 @@ fhjit_status lw_anchor_compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_
   char what[128];
   snprintf(what, sizeof what, "graph @%s (%s)", g->name, t->arch);
   char *ptx = NULL;
-  if (!st) st = nv_pipeline(&g->ctx->err, m, tm, what, "default<O3>", kind, text,
+  if (!st) st = nv_pipeline(&g->ctx->err, m, tm, what, lw_kernel_pipeline, kind, text,
                             prog ? &ptx : NULL);
   if (!st && prog) {
     out.ptx = ptx;

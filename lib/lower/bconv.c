@@ -1431,7 +1431,7 @@ fhjit_status lw_bconv_compile_ptx(fhjit_context *ctx, const lw_bconv_plan *p, co
   lw_bconv_plan tp = *p;
   lw_bconv_for_target(&tp, t);
   fhjit_status st = lw_bconv_build(ctx, &tp, LW_GPU, name, c, m);
-  if (!st) st = nv_pipeline(&ctx->err, m, tm, name, "default<O3>", FHJIT_EMIT_PTX, NULL, ptx);
+  if (!st) st = nv_pipeline(&ctx->err, m, tm, name, lw_kernel_pipeline, FHJIT_EMIT_PTX, NULL, ptx);
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
   LLVMDisposeTargetMachine(tm);

@@ -50,8 +50,11 @@ fhjit_status lw_bconv_host_create(fhjit_context *ctx, const lw_bconv_plan *p,
   static const char *const syms[1] = {"fhjit_bconv_host"};
   bconv_build b = {ctx, p};
   void *addr;
-  fhjit_status st = jit_compile(&ctx->err, bconv_name, "default<O2>", build_bconv, &b,
-                                "bconv (host)", syms, 1, &addr, &h->jit);
+  const char *passes;
+  fhjit_status st = lw_host_passes(ctx, &passes);
+  if (!st)
+    st = jit_compile(&ctx->err, bconv_name, passes, build_bconv, &b, "bconv (host)", syms, 1,
+                     &addr, &h->jit);
   if (st) {
     free(h);
     return st;

@@ -23,6 +23,10 @@ const char *const *fhjit_targets(void) { return nv_target_names(); }
 const char *const lw_gpu_pipeline =
     "always-inline,function(early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,adce)";
 
+/* The pipeline of the NTT, conversion and step-plan GPU modules: their
+ * loops and shared-memory phases are where O3's loop passes earn their time. */
+const char *const lw_kernel_pipeline = "default<O3>";
+
 /* Compiles g for arch up to `kind` and returns that stage's text (malloc'd). */
 static fhjit_status compile_gpu(fhjit_graph *g, const char *arch, fhjit_emit_kind kind,
                                 const char *pipeline, lw_plan *plan, char **text) {

@@ -116,6 +116,17 @@ fhjit_status lw_build(fhjit_graph *g, const lw_plan *plan, lw_target target,
 
 /* The new-pass-manager pipeline the fused kernel's IR gets (see emit.c). */
 extern const char *const lw_gpu_pipeline;
+/* The pipeline of the NTT, conversion and step-plan GPU modules (emit.c). */
+extern const char *const lw_kernel_pipeline;
+
+/* The pipeline of a host NTT or conversion module (host_passes.c): by the
+ * context's host_pipeline option (FHJIT_HOST_PIPELINE), lw_gpu_pipeline
+ * ("lean", the default) or lw_kernel_pipeline ("gpu"). *passes NULL and
+ * FHJIT_ERR_ARGUMENT recorded on ctx for any other value. */
+fhjit_status lw_host_passes(fhjit_context *ctx, const char **passes);
+/* 1 when text is a host_pipeline value ("", NULL, "lean", "gpu"); *gpu
+ * says whether it asks for lw_kernel_pipeline. */
+int lw_host_pipeline_parse(const char *text, int *gpu);
 
 /* fhjit_emit with another IR pipeline (for tests and measurements); the text
  * is malloc'd and the caller's. NULL with the error recorded. */

@@ -586,7 +586,7 @@ static fhjit_status gpu_module(fhjit_context *ctx, const lw_ntt_plan *p, const c
   lw_ntt_plan pt = *p;
   lw_ntt_for_target(&pt, t);
   fhjit_status st = lw_ntt_build(ctx, &pt, NULL, LW_GPU, prefix, c, m);
-  if (!st) st = nv_pipeline(&ctx->err, m, tm, prefix, "default<O3>", kind, text, ptx);
+  if (!st) st = nv_pipeline(&ctx->err, m, tm, prefix, lw_kernel_pipeline, kind, text, ptx);
   LLVMDisposeModule(m);
   LLVMContextDispose(c);
   LLVMDisposeTargetMachine(tm);
@@ -686,8 +686,11 @@ fhjit_status lw_ntt_host_create(fhjit_context *ctx, const lw_ntt_plan *p,
   }
   ntt_build b = {ctx, p, pro, prefix};
   void *addrs[2];
-  fhjit_status st = jit_compile(&ctx->err, prefix, "default<O2>", build_ntt, &b, who, syms,
-                                h->end - h->first, addrs, &h->jit);
+  const char *passes;
+  fhjit_status st = lw_host_passes(ctx, &passes);
+  if (!st)
+    st = jit_compile(&ctx->err, prefix, passes, build_ntt, &b, who, syms, h->end - h->first,
+                     addrs, &h->jit);
   if (st) {
     free(h);
     return st;

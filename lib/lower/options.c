@@ -18,7 +18,7 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
   if (o < 0)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: unknown option \"%s\" (options: ntt_plan, pw_plan, max_values, cache, "
-                    "cache_dir, bconv_plan, ntt_schedule)",
+                    "cache_dir, bconv_plan, ntt_schedule, host_pipeline)",
                     fn,
                     name ? name : "(null)");
   if (value) {
@@ -82,6 +82,13 @@ fhjit_status fhjit_context_set_option(fhjit_context *ctx, const char *name, cons
       if (!lw_ntt_schedule_parse(value, &sc))
         return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                         "%s: ntt_schedule=\"%s\": expected auto, two_kernel or cluster", fn, value);
+      break;
+    }
+    case IR_OPT_HOST_PIPELINE: {
+      int gpu;
+      if (!lw_host_pipeline_parse(value, &gpu))
+        return ir_error(ctx, FHJIT_ERR_ARGUMENT,
+                        "%s: host_pipeline=\"%s\": expected lean or gpu", fn, value);
       break;
     }
     case IR_NUM_OPTS: SP_UNREACHABLE("option id");

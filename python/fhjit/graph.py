@@ -138,7 +138,7 @@ class Context:
     def set_option(self, name, value=None):
         """Sets a tuning option of the context (fhjit_context_set_option):
         "ntt_plan", "pw_plan", "max_values", "cache", "cache_dir",
-        "bconv_plan" or "ntt_schedule", a string
+        "bconv_plan", "ntt_schedule" or "host_pipeline", a string
         ("" the default);
         None unsets it (its FHJIT_* environment variable applies again).
         Raises FhjitError("FHJIT_ERR_ARGUMENT") for an unknown name or a

@@ -1,6 +1,6 @@
 /* fuzz_options.c: libFuzzer target for the context's tuning options
  * (fhjit_context_set_option: ntt_plan, pw_plan, bconv_plan, ntt_schedule,
- * max_values) and what the compiler does with a value it accepted.
+ * max_values, host_pipeline) and what the compiler does with a value it accepted.
  *
  * Input: byte 0 picks the option, bytes 1..2 a random graph (randgraph,
  * small, NTT anchors in most, rows/concat/automorphisms), the rest is the
@@ -20,8 +20,8 @@
 #include "fhjit/fhjit.h"
 #include "randgraph.h"
 
-static const char *const option_names[] = {"ntt_plan", "pw_plan", "bconv_plan", "ntt_schedule",
-                                           "max_values"};
+static const char *const option_names[] = {"ntt_plan",   "pw_plan",      "bconv_plan",
+                                           "ntt_schedule", "max_values", "host_pipeline"};
 
 static void violation(const char *what, const char *option, const char *value,
                       uint64_t seed, const char *detail) {

@@ -4,7 +4,7 @@
  * the NTT's kernels, the compile bound, also inside an NTT's fused
  * epilogue, whose sub-graphs live in a context of their own) and the
  * cache key where it changes code, and the host path's code kept on a
- * graph; an option set wins over its environment variable, and unsetting
+ * graph (and the pipeline that compiles it, host_pipeline); an option set wins over its environment variable, and unsetting
  * it (NULL) gives the variable back. */
 #include <check.h>
 #include <stdio.h>
@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "fhjit/fhjit.h"
+#include "ir/ir.h"
+#include "lower/lw_llvm.h"
 #include "testutil.h"
 
 /* c = a * b, r32, 2 x 64: a pointwise kernel. */
@@ -53,6 +55,7 @@ static void clear_env(void) {
   unsetenv("FHJIT_MAX_VALUES");
   unsetenv("FHJIT_BCONV_PLAN");
   unsetenv("FHJIT_NTT_SCHEDULE");
+  unsetenv("FHJIT_HOST_PIPELINE");
 }
 
 static char *emit_copy(fhjit_graph *g, fhjit_emit_kind kind) {
@@ -74,7 +77,8 @@ START_TEST(test_bad_names_and_values) {
     ck_assert_msg(tu_contains(fhjit_last_error(ctx), "fhjit_context_set_option: unknown option") &&
                       tu_contains(fhjit_last_error(ctx), names[i]) &&
                       tu_contains(fhjit_last_error(ctx),
-                                  "ntt_plan, pw_plan, max_values, cache, cache_dir, bconv_plan"),
+                                  "ntt_plan, pw_plan, max_values, cache, cache_dir, bconv_plan, "
+                                  "ntt_schedule, host_pipeline"),
                   "%s", fhjit_last_error(ctx));
   }
   ck_assert_int_eq(fhjit_context_set_option(ctx, NULL, "1"), FHJIT_ERR_ARGUMENT);
@@ -108,6 +112,8 @@ START_TEST(test_bad_names_and_values) {
       {"cache_dir", "relative/dir", "expected an absolute path"},
       {"ntt_schedule", "clusters", "expected auto, two_kernel or cluster"},
       {"ntt_schedule", "Cluster", "expected auto, two_kernel or cluster"},
+      {"host_pipeline", "O2", "expected lean or gpu"},
+      {"host_pipeline", "GPU", "expected lean or gpu"},
   };
   /* a valid value first: a refused one leaves it in force */
   ck_assert_int_eq(fhjit_context_set_option(ctx, "max_values", "300"), FHJIT_OK);
@@ -130,8 +136,8 @@ START_TEST(test_bad_names_and_values) {
                 fhjit_last_error(ctx));
   /* every option takes "" (the default) and NULL (the environment) */
   static const char *const all[] = {"ntt_plan", "pw_plan", "max_values", "cache", "cache_dir",
-                                    "bconv_plan", "ntt_schedule"};
-  for (int i = 0; i < 7; i++) {
+                                    "bconv_plan", "ntt_schedule", "host_pipeline"};
+  for (int i = 0; i < 8; i++) {
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], ""), FHJIT_OK);
     ck_assert_int_eq(fhjit_context_set_option(ctx, all[i], NULL), FHJIT_OK);
   }
@@ -332,6 +338,59 @@ START_TEST(test_host_options_take_effect) {
 }
 END_TEST
 
+/* host_pipeline: which IR pipeline the host NTT and conversion modules
+ * get. "lean" (also "" and unset) is the pointwise kernel's, "gpu" the GPU
+ * modules' (default<O3>); an NTT with a fused epilogue gives the same words
+ * under both, equal to the interpreter's, on random inputs with the edge
+ * words 0 and q - 1; unsetting the option makes the next run read the
+ * variable (the graph's host code is compiled again), and a malformed one is
+ * named there. */
+START_TEST(test_host_pipeline) {
+  clear_env();
+  fhjit_context *ctx = fhjit_context_create();
+  static const struct {
+    const char *value;
+    int gpu;
+  } forms[] = {{NULL, 0}, {"", 0}, {"lean", 0}, {"gpu", 1}};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    const char *passes = NULL;
+    ck_assert_int_eq(fhjit_context_set_option(ctx, "host_pipeline", forms[i].value), FHJIT_OK);
+    ck_assert_int_eq(lw_host_passes(ctx, &passes), FHJIT_OK);
+    ck_assert_ptr_eq(passes, (forms[i].gpu ? lw_kernel_pipeline : lw_gpu_pipeline));
+  }
+  uint64_t q, state = 77;
+  ck_assert_int_eq(fhjit_find_primes(ctx, 30, 8192, 1, &q), FHJIT_OK);
+  uint64_t qq[2] = {q, q};
+  static uint32_t params[8 * 2], tw[4096], a[4096], b[4096], out[2][4096], ref[4096];
+  ck_assert_int_eq(fhjit_param_table(ctx, FHJIT_R32, qq, 2, 4096, 1, 1, params, 2), FHJIT_OK);
+  ck_assert_int_eq(fhjit_twiddle_tables(ctx, FHJIT_R32, qq, 1, 4096, tw, NULL), FHJIT_OK);
+  for (int i = 0; i < 4096; i++) {
+    a[i] = (uint32_t)(i < 2 ? (i ? q - 1 : 0) : tu_below(&state, q));
+    b[i] = (uint32_t)(i >= 4094 ? (i % 2 ? q - 1 : 0) : tu_below(&state, q));
+  }
+  fhjit_graph *g = ntt_graph(ctx, 6);
+  const void *ins[3] = {a, tw, b};
+  for (int k = 0; k < 2; k++) {
+    void *outs[1] = {out[k]};
+    ck_assert_int_eq(fhjit_context_set_option(ctx, "host_pipeline", k ? "gpu" : "lean"), FHJIT_OK);
+    ck_assert_msg(fhjit_run_host(g, params, 2, ins, outs, 1) == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  }
+  void *refs[1] = {ref};
+  ck_assert_msg(fhjit_interpret(g, params, 2, ins, refs) == FHJIT_OK, "%s", fhjit_last_error(ctx));
+  ck_assert_mem_eq(out[0], ref, sizeof ref);
+  ck_assert_mem_eq(out[1], ref, sizeof ref);
+  /* unset: the variable is read, and a malformed one is named */
+  ck_assert_int_eq(fhjit_context_set_option(ctx, "host_pipeline", NULL), FHJIT_OK);
+  setenv("FHJIT_HOST_PIPELINE", "O3", 1);
+  void *outs[1] = {out[0]};
+  ck_assert_int_eq(fhjit_run_host(g, params, 2, ins, outs, 1), FHJIT_ERR_ARGUMENT);
+  ck_assert_msg(tu_contains(fhjit_last_error(ctx), "FHJIT_HOST_PIPELINE: expected lean or gpu, not 'O3'"),
+                "%s", fhjit_last_error(ctx));
+  clear_env();
+  fhjit_context_destroy(ctx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("options");
   TCase *tc = tcase_create("options");
@@ -342,6 +401,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_ntt_schedule);
   tcase_add_test(tc, test_max_values_fused);
   tcase_add_test(tc, test_host_options_take_effect);
+  tcase_add_test(tc, test_host_pipeline);
   suite_add_tcase(s, tc);
   return s;
 }
