@@ -427,7 +427,7 @@ START_TEST(test_type_text) {
   fhjit_graph *tg = fhjit_graph_create(ctx, "types", FHJIT_R32);
   ck_assert_ptr_nonnull(tg);
   for (int i = 0; i < 6; i++) {
-    char name[8], line[FHJIT_TYPE_TEXT_MAX + 32];
+    char name[16], line[FHJIT_TYPE_TEXT_MAX + 32];
     snprintf(name, sizeof name, "v%d", i);
     ck_assert_int_ge(fhjit_input(tg, name, decl[i]), 0);
     int len = snprintf(line, sizeof line, "  %%%s = input ", name);
