@@ -11,7 +11,7 @@
  * pipeline the GPU modules of the same kernels get (lw_kernel_pipeline,
  * default<O3>), so that a test can still check the host results through
  * every transformation the optimiser makes on the GPU (CI runs the golden
- * host hashes that way: test/CMakeLists.txt). */
+ * host hashes that way: test/golden/golden.py). */
 #include <string.h>
 
 #include "lower/lw_llvm.h"
