@@ -18,9 +18,12 @@
  * loads; NTT domain: the inverse NTT's), against the NTT alone.
  *
  *   s7_bench [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]
- *            [--sweep-bconv] [--bconv-plans "P1;P2;..."] [--aut-only]
+ *            [--sweep-bconv] [--bconv-plans "P1;P2;..."] [--aut-only] [--aut-k K]
  * --quick: N = 2^12 (a check of this program). --aut-only: only the
- * automorphism's lines (alone, in a product, in an NTT, autcol). Against the fake driver
+ * automorphism's lines (alone, in a product, in an NTT, autcol). --aut-k:
+ * the Galois element of those lines (odd, 1 <= K < 2N; default 125 = 5^3,
+ * the figures of bench/RESULTS.md); how far apart the outputs of one
+ * source sector land depends on it (docs/section7.md). Against the fake driver
  * (FHJIT_LIBCUDA) nothing is timed. --sweep-bconv: instead of the ops,
  * the bconv alone under each bconv_plan (docs/section7.md "Tuning"; the
  * default list is V, S, U in {1, 2, 4} at T 128, 256, 512), each checked
@@ -53,11 +56,16 @@ static fhjit_graph *bconv_graph(const set *s, const int32_t *src, int l, const i
   return done(g, fhjit_bconv(g, x, table(g, l + (int64_t)l * m), dst, m));
 }
 
+/* --aut-k: the automorphisms' Galois element (0: 125, reduced mod 2N) */
+static int64_t aut_k;
+
+static int64_t galois(const set *s) { return (aut_k ? aut_k : 125) % (2 * s->n); }
+
 /* mode 0: automorphism(x) alone; 1: mul(automorphism(x), z); 2: mul(x, z). */
 static fhjit_graph *aut_graph(const set *s, fhjit_domain d, int mode) {
   fhjit_graph *g = new_graph(s, "aut");
   fhjit_value x = poly(s, g, "x", 0, s->mq, d, FHJIT_FORM_MONT);
-  fhjit_value a = mode == 2 ? x : fhjit_automorphism(g, x, 5 * 5 * 5 % (2 * s->n));
+  fhjit_value a = mode == 2 ? x : fhjit_automorphism(g, x, galois(s));
   if (mode == 0) return done(g, a);
   return done(g, fhjit_mul(g, a, poly(s, g, "z", 0, s->mq, d, FHJIT_FORM_MONT)));
 }
@@ -70,7 +78,7 @@ static fhjit_graph *aut_ntt_graph(const set *s, fhjit_domain d, int aut) {
   fhjit_graph *g = new_graph(s, "autntt");
   int fwd = d == FHJIT_DOMAIN_COEF;
   fhjit_value x = poly(s, g, "x", 0, s->mq, d, FHJIT_FORM_MONT);
-  fhjit_value a = aut ? fhjit_automorphism(g, x, 5 * 5 * 5 % (2 * s->n)) : x;
+  fhjit_value a = aut ? fhjit_automorphism(g, x, galois(s)) : x;
   fhjit_type tt = {.kind = FHJIT_KIND_TWIDDLE, .rows = s->mq, .n = s->n};
   fhjit_value tw = fhjit_input(g, fwd ? "fwd" : "inv", &tt);
   return done(g, fhjit_ntt(g, a, tw, fwd ? FHJIT_NTT_COEF_MONT_TO_NTT : FHJIT_NTT_TO_COEF_MONT));
@@ -172,12 +180,14 @@ static void bench_aut(const set *s, int quick) {
     int k1 = 0, k2 = 0;
     double fused = time_graph(s, aut_graph(s, D, 1), 1, quick, &k1);
     double plain = time_graph(s, aut_graph(s, D, 2), 1, quick, &k2);
-    printf("     %s fused into mul: %.1f us against mul alone %.1f us: +%.1f%% (target < 5%%)\n",
-           dom ? "coefficient-domain automorphism" : "NTT-domain automorphism", fused, plain,
-           (fused / plain - 1) * 100);
+    printf("     %s (k = %lld) fused into mul: %.1f us against mul alone %.1f us: +%.1f%% "
+           "(target < 5%%)\n",
+           dom ? "coefficient-domain automorphism" : "NTT-domain automorphism",
+           (long long)galois(s), fused, plain, (fused / plain - 1) * 100);
     bu_json_item("\"kind\": \"s7_aut_fused\", \"radix\": \"%s\", \"domain\": \"%s\", "
-                 "\"fused_us\": %.3f, \"plain_us\": %.3f",
-                 radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", fused, plain);
+                 "\"k\": %lld, \"fused_us\": %.3f, \"plain_us\": %.3f",
+                 radix == FHJIT_R62 ? "r62" : "r32", dom ? "coef" : "ntt", (long long)galois(s),
+                 fused, plain);
     k1 = k2 = 0; /* time_graph adds its kernels to the count */
     /* the coefficient form with a pointwise pass first (autcol=0; the
      * default reads it in the NTT's loads, the autcol lines below) */
@@ -362,9 +372,9 @@ static void sweep_aut(fhjit_radix radix, int log_n, int quick, const char *list)
     double alone = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 0), 1, quick, NULL);
     double fused = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 1), 1, quick, NULL);
     double plain = time_graph(&s, aut_graph(&s, FHJIT_DOMAIN_COEF, 2), 1, quick, NULL);
-    printf("%s automorphism (coef, k = 125) pw_plan %-16s alone %7.2f us, in mul %7.2f us, mul "
+    printf("%s automorphism (coef, k = %lld) pw_plan %-16s alone %7.2f us, in mul %7.2f us, mul "
            "alone %7.2f us: +%.1f%% (target < 5%%)\n",
-           rn, plan, alone, fused, plain, (fused / plain - 1) * 100);
+           rn, (long long)galois(&s), plan, alone, fused, plain, (fused / plain - 1) * 100);
     bu_json_item("\"kind\": \"s7_aut_sweep\", \"radix\": \"%s\", \"log_n\": %d, "
                  "\"pw_plan\": \"%s\", \"alone_us\": %.3f, \"fused_us\": %.3f, "
                  "\"plain_us\": %.3f",
@@ -388,11 +398,19 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--aut-only")) aut_only = 1;
-    else {
+    else if (!strcmp(argv[i], "--aut-k") && i + 1 < argc) {
+      char *end;
+      aut_k = strtoll(argv[++i], &end, 10);
+      if (*end || aut_k < 1 || aut_k % 2 == 0 || aut_k >= 2 * 65536) {
+        fprintf(stderr, "%s: --aut-k %s: the Galois element must be odd and in [1, 2N)\n",
+                argv[0], argv[i]);
+        return 2;
+      }
+    } else {
       fprintf(stderr,
               "usage: %s [--floors FILE] [--radix r62,r32] [--json FILE] [--quick]\n"
               "          [--sweep-bconv] [--bconv-plans \"V=1,U=2;V=2,S=2;...\"]\n"
-              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"] [--aut-only]\n",
+              "          [--sweep-aut] [--aut-plans \"A=0;A=1,T=512;...\"] [--aut-only] [--aut-k K]\n",
               argv[0]);
       return 2;
     }
