@@ -215,25 +215,21 @@ static cudaError_t launch_cluster(const typename K::word *x, const typename K::w
   return cudaLaunchKernelEx(&cfg, k_cluster<K, C>, x, z, y, kinv);
 }
 
+// Whether the row's slice fits a block's shared memory (r62 C = 2 does
+// not), after raising the kernel's dynamic shared memory limit to it.
 template <class K, int C>
-static bool cluster_fits(int threads) {
+static bool cluster_fits() {
   size_t smem = (size_t)N / C * sizeof(typename K::word);
-  if (smem > 227 * 1024) return false;
-  if (cudaFuncSetAttribute(k_cluster<K, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           (int)smem) != cudaSuccess)
-    return false;
-  if (C > 8 && cudaFuncSetAttribute(k_cluster<K, C>,
-                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess)
-    return false;
-  (void)threads;
-  return true;
+  return smem <= 227 * 1024 &&
+         cudaFuncSetAttribute(k_cluster<K, C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              (int)smem) == cudaSuccess;
 }
 
 template <class K, int C, class Check>
 static void time_cluster(int threads, typename K::word *const *dx, typename K::word *const *dz,
                          typename K::word *const *dy, int rows, uint32_t kinv, float plain,
                          Check check) {
-  if (!cluster_fits<K, C>(threads)) return;
+  if (!cluster_fits<K, C>()) return;
   size_t words = (size_t)rows * N;
   CK(cudaMemset(dy[0], 0, words * sizeof(typename K::word)));
   float c = time_us(
