@@ -371,7 +371,7 @@ FHJIT_API fhjit_status fhjit_check_modulus(fhjit_context *ctx,
                                            int64_t ntt_n);
 /* Builds the [8, rows] parameter table of SPEC section 2 into `table`
  * (uint32_t words for r32, uint64_t for r62), row r at table + r*pstride,
- * pstride >= rows. n: the polynomial degree N (for row 7; 0 leaves it 0).
+ * pstride >= rows (and row 7's words addressable). n: the polynomial degree N (for row 7; 0 leaves it 0).
  * ntt: non-zero to require q = 1 mod 2N. scale: D for row 6. */
 FHJIT_API fhjit_status fhjit_param_table(fhjit_context *ctx, fhjit_radix radix,
                                          const uint64_t *moduli, int32_t rows,
@@ -494,7 +494,9 @@ FHJIT_API fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct,
 
 /* The reference interpreter: SPEC semantics, plainly. Host buffers of the
  * radix's word; inputs[i] is the base of input i (declaration order),
- * results[k] the dense buffer of result k. */
+ * results[k] the dense buffer of result k. pstride: the parameter table's
+ * row stride in words, at least the columns the graph reads and small
+ * enough that row 7 is addressable (else FHJIT_ERR_ARGUMENT). */
 FHJIT_API fhjit_status fhjit_interpret(fhjit_graph *g, const void *params,
                                        int64_t pstride,
                                        const void *const *inputs,

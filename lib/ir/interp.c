@@ -359,13 +359,7 @@ fhjit_status fhjit_interpret(fhjit_graph *g, const void *params, int64_t pstride
   for (int32_t v = 0; v < nn; v++)
     if (live[v])
       for (int a = 0; a < g->nodes[v].nargs; a++) last_use[g->nodes[v].args[a]] = v;
-  if (pstride < limbs) {
-    st = ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
-                  "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph "
-                  "uses",
-                  fn, g->name, (long long)pstride, (long long)limbs);
-    goto done;
-  }
+  if ((st = ir_check_pstride(g, fn, pstride, limbs))) goto done;
   it.mods = malloc(sizeof *it.mods * (size_t)(limbs ? limbs : 1));
   if (!it.mods) {
     st = ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", fn);

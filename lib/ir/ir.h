@@ -309,6 +309,14 @@ const char *ir_type_structure_problem(const fhjit_type *t);
  * `fn` names the public call in the message. */
 fhjit_status ir_check_run_args(fhjit_graph *g, const char *fn, const void *params,
                                const void *const *inputs, void *const *results);
+/* The largest row stride (words of `word` bytes) of an 8-row parameter
+ * table of `columns` columns whose last word a pointer can address
+ * (SPEC 2: row r at table + r * pstride): a larger stride is no real
+ * buffer's, and its offsets would overflow. */
+int64_t ir_pstride_max(int64_t columns, size_t word);
+/* Checks a host-side run's parameter-table stride against the columns the
+ * graph reads: at least `columns`, at most ir_pstride_max. */
+fhjit_status ir_check_pstride(fhjit_graph *g, const char *fn, int64_t pstride, int64_t columns);
 
 /* Why q cannot carry a negacyclic NTT of length n (a power of two >= 1):
  * "not 1 mod 2N = ... (q mod 2N = ...)" or "not prime", written into buf;

@@ -267,10 +267,7 @@ fhjit_status fhjit_run_host(fhjit_graph *g, const void *params, int64_t pstride,
     return ir_error(g->ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: negative thread count %d", fn,
                     g->name, threads);
   int64_t limbs = ir_param_columns(g); /* stated bases read columns by chain position */
-  if (pstride < limbs)
-    return ir_error(g->ctx, FHJIT_ERR_ARGUMENT,
-                    "%s: graph @%s: pstride = %lld is smaller than the %lld limbs the graph uses",
-                    fn, g->name, (long long)pstride, (long long)limbs);
+  if ((st0 = ir_check_pstride(g, fn, pstride, limbs))) return st0;
   if (lw_graph_has_anchor(g)) /* NTTs: a chain of kernels (anchor_plan.c) */
     return lw_anchor_run_host(g, params, pstride, inputs, results, threads);
   uint64_t opts = ir_options_fingerprint(g->ctx);

@@ -193,11 +193,12 @@ static fhjit_status check_args(fhjit_cuda_kernel *k, const fhjit_cuda_args *a,
     return ir_error(ctx, FHJIT_ERR_ARGUMENT, "%s: graph @%s: null %s array", what, gname,
                     k->ninputs && !a->inputs ? "input" : "result");
   size_t ws = ir_word_size(k->radix);
-  if (a->pstride < k->param_rows || a->pstride > (INT64_MAX >> 8))
+  if (a->pstride < k->param_rows || a->pstride > ir_pstride_max(k->param_rows, ws))
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: graph @%s: pstride %lld must be at least the %lld columns (rows) of the "
-                    "parameter table",
-                    what, gname, (long long)a->pstride, (long long)k->param_rows);
+                    "parameter table and at most %lld (its row 7 within the address space)",
+                    what, gname, (long long)a->pstride, (long long)k->param_rows,
+                    (long long)ir_pstride_max(k->param_rows, ws));
   int32_t nscratch = a->scratch ? fhjit_cuda_scratch_count(k) : 0; /* the arena */
   int32_t n = 1 + k->ninputs + k->nresults + nscratch;
   rt_ptr stack[32];

@@ -624,6 +624,12 @@ START_TEST(test_failures) {
   /* pstride too small for the limbs */
   expect_failure(&f, fhjit_interpret(f.g, f.params, 1, ins, f.resw), FHJIT_ERR_ARGUMENT,
                  "pstride");
+  /* so large that row 7 lies past the address space: refused, not read
+   * (r * pstride overflowed before) */
+  expect_failure(&f, fhjit_interpret(f.g, f.params, INT64_MAX, ins, f.resw), FHJIT_ERR_ARGUMENT,
+                 "address space");
+  expect_failure(&f, fhjit_interpret(f.g, f.params, INT64_MAX / 7 / (int64_t)wsize, ins, f.resw),
+                 FHJIT_ERR_ARGUMENT, "address space");
 
   /* an input element that is not lazy: 2q of its limb (limb 1 here) */
   int64_t bad = 8 + 3; /* y[row 1, i 3] */

@@ -125,6 +125,10 @@ START_TEST(bad_pointers) {
   a.pstride = rows - 1;
   expect(c, fhjit_cuda_launch_kernel(k, &a), FHJIT_ERR_ARGUMENT, "pstride 1", "2 columns", NULL);
   RESET();
+  a.pstride = INT64_MAX;
+  expect(c, fhjit_cuda_launch_kernel(k, &a), FHJIT_ERR_ARGUMENT, "pstride 9223372036854775807",
+         "address space", NULL);
+  RESET();
   a.pstride = 3; /* the table allocation holds 8 x 2 words only */
   expect(c, fhjit_cuda_launch_kernel(k, &a), FHJIT_ERR_ARGUMENT, "parameter table", "spans 184 bytes",
          NULL);

@@ -747,6 +747,8 @@ START_TEST(test_errors) {
   ck_assert_int_eq(fhjit_run_host(g, NULL, 2, ins, outs, 0), FHJIT_ERR_ARGUMENT);
   ck_assert_int_eq(fhjit_run_host(g, params, 1, ins, outs, 0), FHJIT_ERR_ARGUMENT);
   ck_assert(tu_contains(fhjit_last_error(ctx), "pstride"));
+  ck_assert_int_eq(fhjit_run_host(g, params, INT64_MAX, ins, outs, 0), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(ctx), "row 7 past the address space"));
   ck_assert_int_eq(fhjit_run_host(g, params, 2, NULL, outs, 0), FHJIT_ERR_ARGUMENT);
   const void *ins_null[2] = {buf, NULL};
   ck_assert_int_eq(fhjit_run_host(g, params, 2, ins_null, outs, 0), FHJIT_ERR_ARGUMENT);

@@ -347,6 +347,11 @@ START_TEST(test_table_errors) {
                "null table");
   EXPECT_TABLE(fhjit_param_table(ctx, FHJIT_R32, good, 2, 8, 0, 1, table, 1), FHJIT_ERR_ARGUMENT,
                "pstride");
+  /* row 7 at 7 * pstride words must be addressable (it overflowed before) */
+  EXPECT_TABLE(fhjit_param_table(ctx, FHJIT_R32, good, 2, 8, 0, 1, table, INT64_MAX),
+               FHJIT_ERR_ARGUMENT, "address space");
+  EXPECT_TABLE(fhjit_param_table(ctx, FHJIT_R62, good, 2, 8, 0, 1, table, INT64_MAX / 56 + 1),
+               FHJIT_ERR_ARGUMENT, "address space");
   EXPECT_TABLE(fhjit_param_table(ctx, FHJIT_R32, good, 2, -8, 0, 1, table, 2), FHJIT_ERR_ARGUMENT,
                "negative");
   /* 268369921 = 1 mod 2^16 but not 1 mod 2^17 */
