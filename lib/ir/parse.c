@@ -932,13 +932,23 @@ static int create_graph(parser *p, const graph_header *h, const char *filename) 
     g->cur_loc = h->mlocs[0];
     if (fhjit_graph_set_moduli(g, h->moduli, h->nmoduli) != FHJIT_OK) return fail_recorded(p);
   }
+  /* the setters take an int32_t: a count past it is refused here, with
+   * the number as written (the setters' messages would quote a stand-in) */
+  if (h->nspecial > INT32_MAX || h->nspecial < INT32_MIN)
+    return fail_at(p, h->special_loc, FHJIT_ERR_ARGUMENT,
+                   "special(%lld): the number of special primes must be between 1 and the "
+                   "chain's %d moduli minus one",
+                   (long long)h->nspecial, (int)g->nmoduli);
   g->cur_loc = h->special_loc;
-  if (h->nspecial &&
-      fhjit_graph_set_special(g, h->nspecial > INT32_MAX ? -1 : (int32_t)h->nspecial))
-    return fail_recorded(p);
+  if (h->nspecial && fhjit_graph_set_special(g, (int32_t)h->nspecial)) return fail_recorded(p);
+  if (h->alpha > INT32_MAX || h->alpha < INT32_MIN)
+    return fail_at(p, h->digits_loc, FHJIT_ERR_ARGUMENT,
+                   "digits(%lld): the digit size must be between 1 and the %d positions of Q_L "
+                   "(the chain's %d moduli less %d special primes)",
+                   (long long)h->alpha, (int)(g->nmoduli - g->nspecial), (int)g->nmoduli,
+                   (int)g->nspecial);
   g->cur_loc = h->digits_loc;
-  if (h->alpha && fhjit_graph_set_digits(g, h->alpha > INT32_MAX ? -1 : (int32_t)h->alpha))
-    return fail_recorded(p);
+  if (h->alpha && fhjit_graph_set_digits(g, (int32_t)h->alpha)) return fail_recorded(p);
   return 0;
 }
 
