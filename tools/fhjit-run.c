@@ -138,6 +138,10 @@ static int lib_error(const fhjit_context *ctx, const char *what) {
   const char *msg = fhjit_last_error(ctx);
   const char *nl = strchr(msg, '\n');
   const char *err = strstr(msg, "error: ");
+  /* a call's own messages start with its name ("fhjit_run_host: ..."):
+   * not said twice */
+  size_t wl = what ? strlen(what) : 0;
+  if (what && !strncmp(msg, what, wl) && msg[wl] == ':') what = NULL;
   if (err && (!nl || err < nl)) fprintf(stderr, "%s\n", msg);
   else
     fprintf(stderr, "fhjit-run: error: %s%s%s (%s)\n", what ? what : "", what ? ": " : "",
