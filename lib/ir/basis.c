@@ -105,9 +105,12 @@ fhjit_status fhjit_input_basis(fhjit_graph *g, fhjit_value v, const int32_t *pos
                     "fhjit_input_basis: value %d is not a polynomial input of graph @%s",
                     (int)v, g->name);
   ir_node *n = &g->nodes[v];
-  if (count < 1 || !positions)
+  if (count < 1)
     return ir_error_at(g, g->cur_loc, FHJIT_ERR_ARGUMENT,
                        "input %%%s: a basis has at least one position", n->name);
+  if (!positions)
+    return ir_error_at(g, g->cur_loc, FHJIT_ERR_ARGUMENT,
+                       "input %%%s: null array of %d basis positions", n->name, (int)count);
   char why[96], b[256];
   const char *bad = basis_problem(g, positions, count, why, sizeof why);
   if (!bad && n->decl.rows != FHJIT_UNKNOWN && n->decl.rows != count) {

@@ -257,6 +257,11 @@ START_TEST(test_table_errors) {
   fhjit_graph *g = s7_graph(&e, "s7", 0, 0);
   int32_t b0[2] = {0, 1};
   fhjit_value x = poly_input(g, "x", b0, 2, e.n, FHJIT_DOMAIN_COEF, FHJIT_FORM_STD);
+  /* an input's basis: an empty one and a null array named apart */
+  ck_assert_int_eq(fhjit_input_basis(g, x, b0, 0), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "input %x: a basis has at least one position"));
+  ck_assert_int_eq(fhjit_input_basis(g, x, NULL, 2), FHJIT_ERR_ARGUMENT);
+  ck_assert(tu_contains(fhjit_last_error(e.ctx), "input %x: null array of 2 basis positions"));
   fhjit_value t = s7_table(g, "t", 4);
   int32_t tgt[1] = {2};
   fhjit_value b = fhjit_bconv(g, x, t, tgt, 1);
