@@ -89,10 +89,15 @@ static fhjit_status infer_ntt_mixing(fhjit_graph *g, const ir_node *n, fhjit_typ
     if (!ir_digit_group(g, n->attr[0], &first, &count))
       return shape(g, n, "digit %lld is out of range; the partition has %lld digits",
                    (long long)n->attr[0], (long long)ir_num_digits(g));
-    if (ir_digit_rows(g, n->args[0], n->attr[0], NULL) == 0)
-      return shape(g, n, "digit %lld has no row in the operand's basis (chain positions %lld "
-                         "and on); the keyswitch skips such digits",
-                   (long long)n->attr[0], (long long)first);
+    if (ir_digit_rows(g, n->args[0], n->attr[0], NULL) == 0) {
+      char b[256];
+      return ir_error_at(g, n->loc, FHJIT_ERR_SHAPE,
+                         "%%%s = %s: digit %lld (chain positions %lld to %lld) has no row in "
+                         "the operand's basis %s; the keyswitch skips such digits",
+                         n->name, ir_op_name(n->op), (long long)n->attr[0], (long long)first,
+                         (long long)(first + count - 1),
+                         ir_basis_text(b, sizeof b, a->basis, a->type.rows));
+    }
     t->rows = rows + g->nspecial;
     max_pos = g->nmoduli - 1;
   } else {
