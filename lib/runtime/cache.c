@@ -14,6 +14,7 @@
  * else, opened without following links or blocking (a FIFO or a device in
  * an entry's place never hangs a compile). Entries that fail are refused,
  * never loaded. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/runtime.h"
@@ -30,6 +32,8 @@
 #define RT_DISK_HEADER 48
 #define RT_DISK_MAX_FILE ((uint64_t)1 << 30)
 #define RT_DESC_MAGIC 0x4450574cu /* "LWPD" */
+/* a temporary entry file this old (seconds) is a dead writer's */
+#define RT_DISK_STALE_TMP 3600
 
 /* ---------------------------------------------------------------- checksum */
 
@@ -414,6 +418,27 @@ static int write_all(int fd, const void *data, size_t size) {
   return 1;
 }
 
+/* A writer that died between creating its temporary file and renaming it
+ * (a crash, a kill) leaves the file behind. Each store removes the user's
+ * regular ".tmp-" files older than RT_DISK_STALE_TMP seconds (a live
+ * writer holds one for the time of one write), best effort, so crashes do
+ * not fill the cache directory. */
+static void sweep_stale_tmp(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    if (strncmp(e->d_name, ".tmp-", 5) != 0 ||
+        fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;
+    if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && now - st.st_mtime >= RT_DISK_STALE_TMP)
+      unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+}
+
 int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_size,
                   const void *cubin, size_t cubin_size, const lw_program *desc, char *why,
                   size_t why_size) {
@@ -427,6 +452,7 @@ int rt_disk_store(const char *dir, const char *key, const char *ptx, size_t ptx_
     goto done;
   }
   if (rt_disk_dir_problem(dir, why, why_size)) goto done; /* someone else's since */
+  sweep_stale_tmp(dir);
   path = entry_path(dir, key);
   size_t key_len = strlen(key);
   sp_buf_put(&body, key, key_len);

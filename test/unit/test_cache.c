@@ -12,10 +12,12 @@
 #include <check.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fake_cuda.h"
@@ -352,6 +354,43 @@ START_TEST(symlink_entry) {
 }
 END_TEST
 
+/* A dead writer's temporary file (older than an hour) is swept by the next
+ * store; a fresh one (a live writer's), a link and an entry are left. */
+static void touch_tmp(const char *name, time_t age) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", cache_dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("half an entry", f);
+  fclose(f);
+  struct timespec t[2] = {{.tv_sec = time(NULL) - age}, {.tv_sec = time(NULL) - age}};
+  ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static int tmp_exists(const char *name) {
+  char path[512];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", cache_dir, name);
+  return lstat(path, &st) == 0;
+}
+
+START_TEST(stale_temporaries_swept) {
+  touch_tmp(".tmp-99999-1-7f", 2 * 3600);
+  touch_tmp(".tmp-99999-2-7f", 60);
+  touch_tmp(".other", 2 * 3600);
+  char link[512];
+  snprintf(link, sizeof link, "%s/.tmp-link", cache_dir);
+  ck_assert_int_eq(symlink("/nonexistent", link), 0);
+  fhjit_cuda_compile_info info = compile_fresh(pointwise, "g");
+  ck_assert(info.disk_written);
+  ck_assert(!tmp_exists(".tmp-99999-1-7f"));
+  ck_assert(tmp_exists(".tmp-99999-2-7f"));
+  ck_assert(tmp_exists(".other"));
+  ck_assert(tmp_exists(".tmp-link"));
+  ck_assert_int_eq(count_entries(), 1);
+}
+END_TEST
+
 /* Entries another user could have written: writable by the group or
  * others, or (as root) owned by someone else. */
 START_TEST(foreign_entries) {
@@ -606,6 +645,7 @@ int main(void) {
   tcase_add_test(tc, options_steer_the_cache);
   tcase_add_test(tc, ntt_plans_are_other_entries);
   tcase_add_test(tc, fifo_entry);
+  tcase_add_test(tc, stale_temporaries_swept);
   tcase_add_test(tc, symlink_entry);
   tcase_add_test(tc, foreign_entries);
   tcase_add_test(tc, unsafe_directory);
