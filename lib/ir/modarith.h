@@ -16,6 +16,16 @@
 
 /* ------------------------------------------------------- integer helpers */
 
+/* The greatest common divisor (gcd(a, 0) = a). */
+static inline uint64_t ir_gcd(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* (a * b) mod q for any 64-bit a, b and q >= 1. */
 static inline uint64_t ir_mulmod(uint64_t a, uint64_t b, uint64_t q) {
   return (uint64_t)(((ir_u128)a * b) % q);

@@ -11,15 +11,6 @@
 #include "ir/modarith.h"
 #include "ir/tables.h"
 
-static uint64_t gcd(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 static uint64_t mont(fhjit_radix radix, uint64_t x, uint64_t q) {
   return ir_mulmod(x % q, ir_mont_r1(q, ir_word_bits(radix)), q);
 }
@@ -30,12 +21,12 @@ static const char *coprime_problem(const uint64_t *chain, const int32_t *a, int3
   for (int32_t i = 0; i < na + nb; i++)
     for (int32_t k = 0; k < i; k++) {
       int32_t pi = i < na ? a[i] : b[i - na], pk = k < na ? a[k] : b[k - na];
-      if (gcd(chain[pi], chain[pk]) != 1) {
+      if (ir_gcd(chain[pi], chain[pk]) != 1) {
         snprintf(why, size,
                  "the moduli are not pairwise coprime: #%d = %llu and #%d = %llu share the "
                  "factor %llu",
                  (int)pk, (unsigned long long)chain[pk], (int)pi, (unsigned long long)chain[pi],
-                 (unsigned long long)gcd(chain[pi], chain[pk]));
+                 (unsigned long long)ir_gcd(chain[pi], chain[pk]));
         return why;
       }
     }

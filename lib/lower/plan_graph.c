@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/modarith.h"
 #include "lower/imap.h"
 #include "lower/lw_llvm.h"
 
@@ -78,15 +79,6 @@ static int uses_columns(const ir_node *n) {
   return ir_op_class_of(n->op) == IR_CLASS_POINTWISE;
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Section 7 facts of the kernel: the basis it computes on (plan->basis),
  * remapped loads whose operands are in memory, automorphisms the lowering
  * can index. */
@@ -114,7 +106,8 @@ static fhjit_status plan_bases(fhjit_graph *g, lw_plan *p) {
                            n->name, ir_op_name(n->op), g->nodes[n->args[a]].name,
                            ir_op_name(n->op));
       if (!st && n->op == IR_AUTOMORPHISM && n->type.domain == FHJIT_DOMAIN_COEF &&
-          (gcd64(n->attr[0], 2 * n->type.n) != 1 || n->type.n > (INT64_C(1) << 30)))
+          (ir_gcd((uint64_t)n->attr[0], (uint64_t)(2 * n->type.n)) != 1 ||
+           n->type.n > (INT64_C(1) << 30)))
         st = ir_error_at(g, n->loc, FHJIT_ERR_UNSUPPORTED,
                          "%%%s = automorphism: k = %lld is not invertible mod 2N = %lld (or N "
                          "is past 2^30); the lowering reads the inverse permutation",
