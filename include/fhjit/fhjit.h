@@ -371,7 +371,8 @@ FHJIT_API fhjit_status fhjit_check_modulus(fhjit_context *ctx,
                                            int64_t ntt_n);
 /* Builds the [8, rows] parameter table of SPEC section 2 into `table`
  * (uint32_t words for r32, uint64_t for r62), row r at table + r*pstride,
- * pstride >= rows (and row 7's words addressable). n: the polynomial degree N (for row 7; 0 leaves it 0).
+ * pstride >= rows and small enough that row 7 is addressable. n: the
+ * polynomial degree N (for row 7; 0 leaves it 0).
  * ntt: non-zero to require q = 1 mod 2N. scale: D for row 6. */
 FHJIT_API fhjit_status fhjit_param_table(fhjit_context *ctx, fhjit_radix radix,
                                          const uint64_t *moduli, int32_t rows,

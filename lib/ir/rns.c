@@ -160,11 +160,12 @@ fhjit_status fhjit_param_table(fhjit_context *ctx, fhjit_radix radix, const uint
                     "%s: pstride = %lld is smaller than rows = %d (rows of the table would "
                     "overlap)",
                     fn, (long long)pstride, (int)rows);
-  if (pstride > ir_pstride_max(rows, ir_word_size(radix)))
+  int64_t most = ir_pstride_max(rows, ir_word_size(radix));
+  if (pstride > most)
     return ir_error(ctx, FHJIT_ERR_ARGUMENT,
                     "%s: pstride = %lld puts the table's row 7 past the address space (at "
                     "most %lld words)",
-                    fn, (long long)pstride, (long long)ir_pstride_max(rows, ir_word_size(radix)));
+                    fn, (long long)pstride, (long long)most);
   for (int32_t i = 0; i < rows && n > 0; i++)
     if (ir_invmod((uint64_t)n, moduli[i]) == 0)
       return ir_error(ctx, FHJIT_ERR_MODULUS,
