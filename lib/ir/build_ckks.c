@@ -530,10 +530,13 @@ fhjit_value fhjit_ckks_rotate(fhjit_graph *g, fhjit_value ct, int64_t k, fhjit_v
 /* Hoisted rotations: modup of c1 once per non-empty digit; rotation i
  * permutes those outputs by ks[i] (NTT domain, every row of Q ++ P) before
  * its digit products with keys[i], then moddown (one table for all: the
- * same Q ++ P) and the c0 side as a plain rotation's. */
+ * same Q ++ P) and the c0 side as a plain rotation's. Rotation i's values
+ * are named rprefix[i] + ".", its result rprefix[i] itself; those of all,
+ * prefix + ".". */
 static fhjit_value hoisted_expand(fhjit_graph *g, fhjit_value ct, int32_t count,
                                   const int64_t *ks, const fhjit_value *keys, fhjit_value fwd,
-                                  fhjit_value inv, const char *prefix, fhjit_value *out) {
+                                  fhjit_value inv, const char *prefix,
+                                  char (*rprefix)[PREFIX_MAX + 16], fhjit_value *out) {
   const char *op = "ckks_rotate_hoisted";
   fhjit_value c0 = named(g, fhjit_extract(g, ct, 0), prefix, ".c0in");
   fhjit_value c1 = named(g, fhjit_extract(g, ct, 1), prefix, ".c1in");
@@ -557,8 +560,7 @@ static fhjit_value hoisted_expand(fhjit_graph *g, fhjit_value ct, int32_t count,
                        ".modup%d", (int)L.digit[j])) == FHJIT_NO_VALUE)
       goto done;
   for (int32_t i = 0; i < count; i++) {
-    char p[PREFIX_MAX + 16];
-    snprintf(p, sizeof p, "%s.r%d", prefix, (int)i);
+    const char *p = rprefix[i];
     fhjit_value acc = FHJIT_NO_VALUE;
     for (int32_t j = 0; j < L.ndig; j++) {
       int32_t dj = L.digit[j];
@@ -572,9 +574,7 @@ static fhjit_value hoisted_expand(fhjit_graph *g, fhjit_value ct, int32_t count,
     }
     fhjit_value k = named(g, fhjit_moddown(g, acc, fwd, inv, md), p, ".ks");
     if (k == FHJIT_NO_VALUE) goto done;
-    char suffix[16];
-    snprintf(suffix, sizeof suffix, ".r%d", (int)i);
-    if ((out[i] = rotate_finish(g, c0, ks[i], k, prefix, suffix)) == FHJIT_NO_VALUE) goto done;
+    if ((out[i] = rotate_finish(g, c0, ks[i], k, p, "")) == FHJIT_NO_VALUE) goto done;
   }
   res = out[count - 1];
 done:
@@ -583,10 +583,56 @@ done:
   return res;
 }
 
-fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t count,
-                                       const int64_t *ks, const fhjit_value *keys,
-                                       fhjit_value fwd, fhjit_value inv, fhjit_value *out) {
-  if (!g) return FHJIT_ERR_ARGUMENT;
+/* 1 when prefix a names b's values or b a's: a == b, or one is the other
+ * followed by '.' */
+static int prefixes_overlap(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), m = la < lb ? la : lb;
+  if (strncmp(a, b, m)) return 0;
+  return la == lb || (la < lb ? b[la] : a[lb]) == '.';
+}
+
+/* Whether prefix p for rotation i clashes with the graph's values, another
+ * name of the statement (rotation j's result will be renamed to names[j])
+ * or an earlier rotation's prefix. */
+static int hoisted_clash(const fhjit_graph *g, const char *p, int32_t i, int32_t count,
+                         const char *const *names, char (*rprefix)[PREFIX_MAX + 16]) {
+  if (prefix_used(g, p)) return 1;
+  for (int32_t j = 0; j < count; j++)
+    if (j != i && (prefixes_overlap(p, names[j]) || (j < i && prefixes_overlap(p, rprefix[j]))))
+      return 1;
+  return 0;
+}
+
+/* The prefixes of the expansion: with names (the text's values), names[0]
+ * for what the rotations share and for rotation 0, names[i] for rotation
+ * i, each with _1, _2, ... until it clashes with nothing (hoisted_clash);
+ * without, "hrotN" and "hrotN.r<i>". */
+static void hoisted_prefixes(const fhjit_graph *g, int32_t count, const char *const *names,
+                             char *prefix, char (*rprefix)[PREFIX_MAX + 16]) {
+  if (!names) {
+    pick_prefix(g, NULL, "hrot", prefix);
+    for (int32_t i = 0; i < count; i++)
+      snprintf(rprefix[i], PREFIX_MAX + 16, "%s.r%d", prefix, (int)i);
+    return;
+  }
+  for (int32_t i = 0; i < count; i++) {
+    char base[PREFIX_MAX - 12];
+    int own = strlen(names[i]) < sizeof base;
+    /* no suffix helps where another name is base's dotted start (b, b.c) */
+    for (int32_t j = 0; own && j < count; j++)
+      own = j == i || !(prefixes_overlap(names[i], names[j]) && strlen(names[j]) < strlen(names[i]));
+    if (own) snprintf(base, sizeof base, "%s", names[i]);
+    else snprintf(base, sizeof base, "hrot%d_r%d", (int)g->nnodes, (int)i);
+    snprintf(rprefix[i], PREFIX_MAX + 16, "%s", base);
+    for (int k = 1; hoisted_clash(g, rprefix[i], i, count, names, rprefix); k++)
+      snprintf(rprefix[i], PREFIX_MAX + 16, "%s_%d", base, k);
+  }
+  snprintf(prefix, PREFIX_MAX, "%s", rprefix[0]);
+}
+
+static fhjit_status rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t count,
+                                   const int64_t *ks, const fhjit_value *keys, fhjit_value fwd,
+                                   fhjit_value inv, fhjit_value *out, const char *const *names) {
   const char *op = "ckks_rotate_hoisted";
   if (count < 1 || !ks || !keys || !out)
     return ir_error_at(g, g->cur_loc, FHJIT_ERR_ARGUMENT,
@@ -598,11 +644,15 @@ fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t c
     if (!galois_ok(g, op, ct, ks[i])) return fhjit_last_status(g->ctx);
   int32_t nodes0 = g->nnodes, inputs0 = g->ninputs, bound0 = g->bound;
   fhjit_value *res = malloc(sizeof *res * (size_t)count);
-  if (!res) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+  char(*rprefix)[PREFIX_MAX + 16] = malloc(sizeof *rprefix * (size_t)count);
+  if (!res || !rprefix) {
+    free(res), free(rprefix);
+    return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
+  }
   char prefix[PREFIX_MAX];
-  pick_prefix(g, NULL, "hrot", prefix);
+  hoisted_prefixes(g, count, names, prefix, rprefix);
   fhjit_status st = FHJIT_OK;
-  if (hoisted_expand(g, ct, count, ks, keys, fwd, inv, prefix, res) == FHJIT_NO_VALUE) {
+  if (hoisted_expand(g, ct, count, ks, keys, fwd, inv, prefix, rprefix, res) == FHJIT_NO_VALUE) {
     st = fhjit_last_status(g->ctx);
     if (st == FHJIT_OK) st = FHJIT_ERR_ARGUMENT; /* not reached: failures record */
     ir_truncate(g, nodes0, inputs0, bound0);
@@ -610,5 +660,31 @@ fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t c
     memcpy(out, res, sizeof *res * (size_t)count);
   }
   free(res);
+  free(rprefix);
   return st;
+}
+
+fhjit_status fhjit_ckks_rotate_hoisted(fhjit_graph *g, fhjit_value ct, int32_t count,
+                                       const int64_t *ks, const fhjit_value *keys,
+                                       fhjit_value fwd, fhjit_value inv, fhjit_value *out) {
+  if (!g) return FHJIT_ERR_ARGUMENT;
+  return rotate_hoisted(g, ct, count, ks, keys, fwd, inv, out, NULL);
+}
+
+/* The text form: a->args = ct, one key per element of galois(...), fwd,
+ * inv; a->names one per element (the parser checked that count). */
+fhjit_value ir_ckks_rotate_hoisted_text(fhjit_graph *g, const ir_op_args *a) {
+  const char *op = "ckks_rotate_hoisted";
+  int32_t n = a->ngalois;
+  if (a->nargs != n + 3) {
+    ir_error_at(g, g->cur_loc, FHJIT_ERR_PARSE,
+                "%s with %d Galois element%s takes %d operands (the ciphertext, one Galois key "
+                "per element, the forward and the inverse twiddles), not %d",
+                op, (int)n, n == 1 ? "" : "s", (int)n + 3, (int)a->nargs);
+    return FHJIT_NO_VALUE;
+  }
+  if (rotate_hoisted(g, a->args[0], n, a->galois_list, a->args + 1, a->args[n + 1],
+                     a->args[n + 2], a->results, a->names) != FHJIT_OK)
+    return FHJIT_NO_VALUE;
+  return a->results[n - 1];
 }

@@ -130,7 +130,9 @@ enum {
   IR_F_COMMUTATIVE = 1 << 0,
   IR_F_COMPONENTWISE = 1 << 1,
   IR_F_PLAIN_OPERAND = 1 << 2,
-  IR_F_REMAPS_INDEX = 1 << 3
+  IR_F_REMAPS_INDEX = 1 << 3,
+  IR_F_RESULT_PER_GALOIS = 1 << 4 /* composites: galois(k, ...) takes a list and the
+                                   * statement defines one value per element */
 };
 
 /* What the parser hands a builder entry. */
@@ -144,10 +146,18 @@ typedef struct ir_op_args {
   fhjit_form mode;
   int64_t digit, row_start, component;
   int64_t start, count, galois;
+  const int64_t *galois_list; /* galois(k, ...): every element (galois: the first) */
+  int32_t ngalois;
   const int32_t *basis; /* basis(...) */
   int32_t nbasis;
   const char *name; /* the value the text defines (composites name what they add
                      * after it); NULL: not from text */
+  /* IR_F_RESULT_PER_GALOIS: the statement's names (names[0] == name), one
+   * per Galois element, and room for as many results, which the builder
+   * fills (its return value is the last) */
+  const char *const *names;
+  int32_t nnames;
+  fhjit_value *results;
 } ir_op_args;
 typedef fhjit_value (*ir_build_fn)(fhjit_graph *g, const ir_op_args *a);
 
@@ -356,6 +366,9 @@ fhjit_value ir_ckks_mul_relin_rescale(fhjit_graph *g, fhjit_value a, fhjit_value
                                       const char *prefix);
 fhjit_value ir_ckks_rotate(fhjit_graph *g, fhjit_value ct, int64_t k, fhjit_value gk,
                            fhjit_value fwd, fhjit_value inv, const char *prefix);
+/* ckks_rotate_hoisted's text form (ops.def): its operands, Galois elements
+ * and names from a; the results into a->results, the last returned. */
+fhjit_value ir_ckks_rotate_hoisted_text(fhjit_graph *g, const ir_op_args *a);
 /* Drops the nodes from id nnodes on and the inputs from index ninputs on
  * (nodes appended by a composite builder that failed part-way, which must
  * leave the graph as it was). Outputs must not name dropped nodes. A graph

@@ -99,12 +99,16 @@ static fhjit_value ir_build_ckks_mul_relin_rescale(fhjit_graph *g, const ir_op_a
 static fhjit_value ir_build_ckks_rotate(fhjit_graph *g, const ir_op_args *a) {
   return ir_ckks_rotate(g, a->args[0], a->galois, a->args[1], a->args[2], a->args[3], a->name);
 }
+/* %r_1, ..., %r_n = ckks_rotate_hoisted %ct, %gk_1, ..., %gk_n, %fw, %iv galois(k_1, ..., k_n) */
+static fhjit_value ir_build_ckks_rotate_hoisted(fhjit_graph *g, const ir_op_args *a) {
+  return ir_ckks_rotate_hoisted_text(g, a);
+}
 
 const ir_op_info *ir_composite_by_mnemonic(const char *s, size_t len) {
   static const ir_op_info table[] = {
 #define IR_OP(...)
-#define IR_COMPOSITE(id, mn, arity, clauses, required, build) \
-  {mn, arity, IR_CLASS_COMPOSITE, clauses, required, 0, build},
+#define IR_COMPOSITE(id, mn, arity, clauses, required, flags, build) \
+  {mn, arity, IR_CLASS_COMPOSITE, clauses, required, flags, build},
 #include "ir/ops.def"
 #undef IR_COMPOSITE
 #undef IR_OP

@@ -695,8 +695,36 @@ static int parse_operands(parser *p, const ir_op_info *syn, const token *opw, co
   return 0;
 }
 
+/* galois(k) or, where the statement defines a value per element
+ * (IR_F_RESULT_PER_GALOIS), galois(k, ...): into *list (owned by the
+ * caller), a->galois_list and a->galois (the first). */
+static int parse_galois(parser *p, const ir_op_info *syn, ir_op_args *a, int64_t **list) {
+  int32_t cap = 0;
+  for (;;) {
+    int64_t k;
+    ir_loc loc = p->tok.loc;
+    if (parse_int64(p, "the Galois element", &k)) return -1;
+    if (a->ngalois == cap) {
+      cap = cap ? 2 * cap : 8;
+      int64_t *grown = realloc(*list, sizeof *grown * (size_t)cap);
+      if (!grown) return fail_at(p, loc, FHJIT_ERR_MEMORY, "out of memory");
+      *list = grown;
+    }
+    (*list)[a->ngalois++] = k;
+    if (p->tok.kind != T_COMMA) break;
+    if (!(syn->flags & IR_F_RESULT_PER_GALOIS))
+      return fail_at(p, p->tok.loc, FHJIT_ERR_PARSE,
+                     "%s takes one Galois element in galois(k) (ckks_rotate_hoisted takes "
+                     "several)", a->mnemonic);
+    if (next(p)) return -1;
+  }
+  a->galois_list = *list, a->galois = (*list)[0];
+  return 0;
+}
+
 /* One clause's value, after its '(' (the word said which). */
-static int parse_clause_value(parser *p, clause c, ir_op_args *a, int32_t **basis) {
+static int parse_clause_value(parser *p, const ir_op_info *syn, clause c, ir_op_args *a,
+                              int32_t **basis, int64_t **galois) {
   switch (c) {
   case IR_CL_LAYOUT: return parse_compression(p, &a->layout);
   case IR_CL_IMPLICIT: return parse_operand(p, &a->implicit, NULL);
@@ -705,7 +733,7 @@ static int parse_clause_value(parser *p, clause c, ir_op_args *a, int32_t **basi
   case IR_CL_ROW_START: return parse_int64(p, "row_start", &a->row_start);
   case IR_CL_START: return parse_int64(p, "the first row", &a->start);
   case IR_CL_COUNT: return parse_int64(p, "the row count", &a->count);
-  case IR_CL_GALOIS: return parse_int64(p, "the Galois element", &a->galois);
+  case IR_CL_GALOIS: return parse_galois(p, syn, a, galois);
   case IR_CL_BASIS: return parse_positions(p, basis, &a->nbasis);
   case IR_CL_MODE:
     if (tok_is(&p->tok, "std")) a->mode = FHJIT_FORM_STD;
@@ -719,14 +747,14 @@ static int parse_clause_value(parser *p, clause c, ir_op_args *a, int32_t **basi
 /* The clauses after the operands, each at most once, the required ones
  * present; basis(...) into *basis (owned by the caller). */
 static int parse_clauses(parser *p, const ir_op_info *syn, const token *opw, const char *mnemonic,
-                         int32_t **basis, ir_op_args *a) {
+                         int32_t **basis, int64_t **galois, ir_op_args *a) {
   unsigned seen = 0;
   char context[64];
   snprintf(context, sizeof context, "the operands of %s", mnemonic);
   while (p->tok.kind == T_WORD && !tok_is(&p->tok, "output")) {
     clause c;
     if (clause_word(p, context, syn->clauses & ~IR_CL_COMPONENT, &seen, &c) ||
-        expect(p, T_LPAREN, "'('") || parse_clause_value(p, c, a, basis) ||
+        expect(p, T_LPAREN, "'('") || parse_clause_value(p, syn, c, a, basis, galois) ||
         expect(p, T_RPAREN, "')'"))
       return -1;
   }
@@ -739,63 +767,132 @@ static int parse_clauses(parser *p, const ir_op_info *syn, const token *opw, con
   return 0;
 }
 
-/* Builds the op named name from a (its row's builder) and defines the
- * name. */
-static int build_op(parser *p, const ir_op_info *syn, const token *opw, const token *name,
-                    ir_op_args *a) {
-  fhjit_graph *g = p->g;
+/* Names v as the text does and defines the name. */
+static int define(parser *p, const token *name, fhjit_value v) {
   char *cname = tok_strdup(p, name);
   if (!cname) return -1;
-  g->cur_loc = opw->loc;
-  /* a composite (ops.def's IR_COMPOSITE) names what it adds after cname */
-  a->name = cname;
-  fhjit_value v = syn->build(g, a);
-  if (v == FHJIT_NO_VALUE) {
-    free(cname);
-    return fail_recorded(p);
-  }
-  g->cur_loc = name->loc;
-  fhjit_status st = fhjit_set_name(g, v, cname);
+  p->g->cur_loc = name->loc;
+  fhjit_status st = fhjit_set_name(p->g, v, cname);
   free(cname);
   if (st != FHJIT_OK) return fail_recorded(p);
   return sym_add(p, name, v);
 }
 
-/* %name = OP operands clauses */
-static int parse_op(parser *p, const token *name) {
+/* Builds the op from a (its row's builder) and defines the statement's
+ * names: one, or one per Galois element (IR_F_RESULT_PER_GALOIS: the
+ * builder fills a->results). */
+static int build_op(parser *p, const ir_op_info *syn, const token *opw, const token *names,
+                    int nnames, ir_op_args *a) {
+  fhjit_graph *g = p->g;
+  char **cnames = calloc((size_t)nnames, sizeof *cnames);
+  fhjit_value *results = malloc(sizeof *results * (size_t)nnames);
+  int rc = cnames && results ? 0 : fail_at(p, opw->loc, FHJIT_ERR_MEMORY, "out of memory");
+  for (int i = 0; !rc && i < nnames; i++)
+    if (!(cnames[i] = tok_strdup(p, &names[i]))) rc = -1;
+  if (!rc) {
+    g->cur_loc = opw->loc;
+    /* a composite (ops.def's IR_COMPOSITE) names what it adds after name */
+    a->name = cnames[0];
+    a->names = (const char *const *)cnames, a->nnames = nnames, a->results = results;
+    fhjit_value v = syn->build(g, a);
+    if (v == FHJIT_NO_VALUE) rc = fail_recorded(p);
+    else if (!(syn->flags & IR_F_RESULT_PER_GALOIS)) results[0] = v;
+  }
+  for (int i = 0; !rc && i < nnames; i++) rc = define(p, &names[i], results[i]);
+  for (int i = 0; cnames && i < nnames; i++) free(cnames[i]);
+  free(cnames);
+  free(results);
+  return rc;
+}
+
+/* A statement defining several values (names[1] on) is one whose op
+ * defines one per element of its galois(...), as many as there are. */
+static int check_result_count(parser *p, const ir_op_info *syn, const token *opw,
+                              const char *mnemonic, const token *names, int nnames,
+                              const ir_op_args *a) {
+  if (!(syn->flags & IR_F_RESULT_PER_GALOIS)) {
+    if (nnames == 1) return 0;
+    return fail_at(p, names[1].loc, FHJIT_ERR_PARSE,
+                   "%s defines one value, not %d (only ckks_rotate_hoisted defines several)",
+                   mnemonic, nnames);
+  }
+  if (nnames == a->ngalois) return 0;
+  return fail_at(p, opw->loc, FHJIT_ERR_PARSE,
+                 "%s with %d Galois element%s defines %d value%s (one per element), not %d",
+                 mnemonic, (int)a->ngalois, a->ngalois == 1 ? "" : "s", (int)a->ngalois,
+                 a->ngalois == 1 ? "" : "s", nnames);
+}
+
+/* %name, ... = OP operands clauses */
+static int parse_op(parser *p, const token *names, int nnames) {
   const token opw = p->tok;
   char mnemonic[32];
   const ir_op_info *syn = op_word(p, mnemonic, sizeof mnemonic);
   if (!syn) return -1;
+  if (nnames > 1 && !(syn->flags & IR_F_RESULT_PER_GALOIS))
+    return check_result_count(p, syn, &opw, mnemonic, names, nnames, NULL);
   fhjit_value *args = NULL;
   int32_t *basis = NULL;
+  int64_t *galois = NULL;
   ir_op_args a = {.mnemonic = mnemonic, .layout = FHJIT_CYCLIC, .implicit = FHJIT_NO_VALUE,
                   .domain = FHJIT_DOMAIN_ANY, .mode = FHJIT_FORM_ANY};
   int rc = parse_operands(p, syn, &opw, mnemonic, &args, &a);
-  if (!rc) rc = parse_clauses(p, syn, &opw, mnemonic, &basis, &a);
+  if (!rc) rc = parse_clauses(p, syn, &opw, mnemonic, &basis, &galois, &a);
+  if (!rc) rc = check_result_count(p, syn, &opw, mnemonic, names, nnames, &a);
   if (!rc) {
     a.args = args, a.basis = basis;
-    rc = build_op(p, syn, &opw, name, &a);
+    rc = build_op(p, syn, &opw, names, nnames, &a);
   }
   free(args);
   free(basis);
+  free(galois);
   return rc;
 }
 
-/* %name = input ... | %name = OP ... */
-static int parse_definition(parser *p) {
-  const token name = p->tok;
-  symbol *prev = sym_find(p, name.text, name.len);
-  if (prev)
-    return fail_at(p, name.loc, FHJIT_ERR_PARSE,
-                   "redefinition of %%%.*s (first defined at line %d, column %d)",
-                   (int)name.len, name.text, (int)prev->loc.line, (int)prev->loc.col);
-  if (next(p) || expect(p, T_EQ, "'=' after the value name")) return -1;
-  if (tok_is(&p->tok, "input")) {
+/* The names a statement defines, %a or %a, %b, ..., up to its '=' (each
+ * new, none twice) into *names (owned by the caller). */
+static int parse_names(parser *p, token **names, int *nnames) {
+  int cap = 0;
+  for (;;) {
+    const token name = p->tok;
+    symbol *prev = sym_find(p, name.text, name.len);
+    if (prev)
+      return fail_at(p, name.loc, FHJIT_ERR_PARSE,
+                     "redefinition of %%%.*s (first defined at line %d, column %d)",
+                     (int)name.len, name.text, (int)prev->loc.line, (int)prev->loc.col);
+    for (int i = 0; i < *nnames; i++)
+      if ((*names)[i].len == name.len && !memcmp((*names)[i].text, name.text, name.len))
+        return fail_at(p, name.loc, FHJIT_ERR_PARSE, "%%%.*s is named twice in this definition",
+                       (int)name.len, name.text);
+    if (*nnames == cap) {
+      cap = cap ? 2 * cap : 4;
+      token *grown = realloc(*names, sizeof *grown * (size_t)cap);
+      if (!grown) return fail_at(p, name.loc, FHJIT_ERR_MEMORY, "out of memory");
+      *names = grown;
+    }
+    (*names)[(*nnames)++] = name;
     if (next(p)) return -1;
-    return parse_input(p, &name);
+    if (p->tok.kind != T_COMMA) return expect(p, T_EQ, "'=' after the value name");
+    if (next(p)) return -1;
+    if (p->tok.kind != T_VALUE) return expected(p, "a value name ('%name') after ','");
   }
-  return parse_op(p, &name);
+}
+
+/* %name = input ... | %name, ... = OP ... */
+static int parse_definition(parser *p) {
+  token *names = NULL;
+  int nnames = 0;
+  int rc = parse_names(p, &names, &nnames);
+  if (!rc && tok_is(&p->tok, "input")) {
+    if (nnames > 1)
+      rc = fail_at(p, names[1].loc, FHJIT_ERR_PARSE, "an input defines one value, not %d",
+                   nnames);
+    else rc = next(p) ? -1 : parse_input(p, &names[0]);
+  } else if (!rc) {
+    rc = parse_op(p, names, nnames);
+  }
+  free(names);
+  return rc;
 }
 
 /* Whether v is a polynomial value (outputs of tables are refused by the

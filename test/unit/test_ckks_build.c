@@ -442,7 +442,10 @@ START_TEST(test_text) {
            "  %%rs = ckks_rescale %%a, %%fwd, %%inv\n"
            "  %%hm = ckks_mul_relin_rescale %%a, %%b, %%k1, %%fwd, %%inv\n"
            "  %%rt = ckks_rotate %%a, %%k2, %%fwd, %%inv galois(31)\n"
-           "  output %%ks\n  output %%rl\n  output %%rs\n  output %%hm\n  output %%rt\n}\n");
+           "  %%h5, %%h25, %%h3 = ckks_rotate_hoisted %%b, %%k1, %%k2, %%k1, %%fwd, %%inv "
+           "galois(5, 25, 3)\n"
+           "  output %%ks\n  output %%rl\n  output %%rs\n  output %%hm\n  output %%rt\n"
+           "  output %%h5\n  output %%h25\n  output %%h3\n}\n");
   fhjit_graph *gt = fhjit_parse(e.ctx, text, strlen(text), "t.fh");
   ck_assert_msg(gt != NULL, "%s", fhjit_last_error(e.ctx));
   shape s = shapes[0];
@@ -453,6 +456,10 @@ START_TEST(test_text) {
   out(&e, gc, fhjit_ckks_rescale(gc, x.a, x.fwd, x.inv));
   out(&e, gc, fhjit_ckks_mul_relin_rescale(gc, x.a, x.b, x.k1, x.fwd, x.inv));
   out(&e, gc, fhjit_ckks_rotate(gc, x.a, 31, x.k2, x.fwd, x.inv));
+  int64_t hk[3] = {5, 25, 3};
+  fhjit_value hkeys[3] = {x.k1, x.k2, x.k1}, hres[3];
+  ck_assert_int_eq(fhjit_ckks_rotate_hoisted(gc, x.b, 3, hk, hkeys, x.fwd, x.inv, hres), FHJIT_OK);
+  for (int i = 0; i < 3; i++) out(&e, gc, hres[i]);
   ck_assert_int_eq(fhjit_bind(gt), FHJIT_OK);
   ck_assert_int_eq(fhjit_bind(gc), FHJIT_OK);
   uint64_t ht[2], hc[2];
@@ -466,6 +473,19 @@ START_TEST(test_text) {
   ck_assert_int_ge(fhjit_find_value(gt, "hm.ks.modup1"), 0);
   ck_assert_int_ge(fhjit_find_value(gt, "hm.rescale.table"), 0);
   ck_assert_int_ge(fhjit_find_value(gt, "rt.rot1"), 0);
+  /* hoisted: the shared values after the first result, each rotation's
+   * after its own, the results the statement's names */
+  ck_assert_int_ge(fhjit_find_value(gt, "h5.modup1"), 0);
+  ck_assert_int_ge(fhjit_find_value(gt, "h5.moddown.table"), 0);
+  ck_assert_int_ge(fhjit_find_value(gt, "h25.ks"), 0);
+  ck_assert_int_ge(fhjit_find_value(gt, "h3.modup0.rot"), 0);
+  ck_assert_int_eq(fhjit_find_value(gt, "h25.modup1"), -1);
+  for (int i = 0; i < 3; i++) {
+    fhjit_output_info oi;
+    ck_assert_int_eq(fhjit_output_info_get(gt, 5 + i, &oi), FHJIT_OK);
+    static const char *const want[3] = {"h5", "h25", "h3"};
+    ck_assert_str_eq(fhjit_value_name(gt, oi.value), want[i]);
+  }
   ck_assert_str_eq(fhjit_value_name(gt, fhjit_input_value(gt, 8)), "ks.modup0.table");
   /* canonical text is the expansion and round-trips */
   const char *p1 = fhjit_print(gt);
