@@ -6,8 +6,9 @@
  * context is destroyed. Every call reports a status; on failure the context
  * records a message that says what, where and why (fhjit_last_error). No call
  * exits or aborts on user error, and a failed call leaves the caller's data
- * untouched. A context and its graphs are used by one thread at a time;
- * separate contexts may be used from separate threads at once.
+ * untouched. A context and its graphs are used by one thread at a time
+ * (but for fhjit_cuda_compile, fhjit_cuda.h); separate contexts may be
+ * used from separate threads at once.
  *
  * Semantics of every operation: docs/semantics.md (SPEC.md restated). */
 #ifndef FHJIT_FHJIT_H

@@ -105,7 +105,11 @@ typedef struct fhjit_cuda_compile_info {
 FHJIT_API int fhjit_cuda_available(fhjit_context *ctx);
 
 /* Compiles (or finds in the caches) and loads the kernels of bound graph g
- * in the current (or primary) context. NULL on error. info may be NULL. */
+ * in the current (or primary) context. NULL on error. info may be NULL.
+ * The one call several threads may make on one fhjit context at once, each
+ * with graphs of its own: it runs under the context's lock, errors
+ * included, so with several failing at once the context's last error is
+ * one of theirs. */
 FHJIT_API fhjit_cuda_kernel *fhjit_cuda_compile(fhjit_graph *g,
                                                 const fhjit_cuda_options *options,
                                                 fhjit_cuda_compile_info *info);

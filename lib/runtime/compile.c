@@ -829,15 +829,33 @@ fhjit_cuda_kernel *rt_compile(fhjit_graph *g, const fhjit_cuda_options *o, CUcon
   return k;
 }
 
+/* Several threads may compile in one context at once (docs/runtime.md),
+ * and they share its error record: every step that may record an error
+ * (the graph's check, the driver, the current CUDA context, the compile)
+ * runs under the context's lock. Those checks recorded their errors
+ * before it, and two threads failing at once freed the same old message
+ * (found by ThreadSanitizer, a double free under ASan). */
 fhjit_cuda_kernel *fhjit_cuda_compile(fhjit_graph *g, const fhjit_cuda_options *o,
                                       fhjit_cuda_compile_info *info) {
   const char *what = "fhjit_cuda_compile";
-  if (!graph_usable(g, what)) return NULL;
-  const rt_driver *d = rt_driver_get(g->ctx, what);
-  if (!d) return NULL;
+  if (!g) return NULL;
+  rt_state *st = rt_state_get(g->ctx);
+  if (!st) {
+    /* no state, so no thread holds its lock: the creation lock orders
+     * these records */
+    pthread_mutex_lock(&state_create_lock);
+    ir_error(g->ctx, FHJIT_ERR_MEMORY, "%s: out of memory", what);
+    pthread_mutex_unlock(&state_create_lock);
+    return NULL;
+  }
+  fhjit_cuda_kernel *k = NULL;
+  pthread_mutex_lock(&st->lock);
+  const rt_driver *d = graph_usable(g, what) ? rt_driver_get(g->ctx, what) : NULL;
   CUcontext cuctx;
-  if (rt_current_context(g->ctx, d, o ? o->device : 0, what, &cuctx) != FHJIT_OK) return NULL;
-  return rt_compile(g, o, cuctx, d, what, info);
+  if (d && rt_current_context(g->ctx, d, o ? o->device : 0, what, &cuctx) == FHJIT_OK)
+    k = compile_locked(st, g, d, o, cuctx, what, info);
+  pthread_mutex_unlock(&st->lock);
+  return k;
 }
 
 const fhjit_cuda_compile_info *fhjit_cuda_kernel_info(const fhjit_cuda_kernel *k) {

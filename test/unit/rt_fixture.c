@@ -3,6 +3,7 @@
  * set-up and tear-down, graphs, buffers and the forking runner. */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,21 @@ static char *hand_ptx(const lw_program *p) {
   return b.data;
 }
 
+/* The hook is global and lowers for every fhjit context: threads compiling
+ * in separate contexts (test_kernel_cache's `threads`) hold separate locks,
+ * so the hook takes its own. */
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static fhjit_status hook_lower_locked(fhjit_graph *g, const char *arch, lw_program *out);
+
 static fhjit_status hook_lower(fhjit_graph *g, const char *arch, lw_program *out) {
+  pthread_mutex_lock(&hook_lock);
+  fhjit_status st = hook_lower_locked(g, arch, out);
+  pthread_mutex_unlock(&hook_lock);
+  return st;
+}
+
+static fhjit_status hook_lower_locked(fhjit_graph *g, const char *arch, lw_program *out) {
   hook.calls++;
   snprintf(hook.arch, sizeof hook.arch, "%s", arch ? arch : "(null)");
   memset(out, 0, sizeof *out);
@@ -97,12 +112,14 @@ static fhjit_status hook_lower(fhjit_graph *g, const char *arch, lw_program *out
 /* The hook's program without its PTX, not counted: what the runtime checks
  * disk entries against (rt_describe). */
 static fhjit_status hook_describe(fhjit_graph *g, const char *arch, lw_program *out) {
+  pthread_mutex_lock(&hook_lock);
   int calls = hook.calls;
   char seen[sizeof hook.arch];
   memcpy(seen, hook.arch, sizeof seen);
-  fhjit_status st = hook_lower(g, arch, out);
+  fhjit_status st = hook_lower_locked(g, arch, out);
   hook.calls = calls;
   memcpy(hook.arch, seen, sizeof seen);
+  pthread_mutex_unlock(&hook_lock);
   free(out->ptx);
   out->ptx = NULL;
   return st;

@@ -324,6 +324,7 @@ typedef struct thread_job {
   fhjit_graph *g;
   fhjit_cuda_kernel *k;
   fhjit_cuda_source source;
+  int failed; /* compile_failing: its calls that returned NULL */
 } thread_job;
 
 static void *compile_job(void *arg) {
@@ -351,7 +352,7 @@ START_TEST(threads) {
   fhjit_context *c = fhjit_context_create();
   thread_job jobs[N];
   pthread_t t[N];
-  for (int i = 0; i < N; i++) jobs[i] = (thread_job){add_graph(c, "mt", FHJIT_R62, 3, 64), NULL, 0};
+  for (int i = 0; i < N; i++) jobs[i] = (thread_job){add_graph(c, "mt", FHJIT_R62, 3, 64), NULL, 0, 0};
   for (int i = 0; i < N; i++) pthread_create(&t[i], NULL, compile_job, &jobs[i]);
   for (int i = 0; i < N; i++) pthread_join(t[i], NULL);
   int compiled = 0;
@@ -378,6 +379,43 @@ START_TEST(threads) {
   ck_assert_int_eq(info.source, FHJIT_CUDA_FROM_DISK);
   fhjit_context_destroy(c);
   ck_assert_int_eq(fake_live_modules(), 0);
+}
+END_TEST
+
+/* Threads failing at once in one context: each failure replaces the
+ * context's error record, which the checks before the compile's lock
+ * (the graph not bound) once wrote unlocked, so two threads freed the
+ * same old message (a double free under ASan, found by ThreadSanitizer).
+ * Now under the lock: every call fails cleanly and the record is whole. */
+enum { FAIL_ROUNDS = 300 };
+
+static void *compile_failing(void *arg) {
+  thread_job *j = arg;
+  for (int r = 0; r < FAIL_ROUNDS; r++)
+    if (fhjit_cuda_compile(j->g, NULL, NULL) == NULL) j->failed++;
+  return NULL;
+}
+
+START_TEST(threads_failing) {
+  use_fake();
+  enum { N = 8 };
+  fhjit_context *c = fhjit_context_create();
+  thread_job jobs[N];
+  pthread_t t[N];
+  for (int i = 0; i < N; i++) {
+    fhjit_graph *g = fhjit_graph_create(c, "unbound", FHJIT_R62);
+    fhjit_type ty = tu_poly(0, 0, NULL, 3, 64);
+    fhjit_value a = fhjit_input(g, "a", &ty);
+    ck_assert_int_eq(fhjit_output(g, fhjit_neg(g, a), "o"), FHJIT_OK);
+    jobs[i] = (thread_job){g, NULL, 0, 0};
+  }
+  for (int i = 0; i < N; i++) pthread_create(&t[i], NULL, compile_failing, &jobs[i]);
+  for (int i = 0; i < N; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < N; i++) ck_assert_int_eq(jobs[i].failed, FAIL_ROUNDS);
+  expect(c, fhjit_last_status(c), FHJIT_ERR_ARGUMENT, "fhjit_cuda_compile: graph @unbound",
+         "is not bound", NULL);
+  ck_assert_int_eq(hook.calls, 0);
+  fhjit_context_destroy(c);
 }
 END_TEST
 
@@ -465,6 +503,7 @@ int main(void) {
   tcase_add_test(tc, cache_off);
   tcase_add_test(tc, cache_default_dirs);
   tcase_add_test(tc, threads);
+  tcase_add_test(tc, threads_failing);
   tcase_add_test(tc, description_roundtrip);
   return rt_run(s);
 }
