@@ -227,12 +227,20 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * (2026-12-06, two sweeps) 2^16 x 64 forward 26.5 us against 26.8,
  * inverse (with twsplit) 25.5 against 26.2, x 32 inverse 15.5 against
  * 16.3; 2^17 x 64 0.5% faster; the r32 CKKS operations 1.2-1.5% (key
- * switch 248.5 us against 250.4-251.5); r62 within noise, so off there. */
+ * switch 248.5 us against 250.4-251.5); r62 within noise, so off there.
+ * r62 2^16 ipsmem=1,minb_epi=8: the 16-row key-switch chain of ntt_bench
+ * (an ipntt reduce kernel of two members, 120 registers and 4 blocks an
+ * SM, then the inverse whose last kernel adds a ciphertext, 74 registers
+ * and 6 blocks) 89.7-90.2 us against 92.3-93.1 (1.28-1.29x its separate
+ * graphs against 1.24-1.25x), the r62 key switch and HMult + relin +
+ * rescale (no reduce kernel there) within 0.3% (an H100, 2026-12-07,
+ * bench/results/2026-12-07-23621fd/; minb_epi 9 and 10, minb_red,
+ * minb_chunk, pad_chunk, l2pfprev=0 with it within noise). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10,twvec=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,twsplit=12,twvec=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
-                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1",
+                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1,ipsmem=1,minb_epi=8",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
 
