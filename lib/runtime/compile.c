@@ -85,10 +85,13 @@ fhjit_status fhjit_cuda_release_context(fhjit_context *ctx, fhjit_cuda_context c
   rt_free_generation_bump(); /* the context's memory is about to go */
   rt_state *st = ctx->runtime;
   if (!st) return FHJIT_OK;
-  const rt_driver *d = rt_driver_get(ctx, "fhjit_cuda_release_context");
-  if (!d) return FHJIT_ERR_NO_DRIVER;
+  /* nothing loaded (a failed compile still makes the state): a no-op,
+   * driver or not */
+  fhjit_status s = FHJIT_OK;
   pthread_mutex_lock(&st->lock);
-  for (fhjit_cuda_kernel **p = &st->kernels; *p;) {
+  const rt_driver *d = st->kernels ? rt_driver_get(ctx, "fhjit_cuda_release_context") : NULL;
+  if (st->kernels && !d) s = FHJIT_ERR_NO_DRIVER;
+  for (fhjit_cuda_kernel **p = &st->kernels; d && *p;) {
     fhjit_cuda_kernel *k = *p;
     if (k->cuctx == (CUcontext)cuctx) {
       *p = k->next;
@@ -98,7 +101,7 @@ fhjit_status fhjit_cuda_release_context(fhjit_context *ctx, fhjit_cuda_context c
     }
   }
   pthread_mutex_unlock(&st->lock);
-  return FHJIT_OK;
+  return s;
 }
 
 /* --------------------------------------------------------------------- ABI */
