@@ -276,6 +276,35 @@ def test_plan_and_text_of_a_composite():
     assert t.bind().hash() == g.hash()
 
 
+def test_text_of_hoisted_rotations():
+    """The one statement with a value per Galois element (docs/ckks.md,
+    "Text"): the builder's graph, the shared values named after the first
+    result and each rotation's after its own; a count that differs is the
+    parser's located error."""
+    s = SHAPES[0]
+    g = graph(s, "hp")
+    x = user_inputs(g, s)
+    rs = g.ckks_rotate_hoisted(x["a"], [5, 25], [x["k1"], x["k2"]], x["fw"], x["iv"])
+    for i, r in enumerate(rs):
+        g.output(r, "r%d" % i)
+    g.bind()
+    lines = str(g).splitlines()
+    head = [lines[0]] + [ln for ln in lines if "= input" in ln and ".table = input" not in ln]
+
+    def text(statement):
+        return "\n".join(head + [statement, "  output %r0", "  output %r1", "}"]) + "\n"
+    t = fhjit.parse(text("  %r0, %r1 = ckks_rotate_hoisted %a, %k1, %k2, %fw, %iv galois(5, 25)"))
+    printed = str(t)
+    for part in ("%r0.modup0 = modup %r0.c1in", "%r1.ks = moddown %r1.sum1",
+                 "%r1 = pack %r1.c0, %r1.k1", "%r0.moddown.table = input"):
+        assert part in printed, part
+    assert t.bind().hash() == g.hash()
+    with pytest.raises(fhjit.FhjitError) as e:
+        fhjit.parse(text("  %r0, %r1 = ckks_rotate_hoisted %a, %k1, %fw, %iv galois(5, 25)"))
+    assert e.value.status == "FHJIT_ERR_PARSE"
+    assert "with 2 Galois elements takes 5 operands" in e.value.message, e.value
+
+
 def test_spellings():
     for name in WHOLE:
         assert name in [op.name for op in fhjit.OPS]
