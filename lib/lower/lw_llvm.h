@@ -191,6 +191,12 @@ fhjit_status lw_max_values(fhjit_graph *g, int64_t *limit);
  * when it is not a whole number from 1 to the ceiling. */
 int lw_max_values_parse(const char *text, int64_t *limit);
 
+/* evalpf.c: every load of evaluator fn from its pointer parameters
+ * [first, first + count) (the sub-graph's inputs) made a prefetch into the
+ * L2 of the same address, its value zero; other loads stay. */
+fhjit_status lw_eval_to_prefetch(fhjit_context *ctx, LLVMValueRef fn, unsigned first,
+                                 unsigned count);
+
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {
   return 2 + g->ninputs + g->nresults;

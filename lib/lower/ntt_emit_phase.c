@@ -677,6 +677,76 @@ void lw_ne_prefetch_source(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   }
 }
 
+/* Whether input i of epilogue target t is read at the transform's own
+ * positions (epi_eval's walk: batch row br, index i): a polynomial of N
+ * words a row, unit index stride, no batch axes, and as many rows as the
+ * transform's batch rows, split into the transform's components
+ * (ntt_comps > 1) or of one component. Its layout may be a view (offset,
+ * strides), e.g. the Q rows of a key switch's sum. The register input is
+ * not. */
+static int epi_pf_input(const ne *E, int t, int32_t i) {
+  const fhjit_graph *sub = E->pro->epi[t].sub;
+  if (i == E->pro->epi[t].reg) return 0;
+  const fhjit_type *ty = &sub->nodes[sub->inputs[i]].type;
+  const fhjit_layout *l = &sub->nodes[sub->inputs[i]].layout;
+  int ncomp = E->pro->ntt_comps > 1 ? E->pro->ntt_comps : 1;
+  return ty->kind == FHJIT_KIND_POLY && ty->n == (INT64_C(1) << E->P->log_n) && ty->nbatch == 0 &&
+         (ty->comps > 1 ? ty->comps : 1) == ncomp && ty->rows * ncomp == E->P->batch_rows &&
+         l->index_stride == 1;
+}
+
+/* The offset in epilogue input (t, i) of the transform's element at dense
+ * offset off (batch row off >> log N). */
+static LLVMValueRef epi_pf_offset(ne *E, int t, int32_t i, LLVMValueRef off) {
+  LLVMBuilderRef b = E->b;
+  const fhjit_graph *sub = E->pro->epi[t].sub;
+  const fhjit_type *ty = &sub->nodes[sub->inputs[i]].type;
+  const fhjit_layout *l = &sub->nodes[sub->inputs[i]].layout;
+  LLVMValueRef br = LLVMBuildLShr(b, off, c64(E, (uint64_t)E->P->log_n), "");
+  LLVMValueRef idx = LLVMBuildAnd(b, off, c64(E, (UINT64_C(1) << E->P->log_n) - 1), "");
+  LLVMValueRef comp = LLVMBuildUDiv(b, br, c64(E, (uint64_t)ty->rows), "");
+  LLVMValueRef row = LLVMBuildURem(b, br, c64(E, (uint64_t)ty->rows), "");
+  LLVMValueRef at = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, comp, c64(E, (uint64_t)l->comp_stride), ""),
+                                    LLVMBuildNUWMul(b, row, c64(E, (uint64_t)l->row_stride), ""), "");
+  return LLVMBuildNUWAdd(b, add_const64(E, at, (uint64_t)l->offset), idx, "epipf");
+}
+
+/* The prefetches of one element: every accepted input's word. */
+static void epi_pf_element(ne *E, LLVMValueRef off) {
+  static const char text[] = "prefetch.global.L2 [$0];";
+  for (int t = 0; t < E->pro->nepi; t++)
+    for (int32_t i = 0; i < E->pro->epi[t].sub->ninputs; i++)
+      if (epi_pf_input(E, t, i)) prefetch(E, text, E->epi_in[t][i], epi_pf_offset(E, t, i, off));
+}
+
+/* k->epipf (GPU, the last kernel with an epilogue, not a reduce kernel):
+ * before the wait for kernel 0, the thread prefetches into the L2 the
+ * words of each epilogue input epi_pf_input accepts at the positions of
+ * its block's words (its own first pass's, or its share of the block's
+ * staged words): the block stores exactly those positions, so the
+ * epilogue's loads at its end find them in the L2. A prefetch returns no
+ * data and changes no result. */
+void lw_ne_prefetch_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
+  const lw_ntt_kplan *k = E->K;
+  LLVMBuilderRef b = E->b;
+  int any = 0;
+  for (int t = 0; t < E->pro->nepi; t++)
+    for (int32_t i = 0; i < E->pro->epi[t].sub->ninputs; i++) any |= epi_pf_input(E, t, i);
+  if (!any) return;
+  if (!k->staged_load || k->cols) {
+    passmap pm;
+    place p = thread_place(E, tid, blk);
+    LLVMValueRef ku = pass_positions(E, 0, &p, &pm);
+    for (int w = 0; w < (1 << k->log_e); w++) epi_pf_element(E, goff_k(E, &p, ku, pm.kconst[w]));
+    return;
+  }
+  LLVMValueRef gblock = LLVMBuildShl(b, blk, c64(E, (uint64_t)(k->log_c + k->m)), "");
+  for (int64_t g = 0; g < staged_groups(E); g++) {
+    LLVMValueRef e = staged_word(E, tid, g);
+    epi_pf_element(E, LLVMBuildNUWAdd(b, gblock, LLVMBuildZExt(b, e, E->i64, ""), ""));
+  }
+}
+
 /* l2pf for a prologue that is an NTT-domain automorphism of one dense
  * input (the inverse NTT of a rotation's operand): every chunk of M
  * outputs reads one aligned chunk of M source words, permuted (outputs j
