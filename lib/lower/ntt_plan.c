@@ -236,19 +236,18 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * graphs against 1.24-1.25x), the r62 key switch and HMult + relin +
  * rescale (no reduce kernel there) within 0.3% (an H100, 2026-12-07,
  * bench/results/2026-12-07-23621fd/; minb_epi 9 and 10, minb_red,
- * minb_chunk, pad_chunk, l2pfprev=0 with it within noise). r62 2^16
- * epipf=1 (the last kernel prefetches its epilogue's row inputs before
- * its wait): the chain 88.9-89.1 us against 90.0-90.4 (1.29x against
- * 1.27-1.28x), the r62 key switch 637.8-639.5 against 638.7-639.2 (an
- * H100, 2026-12-07, bench/results/2026-12-07-bca0dae/). Not r32: its key
- * switch took 250.5-250.7 us under it against 246.6 (moddown's forward
- * NTT), though its chain gained as much; bit 2 (the keys) cost 5% on the
- * chain and 12% on the r32 key switch. */
+ * minb_chunk, pad_chunk, l2pfprev=0 with it within noise). epipf (the
+ * last kernel prefetching its epilogue's inputs) is in no default plan:
+ * at r62 2^16 bit 1 took the chain to 88.9-89.5 us from 89.8-90.4 but
+ * rotate(1) to 662-664 us from 657-658 and 8 hoisted rotations to
+ * 2681-2687 from 2642-2647 (the other r62 operations within 0.2%); at
+ * r32 the key switch to 250.5-250.7 from 246.6; bit 2 (the keys) slowed
+ * every one (an H100, 2026-12-07, bench/results/2026-12-07-79d0a93/). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10,twvec=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,twsplit=12,twvec=1"},
     [FHJIT_R62] = {[12] = "tws=2", [14] = "e=2,c_col=4,t=7,tws=2,early=1,shoup=1,twpf=1,l2pf=1,pad_chunk=2",
-                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1,ipsmem=1,minb_epi=8,epipf=1",
+                   [16] = "n1=6,c_col=4,t=7,tws=2,early=1,shoup=1,ipsmem=1,minb_epi=8",
                    [17] = "n1=7,c_col=3,t=7,tws=2,early=1,shoup=1"},
 };
 
