@@ -314,14 +314,17 @@ def test_torch_non_default_stream_and_no_sync(torch, rng):
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
         if hasattr(torch.cuda, "_sleep"):
-            torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time on s
+            # ~0.5 s of GPU time on s: the bound below is half of it, so
+            # that a host loaded by other GPU checks (the session round
+            # runs them side by side) still tells waiting from launching
+            torch.cuda._sleep(1_000_000_000)
         import time
         t0 = time.perf_counter()
         out = g.run(C, Pp, params=P)  # torch's current stream: s
         host = time.perf_counter() - t0
         assert not s.query() or not hasattr(torch.cuda, "_sleep")
     if hasattr(torch.cuda, "_sleep"):
-        assert host < 0.05, "the launch waited for the device"
+        assert host < 0.25, "the launch waited for the device"
     s.synchronize()
     assert np.array_equal(from_torch(out, np.uint64), want)
     # explicit stream= while the current stream is the default one
