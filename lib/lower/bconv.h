@@ -94,7 +94,7 @@ typedef struct lw_bconv_plan {
    * (digit_blocks per digit) of `threads` threads; shared_bytes of static
    * shared memory (the kernel declares it: launch with 0 dynamic bytes) */
   uint32_t blocks, shared_bytes, digit_blocks;
-  /* The tensor-core form (bconv.c, "Tensor cores"; r32, not lift, GPU
+  /* The tensor-core form (bconv_mma.c; r32, not lift, GPU
    * targets from sm_80): mma tiles of 16 coefficients per warp (1, 2 or
    * 4; in: 0 automatic, -1 off; out: 0 when not chosen). Its launch facts
    * are mma_blocks (mma_digit_blocks per digit) of mma_threads threads and

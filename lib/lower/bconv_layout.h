@@ -36,7 +36,7 @@ static inline int64_t shared_words(const lw_bconv_plan *p) {
 /* The tensor-core form's shapes: 32-bit halves per word (r32 1, r62 2)
  * and bytes (4, 8); k-steps of 8 halves (32 bytes), groups of 8 target
  * rows; its shared memory: the scalar form's source and target constants,
- * then the B fragments (file comment, "Tensor cores"),
+ * then the B fragments (bconv_mma.c's file comment),
  * [group][byte][k-step][lane][2] 32-bit words. */
 static inline int mma_halves(const lw_bconv_plan *p) { return p->radix == FHJIT_R62 ? 2 : 1; }
 static inline int mma_bytes(const lw_bconv_plan *p) { return 4 * mma_halves(p); }

@@ -1080,8 +1080,8 @@ static fhjit_graph *s7_graph(fhjit_radix radix, const uint64_t *q, int mq, int K
 
 /* ------------------------------- the conversion on the tensor cores */
 
-/* The conversion's tensor-core form (bconv_plan M=1, 2, 4; bconv.c
- * "Tensor cores") and the scalar form (M=0) against the interpreter: both
+/* The conversion's tensor-core form (bconv_plan M=1, 2, 4;
+ * lib/lower/bconv_mma.c) and the scalar form (M=0) against the interpreter: both
  * radices, source rows 1 .. 32 and target rows 7 .. 52 (partial k-steps
  * and row groups), N = 2^4 .. 2^16, both forms, with and without a
  * component axis (a strided source), moduli near the radix limit and far

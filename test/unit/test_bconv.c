@@ -735,7 +735,7 @@ START_TEST(test_gpu_asm) {
 }
 END_TEST
 
-/* The tensor-core form's choice (bconv.c "Tensor cores"): automatic for
+/* The tensor-core form's choice (bconv_mma.c): automatic for
  * r32 conversions of at least 4 source and 8 target rows (r62 when asked),
  * never for the lift, forced (M=1, 2, 4) or turned off (M=0 is mma -1) by the
  * tuning; its launch facts; dropped before sm_80. The host runs the scalar
