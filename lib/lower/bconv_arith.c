@@ -8,12 +8,10 @@
 #include "lower/bconv_emit.h"
 #include "lower/ntt_redc62_ptx.h"
 
+/* unsigned min: arith.c's (it reads only the context, module and builder) */
 LLVMValueRef lw_bc_umin(bc *E, LLVMValueRef a, LLVMValueRef b) {
-  unsigned id = LLVMLookupIntrinsicID("llvm.umin", 9);
-  LLVMTypeRef ty = LLVMTypeOf(a);
-  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(E->m, id, &ty, 1);
-  LLVMValueRef args[2] = {a, b};
-  return LLVMBuildCall2(E->b, LLVMIntrinsicGetType(E->c, id, &ty, 1), fn, args, 2, "");
+  lw_arith A = {.c = E->c, .m = E->m, .b = E->b};
+  return lw_umin(&A, a, b);
 }
 
 /* $0 = text($1 ..) on 64-bit operands, as inline PTX without side effects. */
