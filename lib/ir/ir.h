@@ -383,6 +383,9 @@ static inline int64_t ir_pos(const fhjit_graph *g, fhjit_value v, int64_t r) {
   const int32_t *b = g->nodes[v].basis;
   return b ? b[r] : r;
 }
+/* The most positions a basis holds where the graph states no moduli
+ * (where it does: its moduli); far above any RNS chain's length. */
+#define IR_BASIS_MAX 4096
 /* Computes node n's bound basis from its operands' (fhjit_bind, after its
  * extents): checks the section 7 rules, each failure naming both bases. */
 fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n);

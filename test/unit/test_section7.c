@@ -195,6 +195,14 @@ START_TEST(test_diagnostics) {
                "position 1 repeats");
   expect_error(HDR "{\n %x = input pt<[], 2, 16> coef std basis(0, 7)\n output %x\n}\n",
                "past the chain");
+  /* more rows than the chain: refused before a basis of that many rows is
+   * made (a 13 GB allocation before, found by fuzz_parse) */
+  expect_error(HDR "{\n %x = input pt<[], 3268369921, 16> coef std\n"
+                   " %z = automorphism %x galois(31)\n output %z\n}\n",
+               "%z: 3268369921 rows, more than the chain's 4 moduli");
+  expect_error("graph @e radix(r32) {\n %x = input pt<[], 9000, 16> coef std\n"
+               " %r = rows %x start(1) count(5000)\n output %r\n}\n",
+               "a basis holds at most 4096 positions");
   expect_error(HDR "{\n %x = input pt<[], 2, 16> coef std basis(0, 1)\n"
                    " %y = input pt<[], 2, 16> coef std basis(1, 2)\n %s = add %x, %y\n"
                    " output %s\n}\n",
