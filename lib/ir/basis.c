@@ -307,24 +307,23 @@ static fhjit_status check_in_chain(fhjit_graph *g, const ir_node *n, const bbuf 
  * basis. Settled without a buffer of the rows (a graph without moduli may
  * have any number of rows). */
 static int keeps_default(const fhjit_graph *g, const ir_node *n) {
-  if (g->nodes[n->args[0]].basis) return 0;
+  if (n->op == IR_INPUT || g->nodes[n->args[0]].basis) return 0;
   return n->op == IR_AUTOMORPHISM || n->op == IR_RESCALE || (n->op == IR_ROWS && n->attr[0] == 0);
 }
 
 /* Bounds on a basis before its buffer is made, so that binding stays
  * linear in the text (docs/limits.md): a basis names each position of the
  * chain once, so no more rows than the chain's moduli where the graph
- * states them; where it does not, at most IR_BASIS_MAX positions, unless
- * the basis is [0, rows) as its operand's (keeps_default: no buffer). */
-static fhjit_status check_basis_rows(fhjit_graph *g, const ir_node *n) {
+ * states them; where it does not, at most IR_BASIS_MAX positions in a
+ * buffer (none is made where the basis is kept: keeps_default). */
+static fhjit_status check_basis_rows(fhjit_graph *g, const ir_node *n, int kept) {
   long long rows = (long long)n->type.rows;
   if (g->nmoduli > 0 && rows > g->nmoduli)
     return ir_error_at(g, n->loc, FHJIT_ERR_TYPE,
                        "%%%s: %lld rows, more than the chain's %d moduli: its basis would name "
                        "a position past the chain or one twice",
                        n->name, rows, (int)g->nmoduli);
-  if (n->op != IR_INPUT && keeps_default(g, n)) return FHJIT_OK;
-  if (rows + g->nspecial > IR_BASIS_MAX)
+  if (!kept && rows + g->nspecial > IR_BASIS_MAX)
     return ir_error_at(g, n->loc, FHJIT_ERR_TYPE,
                        "%%%s: %lld rows: a basis holds at most %d positions (docs/limits.md)",
                        n->name, rows, IR_BASIS_MAX);
@@ -347,8 +346,8 @@ fhjit_status ir_bind_basis(fhjit_graph *g, ir_node *n) {
     if (n->op != IR_KS_DIGIT_PRODUCT && n->op != IR_NTT && (st = same_bases(g, n))) return st;
     if (!g->nodes[n->args[0]].basis) return FHJIT_OK;
   }
-  if ((st = check_basis_rows(g, n))) return st;
-  if (n->op != IR_INPUT && keeps_default(g, n)) return FHJIT_OK;
+  int kept = keeps_default(g, n);
+  if ((st = check_basis_rows(g, n, kept)) || kept) return st;
   bbuf b = {malloc(sizeof(int32_t) * (size_t)(n->type.rows + g->nspecial + 1)), 0};
   if (!b.p) return ir_error(g->ctx, FHJIT_ERR_MEMORY, "graph @%s: out of memory", g->name);
   if (n->op == IR_INPUT) {
