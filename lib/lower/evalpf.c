@@ -5,7 +5,8 @@
  * constant tables) stay, so the addresses keep their row and column
  * arithmetic. Called where the results are ignored, the function inlines
  * to the address arithmetic and the prefetches alone: the reduce kernel
- * prefetches the keys its epilogue will read (ntt_emit_fuse.c, epipf). */
+ * prefetches the keys its epilogue will read (ntt_emit_fuse.c, epipf).
+ * The walk that finds those loads is shared with evalstream.c. */
 #include <stdlib.h>
 
 #include "lower/lw_llvm.h"
@@ -19,10 +20,11 @@ static LLVMValueRef gep_base(LLVMValueRef p) {
   }
 }
 
-static int from_params(LLVMValueRef fn, LLVMValueRef p, unsigned first, unsigned count) {
+/* 1 when p is based on a parameter of fn whose bit is set in params. */
+static int from_params(LLVMValueRef fn, LLVMValueRef p, uint64_t params) {
   LLVMValueRef base = gep_base(p);
-  for (unsigned i = first; i < first + count && i < LLVMCountParams(fn); i++)
-    if (base == LLVMGetParam(fn, i)) return 1;
+  for (unsigned i = 0; i < 64 && i < LLVMCountParams(fn); i++)
+    if ((params >> i & 1) && base == LLVMGetParam(fn, i)) return 1;
   return 0;
 }
 
@@ -40,24 +42,37 @@ static void prefetch_instead(LLVMBuilderRef b, LLVMValueRef load) {
   LLVMInstructionEraseFromParent(load);
 }
 
-fhjit_status lw_eval_to_prefetch(fhjit_context *ctx, LLVMValueRef fn, unsigned first,
-                                 unsigned count) {
-  size_t n = 0, cap = 0;
-  LLVMValueRef *loads = NULL;
+fhjit_status lw_eval_input_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params,
+                                 LLVMValueRef **loads, size_t *n) {
+  size_t cap = 0;
+  *loads = NULL;
+  *n = 0;
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
     for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
-      if (LLVMGetInstructionOpcode(i) != LLVMLoad || !from_params(fn, LLVMGetOperand(i, 0), first, count))
+      if (LLVMGetInstructionOpcode(i) != LLVMLoad || !from_params(fn, LLVMGetOperand(i, 0), params))
         continue;
-      if (n == cap) {
-        LLVMValueRef *grown = realloc(loads, (cap = cap ? 2 * cap : 16) * sizeof *loads);
+      if (*n == cap) {
+        LLVMValueRef *grown = realloc(*loads, (cap = cap ? 2 * cap : 16) * sizeof **loads);
         if (!grown) {
-          free(loads);
-          return ir_error(ctx, FHJIT_ERR_MEMORY, "internal: out of memory (prefetch evaluator)");
+          free(*loads);
+          *loads = NULL;
+          return ir_error(ctx, FHJIT_ERR_MEMORY, "internal: out of memory (evaluator loads)");
         }
-        loads = grown;
+        *loads = grown;
       }
-      loads[n++] = i;
+      (*loads)[(*n)++] = i;
     }
+  return FHJIT_OK;
+}
+
+fhjit_status lw_eval_to_prefetch(fhjit_context *ctx, LLVMValueRef fn, unsigned first,
+                                 unsigned count) {
+  size_t n;
+  LLVMValueRef *loads;
+  uint64_t params = 0;
+  for (unsigned i = first; i < first + count && i < 64; i++) params |= UINT64_C(1) << i;
+  fhjit_status st = lw_eval_input_loads(ctx, fn, params, &loads, &n);
+  if (st) return st;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(fn)));
   for (size_t j = 0; j < n; j++) prefetch_instead(b, loads[j]);
   LLVMDisposeBuilder(b);

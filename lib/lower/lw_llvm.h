@@ -196,6 +196,16 @@ int lw_max_values_parse(const char *text, int64_t *limit);
  * L2 of the same address, its value zero; other loads stay. */
 fhjit_status lw_eval_to_prefetch(fhjit_context *ctx, LLVMValueRef fn, unsigned first,
                                  unsigned count);
+/* evalpf.c: the loads of evaluator fn from its pointer parameters whose
+ * bits params sets (bit i: parameter i), in order, into *loads (malloc'd,
+ * *n of them). */
+fhjit_status lw_eval_input_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params,
+                                 LLVMValueRef **loads, size_t *n);
+/* evalstream.c (GPU): every such load made a streaming load of the same
+ * address and value (not allocated in the L1, evict-first in the L2; or
+ * ld.global.cs where cs): read once, so the L2 evicts it before the lines
+ * other steps still read. */
+fhjit_status lw_eval_stream_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params, int cs);
 
 /* Number of kernel arguments: params, pstride, inputs, results. */
 static inline int32_t lw_num_args(const fhjit_graph *g) {

@@ -144,6 +144,11 @@ typedef struct lw_ntt_kplan {
    * evaluators made prefetches (ntt_emit_fuse.c, lw_ne_red_prefetch;
    * evalpf.c); 0 off */
   int epipf;
+  /* GPU, the last kernel with a fused epilogue: its epilogue's input loads
+   * stream (evalstream.c: not allocated in the L1, evict-first in the L2:
+   * read once, so the L2 evicts them first): bit 1 in a reduce kernel (the keys),
+   * bit 2 in any other; bit 4 the `.cs` operator instead; 0 plain loads */
+  int epics;
   /* kernel 0's fused prologue in its staged load: 1 evaluated V elements at
    * a time where its walk allows (ntt_emit_fuse.c, pro_value_vec), 0
    * element by element */
@@ -377,6 +382,7 @@ typedef struct lw_ntt_tuning {
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
   int epipf;     /* lw_ntt_kplan.epipf of every kernel (bits 1, 2; default 0) */
+  int epics;     /* lw_ntt_kplan.epics of every kernel (bits 1, 2, 4; default 0) */
   int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor_plan.c; for comparisons) */
   /* the cluster schedule (sizes 2^14 .. 2^17): sched 1 selects it (the
@@ -681,5 +687,11 @@ fhjit_status lw_anchor_describe(fhjit_graph *g, const char *arch, lw_program *ou
  * computes, fused prologues and epilogues, buffers), its kernels and the
  * scratch buffers (malloc'd text). */
 fhjit_status lw_anchor_plan_text(fhjit_graph *g, const char *arch, char **text);
+
+/* epics: the parameters of epilogue evaluator sub (bit 2 + j: input j)
+ * whose loads stream: the words of polynomials and keys of the
+ * transform's length 2^log_n, each read at one position; not tables or
+ * views of them that every position of a row reads (index stride 0). */
+uint64_t lw_epics_params(const fhjit_graph *sub, int log_n);
 
 #endif

@@ -649,6 +649,34 @@ static fhjit_status build_red_prefetch(ne *E, fhjit_graph *sub) {
   return st;
 }
 
+/* epics (GPU): target t's evaluators, scalar, vector and ipacc's folds,
+ * with their input loads streaming (evalstream.c): bit 1 of a reduce
+ * kernel's epilogue 0, bit 2 of any other. */
+static fhjit_status stream_epilogue(ne *E, int t, fhjit_graph *sub) {
+  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
+  const lw_ntt_reduce *R = &E->pro->red;
+  int red = t == 0 && R->members > 0;
+  if (E->target != LW_GPU || !(lk->epics & (red ? 1 : 2))) return FHJIT_OK;
+  LLVMValueRef fns[2 * 3 * (LW_MAX_REG + 1)];
+  int n = 0;
+  for (int c = 0; c < E->epi_ncomp[t]; c++) {
+    if (red && R->acc > 0) {
+      for (int k = 0; k < R->members; k++) {
+        fns[n++] = E->acc_fn[k][c];
+        if (E->acc_vec) fns[n++] = E->acc_vfn[k][c];
+      }
+      continue;
+    }
+    fns[n++] = E->epi_fn[t][c];
+    if (E->epi_vec[t]) fns[n++] = E->epi_vfn[t][c];
+  }
+  uint64_t params = lw_epics_params(sub, E->P->log_n);
+  int cs = (lk->epics & 4) != 0;
+  fhjit_status st = FHJIT_OK;
+  for (int j = 0; j < n && !st; j++) st = lw_eval_stream_loads(E->ctx, fns[j], params, cs);
+  return st;
+}
+
 /* The epilogue targets' evaluator functions in module m (lower.c), the
  * transform's value passed in registers. */
 fhjit_status lw_ne_build_epilogue(ne *E) {
@@ -678,6 +706,7 @@ fhjit_status lw_ne_build_epilogue(ne *E) {
     if ((st = eval_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
     if (!(t == 0 && R->acc > 0) && (st = build_vector_epilogue(E, t))) return st;
     if (t == 0 && R->members > 0 && !R->acc && (st = build_red_prefetch(E, sub))) return st;
+    if ((st = stream_epilogue(E, t, sub))) return st;
   }
   return FHJIT_OK;
 }

@@ -78,7 +78,7 @@ void lw_ntt_tuning_default(lw_ntt_tuning *t) {
   t->one = t->n1 = t->e_one = t->e_col = t->e_chunk = t->c_col = -1;
   t->t_one = t->t_chunk = t->pad_col = t->pad_chunk = t->minb = t->minb_col = t->minb_chunk = t->minb_red = t->minb_epi = t->ipsmem = t->epi = t->tws = t->shoup = t->tail = t->twpf = t->twsplit = t->twvec = t->l2pf = t->early = t->pdl = t->rowsync = t->entry = t->pdlmix = -1;
   t->sched = t->cluster = t->t_cluster = t->e_cluster = t->xvec = t->u_cluster = t->minb_cluster = t->rows_cluster = t->ahead_cluster = -1;
-  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = t->epipf = -1;
+  t->mixfuse = t->digitfwd = t->liftfuse = t->ipfuse = t->ipacc = t->autpro = t->autcol = t->autvec = t->autvec1 = t->autreg = t->bconvbatch = t->epivec = t->provec = t->epipf = t->epics = -1;
   t->mdip = t->mdipk = t->mdintt = t->mdbconv = t->mdrs = t->pminor = t->ipchain = t->bcrev = t->ipsync = t->convsync = -1;
   t->rowplans = t->ipntt = t->latewait = t->l2pfprev = -1;
 }
@@ -133,6 +133,7 @@ static const tuning_key tuning_keys[] = {
     {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
     {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
     {"epipf", {offsetof(lw_ntt_tuning, epipf)}, 1, 0, 3},
+    {"epics", {offsetof(lw_ntt_tuning, epics)}, 1, 0, 7},
     {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
     {"mdip", {offsetof(lw_ntt_tuning, mdip)}, 1, 0, 1},
     {"mdipk", {offsetof(lw_ntt_tuning, mdipk)}, 1, 1, 16},  /* LW_MDG_MAX (steps.h) */
@@ -615,6 +616,7 @@ fhjit_status lw_ntt_plan_make_tuned(fhjit_context *ctx, fhjit_radix radix, ir_nt
     k->l2pf = pick(t.l2pf, 0);
     k->epivec = pick(t.epivec, 1);
     k->epipf = pick(t.epipf, 0);
+    k->epics = pick(t.epics, 0);
     k->provec = pick(t.provec, 1);
     if (k->threads > 1024 || (int64_t)k->smem_words * ws > SMEM_LIMIT_BYTES)
       return ir_error(ctx, FHJIT_ERR_ARGUMENT,
@@ -747,4 +749,15 @@ void lw_ntt_plan_describe(const lw_ntt_plan *p, char *buf, size_t size) {
       used += (size_t)snprintf(buf + used, size - used, " rows %d%s", 1 << k->log_rows,
                                k->ahead ? " ahead" : "");
   }
+}
+
+uint64_t lw_epics_params(const fhjit_graph *sub, int log_n) {
+  uint64_t params = 0;
+  for (int j = 0; j < sub->ninputs && 2 + j < 64; j++) {
+    const ir_node *in = &sub->nodes[sub->inputs[j]];
+    if ((in->type.kind == FHJIT_KIND_POLY || in->type.kind == FHJIT_KIND_KEY) &&
+        in->type.n == INT64_C(1) << log_n && in->layout.index_stride != 0)
+      params |= UINT64_C(1) << (2 + j);
+  }
+  return params;
 }

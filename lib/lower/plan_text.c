@@ -144,6 +144,20 @@ static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
     sp_buf_printf(b, "  last kernel: prefetches %s into the L2 before its wait (epipf)\n",
                   red ? "what its epilogue reads of its inputs"
                       : "its epilogue's inputs laid out as its rows");
+  /* streaming loads (ntt_emit_fuse.c, stream_epilogue: GPU) */
+  for (int t = 0; t < sp->nepi; t++) {
+    uint64_t params = lw_epics_params(sp->epi_sub[t], sp->plan.log_n);
+    /* the transform's value (the members of a reduce) comes in registers */
+    if (t == 0 && red)
+      for (int k = 0; k < sp->red.members; k++) params &= ~(UINT64_C(1) << (2 + sp->red.reg[k]));
+    else if (sp->epi_reg[t] >= 0)
+      params &= ~(UINT64_C(1) << (2 + sp->epi_reg[t]));
+    if (!params || !(last->epics & (t == 0 && red ? 1 : 2))) continue;
+    int n = 0;
+    for (; params; params &= params - 1) n++;
+    sp_buf_printf(b, "  last kernel: epilogue %d streams its loads of %d input%s (epics, %s)\n", t,
+                  n, n > 1 ? "s" : "", last->epics & 4 ? ".cs" : "L2 evict-first");
+  }
 }
 
 static void put_ntt_step(sp_buf *b, const an_plan *p, int s) {

@@ -1176,7 +1176,9 @@ static void group_ipntt(int quick) {
     const char *plan;
   } sh[] = {{1, 16, 2, 16, 0, 0, NULL}, {0, 16, 2, 16, 0, 0, NULL}, {1, 3, 3, 14, 0, 0, NULL},
             {0, 5, 4, 13, 0, 0, NULL},  {0, 1, 2, 17, 1, 0, NULL},  {1, 2, 5, 13, 0, 0, "ipntt=1"},
-            {0, 4, 3, 14, 0, 1, NULL},  {1, 1, 2, 13, 1, 1, NULL},  {0, 2, 8, 14, 0, 0, NULL}};
+            {0, 4, 3, 14, 0, 1, NULL},  {1, 1, 2, 13, 1, 1, NULL},  {0, 2, 8, 14, 0, 0, NULL},
+            {1, 16, 2, 16, 0, 1, "epics=3"}, {0, 16, 2, 16, 0, 1, "epics=7"},
+            {0, 3, 3, 13, 0, 1, "epics=3"}};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++) {
     if (quick && sh[i].logn > 14) continue;
     fhjit_radix radix = sh[i].r62 ? FHJIT_R62 : FHJIT_R32;
@@ -1193,6 +1195,10 @@ static void group_ipntt(int quick) {
     const char *plan = fhjit_emit(g, FHJIT_EMIT_PLAN, "sm_90");
     int grouped = plan && strstr(plan, "steps before, one per member (ipntt)");
     check(grouped, "%s: the plan groups the forward NTTs", label);
+    /* epics: the reduce kernel's key loads and the inverse's epilogue's
+     * stream (evalstream.c) */
+    if (plan && sh[i].plan && strstr(sh[i].plan, "epics"))
+      check(strstr(plan, "streams its loads") != NULL, "%s: the plan streams loads", label);
     if (grouped) s7_case(g, q, sh[i].rows, n, label);
     fhjit_graph_destroy(g);
   }
@@ -1262,7 +1268,8 @@ static void group_ipfuse(int quick) {
                                        "ipfuse=1,ipsmem=1", "ipfuse=1,ipsmem=16",
                                        "ipfuse=1,ipchain=1", "ipfuse=1,bcrev=0",
                                        "ipfuse=1,bcrev=2", "ipfuse=1,ipsync=1",
-                                       "ipfuse=1,convsync=1", "ipfuse=1,convsync=1,ipsync=1,bcrev=2"};
+                                       "ipfuse=1,convsync=1", "ipfuse=1,convsync=1,ipsync=1,bcrev=2",
+                                       "ipfuse=1,epics=3", "ipfuse=1,ipacc=1,epics=7"};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++)
     for (size_t pl = 0; pl < sizeof plans / sizeof *plans; pl++) {
       if (quick && pl && sh[i].logn > 14) continue; /* the other modes: the small shapes */
@@ -1318,6 +1325,10 @@ static void group_ipfuse(int quick) {
       int csync = plan && strstr(plan, "waits for its row's digit") != NULL;
       if (!strstr(plans[pl], "convsync=1")) check(!csync, "%s: no convsync", label);
       else if (i == 0) check(csync, "%s: the batched forward NTT waits per digit", label);
+      /* epics (evalstream.c): the reduce kernel's key loads stream */
+      if (reduce && strstr(plans[pl], "epics"))
+        check(strstr(plan, "epilogue 0 streams its loads") != NULL, "%s: the keys' loads stream",
+              label);
       s7_repeats = sync || csync;
       if (reduce) s7_case(g, q, m, n, label);
       s7_repeats = 0;
