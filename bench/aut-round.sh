@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # aut-round.sh: the device round for the automorphism's loads: the
-# NTT-domain one's vectors (lower.c aut_ntt_group) and the coefficient one
+# NTT-domain one's vectors (lower_remap.c aut_ntt_group) and the coefficient one
 # in a forward NTT's loads (ntt_emit_aut.c, ntt_plan autcol=1 and 2).
 # From the repository root on the GPU machine with dist/device carried and
 # OUT set:

@@ -365,7 +365,7 @@ static void sweep_bconv(fhjit_radix radix, int log_n, int quick, const char *lis
 }
 
 /* The coefficient-domain automorphism fused into a product under each
- * pw_plan (A=1: its sources staged in shared memory, lower.c emit_stage),
+ * pw_plan (A=1: its sources staged in shared memory, lower_body.c emit_stage),
  * against the product alone under the same plan; both checked against the
  * interpreter (time_graph). plans: "P1;P2;.." or NULL for the default list. */
 static void sweep_aut(fhjit_radix radix, int log_n, int quick, const char *list) {

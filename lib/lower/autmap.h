@@ -1,8 +1,8 @@
 /* autmap.h: the automorphism's index maps as LLVM IR (SPEC section 7;
  * prefix lw_aut_): the source index of an output coefficient in either
  * domain, and the lane permutation of an NTT-domain group read as one
- * vector. lower.c's remapped loads build them; they know nothing of the
- * kernel they are built into. */
+ * vector. lower_remap.c's remapped loads build them; they know nothing
+ * of the kernel they are built into. */
 #ifndef FHJIT_LOWER_AUTMAP_H
 #define FHJIT_LOWER_AUTMAP_H
 

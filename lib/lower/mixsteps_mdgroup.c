@@ -93,7 +93,7 @@ an_mdgroup *lw_mix_md_group(an_build *B, fhjit_value v) {
  * G->swords words, polynomial after polynomial). Why: the operands are
  * the rotations' inner products, each reading the same raised digit rows
  * (at permuted positions within the row: automorphisms) and its key's;
- * the kernel's grid is row-major (lower.c, decompose: a group's index i
+ * the kernel's grid is row-major (lower_body.c, decompose: a group's index i
  * is innermost, then the row, so consecutive blocks cover one row) and
  * each thread computes every member's words of its positions, so a row
  * of a raised digit is read from DRAM once and by the other members from

@@ -75,7 +75,7 @@ fhjit_status lw_apply_pw_plan(fhjit_graph *g, lw_plan *p, lw_target target) {
     p->vec = p->n % v == 0 ? v : 1;
     p->groups = p->work / p->vec;
   }
-  /* the host runs the staged automorphism's arithmetic too (lower.c
+  /* the host runs the staged automorphism's arithmetic too (lower_body.c
    * emit_stage), with the GPU's block */
   p->aut_stage = pw.aut;
   if (pw.block) p->block = pw.block;

@@ -101,7 +101,7 @@ typedef struct an_plan {
 } an_plan;
 
 /* A value no buffer holds whole but every pointwise kernel can read as an
- * address chain (lower.c's remapped loads): modup's output, rows [0, s0)
+ * address chain (lower_remap.c's remapped loads): modup's output, rows [0, s0)
  * and [s0, m) of the converted rows (dense buffer u, m rows, chain
  * positions ucols) around the digit's own rows, rows [s0, s0 + nd) of its
  * operand d (buffer dbuf through view dview, the whole of d). make_sub
