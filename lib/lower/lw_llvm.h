@@ -35,7 +35,7 @@ typedef struct lw_plan {
   int pdl_entry;  /* GPU: a dependent launch (lw_dependent_entry at the kernel's entry, no
                    * noalias arguments): a step of a program (anchor_gpu.c) */
   int aut_stage;  /* GPU: stage coefficient-domain automorphism sources in shared memory
-                   * (FHJIT_PW_PLAN A=1; lower.c emit_stage says when it applies) */
+                   * (FHJIT_PW_PLAN A=1; lower_body.c emit_stage says when it applies) */
   /* The kernel's basis (SPEC section 7), set by lw_plan_graph: row r of the
    * walk computes with parameter column basis[r] (a chain position); NULL:
    * [0, rows), the column is the row. Every node that computes with the

@@ -79,7 +79,7 @@ static LLVMValueRef aut_row(ne *E, const autc *a, LLVMValueRef t, LLVMValueRef *
 }
 
 /* canon(x) = x mod q (x < 2q), negated (q - x, 0 stays 0) where negate:
- * the automorphism's word (SPEC section 7, as lower.c's remapped load).
+ * the automorphism's word (SPEC section 7, as lower_remap.c's remapped load).
  * r32: the negation q - canon(x) is q only for a zero word, which one
  * more conditional subtraction takes to 0 (two csubs, one min.u32 each,
  * against a compare, a select and a zero test); r62 keeps the compare
