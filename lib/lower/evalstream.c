@@ -1,18 +1,60 @@
-/* evalstream.c: an evaluator (lower.c) whose input loads stream. Every load
- * of the function from one of a range of its pointer parameters (the
- * sub-graph's inputs, found by evalpf.c's walk) becomes inline PTX loading
- * the same words with an eviction hint: not allocated in the L1 and
- * evict-first in the L2 (a `createpolicy` cache hint), or the `.cs` cache
- * operator, so that words read once, such as a key
- * switch's keys in its reduce kernel, leave the L2 before the lines the
- * next steps still read (ntt_plan epics, ntt_emit_fuse.c). The value is the
- * load's: only the caches' replacement changes. Loads from anything else
- * (the parameter table, constant tables) stay. GPU only. */
+/* evalstream.c: an evaluator (lower.c) whose input loads stream. Every
+ * load of the function from one of the pointer parameters it is given
+ * (inputs of the sub-graph) becomes inline PTX loading the same words with
+ * an eviction hint: not allocated in the L1 and evict-first in the L2 (a
+ * `createpolicy` cache hint), or the `.cs` cache operator, so that words
+ * read once, such as a key switch's keys in its reduce kernel, leave the
+ * L2 before the lines the next steps still read (ntt_plan epics,
+ * ntt_emit_fuse.c). The value is the load's: only the caches' replacement
+ * changes. Loads from anything else (the parameter table, constant
+ * tables) stay. GPU only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lower/lw_llvm.h"
+
+/* The pointer a chain of GEPs starts from. */
+static LLVMValueRef gep_base(LLVMValueRef p) {
+  for (;;) {
+    if (LLVMIsAGetElementPtrInst(p)) p = LLVMGetOperand(p, 0);
+    else if (LLVMIsAConstantExpr(p) && LLVMGetConstOpcode(p) == LLVMGetElementPtr) p = LLVMGetOperand(p, 0);
+    else return p;
+  }
+}
+
+/* 1 when p is based on a parameter of fn whose bit is set in params. */
+static int from_params(LLVMValueRef fn, LLVMValueRef p, uint64_t params) {
+  LLVMValueRef base = gep_base(p);
+  for (unsigned i = 0; i < 64 && i < LLVMCountParams(fn); i++)
+    if ((params >> i & 1) && base == LLVMGetParam(fn, i)) return 1;
+  return 0;
+}
+
+/* The loads of fn from its parameters in params, in order, into *loads
+ * (malloc'd, *n of them). */
+static fhjit_status input_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params,
+                                LLVMValueRef **loads, size_t *n) {
+  size_t cap = 0;
+  *loads = NULL;
+  *n = 0;
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      if (LLVMGetInstructionOpcode(i) != LLVMLoad || !from_params(fn, LLVMGetOperand(i, 0), params))
+        continue;
+      if (*n == cap) {
+        LLVMValueRef *grown = realloc(*loads, (cap = cap ? 2 * cap : 16) * sizeof **loads);
+        if (!grown) {
+          free(*loads);
+          *loads = NULL;
+          return ir_error(ctx, FHJIT_ERR_MEMORY, "internal: out of memory (evaluator loads)");
+        }
+        *loads = grown;
+      }
+      (*loads)[(*n)++] = i;
+    }
+  return FHJIT_OK;
+}
 
 /* Elements of a load's type (1 for a scalar) and their type. */
 static unsigned lanes_of(LLVMTypeRef t, LLVMTypeRef *elem) {
@@ -103,7 +145,7 @@ static int streamable(LLVMValueRef load) {
 fhjit_status lw_eval_stream_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params, int cs) {
   size_t n;
   LLVMValueRef *loads;
-  fhjit_status st = lw_eval_input_loads(ctx, fn, params, &loads, &n);
+  fhjit_status st = input_loads(ctx, fn, params, &loads, &n);
   if (st) return st;
   LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetTypeContext(LLVMTypeOf(fn)));
   for (size_t j = 0; j < n; j++)

@@ -191,20 +191,11 @@ fhjit_status lw_max_values(fhjit_graph *g, int64_t *limit);
  * when it is not a whole number from 1 to the ceiling. */
 int lw_max_values_parse(const char *text, int64_t *limit);
 
-/* evalpf.c: every load of evaluator fn from its pointer parameters
- * [first, first + count) (the sub-graph's inputs) made a prefetch into the
- * L2 of the same address, its value zero; other loads stay. */
-fhjit_status lw_eval_to_prefetch(fhjit_context *ctx, LLVMValueRef fn, unsigned first,
-                                 unsigned count);
-/* evalpf.c: the loads of evaluator fn from its pointer parameters whose
- * bits params sets (bit i: parameter i), in order, into *loads (malloc'd,
- * *n of them). */
-fhjit_status lw_eval_input_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params,
-                                 LLVMValueRef **loads, size_t *n);
-/* evalstream.c (GPU): every such load made a streaming load of the same
- * address and value (not allocated in the L1, evict-first in the L2; or
- * ld.global.cs where cs): read once, so the L2 evicts it before the lines
- * other steps still read. */
+/* evalstream.c (GPU): every load of evaluator fn from its pointer
+ * parameters whose bits params sets (bit i: parameter i; the sub-graph's
+ * inputs) made a streaming load of the same address and value (not
+ * allocated in the L1, evict-first in the L2; or ld.global.cs where cs):
+ * read once, so the L2 evicts it before the lines other steps still read. */
 fhjit_status lw_eval_stream_loads(fhjit_context *ctx, LLVMValueRef fn, uint64_t params, int cs);
 
 /* Number of kernel arguments: params, pstride, inputs, results. */

@@ -135,14 +135,12 @@ typedef struct lw_ntt_kplan {
    * where its walk allows (ntt_emit_fuse.c, epi_value_vec: vector loads of
    * its inputs), 0 element by element */
   int epivec;
-  /* GPU, the last kernel with a fused epilogue, before its wait for
-   * kernel 0, prefetches into the L2 what the epilogue will read: bit 1
-   * (not a reduce kernel) each epilogue input laid out as the transform's
-   * rows, at the positions its block stores (ntt_emit_phase.c,
-   * lw_ne_prefetch_epilogue); bit 2 (a reduce kernel without ipacc) its
-   * inputs (the keys) at each word of the thread, by the epilogue's
-   * evaluators made prefetches (ntt_emit_fuse.c, lw_ne_red_prefetch;
-   * evalpf.c); 0 off */
+  /* GPU, the last kernel with a fused epilogue (not a reduce kernel),
+   * before its wait for kernel 0: 1 prefetches into the L2 each epilogue
+   * input laid out as the transform's rows, at the positions its block
+   * stores (ntt_emit_phase.c, lw_ne_prefetch_epilogue); 0 off. (A bit 2,
+   * the reduce kernel's keys prefetched, measured slower everywhere and
+   * was removed: docs/ntt.md.) */
   int epipf;
   /* GPU, the last kernel with a fused epilogue: its epilogue's input loads
    * stream (evalstream.c: not allocated in the L1, evict-first in the L2:
@@ -381,7 +379,7 @@ typedef struct lw_ntt_tuning {
   int twvec;     /* lw_ntt_kplan.twvec of every kernel (default 0) */
   int l2pf;      /* lw_ntt_kplan.l2pf of every kernel (default 0) */
   int epivec;    /* lw_ntt_kplan.epivec of every kernel (default 1) */
-  int epipf;     /* lw_ntt_kplan.epipf of every kernel (bits 1, 2; default 0) */
+  int epipf;     /* lw_ntt_kplan.epipf of every kernel (0 or 1; default 0) */
   int epics;     /* lw_ntt_kplan.epics of every kernel (bits 1, 2, 4; default 0) */
   int provec;    /* lw_ntt_kplan.provec of every kernel (default 1) */
   int epi;       /* 0: no epilogue fusion in graphs (anchor_plan.c; for comparisons) */

@@ -252,7 +252,6 @@ static void build_gpu_kernel(ne *E, const char *name) {
   }
   if (!first && k->pdl && (k->epipf & 1) && E->epi_active && !E->red_active && E->target == LW_GPU)
     lw_ne_prefetch_epilogue(E, tid, blk);
-  if (E->red_active && E->red_pf) lw_ne_red_prefetch(E, tid, blk);
   if (first && k->entry && !k->late_entry) lw_ne_entry_wait(E, tid, blk);
   if (!first && k->entry) grid_dep(E, "griddepcontrol.launch_dependents;");
   if (first && k->pdl) grid_dep(E, "griddepcontrol.launch_dependents;");

@@ -62,12 +62,6 @@ typedef struct ne {
   LLVMValueRef epi_vfn[LW_NTT_MAX_EPI][3];
   LLVMTypeRef epi_vty[LW_NTT_MAX_EPI][3];
   int64_t epi_vvalues[LW_NTT_MAX_EPI];
-  /* epipf bit 2 (GPU, a reduce kernel without ipacc): epilogue 0's
-   * evaluators with their input loads made prefetches (evalpf.c), vector
-   * ones where red_pf_vec, per component; red_pf 0 where there are none */
-  int red_pf, red_pf_vec;
-  LLVMValueRef red_pfn[3];
-  LLVMTypeRef red_pty[3];
   int64_t inlined; /* values of the evaluator calls in the kernel being built */
   LLVMValueRef epi_in[LW_NTT_MAX_EPI][LW_MAX_ARGS];
   LLVMValueRef epi_out[LW_NTT_MAX_EPI];
@@ -274,9 +268,6 @@ int lw_ne_prefetch_aut_source(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 /* The last kernel's epilogue inputs at its block's positions into the L2
  * (k->epipf). */
 void lw_ne_prefetch_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk);
-/* The reduce kernel's epilogue inputs (the keys) at the thread's words
- * into the L2, by the prefetch evaluators (ntt_emit_fuse.c; E->red_pf). */
-void lw_ne_red_prefetch(ne *E, LLVMValueRef tid, LLVMValueRef blk);
 
 /* ntt_emit_chain.c: ipchain, the chained plan's kernel 0 in the reduce
  * kernel: whether E's kernel runs it; its arguments from parameter j on

@@ -501,30 +501,6 @@ void lw_ne_red_epilogue(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
   }
 }
 
-/* epipf bit 2: before the reduce kernel waits for the heads' words, the
- * words its epilogue will read from its inputs (the keys, at every word
- * and component slot of the thread) prefetched into the L2 by the
- * prefetch evaluators, the members' registers undefined (the evaluators
- * compute no value: only their addresses and prefetches remain). Their
- * DRAM reads then overlap the members' butterflies instead of following
- * them. */
-void lw_ne_red_prefetch(ne *E, LLVMValueRef tid, LLVMValueRef blk) {
-  const lw_ntt_reduce *R = &E->pro->red;
-  LLVMBuilderRef b = E->b;
-  int V = E->V, n = E->red_pf_vec ? 1 : V;
-  LLVMValueRef undef[LW_MAX_REG * LW_VMAX];
-  for (int j = 0; j < R->members * V; j++) undef[j] = LLVMGetUndef(E->W);
-  evalset es = {E->red_pfn, E->red_pty, 0};
-  for (int g = 0; g < lw_ne_red_words(E) / V; g++) {
-    LLVMValueRef off0 = red_out_off(E, tid, blk, g, 0);
-    for (int slot = 0; slot < epi_slots(E, 0); slot++)
-      for (int v = 0; v < n; v++) {
-        LLVMValueRef o = v ? LLVMBuildNUWAdd(b, off0, c64(E, (uint64_t)v), "") : off0;
-        epi_eval_with(E, 0, slot, o, undef, R->members, E->red_pf_vec, &es);
-      }
-  }
-}
-
 /* ----------------------------------------------------------- evaluators */
 
 /* The evaluators "<name>.eval<c>" of n components, found in the module. */
@@ -623,32 +599,6 @@ static fhjit_status build_vector_folds(ne *E, fhjit_graph *sub) {
   return st;
 }
 
-/* epipf bit 2 (GPU): the reduce kernel's prefetch evaluators, epilogue
- * 0's (vector where its vector evaluators are) rebuilt as "<plan>_p" or
- * "<plan>_vp" with their input loads made prefetches (evalpf.c). */
-static fhjit_status build_red_prefetch(ne *E, fhjit_graph *sub) {
-  const lw_ntt_kplan *lk = &E->P->k[E->P->nkernels - 1];
-  const lw_ntt_reduce *R = &E->pro->red;
-  E->red_pf = 0;
-  if (E->target != LW_GPU || !(lk->epipf & 2)) return FHJIT_OK;
-  lw_plan pl;
-  int vec = 0;
-  fhjit_status st = E->epi_vec[0] ? vector_plan(E, sub, &pl, &vec) : lw_plan_graph(sub, &pl);
-  if (st) return st;
-  if (!vec) pl.vec = 1, pl.groups = pl.work;
-  size_t len = strlen(pl.name);
-  if (len + 3 > LW_NAME_MAX) return FHJIT_OK;
-  memcpy(pl.name + len, "_p", 3);
-  int64_t values;
-  st = lw_build_eval_regs(sub, &pl, E->target, E->c, E->m, R->reg, R->members, &values);
-  if (!st) st = eval_functions(E, pl.name, E->epi_ncomp[0], E->red_pfn, E->red_pty);
-  for (int c = 0; !st && c < E->epi_ncomp[0]; c++)
-    st = lw_eval_to_prefetch(E->ctx, E->red_pfn[c], 2, (unsigned)sub->ninputs);
-  E->red_pf = !st;
-  E->red_pf_vec = vec;
-  return st;
-}
-
 /* epics (GPU): target t's evaluators, scalar, vector and ipacc's folds,
  * with their input loads streaming (evalstream.c): bit 1 of a reduce
  * kernel's epilogue 0, bit 2 of any other. */
@@ -705,7 +655,6 @@ fhjit_status lw_ne_build_epilogue(ne *E) {
     E->epi_idx64[t] = pl.idx_bits == 64;
     if ((st = eval_functions(E, pl.name, E->epi_ncomp[t], E->epi_fn[t], E->epi_ty[t]))) return st;
     if (!(t == 0 && R->acc > 0) && (st = build_vector_epilogue(E, t))) return st;
-    if (t == 0 && R->members > 0 && !R->acc && (st = build_red_prefetch(E, sub))) return st;
     if ((st = stream_epilogue(E, t, sub))) return st;
   }
   return FHJIT_OK;

@@ -132,7 +132,7 @@ static const tuning_key tuning_keys[] = {
     {"autreg", {offsetof(lw_ntt_tuning, autreg)}, 1, 0, 1},
     {"bconvbatch", {offsetof(lw_ntt_tuning, bconvbatch)}, 1, 0, 1},
     {"epivec", {offsetof(lw_ntt_tuning, epivec)}, 1, 0, 1},
-    {"epipf", {offsetof(lw_ntt_tuning, epipf)}, 1, 0, 3},
+    {"epipf", {offsetof(lw_ntt_tuning, epipf)}, 1, 0, 1},
     {"epics", {offsetof(lw_ntt_tuning, epics)}, 1, 0, 7},
     {"provec", {offsetof(lw_ntt_tuning, provec)}, 1, 0, 1},
     {"mdip", {offsetof(lw_ntt_tuning, mdip)}, 1, 0, 1},
@@ -242,8 +242,9 @@ fhjit_status lw_ntt_tuning_parse(fhjit_context *ctx, const char *text, lw_ntt_tu
  * at r62 2^16 bit 1 took the chain to 88.9-89.5 us from 89.8-90.4 but
  * rotate(1) to 662-664 us from 657-658 and 8 hoisted rotations to
  * 2681-2687 from 2642-2647 (the other r62 operations within 0.2%); at
- * r32 the key switch to 250.5-250.7 from 246.6; bit 2 (the keys) slowed
- * every one (an H100, 2026-12-07, bench/results/2026-12-07-79d0a93/). */
+ * r32 the key switch to 250.5-250.7 from 246.6; a bit 2 (the keys), since
+ * removed, slowed every one (an H100, 2026-12-07,
+ * bench/results/2026-12-07-79d0a93/). */
 static const char *const default_plans[2][IR_NTT_MAX_LOG + 1] = {
     [FHJIT_R32] = {[12] = "tws=1", [14] = "e=3,c_col=4,l2pf=1", [16] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,minb_red=6,ipsmem=3,minb_epi=10,twvec=1",
                    [17] = "n1=7,c_col=5,t=7,tws=1,minb=6,early=1,twsplit=12,twvec=1"},

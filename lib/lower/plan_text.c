@@ -136,14 +136,13 @@ static void put_ntt_links(sp_buf *b, const an_plan *p, int s) {
       (!sp->pro_sub || sp->pro_sub->ninputs == 1))
     sp_buf_printf(b, "  first kernel: prefetches its source into the L2 before its wait (l2pf)\n");
   /* the epilogue's prefetches (ntt_emit.c: GPU, a last kernel after a
-   * kernel 0 of its own with a dependent launch) */
+   * kernel 0 of its own with a dependent launch, not a reduce kernel) */
   const lw_ntt_kplan *last = &sp->plan.k[sp->plan.nkernels - 1];
-  int red = sp->red.members > 0, bit = red ? 2 : 1, inputs = 0;
+  int red = sp->red.members > 0, inputs = 0;
   for (int t = 0; t < sp->nepi; t++) inputs += sp->epi_sub[t]->ninputs - 1; /* but its value */
-  if (inputs && sp->plan.nkernels > 1 && last->pdl && (last->epipf & bit) && !(red && sp->red.acc))
-    sp_buf_printf(b, "  last kernel: prefetches %s into the L2 before its wait (epipf)\n",
-                  red ? "what its epilogue reads of its inputs"
-                      : "its epilogue's inputs laid out as its rows");
+  if (inputs && !red && sp->plan.nkernels > 1 && last->pdl && last->epipf)
+    sp_buf_printf(b, "  last kernel: prefetches its epilogue's inputs laid out as its rows into "
+                  "the L2 before its wait (epipf)\n");
   /* streaming loads (ntt_emit_fuse.c, stream_epilogue: GPU) */
   for (int t = 0; t < sp->nepi; t++) {
     uint64_t params = lw_epics_params(sp->epi_sub[t], sp->plan.log_n);

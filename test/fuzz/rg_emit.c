@@ -42,7 +42,7 @@ static const char *const plan_items[] = {
     "liftfuse=0", "mixfuse=0", "mixfuse=1", "digitfwd=0", "bconvbatch=0", "ipfuse=1",
     "ipacc=1", "mdip=0", "mdipk=1", "mdintt=0", "mdbconv=0", "mdrs=0", "l2pf=1", "twpf=1",
     "minb=2", "rowplans=0", "ipsmem=2", "minb_epi=4", "autcol=0", "autcol=2", "ipntt=0",
-    "ipntt=1", "epipf=1", "epipf=3", "epics=3", "epics=7"};
+    "ipntt=1", "epipf=1", "epics=3", "epics=7"};
 
 static uint64_t next_random(uint64_t *state) {
   uint64_t z = (*state += UINT64_C(0x9E3779B97F4A7C15));
