@@ -147,6 +147,14 @@ void lw_lo_load_lanes(lw *L, int32_t index, int64_t konst, LLVMValueRef var, int
 const LLVMValueRef *lw_lo_reg_of(const lw *L, int32_t i);
 void lw_lo_load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out);
 
+/* lower_load.c: the row's constants, loaded at first use from the
+ * parameter table (rows 0, 3 and 4, 5 at the row's column): q2 = 2q, q,
+ * the Montgomery constant k, r2 */
+LLVMValueRef lw_lo_get_q2(lw *L);
+LLVMValueRef lw_lo_get_q(lw *L);
+LLVMValueRef lw_lo_get_k(lw *L);
+LLVMValueRef lw_lo_get_r2(lw *L);
+
 /* lower_remap.c: remapped loads, the automorphism */
 void lw_lo_resolve(lw *L, fhjit_value v, int c, LLVMValueRef row, const lw_lanes *ln,
                    lw_addr *a);
@@ -154,8 +162,7 @@ void lw_lo_load_addr(lw *L, const lw_addr *a, const char *name, LLVMValueRef *ou
 void lw_lo_emit_automorphism(lw *L, int x, const ir_node *n, int c, const char *name,
                              LLVMValueRef *out);
 
-/* lower_eval.c: the per-row constants, evaluation */
-LLVMValueRef lw_lo_get_q(lw *L);
+/* lower_eval.c: evaluation */
 void lw_lo_emit_value(lw *L, int x, fhjit_value v, int c);
 
 /* lower_body.c: the body */

@@ -1,8 +1,8 @@
 /* lower_eval.c: the pointwise lowering's evaluation of one component of
  * one node in one context, lane by lane: SPEC sections 2-3's arithmetic
- * through arith.c's helper functions on the row's constants (loaded from
- * the parameter table at first use), compressed plaintexts expanded, and
- * the reads of lower_load.c and lower_remap.c. */
+ * through arith.c's helper functions on the row's constants (lower_load.c
+ * loads them from the parameter table at first use), compressed
+ * plaintexts expanded, and the reads of lower_load.c and lower_remap.c. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,38 +13,6 @@
 /* SPEC sections 2-3's formulas as helper functions (arith.c). */
 static LLVMValueRef call_helper(lw *L, lw_helper_op h, LLVMValueRef *args, const char *name) {
   return lw_helper_call(&L->A, h, args, name);
-}
-
-/* ------------------------------------------------------ per-row constants */
-
-static LLVMValueRef param_row(lw *L, int r, const char *name) {
-  LLVMValueRef off = L->col64;
-  if (r) off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), off, "");
-  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(L->b, L->word, L->params, &off, 1, "");
-  LLVMValueRef v = LLVMBuildLoad2(L->b, L->word, ptr, name);
-  LLVMSetAlignment(v, (unsigned)(L->wbits == 32 ? 4 : 8));
-  return v;
-}
-
-static LLVMValueRef get_q2(lw *L) {
-  if (!L->q2) L->q2 = param_row(L, 0, "q2");
-  return L->q2;
-}
-LLVMValueRef lw_lo_get_q(lw *L) {
-  if (!L->q) L->q = LLVMBuildLShr(L->b, get_q2(L), cw(L, 1), "q");
-  return L->q;
-}
-static LLVMValueRef get_k(lw *L) {
-  if (!L->k) {
-    LLVMValueRef lo = param_row(L, 3, "k.lo"), hi = param_row(L, 4, "k.hi");
-    hi = LLVMBuildShl(L->b, hi, cw(L, (uint64_t)(L->wbits / 2)), "");
-    L->k = LLVMBuildOr(L->b, lo, hi, "k");
-  }
-  return L->k;
-}
-static LLVMValueRef get_r2(lw *L) {
-  if (!L->r2) L->r2 = param_row(L, 5, "r2");
-  return L->r2;
 }
 
 /* ------------------------------------------------------------ evaluation */
@@ -71,7 +39,7 @@ static void lanes_op(lw *L, int h, int nargs, LLVMValueRef *const *args, const c
 
 static void op_mul(lw *L, LLVMValueRef *a, LLVMValueRef *bv, const char *name, LLVMValueRef *out) {
   LLVMValueRef qv[LW_VMAX], kv[LW_VMAX];
-  for (int l = 0; l < L->p->vec; l++) qv[l] = lw_lo_get_q(L), kv[l] = get_k(L);
+  for (int l = 0; l < L->p->vec; l++) qv[l] = lw_lo_get_q(L), kv[l] = lw_lo_get_k(L);
   LLVMValueRef *args[4] = {a, bv, qv, kv};
   lanes_op(L, LW_H_MUL, 4, args, name, out);
 }
@@ -79,7 +47,7 @@ static void op_mul(lw *L, LLVMValueRef *a, LLVMValueRef *bv, const char *name, L
 static void op_redc(lw *L, LLVMValueRef *a, const char *name, LLVMValueRef *out) {
   LLVMValueRef t[LW_VMAX], qv[LW_VMAX], kv[LW_VMAX];
   for (int l = 0; l < L->p->vec; l++) {
-    qv[l] = lw_lo_get_q(L), kv[l] = get_k(L);
+    qv[l] = lw_lo_get_q(L), kv[l] = lw_lo_get_k(L);
     t[l] = (l && a[l] == a[0]) ? t[0] : LLVMBuildZExt(L->b, a[l], L->dword, "");
   }
   LLVMValueRef *args[3] = {t, qv, kv};
@@ -90,7 +58,7 @@ static void op_addsub(lw *L, int h, LLVMValueRef *a, LLVMValueRef *bv, const cha
                       LLVMValueRef *out) {
   LLVMValueRef qv[LW_VMAX], q2v[LW_VMAX];
   for (int l = 0; l < L->p->vec; l++)
-    q2v[l] = get_q2(L), qv[l] = h == LW_H_ADD_LAZY ? NULL : lw_lo_get_q(L);
+    q2v[l] = lw_lo_get_q2(L), qv[l] = h == LW_H_ADD_LAZY ? NULL : lw_lo_get_q(L);
   if (h == LW_H_ADD_LAZY) {
     LLVMValueRef *args[3] = {a, bv, q2v};
     lanes_op(L, h, 3, args, name, out);
@@ -158,7 +126,7 @@ void lw_lo_emit_value(lw *L, int x, fhjit_value v, int c) {
   }
   case IR_TO_MONT: {
     LLVMValueRef r2[LW_VMAX];
-    for (int l = 0; l < V; l++) r2[l] = get_r2(L);
+    for (int l = 0; l < V; l++) r2[l] = lw_lo_get_r2(L);
     op_mul(L, ARG(0, c), r2, name, out);
     break;
   }

@@ -2,7 +2,8 @@
  * (lw_lo_slot), the row and batch offsets of an input view, and an input's
  * lanes in a context: one scalar load when its indices are uniform, one
  * vector load when they are consecutive and aligned, else one load per
- * lane; a register input's lanes are the evaluator's arguments. */
+ * lane; a register input's lanes are the evaluator's arguments; the
+ * row's constants from the parameter table, loaded at first use. */
 #include <stdio.h>
 
 #include "lower/lower_emit.h"
@@ -126,4 +127,37 @@ void lw_lo_load_input(lw *L, int x, const ir_node *in, int c, LLVMValueRef *out)
   snprintf(name, sizeof name, "%s.c%d", in->name, c);
   lw_lo_load_lanes(L, in->input_index, konst, var, aligned,
                    in->type.n > 1 ? l->index_stride : 0, &L->ctx[x], name, out);
+}
+
+/* ------------------------------------------------------ per-row constants */
+
+/* Row r of the parameter table at the row's column (q2, k, R^2 mod q...). */
+static LLVMValueRef param_row(lw *L, int r, const char *name) {
+  LLVMValueRef off = L->col64;
+  if (r) off = LLVMBuildAdd(L->b, LLVMBuildMul(L->b, L->pstride, ci64(L, r), ""), off, "");
+  LLVMValueRef ptr = LLVMBuildInBoundsGEP2(L->b, L->word, L->params, &off, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(L->b, L->word, ptr, name);
+  LLVMSetAlignment(v, (unsigned)(L->wbits == 32 ? 4 : 8));
+  return v;
+}
+
+LLVMValueRef lw_lo_get_q2(lw *L) {
+  if (!L->q2) L->q2 = param_row(L, 0, "q2");
+  return L->q2;
+}
+LLVMValueRef lw_lo_get_q(lw *L) {
+  if (!L->q) L->q = LLVMBuildLShr(L->b, lw_lo_get_q2(L), cw(L, 1), "q");
+  return L->q;
+}
+LLVMValueRef lw_lo_get_k(lw *L) {
+  if (!L->k) {
+    LLVMValueRef lo = param_row(L, 3, "k.lo"), hi = param_row(L, 4, "k.hi");
+    hi = LLVMBuildShl(L->b, hi, cw(L, (uint64_t)(L->wbits / 2)), "");
+    L->k = LLVMBuildOr(L->b, lo, hi, "k");
+  }
+  return L->k;
+}
+LLVMValueRef lw_lo_get_r2(lw *L) {
+  if (!L->r2) L->r2 = param_row(L, 5, "r2");
+  return L->r2;
 }
